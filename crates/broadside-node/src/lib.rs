@@ -1,0 +1,1 @@
+//! Broadside node: drives the protocol over real UDP sockets.

@@ -1,0 +1,1 @@
+//! Broadside: sans-IO content discovery and bit-vector transfer (see crate docs).

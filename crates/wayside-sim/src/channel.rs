@@ -1,0 +1,416 @@
+//! The radio channel, as a chain of analogue models applied to every link:
+//! deterministic path loss (free space, two-ray ground, log-distance) plus
+//! antenna gains, then log-normal shadowing that is spatially correlated and
+//! frozen per *environment seed*, then fast fading (Rayleigh or Rician) whose
+//! time correlation follows the distance the ends travel, hence speed and
+//! carrier frequency. Also the thermal noise floor and propagation delay.
+//!
+//! **Shadowing.** Each unordered pair of nodes (by stable name) has its own
+//! Gaussian random field, a sum of `SHADOWING_COMPONENTS` random sinusoids whose
+//! wave vectors are drawn from the spectrum of Gudmundson's exponential
+//! correlation `exp(-d / d_c)` (a random Fourier feature field). The field is
+//! evaluated at the midpoint of the link with half the decorrelation distance,
+//! so that when one end is fixed (an AP) the correlation along the other end's
+//! path is exactly `exp(-d / d_c)`; the field is reciprocal. Its draws come
+//! from the environment stream, so a given car–AP pair sees the same
+//! large-scale signal on every pass regardless of the run seed.
+//!
+//! **Fast fading.** A sum of `FADING_PATHS` scattered paths with random
+//! arrival angles and phases (drawn from the run stream), advanced by the sum
+//! of the distances both ends have travelled: the autocorrelation approaches
+//! Jakes' `J0(2π Δu / λ)`, i.e. coherence time ∝ λ / speed. Rician adds a
+//! line-of-sight path of relative power K. Static links keep one fade per run.
+
+use crate::mobility::Vec2;
+use crate::rng::Stream;
+use crate::units::{Db, Dbm, Hertz, Meters, SimTime};
+use std::f64::consts::PI;
+
+pub const SPEED_OF_LIGHT: f64 = 299_792_458.0;
+const SHADOWING_COMPONENTS: usize = 32;
+const FADING_PATHS: usize = 16;
+/// Path-loss models are evaluated no closer than this (near field).
+const MIN_DISTANCE: f64 = 1.0;
+
+/// Deterministic large-scale path loss.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PathLoss {
+    FreeSpace,
+    /// Free space up to the crossover distance 4π·h_t·h_r/λ, then d⁻⁴.
+    TwoRayGround,
+    /// Free space up to `reference`, then `10·exponent·log10(d/reference)`.
+    LogDistance { exponent: f64, reference: Meters },
+}
+
+impl PathLoss {
+    /// Loss in dB between antennas at heights `ht`, `hr` separated by `d`
+    /// horizontally, at wavelength `lambda`.
+    pub fn loss(&self, d: Meters, ht: Meters, hr: Meters, lambda: f64) -> Db {
+        let d = d.0.max(MIN_DISTANCE);
+        let fspl = |d: f64| 20.0 * (4.0 * PI * d / lambda).log10();
+        match *self {
+            PathLoss::FreeSpace => Db(fspl(d)),
+            PathLoss::TwoRayGround => {
+                let crossover = 4.0 * PI * ht.0 * hr.0 / lambda;
+                if d <= crossover {
+                    Db(fspl(d))
+                } else {
+                    Db(40.0 * d.log10() - 20.0 * (ht.0 * hr.0).log10())
+                }
+            }
+            PathLoss::LogDistance { exponent, reference } => {
+                let d0 = reference.0.max(MIN_DISTANCE);
+                if d <= d0 {
+                    Db(fspl(d))
+                } else {
+                    Db(fspl(d0) + 10.0 * exponent * (d / d0).log10())
+                }
+            }
+        }
+    }
+}
+
+/// Small-scale fading distribution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FadingKind {
+    None,
+    Rayleigh,
+    /// Rician with K factor (ratio of line-of-sight to scattered power).
+    Rician { k: Db },
+}
+
+/// Channel configuration shared by every link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelConfig {
+    pub path_loss: PathLoss,
+    /// Standard deviation of log-normal shadowing; 0 disables it.
+    pub shadowing_sigma: Db,
+    pub decorrelation: Meters,
+    pub fading: FadingKind,
+    pub frequency: Hertz,
+    pub noise_floor: Dbm,
+    pub environment_seed: u64,
+}
+
+impl ChannelConfig {
+    pub fn wavelength(&self) -> f64 {
+        SPEED_OF_LIGHT / self.frequency.0
+    }
+}
+
+/// A frozen spatial Gaussian field with exponential correlation.
+#[derive(Clone, Debug)]
+struct ShadowingField {
+    /// (kx, ky, phase) per component, in rad/m and rad.
+    components: Vec<(f64, f64, f64)>,
+    amplitude: f64,
+    cache_at: Vec2,
+    cache_value: f64,
+    cached: bool,
+}
+
+impl ShadowingField {
+    fn new(sigma: Db, decorrelation: f64, stream: &mut Stream) -> Self {
+        let components = (0..SHADOWING_COMPONENTS)
+            .map(|_| {
+                // Radial wavenumber of the 2-D exponential covariance exp(-r/a):
+                // F(k) = 1 - 1/sqrt(1 + (a k)^2), inverted.
+                let u = stream.uniform();
+                let k = ((1.0 / (1.0 - u).powi(2)) - 1.0).sqrt() / decorrelation;
+                let dir = 2.0 * PI * stream.uniform();
+                (k * dir.cos(), k * dir.sin(), 2.0 * PI * stream.uniform())
+            })
+            .collect();
+        ShadowingField {
+            components,
+            amplitude: sigma.0 * (2.0 / SHADOWING_COMPONENTS as f64).sqrt(),
+            cache_at: Vec2::default(),
+            cache_value: 0.0,
+            cached: false,
+        }
+    }
+
+    /// Field value in dB at `p`; recomputed only once `p` moves by more than
+    /// `resolution` (a small fraction of the decorrelation distance).
+    fn at(&mut self, p: Vec2, resolution: f64) -> f64 {
+        if !self.cached || self.cache_at.dist(p).0 > resolution {
+            self.cache_value = self.amplitude
+                * self.components.iter().map(|&(kx, ky, ph)| (kx * p.x + ky * p.y + ph).cos()).sum::<f64>();
+            self.cache_at = p;
+            self.cached = true;
+        }
+        self.cache_value
+    }
+}
+
+/// Sum-of-sinusoids fading process for one link.
+#[derive(Clone, Debug)]
+struct FadingProcess {
+    /// (cos of arrival angle, phase) per scattered path.
+    paths: Vec<(f64, f64)>,
+    los: Option<(f64, f64, f64)>, // (amplitude, cos angle, phase)
+    scatter_amplitude: f64,
+}
+
+impl FadingProcess {
+    fn new(kind: FadingKind, stream: &mut Stream) -> Option<Self> {
+        let (los_power, scatter_power) = match kind {
+            FadingKind::None => return None,
+            FadingKind::Rayleigh => (0.0, 1.0),
+            FadingKind::Rician { k } => {
+                let k = k.ratio();
+                (k / (k + 1.0), 1.0 / (k + 1.0))
+            }
+        };
+        let paths = (0..FADING_PATHS)
+            .map(|_| ((2.0 * PI * stream.uniform()).cos(), 2.0 * PI * stream.uniform()))
+            .collect();
+        let los = (los_power > 0.0).then(|| (los_power.sqrt(), (2.0 * PI * stream.uniform()).cos(), 2.0 * PI * stream.uniform()));
+        Some(FadingProcess { paths, los, scatter_amplitude: (scatter_power / FADING_PATHS as f64).sqrt() })
+    }
+
+    /// Power gain |h|² (mean 1) after the ends have travelled `u` metres in total.
+    fn power_gain(&self, u: f64, lambda: f64) -> f64 {
+        let beta = 2.0 * PI * u / lambda;
+        let (mut re, mut im) = (0.0, 0.0);
+        for &(c, ph) in &self.paths {
+            let (s, co) = (beta * c + ph).sin_cos();
+            re += co;
+            im += s;
+        }
+        re *= self.scatter_amplitude;
+        im *= self.scatter_amplitude;
+        if let Some((a, c, ph)) = self.los {
+            let (s, co) = (beta * c + ph).sin_cos();
+            re += a * co;
+            im += a * s;
+        }
+        re * re + im * im
+    }
+}
+
+/// Per-link channel state: the frozen shadowing field and the fading process.
+#[derive(Clone, Debug)]
+pub struct Link {
+    shadowing: Option<ShadowingField>,
+    fading: Option<FadingProcess>,
+}
+
+/// One end of a link as seen by the channel at the instant of transmission.
+#[derive(Clone, Copy, Debug)]
+pub struct Endpoint {
+    pub position: Vec2,
+    pub height: Meters,
+    pub antenna_gain: Db,
+    /// Distance travelled since the start; drives fading.
+    pub odometer: Meters,
+}
+
+/// The large- and small-scale parts of one link's loss, kept apart so traces
+/// can explain a received power.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkBudget {
+    pub distance: Meters,
+    pub path_loss: Db,
+    pub shadowing: Db,
+    pub fading: Db,
+    pub rx_power: Dbm,
+}
+
+impl Link {
+    /// Creates the state of the link between the nodes named `a` and `b`
+    /// (order does not matter), drawing the field from the environment seed
+    /// and the fading from the run stream.
+    pub fn new(cfg: &ChannelConfig, a: &str, b: &str, master_seed: u64, run: u64) -> Link {
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let key = format!("link/{lo}/{hi}");
+        let shadowing = (cfg.shadowing_sigma.0 > 0.0).then(|| {
+            let mut env = Stream::new("env", cfg.environment_seed, 0, &key);
+            ShadowingField::new(cfg.shadowing_sigma, cfg.decorrelation.0 / 2.0, &mut env)
+        });
+        let mut run_stream = Stream::new("run", master_seed, run, &key);
+        Link { shadowing, fading: FadingProcess::new(cfg.fading, &mut run_stream) }
+    }
+
+    /// Received power at `rx` of a transmission at `tx_power` from `tx`.
+    pub fn budget(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> LinkBudget {
+        let lambda = cfg.wavelength();
+        let distance = tx.position.dist(rx.position);
+        let path_loss = cfg.path_loss.loss(distance, tx.height, rx.height, lambda);
+        let shadowing = match &mut self.shadowing {
+            Some(f) => {
+                let mid = Vec2::new((tx.position.x + rx.position.x) / 2.0, (tx.position.y + rx.position.y) / 2.0);
+                Db(f.at(mid, cfg.decorrelation.0 / 100.0))
+            }
+            None => Db(0.0),
+        };
+        let fading = match &self.fading {
+            Some(f) => Db::from_ratio(f.power_gain(tx.odometer.0 + rx.odometer.0, lambda).max(1e-12)),
+            None => Db(0.0),
+        };
+        let rx_power = tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing + fading;
+        LinkBudget { distance, path_loss, shadowing, fading, rx_power }
+    }
+}
+
+/// Time for a signal to cover `d`.
+pub fn propagation_delay(d: Meters) -> SimTime {
+    SimTime::from_secs_f64(d.0 / SPEED_OF_LIGHT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(path_loss: PathLoss) -> ChannelConfig {
+        ChannelConfig {
+            path_loss,
+            shadowing_sigma: Db(0.0),
+            decorrelation: Meters(20.0),
+            fading: FadingKind::None,
+            frequency: Hertz(2.437e9),
+            noise_floor: Dbm(-95.0),
+            environment_seed: 1,
+        }
+    }
+
+    fn at(x: f64) -> Endpoint {
+        Endpoint { position: Vec2::new(x, 0.0), height: Meters(1.5), antenna_gain: Db(0.0), odometer: Meters(0.0) }
+    }
+
+    #[test]
+    fn free_space_matches_friis() {
+        let c = cfg(PathLoss::FreeSpace);
+        let lambda = c.wavelength();
+        for d in [10.0, 100.0, 1000.0] {
+            let expected = 20.0 * (4.0 * PI * d / lambda).log10();
+            let got = c.path_loss.loss(Meters(d), Meters(1.5), Meters(1.5), lambda).0;
+            assert!((got - expected).abs() < 1e-9);
+        }
+        // 100 m at 2.437 GHz is about 80.2 dB.
+        assert!((c.path_loss.loss(Meters(100.0), Meters(1.5), Meters(1.5), lambda).0 - 80.18).abs() < 0.05);
+    }
+
+    #[test]
+    fn two_ray_is_free_space_then_fourth_power() {
+        let c = cfg(PathLoss::TwoRayGround);
+        let lambda = c.wavelength();
+        let crossover = 4.0 * PI * 1.5 * 1.5 / lambda; // ~229 m
+        let near = c.path_loss.loss(Meters(crossover * 0.5), Meters(1.5), Meters(1.5), lambda).0;
+        assert!((near - 20.0 * (4.0 * PI * crossover * 0.5 / lambda).log10()).abs() < 1e-9);
+        let l1 = c.path_loss.loss(Meters(2.0 * crossover), Meters(1.5), Meters(1.5), lambda).0;
+        let l2 = c.path_loss.loss(Meters(4.0 * crossover), Meters(1.5), Meters(1.5), lambda).0;
+        assert!((l2 - l1 - 40.0 * 2f64.log10()).abs() < 1e-9);
+        // Continuous at the crossover.
+        let a = c.path_loss.loss(Meters(crossover - 1e-6), Meters(1.5), Meters(1.5), lambda).0;
+        let b = c.path_loss.loss(Meters(crossover + 1e-6), Meters(1.5), Meters(1.5), lambda).0;
+        assert!((a - b).abs() < 1e-3);
+    }
+
+    #[test]
+    fn log_distance_slope() {
+        let c = cfg(PathLoss::LogDistance { exponent: 3.0, reference: Meters(10.0) });
+        let l = |d| c.path_loss.loss(Meters(d), Meters(1.5), Meters(1.5), c.wavelength()).0;
+        assert!((l(1000.0) - l(100.0) - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn budget_adds_gains_and_subtracts_loss() {
+        let c = cfg(PathLoss::FreeSpace);
+        let mut link = Link::new(&c, "ap", "car", 1, 0);
+        let mut tx = at(0.0);
+        tx.antenna_gain = Db(7.0);
+        let b = link.budget(&c, Dbm(19.0), &tx, &at(100.0));
+        assert!((b.rx_power.0 - (19.0 + 7.0 - b.path_loss.0)).abs() < 1e-9);
+    }
+
+    fn shadow_cfg() -> ChannelConfig {
+        let mut c = cfg(PathLoss::FreeSpace);
+        c.shadowing_sigma = Db(6.0);
+        c
+    }
+
+    #[test]
+    fn shadowing_is_frozen_by_environment_seed_and_reciprocal() {
+        let c = shadow_cfg();
+        let samples = |link: &mut Link| -> Vec<f64> {
+            (0..50).map(|i| link.budget(&c, Dbm(0.0), &at(0.0), &at(10.0 + 7.0 * i as f64)).shadowing.0).collect()
+        };
+        let a = samples(&mut Link::new(&c, "ap", "car", 1, 0));
+        let b = samples(&mut Link::new(&c, "car", "ap", 99, 7)); // other run seed, other order
+        assert_eq!(a, b);
+        let mut other_env = shadow_cfg();
+        other_env.environment_seed = 2;
+        let d: Vec<f64> = {
+            let mut l = Link::new(&other_env, "ap", "car", 1, 0);
+            (0..50).map(|i| l.budget(&other_env, Dbm(0.0), &at(0.0), &at(10.0 + 7.0 * i as f64)).shadowing.0).collect()
+        };
+        assert_ne!(a, d);
+    }
+
+    #[test]
+    fn shadowing_has_the_configured_spread_and_decorrelates() {
+        // Average over many links: variance ~ sigma^2, correlation at d_c ~ e^-1.
+        let c = shadow_cfg();
+        let (mut sum2, mut prod_dc, mut prod_far, mut n) = (0.0, 0.0, 0.0, 0.0);
+        for i in 0..400 {
+            let mut link = Link::new(&c, "ap", &format!("car{i}"), 1, 0);
+            let mut s = |x: f64| link.budget(&c, Dbm(0.0), &at(0.0), &at(x)).shadowing.0;
+            let (s0, s1, s2) = (s(500.0), s(520.0), s(700.0));
+            sum2 += s0 * s0;
+            prod_dc += s0 * s1;
+            prod_far += s0 * s2;
+            n += 1.0;
+        }
+        let var = sum2 / n;
+        assert!((var.sqrt() - 6.0).abs() < 0.8, "sigma {}", var.sqrt());
+        let rho_dc = prod_dc / n / var;
+        let rho_far = prod_far / n / var;
+        assert!((rho_dc - (-1f64).exp()).abs() < 0.15, "rho(d_c) = {rho_dc}");
+        assert!(rho_far.abs() < 0.15, "rho(10 d_c) = {rho_far}");
+    }
+
+    #[test]
+    fn rayleigh_fading_has_unit_mean_power_and_speed_sets_coherence() {
+        let mut c = cfg(PathLoss::FreeSpace);
+        c.fading = FadingKind::Rayleigh;
+        let lambda = c.wavelength();
+        let (mut mean, mut deep) = (0.0, 0.0);
+        let n = 4000;
+        for i in 0..n {
+            let link = Link::new(&c, "a", &format!("b{i}"), 3, 0);
+            let g = link.fading.as_ref().unwrap().power_gain(0.0, lambda);
+            mean += g;
+            if g < 0.1 {
+                deep += 1.0;
+            }
+        }
+        mean /= n as f64;
+        // Exponential power: mean 1, P(g < 0.1) = 1 - e^-0.1 ~ 0.095.
+        assert!((mean - 1.0).abs() < 0.08, "mean {mean}");
+        assert!((deep / n as f64 - 0.095).abs() < 0.03);
+        // Gains a hundredth of a wavelength apart are nearly equal; gains
+        // several wavelengths apart are not.
+        let link = Link::new(&c, "a", "b", 3, 0);
+        let f = link.fading.as_ref().unwrap();
+        let (g0, g_close) = (f.power_gain(0.0, lambda), f.power_gain(lambda / 100.0, lambda));
+        assert!((g0 - g_close).abs() < 0.1 * g0.max(0.1));
+    }
+
+    #[test]
+    fn rician_with_large_k_barely_fades() {
+        let mut c = cfg(PathLoss::FreeSpace);
+        c.fading = FadingKind::Rician { k: Db(20.0) };
+        let link = Link::new(&c, "a", "b", 3, 0);
+        let f = link.fading.as_ref().unwrap();
+        for i in 0..200 {
+            let g = f.power_gain(i as f64 * 0.37, c.wavelength());
+            assert!(Db::from_ratio(g).0.abs() < 2.5);
+        }
+    }
+
+    #[test]
+    fn propagation_delay_is_distance_over_c() {
+        assert_eq!(propagation_delay(Meters(299.792458)), SimTime::from_ns(1000));
+    }
+}
