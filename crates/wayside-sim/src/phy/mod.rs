@@ -1,4 +1,6 @@
-//! The 802.11 physical layer: modes and timing, the frame error model.
+//! The 802.11 physical layer: modes and timing, the frame error model, and
+//! the per-radio state machine (idle, CCA-busy, TX, RX) with SINR tracking.
 
 pub mod error;
 pub mod mode;
+pub mod state;

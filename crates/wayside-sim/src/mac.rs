@@ -1,0 +1,540 @@
+//! The 802.11 MAC of one station: DCF channel access (DIFS/EIFS, slotted
+//! binary-exponential backoff that freezes while the medium is busy), ACK with
+//! timeout, retries along the multi-rate retry chain that rate control fills,
+//! optional RTS/CTS with the NAV, sequence numbers and duplicate filtering,
+//! and a drop-tail transmit queue.
+//!
+//! The state lives in [`Mac`]; the transitions are `impl World` methods below
+//! because each one may put a frame on the air.
+
+use crate::event::{Event, MacTimer, NodeId};
+use crate::phy::mode::{Mode, Timing};
+use crate::ratectl::{Fixed, RateControl, RateControlKind, RetryChain, Stage, TxRequest, TxStatus};
+use crate::rng::Stream;
+use crate::sim::World;
+use crate::trace::{FrameKind, MacEvent, MacRow};
+use crate::units::SimTime;
+use std::collections::VecDeque;
+
+/// MAC header (24) and FCS (4) around a data frame body.
+pub const DATA_OVERHEAD: u32 = 28;
+pub const ACK_BYTES: u32 = 14;
+pub const CTS_BYTES: u32 = 14;
+pub const RTS_BYTES: u32 = 20;
+
+/// Where a frame is going.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dst {
+    Node(NodeId),
+    Broadcast,
+}
+
+impl Dst {
+    /// Whether a radio at `n` should take this frame as its own.
+    pub fn is_for(self, n: NodeId) -> bool {
+        match self {
+            Dst::Node(d) => d == n,
+            Dst::Broadcast => true,
+        }
+    }
+    /// The node index recorded in traces; `u32::MAX` stands for broadcast.
+    pub fn trace_id(self) -> u32 {
+        match self {
+            Dst::Node(d) => d.0,
+            Dst::Broadcast => u32::MAX,
+        }
+    }
+}
+
+/// An 802.11 frame as far as the simulator needs it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Frame {
+    pub kind: FrameKind,
+    pub src: NodeId,
+    pub dst: Dst,
+    pub seq: u16,
+    pub retry: bool,
+    /// 0-based transmission attempt of this MSDU.
+    pub attempt: u8,
+    pub psdu_bytes: u32,
+    /// Duration field: how long others must defer after this frame.
+    pub duration: SimTime,
+}
+
+/// A unit of data handed to the MAC.
+#[derive(Clone, Copy, Debug)]
+pub struct Msdu {
+    pub dst: Dst,
+    pub bytes: u32,
+    pub enqueued: SimTime,
+    /// Send at this mode instead of asking rate control (sounders, broadcast).
+    pub mode: Option<Mode>,
+    /// Traffic source to tell when the MSDU is finished with.
+    pub source: Option<u32>,
+}
+
+/// How rate control is set up for every link of this MAC.
+#[derive(Clone, Debug)]
+pub enum RateSpec {
+    /// One rate with the MAC's retry limits.
+    Fixed(Mode),
+    /// A static multi-rate retry chain.
+    Chain(Vec<Stage>),
+}
+
+#[derive(Clone, Debug)]
+pub struct MacConfig {
+    pub queue_limit: usize,
+    pub short_retry_limit: u8,
+    pub long_retry_limit: u8,
+    /// Frames (PSDU) longer than this use RTS/CTS and the long retry limit.
+    pub rts_threshold: u32,
+    pub rate: RateSpec,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Waiting {
+    None,
+    Ack,
+    Cts,
+}
+
+#[derive(Clone, Debug)]
+struct Current {
+    msdu: Msdu,
+    chain: RetryChain,
+    seq: u16,
+    attempt: u32,
+    rts: bool,
+}
+
+/// One station's MAC state.
+pub struct Mac {
+    cfg: MacConfig,
+    timing: Timing,
+    queue: VecDeque<Msdu>,
+    current: Option<Current>,
+    cw: u32,
+    backoff: u32,
+    backoff_pending: bool,
+    medium_busy: bool,
+    idle_since: SimTime,
+    nav_until: SimTime,
+    use_eifs: bool,
+    generation: [u32; 4],
+    grant_armed: bool,
+    grant_start: SimTime,
+    waiting: Waiting,
+    timeout_deferred: bool,
+    response: Option<(Frame, Mode)>,
+    next_seq: u16,
+    last_seq: Vec<(NodeId, u16)>,
+    rate_controls: Vec<(NodeId, RateControlKind)>,
+    rng: Stream,
+}
+
+fn timer_slot(t: MacTimer) -> usize {
+    match t {
+        MacTimer::AccessGrant => 0,
+        MacTimer::ResponseTimeout => 1,
+        MacTimer::SifsResponse => 2,
+        MacTimer::NavEnd => 3,
+    }
+}
+
+impl Mac {
+    pub fn new(cfg: &MacConfig, timing: &Timing, rng: Stream) -> Mac {
+        Mac {
+            cfg: cfg.clone(),
+            timing: *timing,
+            queue: VecDeque::new(),
+            current: None,
+            cw: timing.cw_min,
+            backoff: 0,
+            backoff_pending: false,
+            medium_busy: false,
+            idle_since: SimTime::ZERO,
+            nav_until: SimTime::ZERO,
+            use_eifs: false,
+            generation: [0; 4],
+            grant_armed: false,
+            grant_start: SimTime::ZERO,
+            waiting: Waiting::None,
+            timeout_deferred: false,
+            response: None,
+            next_seq: 0,
+            last_seq: Vec::new(),
+            rate_controls: Vec::new(),
+            rng,
+        }
+    }
+
+    fn has_work(&self) -> bool {
+        self.current.is_some() || !self.queue.is_empty()
+    }
+
+    fn ifs(&self) -> SimTime {
+        if self.use_eifs {
+            self.timing.eifs
+        } else {
+            self.timing.difs
+        }
+    }
+
+    fn draw_backoff(&mut self) {
+        self.backoff = self.rng.integer_inclusive(self.cw);
+        self.backoff_pending = true;
+    }
+
+    /// The rate controller for frames to `dst`, created on first use.
+    fn rate_control(&mut self, dst: NodeId) -> &mut RateControlKind {
+        let i = match self.rate_controls.iter().position(|(d, _)| *d == dst) {
+            Some(i) => i,
+            None => {
+                let chain = |tries: u8| match &self.cfg.rate {
+                    RateSpec::Fixed(mode) => RetryChain { stages: vec![Stage { mode: *mode, tries }] },
+                    RateSpec::Chain(stages) => RetryChain { stages: stages.clone() },
+                };
+                let rc = Fixed::new(chain(self.cfg.short_retry_limit), chain(self.cfg.long_retry_limit), self.cfg.rts_threshold);
+                self.rate_controls.push((dst, RateControlKind::Fixed(rc)));
+                self.rate_controls.len() - 1
+            }
+        };
+        &mut self.rate_controls[i].1
+    }
+
+    fn arm(&mut self, timer: MacTimer) -> u32 {
+        let s = timer_slot(timer);
+        self.generation[s] = self.generation[s].wrapping_add(1);
+        self.generation[s]
+    }
+
+    fn cancel(&mut self, timer: MacTimer) {
+        self.arm(timer);
+    }
+}
+
+impl World {
+    fn schedule_mac(&mut self, at: SimTime, node: NodeId, timer: MacTimer) {
+        let generation = self.nodes[node.index()].mac.arm(timer);
+        self.queue.schedule(at, node.0, Event::Mac { node, timer, generation });
+    }
+
+    fn mac_trace(&mut self, now: SimTime, node: NodeId, peer: u32, event: MacEvent, seq: u16, bytes: u32, attempts: u32, delay: SimTime) {
+        let p = self.position(node, now);
+        self.trace.mac.push(MacRow {
+            time_ns: now.as_ns(),
+            node: node.0,
+            peer,
+            event,
+            seq,
+            bytes,
+            attempts: attempts.min(255) as u8,
+            delay_ns: delay.as_ns(),
+            x: p.x as f32,
+            y: p.y as f32,
+        });
+    }
+
+    /// Hands an MSDU to `node`'s MAC; false if the queue was full (the drop is traced).
+    pub(crate) fn mac_enqueue(&mut self, now: SimTime, node: NodeId, msdu: Msdu) -> bool {
+        let mac = &mut self.nodes[node.index()].mac;
+        if mac.queue.len() >= mac.cfg.queue_limit {
+            self.mac_trace(now, node, msdu.dst.trace_id(), MacEvent::QueueDrop, 0, msdu.bytes, 0, SimTime::ZERO);
+            return false;
+        }
+        mac.queue.push_back(msdu);
+        self.mac_request_access(now, node);
+        true
+    }
+
+    /// Starts or resumes contention if the MAC has something to send.
+    fn mac_request_access(&mut self, now: SimTime, node: NodeId) {
+        let mac = &mut self.nodes[node.index()].mac;
+        if !mac.has_work() || mac.waiting != Waiting::None || mac.response.is_some() || mac.grant_armed {
+            return;
+        }
+        if mac.medium_busy {
+            if !mac.backoff_pending {
+                mac.draw_backoff();
+            }
+            return;
+        }
+        let start = mac.idle_since + mac.ifs();
+        let at = if mac.backoff_pending { start + mac.timing.slot * mac.backoff as u64 } else { start };
+        mac.grant_armed = true;
+        mac.grant_start = start;
+        self.schedule_mac(at.max(now), node, MacTimer::AccessGrant);
+    }
+
+    /// Re-evaluates physical and virtual carrier sense after anything that may
+    /// have changed them, freezing or resuming backoff.
+    pub(crate) fn medium_update(&mut self, now: SimTime, node: NodeId) {
+        let n = &mut self.nodes[node.index()];
+        let busy = n.phy.busy() || n.mac.nav_until > now;
+        let mac = &mut n.mac;
+        if busy == mac.medium_busy {
+            return;
+        }
+        mac.medium_busy = busy;
+        if busy {
+            if mac.grant_armed {
+                if now > mac.grant_start && mac.backoff_pending {
+                    let elapsed = ((now - mac.grant_start).as_ns() / mac.timing.slot.as_ns()) as u32;
+                    mac.backoff -= elapsed.min(mac.backoff);
+                }
+                mac.grant_armed = false;
+                mac.cancel(MacTimer::AccessGrant);
+                if !mac.backoff_pending {
+                    mac.draw_backoff();
+                }
+            }
+        } else {
+            mac.idle_since = now;
+            self.mac_request_access(now, node);
+        }
+    }
+
+    pub(crate) fn on_mac_timer(&mut self, now: SimTime, node: NodeId, timer: MacTimer, generation: u32) {
+        if self.nodes[node.index()].mac.generation[timer_slot(timer)] != generation {
+            return;
+        }
+        match timer {
+            MacTimer::AccessGrant => self.mac_access_granted(now, node),
+            MacTimer::ResponseTimeout => {
+                let n = &mut self.nodes[node.index()];
+                if n.phy.receiving().is_some() {
+                    n.mac.timeout_deferred = true;
+                } else {
+                    self.mac_attempt_failed(now, node);
+                }
+            }
+            MacTimer::SifsResponse => {
+                if let Some((frame, mode)) = self.nodes[node.index()].mac.response.take() {
+                    self.transmit(now, node, frame, mode);
+                }
+            }
+            MacTimer::NavEnd => self.medium_update(now, node),
+        }
+    }
+
+    fn mac_access_granted(&mut self, now: SimTime, node: NodeId) {
+        let mac = &mut self.nodes[node.index()].mac;
+        mac.grant_armed = false;
+        mac.backoff_pending = false;
+        mac.backoff = 0;
+        if mac.current.is_none() {
+            let Some(msdu) = mac.queue.pop_front() else { return };
+            let psdu = msdu.bytes + DATA_OVERHEAD;
+            let chain = match (msdu.mode, msdu.dst) {
+                (Some(mode), _) => RetryChain { stages: vec![Stage { mode, tries: 1 }] },
+                (None, Dst::Broadcast) => {
+                    let mode = self.radio.standard.basic_rates()[0];
+                    RetryChain { stages: vec![Stage { mode, tries: 1 }] }
+                }
+                (None, Dst::Node(d)) => mac.rate_control(d).retry_chain(&TxRequest { now, bytes: psdu }),
+            };
+            let seq = mac.next_seq;
+            mac.next_seq = (mac.next_seq + 1) % 4096;
+            let rts = matches!(msdu.dst, Dst::Node(_)) && psdu > mac.cfg.rts_threshold;
+            mac.current = Some(Current { msdu, chain, seq, attempt: 0, rts });
+        }
+        let cur = mac.current.as_ref().expect("current frame");
+        if cur.rts {
+            let (frame, mode) = self.rts_frame(node);
+            self.nodes[node.index()].mac.waiting = Waiting::Cts;
+            self.transmit(now, node, frame, mode);
+        } else {
+            let (frame, mode) = self.data_frame(node);
+            self.transmit(now, node, frame, mode);
+        }
+    }
+
+    /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.
+    fn response_airtime(&self, mode: &Mode, bytes: u32) -> SimTime {
+        let ctl = self.radio.standard.control_rate(*mode);
+        ctl.airtime(bytes, self.radio.preamble, self.radio.standard)
+    }
+
+    fn current_mode(&self, node: NodeId) -> Mode {
+        let cur = self.nodes[node.index()].mac.current.as_ref().expect("current frame");
+        let stage = cur.chain.stage_of(cur.attempt).unwrap_or(cur.chain.stages.len() - 1);
+        cur.chain.stages[stage].mode
+    }
+
+    fn data_frame(&self, node: NodeId) -> (Frame, Mode) {
+        let mode = self.current_mode(node);
+        let cur = self.nodes[node.index()].mac.current.as_ref().expect("current frame");
+        let psdu = cur.msdu.bytes + DATA_OVERHEAD;
+        let duration = match cur.msdu.dst {
+            Dst::Node(_) => self.timing.sifs + self.response_airtime(&mode, ACK_BYTES),
+            Dst::Broadcast => SimTime::ZERO,
+        };
+        let frame = Frame {
+            kind: FrameKind::Data,
+            src: node,
+            dst: cur.msdu.dst,
+            seq: cur.seq,
+            retry: cur.attempt > 0,
+            attempt: cur.attempt.min(255) as u8,
+            psdu_bytes: psdu,
+            duration,
+        };
+        (frame, mode)
+    }
+
+    fn rts_frame(&self, node: NodeId) -> (Frame, Mode) {
+        let mode = self.current_mode(node);
+        let cur = self.nodes[node.index()].mac.current.as_ref().expect("current frame");
+        let psdu = cur.msdu.bytes + DATA_OVERHEAD;
+        let ctl = self.radio.standard.control_rate(mode);
+        let data = mode.airtime(psdu, self.radio.preamble, self.radio.standard);
+        let duration = self.timing.sifs * 3 + self.response_airtime(&mode, CTS_BYTES) + data + self.response_airtime(&mode, ACK_BYTES);
+        let frame = Frame {
+            kind: FrameKind::Rts,
+            src: node,
+            dst: cur.msdu.dst,
+            seq: cur.seq,
+            retry: cur.attempt > 0,
+            attempt: cur.attempt.min(255) as u8,
+            psdu_bytes: RTS_BYTES,
+            duration,
+        };
+        (frame, ctl)
+    }
+
+    pub(crate) fn mac_tx_end(&mut self, now: SimTime, node: NodeId, frame: Frame) {
+        let timeout = self.timing.ack_timeout;
+        match (frame.kind, frame.dst) {
+            (FrameKind::Data, Dst::Node(_)) => {
+                self.nodes[node.index()].mac.waiting = Waiting::Ack;
+                self.schedule_mac(now + timeout, node, MacTimer::ResponseTimeout);
+            }
+            (FrameKind::Rts, _) => self.schedule_mac(now + timeout, node, MacTimer::ResponseTimeout),
+            (FrameKind::Data, Dst::Broadcast) => self.mac_finish(now, node, true),
+            (FrameKind::Ack | FrameKind::Cts, _) => self.mac_request_access(now, node),
+        }
+    }
+
+    pub(crate) fn mac_rx_end(&mut self, now: SimTime, node: NodeId, frame: Frame, mode: Mode, ok: bool) {
+        let mac = &mut self.nodes[node.index()].mac;
+        mac.use_eifs = !ok;
+        let deferred = mac.timeout_deferred;
+        if !ok {
+            if deferred {
+                self.mac_attempt_failed(now, node);
+            }
+            return;
+        }
+        if !frame.dst.is_for(node) {
+            if frame.duration > SimTime::ZERO {
+                let until = now + frame.duration;
+                if until > mac.nav_until {
+                    mac.nav_until = until;
+                    self.schedule_mac(until, node, MacTimer::NavEnd);
+                }
+            }
+            if deferred {
+                self.mac_attempt_failed(now, node);
+            }
+            return;
+        }
+        let waiting = mac.waiting;
+        match frame.kind {
+            FrameKind::Ack if waiting == Waiting::Ack => self.mac_finish(now, node, true),
+            FrameKind::Cts if waiting == Waiting::Cts => {
+                let mac = &mut self.nodes[node.index()].mac;
+                mac.waiting = Waiting::None;
+                mac.timeout_deferred = false;
+                mac.cancel(MacTimer::ResponseTimeout);
+                let (data, mode) = self.data_frame(node);
+                self.nodes[node.index()].mac.response = Some((data, mode));
+                self.schedule_mac(now + self.timing.sifs, node, MacTimer::SifsResponse);
+            }
+            FrameKind::Rts => {
+                if mac.nav_until <= now {
+                    let cts_time = self.response_airtime(&mode, CTS_BYTES);
+                    let duration = frame.duration.saturating_sub(self.timing.sifs + cts_time);
+                    let cts = Frame { kind: FrameKind::Cts, src: node, dst: Dst::Node(frame.src), seq: 0, retry: false, attempt: 0, psdu_bytes: CTS_BYTES, duration };
+                    let ctl = self.radio.standard.control_rate(mode);
+                    self.nodes[node.index()].mac.response = Some((cts, ctl));
+                    self.schedule_mac(now + self.timing.sifs, node, MacTimer::SifsResponse);
+                }
+            }
+            FrameKind::Data => self.mac_receive_data(now, node, frame, mode),
+            FrameKind::Ack | FrameKind::Cts => {
+                if deferred {
+                    self.mac_attempt_failed(now, node);
+                }
+            }
+        }
+    }
+
+    fn mac_receive_data(&mut self, now: SimTime, node: NodeId, frame: Frame, mode: Mode) {
+        let body = frame.psdu_bytes - DATA_OVERHEAD;
+        let Dst::Node(_) = frame.dst else {
+            self.mac_trace(now, node, frame.src.0, MacEvent::Received, frame.seq, body, 0, SimTime::ZERO);
+            return;
+        };
+        let ack = Frame { kind: FrameKind::Ack, src: node, dst: Dst::Node(frame.src), seq: 0, retry: false, attempt: 0, psdu_bytes: ACK_BYTES, duration: SimTime::ZERO };
+        let ctl = self.radio.standard.control_rate(mode);
+        let mac = &mut self.nodes[node.index()].mac;
+        mac.response = Some((ack, ctl));
+        let duplicate = match mac.last_seq.iter_mut().find(|(s, _)| *s == frame.src) {
+            Some((_, last)) => {
+                let dup = frame.retry && *last == frame.seq;
+                *last = frame.seq;
+                dup
+            }
+            None => {
+                mac.last_seq.push((frame.src, frame.seq));
+                false
+            }
+        };
+        self.schedule_mac(now + self.timing.sifs, node, MacTimer::SifsResponse);
+        let event = if duplicate { MacEvent::Duplicate } else { MacEvent::Received };
+        self.mac_trace(now, node, frame.src.0, event, frame.seq, body, frame.attempt as u32 + 1, SimTime::ZERO);
+    }
+
+    /// The current attempt got no response.
+    fn mac_attempt_failed(&mut self, now: SimTime, node: NodeId) {
+        let mac = &mut self.nodes[node.index()].mac;
+        mac.waiting = Waiting::None;
+        mac.timeout_deferred = false;
+        mac.cancel(MacTimer::ResponseTimeout);
+        let cur = mac.current.as_mut().expect("failed attempt of a current frame");
+        cur.attempt += 1;
+        if cur.attempt >= cur.chain.total_tries() {
+            self.mac_finish(now, node, false);
+            return;
+        }
+        mac.cw = (2 * mac.cw + 1).min(mac.timing.cw_max);
+        mac.draw_backoff();
+        self.mac_request_access(now, node);
+    }
+
+    /// The current MSDU is done: acknowledged (or broadcast), or given up.
+    fn mac_finish(&mut self, now: SimTime, node: NodeId, delivered: bool) {
+        let mac = &mut self.nodes[node.index()].mac;
+        mac.waiting = Waiting::None;
+        mac.timeout_deferred = false;
+        mac.cancel(MacTimer::ResponseTimeout);
+        let mut cur = mac.current.take().expect("finished frame");
+        let attempts = if delivered { cur.attempt + 1 } else { cur.attempt };
+        if let Dst::Node(d) = cur.msdu.dst {
+            if cur.msdu.mode.is_none() {
+                let status = TxStatus { now, bytes: cur.msdu.bytes + DATA_OVERHEAD, chain: std::mem::take(&mut cur.chain), attempts, acked: delivered };
+                mac.rate_control(d).report(&status);
+            }
+        }
+        mac.cw = mac.timing.cw_min;
+        mac.draw_backoff();
+        let event = if delivered { MacEvent::Delivered } else { MacEvent::Failed };
+        let delay = now - cur.msdu.enqueued;
+        self.mac_trace(now, node, cur.msdu.dst.trace_id(), event, cur.seq, cur.msdu.bytes, attempts, delay);
+        if let Some(source) = cur.msdu.source {
+            self.on_msdu_done(now, source);
+        }
+        self.mac_request_access(now, node);
+    }
+}

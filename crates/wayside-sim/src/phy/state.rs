@@ -1,0 +1,333 @@
+//! The PHY state machine of one radio: idle, CCA-busy, transmitting, receiving.
+//!
+//! Every signal reaching the antenna above the reception floor is tracked; the
+//! sum of their powers plus noise is what a locked frame's SINR is computed
+//! against, chunk by chunk, whenever a signal starts or ends during it.
+//! A frame is locked on if its preamble is detected: a draw against the
+//! success probability of the PLCP header at the SINR at the start of the
+//! frame. A later frame stronger by the capture margin takes the receiver over
+//! (the earlier one is lost); otherwise it only interferes. Energy above the
+//! CCA threshold, a locked reception, or a transmission makes the medium busy.
+
+use crate::event::TxId;
+use crate::phy::error::{ErrorModel, ErrorModelKind};
+use crate::phy::mode::Mode;
+use crate::rng::Stream;
+use crate::trace::DropReason;
+use crate::units::{Db, MilliWatt, SimTime};
+
+/// The states of IEEE 802.11's PHY as seen by the MAC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhyState {
+    Idle,
+    /// No frame is locked but the energy on the air exceeds the CCA threshold.
+    CcaBusy,
+    Tx,
+    Rx,
+}
+
+/// A signal on its way to this radio.
+#[derive(Clone, Copy, Debug)]
+pub struct Signal {
+    pub tx: TxId,
+    pub power: MilliWatt,
+    pub start: SimTime,
+    pub end: SimTime,
+    /// Mode and bit count of the PLCP header (and preamble) part.
+    pub header_mode: Mode,
+    pub header_bits: u64,
+    pub header_end: SimTime,
+    /// Mode and bit count of the PSDU.
+    pub mode: Mode,
+    pub payload_bits: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Reception {
+    signal: Signal,
+    /// (time, interference power) from that time on; first entry at start.
+    interference: Vec<(SimTime, f64)>,
+}
+
+/// What happened when a signal started arriving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxStart {
+    /// The receiver locked on it.
+    Locked,
+    /// The receiver locked on it, abandoning the frame it was receiving.
+    Captured { lost: TxId },
+    /// Not received; it only adds interference.
+    Ignored(DropReason),
+}
+
+/// Outcome of a locked frame at its end.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RxEnd {
+    pub ok: bool,
+    /// Signal to noise (no interference).
+    pub snr: Db,
+    /// Lowest SINR over the frame.
+    pub min_sinr: Db,
+}
+
+/// One radio's PHY.
+#[derive(Clone, Debug)]
+pub struct Phy {
+    noise: MilliWatt,
+    cca_threshold: MilliWatt,
+    /// Capture margin; `None` disables capture.
+    capture: Option<Db>,
+    transmitting_until: Option<SimTime>,
+    incoming: Vec<Signal>,
+    total: f64,
+    rx: Option<Reception>,
+}
+
+impl Phy {
+    pub fn new(noise: MilliWatt, cca_threshold: MilliWatt, capture: Option<Db>) -> Self {
+        Phy { noise, cca_threshold, capture, transmitting_until: None, incoming: Vec::new(), total: 0.0, rx: None }
+    }
+
+    pub fn state(&self) -> PhyState {
+        if self.transmitting_until.is_some() {
+            PhyState::Tx
+        } else if self.rx.is_some() {
+            PhyState::Rx
+        } else if self.total >= self.cca_threshold.0 {
+            PhyState::CcaBusy
+        } else {
+            PhyState::Idle
+        }
+    }
+
+    /// The MAC's physical carrier sense.
+    pub fn busy(&self) -> bool {
+        self.state() != PhyState::Idle
+    }
+
+    /// The frame being received, if any.
+    pub fn receiving(&self) -> Option<TxId> {
+        self.rx.as_ref().map(|r| r.signal.tx)
+    }
+
+    /// Starts a transmission; returns the reception it aborts, if any.
+    pub fn start_tx(&mut self, until: SimTime) -> Option<TxId> {
+        self.transmitting_until = Some(until);
+        self.rx.take().map(|r| r.signal.tx)
+    }
+
+    pub fn end_tx(&mut self) {
+        self.transmitting_until = None;
+    }
+
+    fn note_interference_change(&mut self, now: SimTime) {
+        if let Some(r) = &mut self.rx {
+            let i = self.total - r.signal.power.0;
+            match r.interference.last_mut() {
+                Some(last) if last.0 == now => last.1 = i,
+                _ => r.interference.push((now, i)),
+            }
+        }
+    }
+
+    fn preamble_detected(&self, s: &Signal, model: &ErrorModelKind, rng: &mut Stream) -> bool {
+        let interference = self.total - s.power.0;
+        let sinr = Db::from_ratio(s.power.0 / (self.noise.0 + interference.max(0.0)));
+        rng.uniform() < model.chunk_success(&s.header_mode, sinr, s.header_bits)
+    }
+
+    /// A signal begins to arrive.
+    pub fn rx_start(&mut self, now: SimTime, s: Signal, model: &ErrorModelKind, rng: &mut Stream) -> RxStart {
+        self.incoming.push(s);
+        self.total += s.power.0;
+        if self.transmitting_until.is_some() {
+            return RxStart::Ignored(DropReason::Transmitting);
+        }
+        let outcome = match &self.rx {
+            None => {
+                if self.preamble_detected(&s, model, rng) {
+                    RxStart::Locked
+                } else {
+                    RxStart::Ignored(DropReason::PreambleMissed)
+                }
+            }
+            Some(r) => {
+                let stronger = self.capture.is_some_and(|m| Db::from_ratio(s.power.0 / r.signal.power.0).0 >= m.0);
+                if stronger && self.preamble_detected(&s, model, rng) {
+                    RxStart::Captured { lost: r.signal.tx }
+                } else {
+                    RxStart::Ignored(DropReason::Busy)
+                }
+            }
+        };
+        match outcome {
+            RxStart::Locked | RxStart::Captured { .. } => {
+                let i = self.total - s.power.0;
+                self.rx = Some(Reception { signal: s, interference: vec![(now, i)] });
+            }
+            RxStart::Ignored(_) => self.note_interference_change(now),
+        }
+        outcome
+    }
+
+    /// A signal stops arriving. Returns the outcome if it was the locked frame.
+    pub fn rx_end(&mut self, now: SimTime, tx: TxId, model: &ErrorModelKind, rng: &mut Stream) -> Option<RxEnd> {
+        if let Some(i) = self.incoming.iter().position(|s| s.tx == tx) {
+            let s = self.incoming.swap_remove(i);
+            self.total -= s.power.0;
+            if self.incoming.is_empty() {
+                self.total = 0.0; // no drift from repeated float sums
+            }
+        }
+        let locked = self.rx.as_ref().is_some_and(|r| r.signal.tx == tx);
+        if !locked {
+            self.note_interference_change(now);
+            return None;
+        }
+        let r = self.rx.take().expect("locked reception");
+        let (p, min_sinr) = self.success_probability(&r, model);
+        let ok = rng.uniform() < p;
+        Some(RxEnd { ok, snr: Db::from_ratio(r.signal.power.0 / self.noise.0), min_sinr })
+    }
+
+    /// Probability that the whole frame decodes, and its lowest SINR.
+    fn success_probability(&self, r: &Reception, model: &ErrorModelKind) -> (f64, Db) {
+        let s = &r.signal;
+        let mut p = 1.0;
+        let mut min_sinr = f64::INFINITY;
+        let header_len = (s.header_end - s.start).as_ns().max(1) as f64;
+        let payload_len = (s.end - s.header_end).as_ns().max(1) as f64;
+        for (k, &(t0, i)) in r.interference.iter().enumerate() {
+            let t1 = r.interference.get(k + 1).map_or(s.end, |n| n.0).min(s.end);
+            if t1 <= t0 {
+                continue;
+            }
+            let sinr = Db::from_ratio(s.power.0 / (self.noise.0 + i.max(0.0)));
+            min_sinr = min_sinr.min(sinr.0);
+            let overlap = |a: SimTime, b: SimTime| (t1.min(b).as_ns() as f64 - t0.max(a).as_ns() as f64).max(0.0);
+            let hb = (s.header_bits as f64 * overlap(s.start, s.header_end) / header_len).round() as u64;
+            let pb = (s.payload_bits as f64 * overlap(s.header_end, s.end) / payload_len).round() as u64;
+            if hb > 0 {
+                p *= model.chunk_success(&s.header_mode, sinr, hb);
+            }
+            if pb > 0 {
+                p *= model.chunk_success(&s.mode, sinr, pb);
+            }
+        }
+        (p, Db(min_sinr))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phy::mode::Standard;
+    use crate::units::{Bitrate, Dbm};
+
+    fn phy() -> Phy {
+        Phy::new(Dbm(-95.0).to_mw(), Dbm(-62.0).to_mw(), Some(Db(10.0)))
+    }
+
+    fn signal(tx: u32, dbm: f64, start_us: u64, rate_mbps: u64) -> Signal {
+        let g = Standard::G;
+        let mode = g.mode(Bitrate(rate_mbps * 1_000_000)).unwrap();
+        let start = SimTime::from_us(start_us);
+        Signal {
+            tx: TxId(tx),
+            power: Dbm(dbm).to_mw(),
+            start,
+            end: start + SimTime::from_us(250),
+            header_mode: g.mode(Bitrate(6_000_000)).unwrap(),
+            header_bits: 24,
+            header_end: start + SimTime::from_us(20),
+            mode,
+            payload_bits: 8 * 1528,
+        }
+    }
+
+    fn model() -> ErrorModelKind {
+        ErrorModelKind::default()
+    }
+
+    #[test]
+    fn test_idle_strong_signal_locks_and_decodes() {
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        assert_eq!(p.state(), PhyState::Idle);
+        assert_eq!(p.rx_start(SimTime::from_us(0), signal(1, -60.0, 0, 54), &model(), &mut rng), RxStart::Locked);
+        assert_eq!(p.state(), PhyState::Rx);
+        let end = p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).unwrap();
+        assert!(end.ok);
+        assert!((end.snr.0 - 35.0).abs() < 1e-9);
+        assert_eq!(p.state(), PhyState::Idle);
+    }
+
+    #[test]
+    fn test_idle_signal_below_noise_is_missed() {
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        let out = p.rx_start(SimTime::ZERO, signal(1, -110.0, 0, 6), &model(), &mut rng);
+        assert_eq!(out, RxStart::Ignored(DropReason::PreambleMissed));
+        assert_eq!(p.state(), PhyState::Idle);
+    }
+
+    #[test]
+    fn test_idle_energy_above_cca_is_busy_without_lock() {
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        p.start_tx(SimTime::from_us(10));
+        p.rx_start(SimTime::ZERO, signal(1, -50.0, 0, 6), &model(), &mut rng);
+        p.end_tx();
+        assert_eq!(p.state(), PhyState::CcaBusy);
+        assert!(p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).is_none());
+        assert_eq!(p.state(), PhyState::Idle);
+    }
+
+    #[test]
+    fn test_tx_arriving_signal_is_dropped_as_transmitting() {
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        p.start_tx(SimTime::from_us(100));
+        let out = p.rx_start(SimTime::ZERO, signal(1, -40.0, 0, 6), &model(), &mut rng);
+        assert_eq!(out, RxStart::Ignored(DropReason::Transmitting));
+        assert_eq!(p.state(), PhyState::Tx);
+    }
+
+    #[test]
+    fn test_rx_start_tx_aborts_reception() {
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        p.rx_start(SimTime::ZERO, signal(1, -60.0, 0, 6), &model(), &mut rng);
+        assert_eq!(p.start_tx(SimTime::from_us(50)), Some(TxId(1)));
+        assert!(p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).is_none());
+    }
+
+    #[test]
+    fn test_rx_weaker_second_frame_interferes_and_corrupts() {
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        p.rx_start(SimTime::ZERO, signal(1, -70.0, 0, 54), &model(), &mut rng);
+        // 5 dB weaker: no capture, but SINR 5 dB kills 54 Mbps.
+        let out = p.rx_start(SimTime::from_us(100), signal(2, -75.0, 100, 6), &model(), &mut rng);
+        assert_eq!(out, RxStart::Ignored(DropReason::Busy));
+        let end = p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).unwrap();
+        assert!(!end.ok);
+        assert!((end.min_sinr.0 - 5.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn test_rx_much_stronger_frame_captures_the_receiver() {
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        p.rx_start(SimTime::ZERO, signal(1, -85.0, 0, 6), &model(), &mut rng);
+        let out = p.rx_start(SimTime::from_us(50), signal(2, -50.0, 50, 6), &model(), &mut rng);
+        assert_eq!(out, RxStart::Captured { lost: TxId(1) });
+        assert!(p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).is_none());
+        assert!(p.rx_end(SimTime::from_us(300), TxId(2), &model(), &mut rng).unwrap().ok);
+    }
+
+    #[test]
+    fn test_rx_interference_that_ended_before_does_not_count() {
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        p.rx_start(SimTime::ZERO, signal(9, -75.0, 0, 6), &model(), &mut rng);
+        // Interferer already gone before the wanted frame starts.
+        p.rx_end(SimTime::from_us(250), TxId(9), &model(), &mut rng);
+        p.rx_start(SimTime::from_us(250), signal(1, -70.0, 250, 54), &model(), &mut rng);
+        let end = p.rx_end(SimTime::from_us(500), TxId(1), &model(), &mut rng).unwrap();
+        assert!((end.min_sinr.0 - 25.0).abs() < 1e-6);
+        assert!(end.ok);
+    }
+}

@@ -1,0 +1,821 @@
+//! Scenario files: TOML with unit strings (`"80 km/h"`, `"19 dBm"`), parsed
+//! into serde structs that reject unknown keys, checked for ranges, and turned
+//! into a [`SimConfig`]. Every error names the key, the value and what is
+//! allowed. `--set key=value` overrides are applied to the TOML tree first.
+//! Built-in scenarios (the files in `scenarios/`) are compiled in.
+
+use crate::apps::{SourceConfig, SourceKind};
+use crate::channel::{ChannelConfig, FadingKind, PathLoss};
+use crate::event::NodeId;
+use crate::mac::{Dst, MacConfig, RateSpec};
+use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
+use crate::phy::error::{ClosedForm, ErrorModelKind};
+use crate::phy::mode::{Mode, Preamble, Standard};
+use crate::ratectl::{Stage, MAX_STAGES};
+use crate::sim::{NodeConfig, RadioConfig, SimConfig};
+use crate::units::{parse_quantity, Bitrate, Db, Dbm, Hertz, Meters, Mps, Quantity, SimTime};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use std::fmt;
+
+/// Most nodes a scenario may define.
+pub const MAX_NODES: usize = 10_000;
+/// Longest simulated duration.
+pub const MAX_DURATION_S: f64 = 86_400.0;
+
+/// A scenario that cannot be used, with a message for the user.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ScenarioError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError(msg.into()))
+}
+
+/// The built-in scenarios, by name.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("saturation", include_str!("../../../scenarios/saturation.toml")),
+    ("range", include_str!("../../../scenarios/range.toml")),
+    ("drive-by", include_str!("../../../scenarios/drive-by.toml")),
+];
+
+pub fn builtin(name: &str) -> Option<&'static str> {
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+// ---------------------------------------------------------------- quantities
+
+macro_rules! quantity {
+    ($(#[$m:meta])* $name:ident($inner:ty), $q:expr, $what:literal, $conv:expr, $bare:expr) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name(pub $inner);
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> de::Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        write!(f, "a {} with a unit ({}), for example {}", $what, $q.units(), $q.example())
+                    }
+                    fn visit_str<E: de::Error>(self, s: &str) -> Result<$name, E> {
+                        parse_quantity(s, $q)
+                            .map(|v| $name($conv(v)))
+                            .map_err(|e| E::custom(format!("invalid {} \"{}\": {}", $what, s, e)))
+                    }
+                    fn visit_f64<E: de::Error>(self, v: f64) -> Result<$name, E> {
+                        if $bare {
+                            Ok($name($conv(v)))
+                        } else {
+                            Err(E::custom(format!(
+                                "invalid {} {}: a unit is required ({}), for example {}", $what, v, $q.units(), $q.example()
+                            )))
+                        }
+                    }
+                    fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
+                        self.visit_f64(v as f64)
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
+quantity!(
+    /// A duration, e.g. `"100 ms"`.
+    TimeQ(SimTime), Quantity::Time, "duration", SimTime::from_secs_f64, false);
+quantity!(
+    /// A power level, e.g. `"19 dBm"`.
+    PowerQ(Dbm), Quantity::Power, "power", Dbm, false);
+quantity!(
+    /// A gain or ratio, e.g. `"7 dBi"`.
+    RatioQ(Db), Quantity::Ratio, "ratio", Db, false);
+quantity!(
+    /// A length, e.g. `"20 m"`; a bare number is metres.
+    LengthQ(Meters), Quantity::Length, "length", Meters, true);
+quantity!(
+    /// A speed, e.g. `"80 km/h"`.
+    SpeedQ(Mps), Quantity::Speed, "speed", Mps, false);
+quantity!(
+    /// A bit rate, e.g. `"54 Mbps"`.
+    RateQ(f64), Quantity::Rate, "rate", |v| v, false);
+quantity!(
+    /// A size, e.g. `"1500 B"`.
+    SizeQ(f64), Quantity::Size, "size", |v| v, false);
+
+// ---------------------------------------------------------------- schema
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub duration: TimeQ,
+    /// Run seed used when none is given on the command line.
+    #[serde(default = "one")]
+    pub seed: u64,
+    #[serde(default)]
+    pub environment: Environment,
+    pub radio: Radio,
+    #[serde(default)]
+    pub mac: MacSection,
+    #[serde(rename = "node")]
+    pub nodes: Vec<NodeSection>,
+    #[serde(default, rename = "traffic")]
+    pub traffic: Vec<TrafficSection>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathLossName {
+    FreeSpace,
+    TwoRay,
+    LogDistance,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FadingName {
+    None,
+    Rayleigh,
+    Rician,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// Seed of the environment (shadowing map): the same road on every pass.
+    #[serde(default = "one")]
+    pub seed: u64,
+    #[serde(default = "default_noise")]
+    pub noise_floor: PowerQ,
+    #[serde(default = "default_path_loss")]
+    pub path_loss: PathLossName,
+    #[serde(default)]
+    pub path_loss_exponent: Option<f64>,
+    #[serde(default)]
+    pub reference_distance: Option<LengthQ>,
+    #[serde(default = "zero_db")]
+    pub shadowing_sigma: RatioQ,
+    #[serde(default = "default_decorrelation")]
+    pub shadowing_decorrelation: LengthQ,
+    #[serde(default = "default_fading")]
+    pub fading: FadingName,
+    #[serde(default)]
+    pub rician_k: Option<RatioQ>,
+}
+
+fn default_noise() -> PowerQ {
+    PowerQ(Dbm(-95.0))
+}
+fn default_path_loss() -> PathLossName {
+    PathLossName::TwoRay
+}
+fn zero_db() -> RatioQ {
+    RatioQ(Db(0.0))
+}
+fn default_decorrelation() -> LengthQ {
+    LengthQ(Meters(20.0))
+}
+fn default_fading() -> FadingName {
+    FadingName::None
+}
+
+impl Default for Environment {
+    fn default() -> Self {
+        Environment {
+            seed: 1,
+            noise_floor: default_noise(),
+            path_loss: default_path_loss(),
+            path_loss_exponent: None,
+            reference_distance: None,
+            shadowing_sigma: zero_db(),
+            shadowing_decorrelation: default_decorrelation(),
+            fading: default_fading(),
+            rician_k: None,
+        }
+    }
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreambleName {
+    Long,
+    Short,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Radio {
+    pub standard: String,
+    #[serde(default)]
+    pub channel: Option<u32>,
+    #[serde(default = "yes")]
+    pub b_compatible: bool,
+    #[serde(default = "long")]
+    pub preamble: PreambleName,
+    #[serde(default = "default_cca")]
+    pub cca_threshold: PowerQ,
+    /// A frame this much stronger than the one being received takes over; "off" disables.
+    #[serde(default = "default_capture")]
+    pub capture_margin: CaptureMargin,
+    #[serde(default = "zero_db")]
+    pub implementation_loss: RatioQ,
+}
+
+fn yes() -> bool {
+    true
+}
+fn long() -> PreambleName {
+    PreambleName::Long
+}
+fn default_cca() -> PowerQ {
+    PowerQ(Dbm(-62.0))
+}
+fn default_capture() -> CaptureMargin {
+    CaptureMargin(Some(Db(10.0)))
+}
+
+/// A capture margin in dB, or `"off"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CaptureMargin(pub Option<Db>);
+
+impl<'de> Deserialize<'de> for CaptureMargin {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.trim() == "off" {
+            return Ok(CaptureMargin(None));
+        }
+        parse_quantity(&s, Quantity::Ratio)
+            .map(|v| CaptureMargin(Some(Db(v))))
+            .map_err(|e| de::Error::custom(format!("invalid capture margin \"{s}\": {e}, or \"off\"")))
+    }
+}
+
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ChainStage {
+    pub rate: RateQ,
+    pub tries: u32,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct MacSection {
+    #[serde(default = "default_queue")]
+    pub queue_limit: u64,
+    #[serde(default = "default_short")]
+    pub short_retry_limit: u32,
+    #[serde(default = "default_long")]
+    pub long_retry_limit: u32,
+    #[serde(default = "default_rts")]
+    pub rts_threshold: SizeQ,
+    /// Fixed data rate; default the standard's highest.
+    #[serde(default)]
+    pub rate: Option<RateQ>,
+    /// A static multi-rate retry chain (instead of `rate`).
+    #[serde(default)]
+    pub retry_chain: Option<Vec<ChainStage>>,
+}
+
+fn default_queue() -> u64 {
+    1000
+}
+fn default_short() -> u32 {
+    7
+}
+fn default_long() -> u32 {
+    4
+}
+fn default_rts() -> SizeQ {
+    SizeQ(2347.0)
+}
+
+impl Default for MacSection {
+    fn default() -> Self {
+        MacSection {
+            queue_limit: default_queue(),
+            short_retry_limit: default_short(),
+            long_retry_limit: default_long(),
+            rts_threshold: default_rts(),
+            rate: None,
+            retry_chain: None,
+        }
+    }
+}
+
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct WaypointSection {
+    pub position: [LengthQ; 2],
+    pub speed: SpeedQ,
+    #[serde(default = "zero_time")]
+    pub pause: TimeQ,
+}
+
+fn zero_time() -> TimeQ {
+    TimeQ(SimTime::ZERO)
+}
+
+#[derive(Deserialize, Debug, Clone)]
+#[serde(tag = "model", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum MobilitySection {
+    /// Stays at the node's `position`.
+    Static {},
+    /// From `position`, moves forever at `speed` along `heading` (degrees, 0 = +x).
+    Line {
+        speed: SpeedQ,
+        #[serde(default)]
+        heading: f64,
+        #[serde(default = "zero_time")]
+        depart: TimeQ,
+    },
+    /// Follows `points` at `speed`, starting from the first.
+    Polyline {
+        points: Vec<[LengthQ; 2]>,
+        speed: SpeedQ,
+        #[serde(default = "zero_time")]
+        depart: TimeQ,
+    },
+    /// From `position`, visits each waypoint at its speed, pausing there.
+    Waypoints {
+        waypoints: Vec<WaypointSection>,
+        #[serde(default = "zero_time")]
+        depart: TimeQ,
+    },
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSection {
+    pub name: String,
+    /// Several identical nodes named `name-0`, `name-1`, … offset by `spacing`.
+    #[serde(default = "one")]
+    pub count: u64,
+    #[serde(default)]
+    pub spacing: Option<[LengthQ; 2]>,
+    #[serde(default = "origin")]
+    pub position: [LengthQ; 2],
+    #[serde(default = "default_power")]
+    pub tx_power: PowerQ,
+    #[serde(default = "zero_db")]
+    pub antenna_gain: RatioQ,
+    #[serde(default = "default_height")]
+    pub antenna_height: LengthQ,
+    #[serde(default = "static_mobility")]
+    pub mobility: MobilitySection,
+}
+
+fn origin() -> [LengthQ; 2] {
+    [LengthQ(Meters(0.0)), LengthQ(Meters(0.0))]
+}
+fn default_power() -> PowerQ {
+    PowerQ(Dbm(15.0))
+}
+fn default_height() -> LengthQ {
+    LengthQ(Meters(1.5))
+}
+fn static_mobility() -> MobilitySection {
+    MobilitySection::Static {}
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrafficKind {
+    Saturate,
+    Cbr,
+    Sounder,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficSection {
+    pub kind: TrafficKind,
+    pub from: String,
+    /// A node name, or "broadcast".
+    pub to: String,
+    #[serde(default = "default_payload")]
+    pub payload: SizeQ,
+    #[serde(default)]
+    pub interval: Option<TimeQ>,
+    /// Sounder only: the rates to cycle through; default every rate.
+    #[serde(default)]
+    pub rates: Option<Vec<RateQ>>,
+    #[serde(default = "zero_time")]
+    pub start: TimeQ,
+    #[serde(default)]
+    pub stop: Option<TimeQ>,
+}
+
+fn default_payload() -> SizeQ {
+    SizeQ(1500.0)
+}
+
+// ---------------------------------------------------------------- loading
+
+/// Applies `key=value` overrides to a parsed TOML document. Keys are dotted
+/// paths; inside the `node` and `traffic` arrays a segment is an index or,
+/// for nodes, a node name: `node.car.tx_power="15 dBm"`, `traffic.0.payload="500 B"`.
+pub fn apply_overrides(doc: &mut toml::Table, overrides: &[String]) -> Result<(), ScenarioError> {
+    for o in overrides {
+        let Some((key, raw)) = o.split_once('=') else {
+            return err(format!("override '{o}': expected KEY=VALUE, for example radio.standard=802.11b"));
+        };
+        let key = key.trim();
+        let value = parse_override_value(raw.trim());
+        let segments: Vec<&str> = key.split('.').collect();
+        if segments.iter().any(|s| s.is_empty()) {
+            return err(format!("override '{o}': empty segment in key '{key}'"));
+        }
+        set_path(doc, &segments, value).map_err(|e| ScenarioError(format!("override '{o}': {e}")))?;
+    }
+    Ok(())
+}
+
+fn parse_override_value(raw: &str) -> toml::Value {
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_string())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+fn set_path(table: &mut toml::Table, path: &[&str], value: toml::Value) -> Result<(), String> {
+    let (first, rest) = path.split_first().expect("non-empty path");
+    if rest.is_empty() {
+        table.insert((*first).to_string(), value);
+        return Ok(());
+    }
+    let entry = table.entry((*first).to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    match entry {
+        toml::Value::Table(t) => set_path(t, rest, value),
+        toml::Value::Array(items) => {
+            let (sel, rest2) = rest.split_first().expect("non-empty");
+            let idx = match sel.parse::<usize>() {
+                Ok(i) if i < items.len() => i,
+                Ok(i) => return Err(format!("'{first}' has {} entries; index {i} is out of range", items.len())),
+                Err(_) => items
+                    .iter()
+                    .position(|it| it.get("name").and_then(|n| n.as_str()) == Some(sel))
+                    .ok_or_else(|| format!("no {first} named '{sel}'"))?,
+            };
+            if rest2.is_empty() {
+                return Err(format!("'{first}.{sel}' is a whole table; name one of its keys"));
+            }
+            match &mut items[idx] {
+                toml::Value::Table(t) => set_path(t, rest2, value),
+                _ => Err(format!("'{first}.{sel}' is not a table")),
+            }
+        }
+        _ => Err(format!("'{first}' is a value, not a table")),
+    }
+}
+
+/// Parses scenario text, applies overrides, and validates. Returns the
+/// resolved TOML (what was actually run) and the typed scenario.
+pub fn load(text: &str, overrides: &[String]) -> Result<(String, Scenario), ScenarioError> {
+    let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError(format!("scenario is not valid TOML: {}", e.message())))?;
+    apply_overrides(&mut doc, overrides)?;
+    let resolved = toml::to_string(&doc).map_err(|e| ScenarioError(e.to_string()))?;
+    let de = toml::Deserializer::new(&resolved);
+    let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.message().to_string();
+        if path.is_empty() || path == "." {
+            ScenarioError(msg)
+        } else {
+            ScenarioError(format!("{path}: {msg}"))
+        }
+    })?;
+    scenario.validate()?;
+    Ok((resolved, scenario))
+}
+
+fn check_range(key: &str, value: f64, shown: &str, lo: f64, hi: f64, allowed: &str) -> Result<(), ScenarioError> {
+    if value.is_finite() && value >= lo && value <= hi {
+        Ok(())
+    } else {
+        err(format!("{key}: {shown} is out of range; allowed: {allowed}"))
+    }
+}
+
+fn parse_standard(s: &str) -> Result<Standard, ScenarioError> {
+    s.parse::<Standard>().map_err(|e| ScenarioError(format!("radio.standard: {e}")))
+}
+
+fn rate_mode(standard: Standard, key: &str, r: RateQ) -> Result<Mode, ScenarioError> {
+    standard.mode(Bitrate(r.0.round() as u64)).ok_or_else(|| {
+        let allowed: Vec<String> = standard.modes().iter().map(|m| format!("{}", m.rate.mbps())).collect();
+        ScenarioError(format!("{key}: {} Mbps is not a {} rate; allowed: {} Mbps", r.0 / 1e6, standard.name(), allowed.join(", ")))
+    })
+}
+
+impl Scenario {
+    /// Range and consistency checks serde cannot express.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let d = self.duration.0.as_secs_f64();
+        check_range("duration", d, &format!("{d} s"), 1e-9, MAX_DURATION_S, "more than 0 s, up to 24 h")?;
+        let env = &self.environment;
+        check_range("environment.noise_floor", env.noise_floor.0 .0, &format!("{} dBm", env.noise_floor.0 .0), -130.0, -30.0, "-130 dBm to -30 dBm")?;
+        if let Some(n) = env.path_loss_exponent {
+            check_range("environment.path_loss_exponent", n, &n.to_string(), 1.0, 8.0, "1 to 8")?;
+            if env.path_loss != PathLossName::LogDistance {
+                return err("environment.path_loss_exponent: only used with path_loss = \"log-distance\"");
+            }
+        }
+        if let Some(r) = env.reference_distance {
+            check_range("environment.reference_distance", r.0 .0, &format!("{} m", r.0 .0), 0.01, 10_000.0, "0.01 m to 10 km")?;
+        }
+        let s = env.shadowing_sigma.0 .0;
+        check_range("environment.shadowing_sigma", s, &format!("{s} dB"), 0.0, 20.0, "0 dB to 20 dB")?;
+        let dc = env.shadowing_decorrelation.0 .0;
+        check_range("environment.shadowing_decorrelation", dc, &format!("{dc} m"), 0.1, 10_000.0, "0.1 m to 10 km")?;
+        if env.rician_k.is_some() && env.fading != FadingName::Rician {
+            return err("environment.rician_k: only used with fading = \"rician\"");
+        }
+        if let Some(k) = env.rician_k {
+            check_range("environment.rician_k", k.0 .0, &format!("{} dB", k.0 .0), -30.0, 40.0, "-30 dB to 40 dB")?;
+        }
+        let standard = parse_standard(&self.radio.standard)?;
+        if let Some(ch) = self.radio.channel {
+            standard.default_channel_frequency(ch).map_err(|e| ScenarioError(format!("radio.channel: {e}")))?;
+        }
+        let cca = self.radio.cca_threshold.0 .0;
+        check_range("radio.cca_threshold", cca, &format!("{cca} dBm"), -120.0, 0.0, "-120 dBm to 0 dBm")?;
+        if let Some(m) = self.radio.capture_margin.0 {
+            check_range("radio.capture_margin", m.0, &format!("{} dB", m.0), 0.0, 60.0, "0 dB to 60 dB, or \"off\"")?;
+        }
+        let il = self.radio.implementation_loss.0 .0;
+        check_range("radio.implementation_loss", il, &format!("{il} dB"), 0.0, 30.0, "0 dB to 30 dB")?;
+        let mac = &self.mac;
+        check_range("mac.queue_limit", mac.queue_limit as f64, &mac.queue_limit.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
+        check_range("mac.short_retry_limit", mac.short_retry_limit as f64, &mac.short_retry_limit.to_string(), 1.0, 255.0, "1 to 255 attempts")?;
+        check_range("mac.long_retry_limit", mac.long_retry_limit as f64, &mac.long_retry_limit.to_string(), 1.0, 255.0, "1 to 255 attempts")?;
+        check_range("mac.rts_threshold", mac.rts_threshold.0, &format!("{} B", mac.rts_threshold.0), 0.0, 1e6, "0 B to 1 MB")?;
+        if mac.rate.is_some() && mac.retry_chain.is_some() {
+            return err("mac: give either rate or retry_chain, not both");
+        }
+        if let Some(r) = mac.rate {
+            rate_mode(standard, "mac.rate", r)?;
+        }
+        if let Some(chain) = &mac.retry_chain {
+            if chain.is_empty() || chain.len() > MAX_STAGES {
+                return err(format!("mac.retry_chain: {} stages given; allowed: 1 to {MAX_STAGES}", chain.len()));
+            }
+            for (i, st) in chain.iter().enumerate() {
+                rate_mode(standard, &format!("mac.retry_chain[{i}].rate"), st.rate)?;
+                check_range(&format!("mac.retry_chain[{i}].tries"), st.tries as f64, &st.tries.to_string(), 1.0, 15.0, "1 to 15")?;
+            }
+        }
+        if self.nodes.is_empty() {
+            return err("node: at least one [[node]] is required");
+        }
+        let total: u64 = self.nodes.iter().map(|n| n.count).sum();
+        if total as usize > MAX_NODES || self.nodes.iter().any(|n| n.count as usize > MAX_NODES) {
+            return err(format!("node: {total} nodes in all; allowed: 1 to {MAX_NODES}"));
+        }
+        let names = self.node_names();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let key = |k: &str| format!("node[{i}].{k}");
+            if n.name.trim().is_empty() || n.name.contains(['.', '=', '/']) || n.name == "broadcast" {
+                return err(format!("{}: '{}' is not a usable name; use letters, digits, '-' and '_' (not 'broadcast')", key("name"), n.name));
+            }
+            if n.count == 0 {
+                return err(format!("{}: 0; allowed: 1 to {MAX_NODES}", key("count")));
+            }
+            check_range(&key("tx_power"), n.tx_power.0 .0, &format!("{} dBm", n.tx_power.0 .0), -30.0, 40.0, "-30 dBm to 40 dBm")?;
+            check_range(&key("antenna_gain"), n.antenna_gain.0 .0, &format!("{} dBi", n.antenna_gain.0 .0), -20.0, 30.0, "-20 dBi to 30 dBi")?;
+            let h = n.antenna_height.0 .0;
+            check_range(&key("antenna_height"), h, &format!("{h} m"), 0.01, 1000.0, "0.01 m to 1000 m")?;
+            for (j, c) in n.position.iter().enumerate() {
+                check_range(&format!("{}[{j}]", key("position")), c.0 .0, &format!("{} m", c.0 .0), -1e7, 1e7, "-10000 km to 10000 km")?;
+            }
+            self.validate_mobility(&key("mobility"), &n.mobility)?;
+        }
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return err(format!("node: the name '{name}' is used twice; node names must be unique"));
+            }
+        }
+        for (i, t) in self.traffic.iter().enumerate() {
+            let key = |k: &str| format!("traffic[{i}].{k}");
+            if !names.contains(&t.from) {
+                return err(format!("{}: no node named '{}'; nodes: {}", key("from"), t.from, names.join(", ")));
+            }
+            if t.to != "broadcast" && !names.contains(&t.to) {
+                return err(format!("{}: no node named '{}'; nodes: {}, or broadcast", key("to"), t.to, names.join(", ")));
+            }
+            if t.to == t.from {
+                return err(format!("{}: a node cannot send to itself", key("to")));
+            }
+            check_range(&key("payload"), t.payload.0, &format!("{} B", t.payload.0), 1.0, 2304.0, "1 B to 2304 B (the 802.11 MSDU limit)")?;
+            match (t.kind, t.interval) {
+                (TrafficKind::Saturate, Some(_)) => return err(format!("{}: a saturating source has no interval", key("interval"))),
+                (TrafficKind::Cbr | TrafficKind::Sounder, None) => return err(format!("{}: required for kind = \"cbr\" and \"sounder\"", key("interval"))),
+                (_, Some(iv)) => {
+                    let s = iv.0.as_secs_f64();
+                    check_range(&key("interval"), s, &format!("{s} s"), 1e-6, 3600.0, "1 us to 1 h")?;
+                }
+                _ => {}
+            }
+            if t.kind == TrafficKind::Saturate && t.to == "broadcast" {
+                return err(format!("{}: a saturating source needs a unicast destination", key("to")));
+            }
+            match (&t.rates, t.kind) {
+                (Some(_), k) if k != TrafficKind::Sounder => return err(format!("{}: only used with kind = \"sounder\"", key("rates"))),
+                (Some(rs), _) => {
+                    if rs.is_empty() {
+                        return err(format!("{}: give at least one rate", key("rates")));
+                    }
+                    for (j, r) in rs.iter().enumerate() {
+                        rate_mode(standard, &format!("{}[{j}]", key("rates")), *r)?;
+                    }
+                }
+                _ => {}
+            }
+            if let Some(stop) = t.stop {
+                if stop.0 < t.start.0 {
+                    return err(format!("{}: stops before it starts", key("stop")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_mobility(&self, key: &str, m: &MobilitySection) -> Result<(), ScenarioError> {
+        let speed = |k: &str, s: SpeedQ| check_range(k, s.0 .0, &format!("{} m/s", s.0 .0), 0.01, 200.0, "0.01 m/s to 200 m/s (720 km/h)");
+        match m {
+            MobilitySection::Static {} => Ok(()),
+            MobilitySection::Line { speed: s, heading, .. } => {
+                speed(&format!("{key}.speed"), *s)?;
+                check_range(&format!("{key}.heading"), *heading, &heading.to_string(), -360.0, 360.0, "-360 to 360 degrees")
+            }
+            MobilitySection::Polyline { points, speed: s, .. } => {
+                speed(&format!("{key}.speed"), *s)?;
+                if points.len() < 2 {
+                    return err(format!("{key}.points: {} given; a polyline needs at least 2", points.len()));
+                }
+                Ok(())
+            }
+            MobilitySection::Waypoints { waypoints, .. } => {
+                if waypoints.is_empty() {
+                    return err(format!("{key}.waypoints: give at least one waypoint"));
+                }
+                for (i, w) in waypoints.iter().enumerate() {
+                    speed(&format!("{key}.waypoints[{i}].speed"), w.speed)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Node names after expanding `count`.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for n in &self.nodes {
+            if n.count == 1 {
+                v.push(n.name.clone());
+            } else {
+                v.extend((0..n.count).map(|i| format!("{}-{i}", n.name)));
+            }
+        }
+        v
+    }
+
+    pub fn standard(&self) -> Standard {
+        parse_standard(&self.radio.standard).expect("validated")
+    }
+
+    /// The simulator configuration for run `run` with the given seed
+    /// (the scenario's own seed if `None`). The scenario must be validated.
+    pub fn to_sim_config(&self, seed: Option<u64>, run: u64) -> SimConfig {
+        let standard = self.standard();
+        let env = &self.environment;
+        let channel_no = self.radio.channel.unwrap_or(match standard {
+            Standard::B | Standard::G => 6,
+            Standard::A => 36,
+            Standard::P => 178,
+        });
+        let frequency: Hertz = standard.default_channel_frequency(channel_no).expect("validated");
+        let channel = ChannelConfig {
+            path_loss: match env.path_loss {
+                PathLossName::FreeSpace => PathLoss::FreeSpace,
+                PathLossName::TwoRay => PathLoss::TwoRayGround,
+                PathLossName::LogDistance => PathLoss::LogDistance {
+                    exponent: env.path_loss_exponent.unwrap_or(3.0),
+                    reference: env.reference_distance.map_or(Meters(1.0), |r| r.0),
+                },
+            },
+            shadowing_sigma: env.shadowing_sigma.0,
+            decorrelation: env.shadowing_decorrelation.0,
+            fading: match env.fading {
+                FadingName::None => FadingKind::None,
+                FadingName::Rayleigh => FadingKind::Rayleigh,
+                FadingName::Rician => FadingKind::Rician { k: env.rician_k.map_or(Db(6.0), |k| k.0) },
+            },
+            frequency,
+            noise_floor: env.noise_floor.0,
+            environment_seed: env.seed,
+        };
+        let radio = RadioConfig {
+            standard,
+            b_compatible: self.radio.b_compatible,
+            preamble: match self.radio.preamble {
+                PreambleName::Long => Preamble::Long,
+                PreambleName::Short => Preamble::Short,
+            },
+            cca_threshold: self.radio.cca_threshold.0,
+            capture_margin: self.radio.capture_margin.0,
+            error_model: ErrorModelKind::ClosedForm(ClosedForm { implementation_loss: self.radio.implementation_loss.0 }),
+        };
+        let top = *standard.modes().last().expect("modes");
+        let rate = match (&self.mac.retry_chain, self.mac.rate) {
+            (Some(chain), _) => RateSpec::Chain(
+                chain
+                    .iter()
+                    .map(|s| Stage { mode: rate_mode(standard, "", s.rate).expect("validated"), tries: s.tries as u8 })
+                    .collect(),
+            ),
+            (None, Some(r)) => RateSpec::Fixed(rate_mode(standard, "", r).expect("validated")),
+            (None, None) => RateSpec::Fixed(top),
+        };
+        let mac = MacConfig {
+            queue_limit: self.mac.queue_limit as usize,
+            short_retry_limit: self.mac.short_retry_limit as u8,
+            long_retry_limit: self.mac.long_retry_limit as u8,
+            rts_threshold: self.mac.rts_threshold.0 as u32,
+            rate,
+        };
+        let names = self.node_names();
+        let mut nodes = Vec::with_capacity(names.len());
+        for n in &self.nodes {
+            let spacing = n.spacing.map_or(Vec2::default(), |s| Vec2::new(s[0].0 .0, s[1].0 .0));
+            for i in 0..n.count {
+                let off = Vec2::new(spacing.x * i as f64, spacing.y * i as f64);
+                let name = if n.count == 1 { n.name.clone() } else { format!("{}-{i}", n.name) };
+                let at = Vec2::new(n.position[0].0 .0 + off.x, n.position[1].0 .0 + off.y);
+                let shift = |p: &[LengthQ; 2]| Vec2::new(p[0].0 .0 + off.x, p[1].0 .0 + off.y);
+                let trajectory = match &n.mobility {
+                    MobilitySection::Static {} => Trajectory::fixed(at),
+                    MobilitySection::Line { speed, heading, depart } => Trajectory::line(at, *heading, speed.0, depart.0),
+                    MobilitySection::Polyline { points, speed, depart } => {
+                        let pts: Vec<Vec2> = points.iter().map(shift).collect();
+                        Trajectory::polyline(&pts, speed.0, depart.0)
+                    }
+                    MobilitySection::Waypoints { waypoints, depart } => {
+                        let wps: Vec<Waypoint> =
+                            waypoints.iter().map(|w| Waypoint { position: shift(&w.position), speed: w.speed.0, pause: w.pause.0 }).collect();
+                        Trajectory::waypoints(at, &wps, depart.0)
+                    }
+                };
+                nodes.push(NodeConfig {
+                    name,
+                    mobility: MobilityModel::Trajectory(trajectory),
+                    tx_power: n.tx_power.0,
+                    antenna_gain: n.antenna_gain.0,
+                    antenna_height: n.antenna_height.0,
+                });
+            }
+        }
+        let id = |name: &str| NodeId(names.iter().position(|n| n == name).expect("validated") as u32);
+        let sources = self
+            .traffic
+            .iter()
+            .map(|t| SourceConfig {
+                kind: match t.kind {
+                    TrafficKind::Saturate => SourceKind::Saturate,
+                    TrafficKind::Cbr => SourceKind::Cbr { interval: t.interval.expect("validated").0 },
+                    TrafficKind::Sounder => SourceKind::Sounder {
+                        interval: t.interval.expect("validated").0,
+                        modes: match &t.rates {
+                            Some(rs) => rs.iter().map(|r| rate_mode(standard, "", *r).expect("validated")).collect(),
+                            None => standard.modes().to_vec(),
+                        },
+                    },
+                },
+                from: id(&t.from),
+                to: if t.to == "broadcast" { Dst::Broadcast } else { Dst::Node(id(&t.to)) },
+                payload: t.payload.0 as u32,
+                start: t.start.0,
+                stop: t.stop.map_or(SimTime::MAX, |s| s.0),
+            })
+            .collect();
+        SimConfig {
+            duration: self.duration.0,
+            seed: seed.unwrap_or(self.seed),
+            run,
+            channel,
+            radio,
+            mac,
+            nodes,
+            sources,
+        }
+    }
+}

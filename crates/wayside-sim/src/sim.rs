@@ -1,0 +1,370 @@
+//! The world: nodes in an arena, transmissions in flight, the event loop, and
+//! the glue that carries a transmission through the channel to every radio.
+//! The MAC's and the applications' logic live in their own modules as
+//! `impl World` blocks over the same state.
+
+use crate::apps::Source;
+use crate::channel::{propagation_delay, ChannelConfig, Endpoint, Link};
+use crate::event::{Event, EventQueue, NodeId, TxId};
+use crate::mac::{Frame, Mac, MacConfig};
+use crate::mobility::{Mobility, MobilityModel, Vec2};
+use crate::phy::error::ErrorModelKind;
+use crate::phy::mode::{ModClass, Mode, Preamble, Standard, Timing};
+use crate::phy::state::{Phy, RxStart, Signal};
+use crate::rng::Stream;
+use crate::trace::{DropReason, FrameRow, PhyEvent, Trace};
+use crate::units::{Db, Dbm, Meters, MilliWatt, SimTime};
+
+/// Signals weaker than the noise floor by more than this are not delivered
+/// to a radio at all (they would add under 0.1% to the noise).
+const RECEPTION_FLOOR_BELOW_NOISE: Db = Db(30.0);
+
+/// Radio settings shared by every node.
+#[derive(Clone, Debug)]
+pub struct RadioConfig {
+    pub standard: Standard,
+    /// 802.11g only: long slot and CWmin 31 for coexistence with 802.11b.
+    pub b_compatible: bool,
+    pub preamble: Preamble,
+    pub cca_threshold: Dbm,
+    pub capture_margin: Option<Db>,
+    pub error_model: ErrorModelKind,
+}
+
+/// One node's fixed description.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub name: String,
+    pub mobility: MobilityModel,
+    pub tx_power: Dbm,
+    pub antenna_gain: Db,
+    pub antenna_height: Meters,
+}
+
+/// Everything needed to build a world.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub duration: SimTime,
+    pub seed: u64,
+    pub run: u64,
+    pub channel: ChannelConfig,
+    pub radio: RadioConfig,
+    pub mac: MacConfig,
+    pub nodes: Vec<NodeConfig>,
+    pub sources: Vec<crate::apps::SourceConfig>,
+}
+
+pub struct Node {
+    pub cfg: NodeConfig,
+    pub phy: Phy,
+    pub mac: Mac,
+    /// Stream for PHY draws (preamble detection, bit errors).
+    phy_rng: Stream,
+}
+
+/// A frame on the air.
+pub struct Transmission {
+    pub src: NodeId,
+    pub frame: Frame,
+    pub mode: Mode,
+    pub start: SimTime,
+    pub end: SimTime,
+    /// Received power at each radio it reaches, in arrival order.
+    arrivals: Vec<(NodeId, MilliWatt)>,
+    /// Events still to come that refer to it.
+    pending: u32,
+}
+
+/// Counters a run reports besides its trace.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunStats {
+    pub events: u64,
+    pub transmissions: u64,
+    pub simulated: SimTime,
+}
+
+pub struct World {
+    pub(crate) queue: EventQueue,
+    pub(crate) nodes: Vec<Node>,
+    links: Vec<Link>,
+    txs: Vec<Option<Transmission>>,
+    free_txs: Vec<u32>,
+    pub(crate) channel: ChannelConfig,
+    pub(crate) radio: RadioConfig,
+    pub(crate) timing: Timing,
+    pub(crate) sources: Vec<Source>,
+    pub(crate) trace: Trace,
+    stats: RunStats,
+    duration: SimTime,
+}
+
+impl World {
+    pub fn new(cfg: &SimConfig) -> World {
+        let timing = cfg.radio.standard.timing(cfg.radio.b_compatible);
+        let noise = cfg.channel.noise_floor.to_mw();
+        let nodes: Vec<Node> = cfg
+            .nodes
+            .iter()
+            .map(|n| Node {
+                cfg: n.clone(),
+                phy: Phy::new(noise, cfg.radio.cca_threshold.to_mw(), cfg.radio.capture_margin),
+                mac: Mac::new(&cfg.mac, &timing, Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name))),
+                phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
+            })
+            .collect();
+        let mut links = Vec::with_capacity(nodes.len() * nodes.len().saturating_sub(1) / 2);
+        for j in 0..nodes.len() {
+            for i in 0..j {
+                links.push(Link::new(&cfg.channel, &nodes[i].cfg.name, &nodes[j].cfg.name, cfg.seed, cfg.run));
+            }
+        }
+        let mut w = World {
+            queue: EventQueue::new(),
+            nodes,
+            links,
+            txs: Vec::new(),
+            free_txs: Vec::new(),
+            channel: cfg.channel.clone(),
+            radio: cfg.radio.clone(),
+            timing,
+            sources: Vec::new(),
+            trace: Trace::default(),
+            stats: RunStats::default(),
+            duration: cfg.duration,
+        };
+        for (i, s) in cfg.sources.iter().enumerate() {
+            w.add_source(i as u32, s, cfg.seed, cfg.run);
+        }
+        w
+    }
+
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.cfg.name.clone()).collect()
+    }
+
+    /// Runs to the configured duration and returns the trace.
+    pub fn run(mut self) -> (Trace, RunStats) {
+        while let Some(t) = self.queue.peek_time() {
+            if t > self.duration {
+                break;
+            }
+            let (now, ev) = self.queue.pop().expect("peeked");
+            self.dispatch(now, ev);
+        }
+        self.stats.events = self.queue.processed();
+        self.stats.simulated = self.duration;
+        (self.trace, self.stats)
+    }
+
+    fn dispatch(&mut self, now: SimTime, ev: Event) {
+        match ev {
+            Event::RxStart { node, tx } => self.on_rx_start(now, node, tx),
+            Event::RxEnd { node, tx } => self.on_rx_end(now, node, tx),
+            Event::TxEnd { node, tx } => self.on_tx_end(now, node, tx),
+            Event::Mac { node, timer, generation } => self.on_mac_timer(now, node, timer, generation),
+            Event::Traffic { source } => self.on_source(now, source),
+        }
+    }
+
+    pub(crate) fn position(&self, n: NodeId, t: SimTime) -> Vec2 {
+        self.nodes[n.index()].cfg.mobility.position(t)
+    }
+
+    fn endpoint(&self, n: NodeId, t: SimTime) -> Endpoint {
+        let c = &self.nodes[n.index()].cfg;
+        Endpoint {
+            position: c.mobility.position(t),
+            height: c.antenna_height,
+            antenna_gain: c.antenna_gain,
+            odometer: c.mobility.odometer(t),
+        }
+    }
+
+    fn link_index(a: NodeId, b: NodeId) -> usize {
+        let (i, j) = if a < b { (a.index(), b.index()) } else { (b.index(), a.index()) };
+        j * (j - 1) / 2 + i
+    }
+
+    /// The mode the PLCP header is sent with: the lowest rate of the class.
+    fn header_mode(&self, mode: &Mode) -> Mode {
+        let modes = self.radio.standard.modes();
+        *modes.iter().find(|m| m.class == mode.class).unwrap_or(&modes[0])
+    }
+
+    /// Puts `frame` on the air from `src` at `mode`, now.
+    pub(crate) fn transmit(&mut self, now: SimTime, src: NodeId, frame: Frame, mode: Mode) {
+        let airtime = mode.airtime(frame.psdu_bytes, self.radio.preamble, self.radio.standard);
+        let end = now + airtime;
+        let id = match self.free_txs.pop() {
+            Some(i) => TxId(i),
+            None => {
+                self.txs.push(None);
+                TxId(self.txs.len() as u32 - 1)
+            }
+        };
+        if let Some(lost) = self.nodes[src.index()].phy.start_tx(end) {
+            self.trace_drop(now, src, lost, DropReason::Transmitting);
+        }
+        self.trace_frame(now, src, &frame, &mode, PhyEvent::Tx, DropReason::None, None);
+        let tx_ep = self.endpoint(src, now);
+        let tx_power = self.nodes[src.index()].cfg.tx_power;
+        let floor = self.channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
+        let mut arrivals = Vec::new();
+        for j in 0..self.nodes.len() {
+            let rx = NodeId(j as u32);
+            if rx == src {
+                continue;
+            }
+            let rx_ep = self.endpoint(rx, now);
+            let budget = self.links[Self::link_index(src, rx)].budget(&self.channel, tx_power, &tx_ep, &rx_ep);
+            if budget.rx_power.0 < floor.0 {
+                continue;
+            }
+            let delay = propagation_delay(budget.distance);
+            arrivals.push((rx, budget.rx_power.to_mw()));
+            self.queue.schedule(now + delay, rx.0, Event::RxStart { node: rx, tx: id });
+            self.queue.schedule(end + delay, rx.0, Event::RxEnd { node: rx, tx: id });
+        }
+        self.queue.schedule(end, src.0, Event::TxEnd { node: src, tx: id });
+        let pending = 1 + 2 * arrivals.len() as u32;
+        self.txs[id.0 as usize] = Some(Transmission { src, frame, mode, start: now, end, arrivals, pending });
+        self.stats.transmissions += 1;
+    }
+
+    fn release(&mut self, id: TxId) {
+        let t = self.txs[id.0 as usize].as_mut().expect("live transmission");
+        t.pending -= 1;
+        if t.pending == 0 {
+            self.txs[id.0 as usize] = None;
+            self.free_txs.push(id.0);
+        }
+    }
+
+    fn tx(&self, id: TxId) -> &Transmission {
+        self.txs[id.0 as usize].as_ref().expect("live transmission")
+    }
+
+    fn signal(&self, id: TxId, rx: NodeId, now: SimTime) -> Signal {
+        let t = self.tx(id);
+        let power = t.arrivals.iter().find(|a| a.0 == rx).expect("scheduled arrival").1;
+        let header_mode = self.header_mode(&t.mode);
+        let header_time = t.mode.header_airtime(self.radio.preamble);
+        let duration = t.end - t.start;
+        Signal {
+            tx: id,
+            power,
+            start: now,
+            end: now + duration,
+            header_mode,
+            header_bits: if t.mode.class == ModClass::Dsss { 48 } else { 24 },
+            header_end: now + header_time,
+            mode: t.mode,
+            payload_bits: 8 * t.frame.psdu_bytes as u64,
+        }
+    }
+
+    /// Whether `node` should record what happens to frame `id` (addressed to
+    /// it, or broadcast); overheard unicast is not traced.
+    fn traced_at(&self, node: NodeId, id: TxId) -> bool {
+        self.tx(id).frame.dst.is_for(node)
+    }
+
+    fn on_rx_start(&mut self, now: SimTime, node: NodeId, id: TxId) {
+        let s = self.signal(id, node, now);
+        let n = &mut self.nodes[node.index()];
+        let outcome = n.phy.rx_start(now, s, &self.radio.error_model, &mut n.phy_rng);
+        match outcome {
+            RxStart::Locked => {}
+            RxStart::Captured { lost } => self.trace_drop(now, node, lost, DropReason::Captured),
+            RxStart::Ignored(reason) => self.trace_drop(now, node, id, reason),
+        }
+        self.medium_update(now, node);
+        self.release(id);
+    }
+
+    fn on_rx_end(&mut self, now: SimTime, node: NodeId, id: TxId) {
+        let n = &mut self.nodes[node.index()];
+        let end = n.phy.rx_end(now, id, &self.radio.error_model, &mut n.phy_rng);
+        if let Some(end) = end {
+            let power = self.tx(id).arrivals.iter().find(|a| a.0 == node).expect("arrival").1;
+            let frame = self.tx(id).frame;
+            let mode = self.tx(id).mode;
+            if self.traced_at(node, id) {
+                let (event, reason) = if end.ok { (PhyEvent::Rx, DropReason::None) } else { (PhyEvent::Drop, DropReason::Error) };
+                self.trace_frame(now, node, &frame, &mode, event, reason, Some((power.to_dbm(), end.snr, end.min_sinr)));
+            }
+            self.mac_rx_end(now, node, frame, mode, end.ok);
+        }
+        self.medium_update(now, node);
+        self.release(id);
+    }
+
+    fn on_tx_end(&mut self, now: SimTime, node: NodeId, id: TxId) {
+        self.nodes[node.index()].phy.end_tx();
+        let frame = self.tx(id).frame;
+        self.mac_tx_end(now, node, frame);
+        self.medium_update(now, node);
+        self.release(id);
+    }
+
+    fn trace_drop(&mut self, now: SimTime, node: NodeId, id: TxId, reason: DropReason) {
+        if self.traced_at(node, id) {
+            let (frame, mode) = (self.tx(id).frame, self.tx(id).mode);
+            let power = self.tx(id).arrivals.iter().find(|a| a.0 == node).map(|a| a.1);
+            let noise = self.channel.noise_floor;
+            let extra = power.map(|p| (p.to_dbm(), p.to_dbm() - noise, Db(f64::NAN)));
+            self.trace_frame(now, node, &frame, &mode, PhyEvent::Drop, reason, extra);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn trace_frame(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        frame: &Frame,
+        mode: &Mode,
+        event: PhyEvent,
+        reason: DropReason,
+        signal: Option<(Dbm, Db, Db)>,
+    ) {
+        let pos = self.position(node, now);
+        let peer = if event == PhyEvent::Tx { frame.dst.trace_id() } else { frame.src.0 };
+        let (rssi, snr, sinr) = signal.map_or((f32::NAN, f32::NAN, f32::NAN), |(r, s, i)| (r.0 as f32, s.0 as f32, i.0 as f32));
+        self.trace.frames.push(FrameRow {
+            time_ns: now.as_ns(),
+            node: node.0,
+            peer,
+            event,
+            reason,
+            kind: frame.kind,
+            rate_mbps: mode.rate.mbps() as f32,
+            bytes: frame.psdu_bytes,
+            seq: frame.seq,
+            attempt: frame.attempt,
+            x: pos.x as f32,
+            y: pos.y as f32,
+            rssi_dbm: rssi,
+            snr_db: snr,
+            sinr_db: sinr,
+        });
+    }
+}
+
+/// What one run produces.
+pub struct RunOutput {
+    /// The scenario as run, after overrides (TOML).
+    pub resolved: String,
+    pub node_names: Vec<String>,
+    pub trace: Trace,
+    pub stats: RunStats,
+}
+
+/// Loads `scenario` (TOML text), applies `overrides`, and runs it once.
+pub fn run_scenario(scenario: &str, overrides: &[String], seed: Option<u64>, run: u64) -> Result<RunOutput, crate::scenario::ScenarioError> {
+    let (resolved, s) = crate::scenario::load(scenario, overrides)?;
+    let world = World::new(&s.to_sim_config(seed, run));
+    let node_names = world.node_names();
+    let (trace, stats) = world.run();
+    Ok(RunOutput { resolved, node_names, trace, stats })
+}
