@@ -277,6 +277,13 @@ impl<'a> Reader<'a> {
             _ => Err(WireError::InvalidField("hash count")),
         }
     }
+    /// A reserved flags byte: must be zero so that parsing is canonical.
+    fn flags(&mut self) -> Result<(), WireError> {
+        match self.u8()? {
+            0 => Ok(()),
+            _ => Err(WireError::InvalidField("reserved flags")),
+        }
+    }
     fn rest(&mut self) -> &'a [u8] {
         std::mem::take(&mut self.0)
     }
@@ -298,7 +305,7 @@ impl<'a> Message<'a> {
             MsgType::Beacon => Message::Beacon { node: r.u64()?, file_count: r.u32()?, content_hash: r.id()? },
             MsgType::Filters => {
                 let (session, round, rounds, salt, k) = (r.u32()?, r.u16()?, r.u16()?, r.u32()?, r.k()?);
-                r.u8()?; // flags, reserved
+                r.flags()?;
                 let rest = r.rest();
                 if rest.is_empty() || rest.len() % 2 != 0 {
                     return Err(WireError::InvalidField("filter length"));
@@ -311,7 +318,7 @@ impl<'a> Message<'a> {
             }
             MsgType::Match => {
                 let (session, round, salt, k) = (r.u32()?, r.u16()?, r.u32()?, r.k()?);
-                r.u8()?;
+                r.flags()?;
                 Message::Match { session, round, salt, k, filter: r.rest() }
             }
             MsgType::Records => {

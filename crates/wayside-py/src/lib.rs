@@ -1,1 +1,121 @@
-//! Python bindings for wayside-sim (thin).
+//! Python bindings for wayside-sim. Thin: parse arguments, release the GIL
+//! for the run, hand the trace columns over as little-endian byte buffers
+//! that the Python side wraps as Arrow arrays without a per-row step.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use wayside_sim::phy::error::{snr_threshold, ErrorModelKind};
+use wayside_sim::phy::mode::Standard;
+use wayside_sim::scenario::{self, ScenarioError};
+use wayside_sim::sim::{run_scenario, RunOutput};
+use wayside_sim::trace::Column;
+
+create_exception!(_native, WaysideScenarioError, PyValueError, "A scenario that cannot be used; the message names the key, the value and what is allowed.");
+
+fn scenario_err(e: ScenarioError) -> PyErr {
+    WaysideScenarioError::new_err(e.0)
+}
+
+fn le_bytes<T: Copy, const N: usize>(v: &[T], to: fn(T) -> [u8; N]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * N);
+    for &x in v {
+        out.extend_from_slice(&to(x));
+    }
+    out
+}
+
+/// Encodes one column as (name, kind, payload[, dictionary]).
+fn column<'py>(py: Python<'py>, name: &str, col: Column<'_>, nodes: usize) -> PyResult<Bound<'py, PyTuple>> {
+    let b = |v: Vec<u8>| PyBytes::new(py, &v);
+    let t = match col {
+        Column::U8(v) => (name, "u8", b(v.to_vec())).into_pyobject(py)?,
+        Column::U16(v) => (name, "u16", b(le_bytes(v, u16::to_le_bytes))).into_pyobject(py)?,
+        Column::U32(v) => (name, "u32", b(le_bytes(v, u32::to_le_bytes))).into_pyobject(py)?,
+        Column::U64(v) => (name, "u64", b(le_bytes(v, u64::to_le_bytes))).into_pyobject(py)?,
+        Column::F32(v) => (name, "f32", b(le_bytes(v, f32::to_le_bytes))).into_pyobject(py)?,
+        Column::Node(v) => {
+            // u32::MAX (broadcast) becomes the index one past the last node.
+            let idx: Vec<u32> = v.iter().map(|&i| if i == u32::MAX { nodes as u32 } else { i }).collect();
+            (name, "node", b(le_bytes(&idx, u32::to_le_bytes))).into_pyobject(py)?
+        }
+        Column::Category(v, names) => (name, "category", b(v.to_vec()), names.to_vec()).into_pyobject(py)?,
+    };
+    Ok(t)
+}
+
+fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("resolved", &out.resolved)?;
+    d.set_item("nodes", &out.node_names)?;
+    let stats = PyDict::new(py);
+    stats.set_item("events", out.stats.events)?;
+    stats.set_item("transmissions", out.stats.transmissions)?;
+    stats.set_item("simulated_s", out.stats.simulated.as_secs_f64())?;
+    d.set_item("stats", stats)?;
+    let tables = PyDict::new(py);
+    let n = out.node_names.len();
+    for (tname, cols) in [("frames", out.trace.frames.columns()), ("mac", out.trace.mac.columns())] {
+        let list = PyList::empty(py);
+        for (cname, col) in cols {
+            list.append(column(py, cname, col, n)?)?;
+        }
+        tables.set_item(tname, list)?;
+    }
+    d.set_item("tables", tables)?;
+    Ok(d)
+}
+
+/// Runs a scenario (TOML text) once; returns a dict with the resolved
+/// scenario, node names, counters and the trace columns.
+#[pyfunction]
+#[pyo3(signature = (scenario, overrides=Vec::new(), seed=None, run=0))]
+fn run<'py>(py: Python<'py>, scenario: String, overrides: Vec<String>, seed: Option<u64>, run: u64) -> PyResult<Bound<'py, PyDict>> {
+    let out = py.detach(move || run_scenario(&scenario, &overrides, seed, run)).map_err(scenario_err)?;
+    output_to_py(py, out)
+}
+
+/// Validates a scenario and returns it resolved (TOML), overrides applied.
+#[pyfunction]
+#[pyo3(signature = (scenario, overrides=Vec::new()))]
+fn resolve(scenario: &str, overrides: Vec<String>) -> PyResult<String> {
+    scenario::load(scenario, &overrides).map(|(r, _)| r).map_err(scenario_err)
+}
+
+/// Names of the built-in scenarios.
+#[pyfunction]
+fn builtin_names() -> Vec<&'static str> {
+    scenario::BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+/// Text of a built-in scenario, or None.
+#[pyfunction]
+fn builtin_text(name: &str) -> Option<&'static str> {
+    scenario::builtin(name)
+}
+
+/// Per rate of `standard`: (Mbps, SINR in dB at which a `payload`-byte frame
+/// succeeds with probability 0.5, the standard's minimum sensitivity in dBm).
+#[pyfunction]
+#[pyo3(signature = (standard, psdu_bytes, implementation_loss_db=0.0))]
+fn rate_thresholds(standard: &str, psdu_bytes: u32, implementation_loss_db: f64) -> PyResult<Vec<(f64, f64, f64)>> {
+    let std: Standard = standard.parse().map_err(PyValueError::new_err)?;
+    let model = ErrorModelKind::ClosedForm(wayside_sim::phy::error::ClosedForm { implementation_loss: wayside_sim::units::Db(implementation_loss_db) });
+    Ok(std
+        .modes()
+        .iter()
+        .map(|m| (m.rate.mbps(), snr_threshold(&model, m, psdu_bytes, 0.5).0, m.min_sensitivity().0))
+        .collect())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<WaysideScenarioError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_names, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
+    m.add_function(wrap_pyfunction!(rate_thresholds, m)?)?;
+    Ok(())
+}

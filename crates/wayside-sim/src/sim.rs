@@ -229,6 +229,7 @@ impl World {
         let pending = 1 + 2 * arrivals.len() as u32;
         self.txs[id.0 as usize] = Some(Transmission { src, frame, mode, start: now, end, arrivals, pending });
         self.stats.transmissions += 1;
+        self.medium_update(now, src);
     }
 
     fn release(&mut self, id: TxId) {

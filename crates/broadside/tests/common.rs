@@ -1,0 +1,77 @@
+//! Shared fixtures for the integration tests: keys, deterministic file
+//! contents, endpoints over a [`broadside::sim::Pair`].
+#![allow(dead_code)]
+
+use broadside::sim::{Addr, Pair};
+use broadside::{Certificate, Config, ContentHasher, Endpoint, Event, Instant, MemStore, ProviderKey, TrustedKeys};
+use rand::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+pub fn key(n: u8) -> ProviderKey {
+    ProviderKey::from_seed([n; 32])
+}
+
+pub fn bytes(seed: u64, size: usize) -> Vec<u8> {
+    let mut v = vec![0u8; size];
+    Xoshiro256PlusPlus::seed_from_u64(seed).fill_bytes(&mut v);
+    v
+}
+
+/// A signed file whose content depends on (name, version).
+pub fn file(k: &ProviderKey, name: &str, version: u16, size: usize) -> (Certificate, Vec<u8>) {
+    let seed = ContentHasher::new();
+    let mut h = seed;
+    h.update(name.as_bytes());
+    let s = u64::from_le_bytes(h.finish().0[..8].try_into().unwrap()) ^ u64::from(version);
+    let data = bytes(s, size);
+    let mut ch = ContentHasher::new();
+    ch.update(&data);
+    (Certificate::issue(k, name, version, data.len() as u64, ch.finish()).unwrap(), data)
+}
+
+pub fn config(seed: u64) -> Config {
+    Config { seed, send_rate: 20_000_000, ..Config::default() }
+}
+
+pub fn endpoint(cfg: Config, trusted: &[&ProviderKey], store: &MemStore) -> Endpoint<Addr> {
+    let t = TrustedKeys::new(trusted.iter().map(|k| k.public()));
+    Endpoint::new(cfg, t, store.certificates(), Instant::ZERO).unwrap()
+}
+
+pub fn pair(a: MemStore, b: MemStore, trusted: &[&ProviderKey], seed: u64) -> Pair {
+    let na = endpoint(config(seed * 2 + 1), trusted, &a);
+    let nb = endpoint(config(seed * 2 + 2), trusted, &b);
+    Pair::new([na, nb], [a, b], seed)
+}
+
+pub fn secs(s: f64) -> Instant {
+    Instant::from_micros((s * 1e6) as u64)
+}
+
+/// Version of `name` held by node `i` (certificate only; cheap).
+pub fn version(p: &Pair, i: usize, k: &ProviderKey, name: &str) -> Option<u16> {
+    let id = broadside::cert::file_id_of(&k.public(), name);
+    p.stores[i].get(&id).map(|(c, _)| c.version())
+}
+
+/// Version of `name` held by node `i`, with its content verified against the certificate.
+pub fn verified_version(p: &Pair, i: usize, k: &ProviderKey, name: &str) -> Option<u16> {
+    let id = broadside::cert::file_id_of(&k.public(), name);
+    let (cert, data) = p.stores[i].get(&id)?;
+    let mut h = ContentHasher::new();
+    h.update(data);
+    assert_eq!(h.finish(), cert.content_hash(), "stored content of {name} does not match its certificate");
+    assert_eq!(data.len() as u64, cert.size());
+    Some(cert.version())
+}
+
+pub fn rejections(p: &Pair, node: Addr) -> Vec<broadside::RejectReason> {
+    p.events
+        .iter()
+        .filter(|(n, _)| *n == node)
+        .filter_map(|(_, e)| match e {
+            Event::Rejected { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect()
+}

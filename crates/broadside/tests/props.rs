@@ -1,0 +1,103 @@
+//! Property tests: Bloom filter false-positive rate against theory, bit
+//! vector round trips, and hostile bytes against every parser.
+
+mod common;
+use broadside::bloom::{false_positive_rate, Bloom};
+use broadside::sim::Addr;
+use broadside::wire::Message;
+use broadside::{BitVec, Certificate, Id160, Instant, MemStore};
+use common::*;
+use proptest::prelude::*;
+
+fn id(seed: u64, i: u64) -> Id160 {
+    Id160::hash(&[&seed.to_be_bytes(), &i.to_be_bytes()])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Observed false positives match (1 - e^{-kn/m})^k within 4.5 binomial
+    /// standard deviations, including the paper's point (g=500, 9144 bits, k=12).
+    #[test]
+    fn bloom_false_positive_rate_matches_theory(seed in any::<u64>(), salt in any::<u32>(), n in prop::sample::select(vec![500usize, 500, 800, 1200]), k in prop::sample::select(vec![12u8, 12, 6])) {
+        let bytes = 1143;
+        let mut f = Bloom::new(bytes, k, salt);
+        for i in 0..n as u64 {
+            f.insert(&id(seed, i));
+        }
+        let p = false_positive_rate(n, bytes * 8, k);
+        let trials = ((400.0 / p) as u64).clamp(20_000, 3_000_000);
+        let hits = (0..trials).filter(|i| f.contains(&id(seed ^ 0xdead_beef, *i))).count() as f64;
+        let expected = p * trials as f64;
+        let sd = (trials as f64 * p * (1.0 - p)).sqrt();
+        prop_assert!((hits - expected).abs() <= 4.5 * sd, "n={n} k={k}: {hits} hits, expected {expected:.1} ± {sd:.1}");
+    }
+
+    #[test]
+    fn bitvec_roundtrips(len in 0u32..70_000, ones in prop::collection::vec(any::<u32>(), 0..300)) {
+        let mut v = BitVec::new(len);
+        for o in &ones {
+            if len > 0 { v.set(o % len); }
+        }
+        let mut b = Vec::new();
+        v.encode(&mut b);
+        prop_assert_eq!(b.len(), v.encoded_len());
+        prop_assert_eq!(BitVec::decode(&b, 70_000), Ok(v.clone()));
+        let ones_set: std::collections::BTreeSet<u32> = ones.iter().filter(|_| len > 0).map(|o| o % len).collect();
+        prop_assert_eq!(v.count_ones() as usize, ones_set.len());
+        prop_assert!(v.iter_ones().eq(ones_set.iter().copied()));
+        if len > 10 {
+            let s = v.slice(5, len - 10);
+            let mut w = BitVec::new(len);
+            w.set_from(5, &s);
+            prop_assert!((5..len - 5).all(|i| w.get(i) == v.get(i)));
+        }
+    }
+
+    #[test]
+    fn bitvec_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64), max in any::<u32>()) {
+        let _ = BitVec::decode(&bytes, max);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// Any bytes: parse rejects them cleanly or accepts a message that re-emits to the same bytes.
+    #[test]
+    fn parser_rejects_or_roundtrips(kind in 0u8..13, body in prop::collection::vec(any::<u8>(), 0..200), raw in any::<bool>()) {
+        let bytes = if raw { body } else { [b"BS\x01".as_slice(), &[kind], &body].concat() };
+        if let Ok(m) = Message::parse(&bytes) {
+            prop_assert_eq!(m.to_vec(), bytes);
+        }
+    }
+
+    #[test]
+    fn certificate_decoder_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+        prop_assert!(Certificate::decode(&bytes).is_err());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Hostile datagrams never panic an endpoint nor change its files.
+    #[test]
+    fn endpoint_survives_hostile_datagrams(packets in prop::collection::vec((0u8..12, prop::collection::vec(any::<u8>(), 0..120)), 1..40)) {
+        let k = key(1);
+        let mut s = MemStore::new();
+        let (c, d) = file(&k, "poi", 2, 5000);
+        s.insert(c, d);
+        let mut ep = endpoint(config(3), &[&k], &s);
+        let before: Vec<Id160> = ep.files().map(|c| c.instance_id()).collect();
+        for (i, (kind, body)) in packets.iter().enumerate() {
+            let bytes = [b"BS\x01".as_slice(), &[*kind], body].concat();
+            let now = Instant::from_micros(i as u64 * 1000);
+            ep.handle_datagram(now, (i % 3) as Addr, &bytes, &mut s);
+            ep.handle_timeout(now, &mut s);
+            while ep.poll_transmit(now, &mut s).is_some() {}
+        }
+        let after: Vec<Id160> = ep.files().map(|c| c.instance_id()).collect();
+        prop_assert_eq!(before, after);
+    }
+}

@@ -1,0 +1,165 @@
+//! Hostile input: each case is refused with a logged reason (an
+//! `Event::Rejected`) and leaves the node's files and partials unchanged.
+
+mod common;
+use broadside::sim::Addr;
+use broadside::wire::{CloseCode, Message};
+use broadside::{BitVec, CertError, Endpoint, Event, Id160, Instant, MemStore, RejectReason};
+use common::*;
+use ed25519_dalek::{Signer, SigningKey};
+
+const ATTACKER: Addr = 9;
+
+fn drain(ep: &mut Endpoint<Addr>, store: &mut MemStore) -> (Vec<Message<'static>>, Vec<RejectReason>) {
+    let mut sent = Vec::new();
+    while let Some(t) = ep.poll_transmit(Instant::ZERO, store) {
+        if let Ok(m) = Message::parse(&t.payload) {
+            // Keep only owned variants for inspection.
+            if let Message::Close { instance, status } = m {
+                sent.push(Message::Close { instance, status });
+            }
+        }
+    }
+    let mut rejected = Vec::new();
+    while let Some(e) = ep.poll_event() {
+        if let Event::Rejected { reason, .. } = e {
+            rejected.push(reason);
+        }
+    }
+    (sent, rejected)
+}
+
+/// A node holding version 2 of "poi" from provider 1, plus its store.
+fn victim() -> (Endpoint<Addr>, MemStore, broadside::ProviderKey) {
+    let k = key(1);
+    let mut s = MemStore::new();
+    let (c, d) = file(&k, "poi", 2, 5000);
+    s.insert(c, d);
+    let ep = endpoint(config(11), &[&k], &s);
+    (ep, s, k)
+}
+
+fn snapshot(ep: &Endpoint<Addr>, s: &MemStore) -> (Vec<Id160>, usize, usize) {
+    (ep.files().map(|c| c.instance_id()).collect(), s.partial_count(), ep.fetches().len())
+}
+
+fn offer(ep: &mut Endpoint<Addr>, s: &mut MemStore, cert: &[u8]) -> (Vec<Message<'static>>, Vec<RejectReason>) {
+    ep.handle_datagram(Instant::ZERO, ATTACKER, &Message::Offer { cert }.to_vec(), s);
+    drain(ep, s)
+}
+
+#[test]
+fn certificate_from_untrusted_key_is_refused() {
+    let (mut ep, mut s, _) = victim();
+    let before = snapshot(&ep, &s);
+    let (c, _) = file(&key(66), "poi", 9, 5000);
+    let (sent, why) = offer(&mut ep, &mut s, c.encoded());
+    assert_eq!(why, vec![RejectReason::Certificate(CertError::Untrusted(key(66).public()))]);
+    assert!(matches!(sent.as_slice(), [Message::Close { status: CloseCode::Refused, .. }]));
+    assert_eq!(snapshot(&ep, &s), before);
+}
+
+#[test]
+fn replayed_older_or_equal_version_is_refused() {
+    let (mut ep, mut s, k) = victim();
+    let before = snapshot(&ep, &s);
+    for v in [1, 2] {
+        let (c, _) = file(&k, "poi", v, 777); // same version 2 with other content is refused too
+        let (sent, why) = offer(&mut ep, &mut s, c.encoded());
+        assert_eq!(why, vec![RejectReason::StaleVersion { name: "poi".into(), have: 2, offered: v }]);
+        assert!(matches!(sent.as_slice(), [Message::Close { status: CloseCode::HaveNewer, .. }]));
+    }
+    assert_eq!(snapshot(&ep, &s), before);
+}
+
+/// Encodes and signs a certificate by hand, bypassing `Certificate::issue`'s checks.
+fn forged(seed: [u8; 32], name: &str, version: u16) -> Vec<u8> {
+    let sk = SigningKey::from_bytes(&seed);
+    let pk = sk.verifying_key().to_bytes();
+    let mut b = b"BSC1".to_vec();
+    b.extend_from_slice(&pk);
+    b.extend_from_slice(&Id160::hash(&[&pk, name.as_bytes()]).0);
+    b.extend_from_slice(&version.to_be_bytes());
+    b.extend_from_slice(&10u64.to_be_bytes());
+    b.extend_from_slice(&[0; 20]);
+    b.push(name.len() as u8);
+    b.extend_from_slice(name.as_bytes());
+    let sig = sk.sign(&[b"broadside certificate v1\0".as_slice(), &b].concat());
+    b.extend_from_slice(&sig.to_bytes());
+    b
+}
+
+#[test]
+fn name_with_path_separator_or_dotdot_is_refused_even_if_signed() {
+    let (mut ep, mut s, _) = victim();
+    let before = snapshot(&ep, &s);
+    // The forger's encoding is right: a clean name decodes.
+    assert!(broadside::Certificate::decode(&forged([1; 32], "poi", 3)).is_ok());
+    for bad in ["../../etc/passwd", "a/b", "..", "x\\y"] {
+        let (sent, why) = offer(&mut ep, &mut s, &forged([1; 32], bad, 3));
+        assert!(matches!(why.as_slice(), [RejectReason::Certificate(CertError::InvalidName { .. })]), "{bad}: {why:?}");
+        assert!(matches!(sent.as_slice(), [Message::Close { status: CloseCode::Refused, .. }]));
+    }
+    assert_eq!(snapshot(&ep, &s), before);
+}
+
+#[test]
+fn bit_vector_claiming_a_billion_blocks_is_refused() {
+    let (mut ep, mut s, _) = victim();
+    let inst = ep.files().next().unwrap().instance_id();
+    let mut pkt = Message::Want { transfer: 1, instance: inst, block_size: 2294, segment: 0, vector: BitVec::new(8) }.to_vec();
+    let n = pkt.len();
+    pkt[n - 5..n - 1].copy_from_slice(&1_000_000_000u32.to_be_bytes());
+    ep.handle_datagram(Instant::ZERO, ATTACKER, &pkt, &mut s);
+    let (_, why) = drain(&mut ep, &mut s);
+    assert!(matches!(why.as_slice(), [RejectReason::Malformed(broadside::wire::WireError::BitVecTooLong { claimed: 1_000_000_000, .. })]), "{why:?}");
+    // A well-formed vector that reaches past the end of the file is refused too.
+    let big = Message::Want { transfer: 2, instance: inst, block_size: 2294, segment: 0, vector: BitVec::new(60_000) }.to_vec();
+    ep.handle_datagram(Instant::ZERO, ATTACKER, &big, &mut s);
+    let (_, why) = drain(&mut ep, &mut s);
+    assert_eq!(why, vec![RejectReason::InvalidVector("segment outside the file")]);
+    assert_eq!(ep.upload_count(), 0);
+    assert!(ep.poll_transmit(Instant::ZERO, &mut s).is_none(), "no data may be sent");
+}
+
+#[test]
+fn tampered_file_is_detected_and_discarded() {
+    let k = key(4);
+    let (mut a, mut b) = (MemStore::new(), MemStore::new());
+    let (c1, d1) = file(&k, "guide", 1, 30_000);
+    a.insert(c1.clone(), d1.clone());
+    let (c2, mut d2) = file(&k, "guide", 2, 30_000);
+    d2[12_345] ^= 0x40; // the sender's copy no longer matches its certificate
+    b.insert(c2.clone(), d2);
+    let mut p = pair(a, b, &[&k], 21);
+    let mismatch = |p: &broadside::sim::Pair| rejections(p, 0).iter().any(|r| matches!(r, RejectReason::ContentMismatch { .. }));
+    assert!(p.run_until(secs(20.0), mismatch), "{:?}", p.events);
+    assert_eq!(verified_version(&p, 0, &k, "guide"), Some(1));
+    assert_eq!(p.stores[0].get(&c1.file_id()).unwrap().1, d1);
+    assert!(p.stores[0].partial(&c2.instance_id()).is_none());
+}
+
+#[test]
+fn beacon_and_discovery_floods_are_rate_limited() {
+    let (mut ep, mut s, _) = victim();
+    let before = snapshot(&ep, &s);
+    let beacon = Message::Beacon { node: 1, file_count: 1_000_000, content_hash: Id160([7; 20]) }.to_vec();
+    for i in 0..10_000u32 {
+        let f = Message::Filters { session: i, round: 0, rounds: 1, salt: 1, k: 12, file_filter: &[0xff; 1143], version_filter: &[0; 1143] }.to_vec();
+        ep.handle_datagram(Instant::ZERO, ATTACKER, &beacon, &mut s);
+        ep.handle_datagram(Instant::ZERO, ATTACKER, &f, &mut s);
+    }
+    let c = *ep.counters();
+    let cfg = ep.config().clone();
+    assert!(c.rx.beacon.packets <= (2.0 * cfg.beacon_rate) as u64, "{c:?}");
+    assert!(c.rx.discovery.packets <= (2.0 * cfg.request_rate) as u64, "{c:?}");
+    assert_eq!(c.rate_limited, 20_000 - c.rx.beacon.packets - c.rx.discovery.packets);
+    let (_, why) = drain(&mut ep, &mut s);
+    assert!(why.contains(&RejectReason::RateLimited(broadside::wire::MsgType::Beacon)));
+    assert!(why.contains(&RejectReason::RateLimited(broadside::wire::MsgType::Filters)));
+    assert!(why.len() <= 4, "one log line per episode, not per packet: {}", why.len());
+    assert_eq!(snapshot(&ep, &s), before);
+    // After a second, the peer is heard again.
+    ep.handle_datagram(Instant::from_micros(1_000_000), ATTACKER, &beacon, &mut s);
+    assert_eq!(ep.counters().rx.beacon.packets, c.rx.beacon.packets + 1);
+}

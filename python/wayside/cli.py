@@ -1,0 +1,143 @@
+"""The `wayside` command line: run scenarios, list and show them.
+
+Errors in scenarios or arguments print one clear message and exit with
+code 2, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from wayside import _native
+from wayside.scenario import builtin_scenarios, load_scenario
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
+console = Console()
+errors = Console(stderr=True)
+
+
+def fail(message: str) -> None:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def run(
+    scenario: str = typer.Argument(..., help="Built-in scenario name or path to a TOML scenario file."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**64 - 1, help="Run seed (default: the scenario's)."),
+    run_index: int = typer.Option(0, "--run", min=0, help="Run index, mixed into every random stream."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/<scenario>-seed<N>)."),
+    set_: List[str] = typer.Option([], "--set", help="Override a scenario key: KEY=VALUE (repeatable)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the run directory."),
+) -> None:
+    """Run a scenario once: print a summary and write a run directory
+    (scenario as run, Parquet traces, per-second summary, figures)."""
+    from wayside.runner import run as run_scenario
+
+    try:
+        started = time.perf_counter()
+        result = run_scenario(scenario, seed, run=run_index, overrides=set_)
+        wall = time.perf_counter() - started
+    except _native.ScenarioError as e:
+        fail(str(e))
+        return
+    name = result.scenario.get("name") or Path(scenario).stem
+    used_seed = seed if seed is not None else result.scenario.get("seed", 1)
+    directory = out or Path("runs") / f"{name}-seed{used_seed}"
+    result.save(directory)
+    figures = _figures(result, directory)
+    if quiet:
+        console.print(str(directory))
+        return
+    _print_summary(result, wall)
+    console.print(f"run directory: [bold]{directory}[/]")
+    for f in figures:
+        console.print(f"figure: {f}")
+
+
+def _figures(result, directory: Path) -> list[Path]:
+    from wayside.analysis import delivery_vs_distance, rate_crossings
+    from wayside.plots import delivery_plot
+
+    made = []
+    for t in result.scenario.get("traffic", []):
+        if t.get("kind") != "sounder" or t.get("to") != "broadcast":
+            continue
+        for receiver in result.nodes:
+            if receiver == t["from"]:
+                continue
+            dv = delivery_vs_distance(result, t["from"], receiver)
+            if dv.is_empty():
+                continue
+            cr = rate_crossings(result, t["from"], receiver)
+            stem = f"delivery_{t['from']}_to_{receiver}"
+            dv.write_csv(directory / f"{stem}.csv")
+            cr.write_csv(directory / f"{stem}_crossings.csv")
+            made.append(delivery_plot(dv, cr, directory / f"{stem}.png", f"{t['from']} → {receiver}"))
+    return made
+
+
+def _print_summary(result, wall: float) -> None:
+    s = result.summary()
+    table = Table(title=f"{result.scenario.get('name', 'run')}: {result.duration_s:g} s simulated")
+    cols = [
+        ("node", "node", str),
+        ("frames tx", "frames_tx", str),
+        ("frames rx", "frames_rx", str),
+        ("dropped", "frames_dropped", str),
+        ("MSDU ok", "msdu_delivered", str),
+        ("MSDU failed", "msdu_failed", str),
+        ("queue drops", "msdu_queue_drops", str),
+        ("attempts/MSDU", "mean_attempts", lambda v: f"{v:.2f}"),
+        ("goodput in (Mb/s)", "goodput_in_mbps", lambda v: f"{v:.3f}"),
+    ]
+    for title, _, _ in cols:
+        table.add_column(title, justify="right" if title != "node" else "left")
+    for row in s.iter_rows(named=True):
+        table.add_row(*[fmt(row[key]) for _, key, fmt in cols])
+    console.print(table)
+    frames = result.frames.num_rows
+    tx = result.stats["transmissions"]
+    console.print(
+        f"{result.stats['events']:,} events, {tx:,} transmissions, {frames:,} frame records; "
+        f"wall {wall:.2f} s ({tx / wall if wall > 0 else float('inf'):,.0f} simulated frames/s)"
+    )
+
+
+@app.command()
+def scenarios() -> None:
+    """List the built-in scenarios."""
+    table = Table(title="built-in scenarios")
+    table.add_column("name")
+    table.add_column("description")
+    for name in builtin_scenarios():
+        table.add_row(name, load_scenario(name).get("description", ""))
+    console.print(table)
+
+
+@app.command()
+def show(
+    scenario: str = typer.Argument(..., help="Built-in scenario name or TOML file."),
+    set_: List[str] = typer.Option([], "--set", help="Override a scenario key: KEY=VALUE (repeatable)."),
+) -> None:
+    """Validate a scenario and print it as it would run."""
+    from wayside.scenario import scenario_text
+
+    try:
+        console.print(_native.resolve(scenario_text(scenario), set_), markup=False, highlight=False)
+    except _native.ScenarioError as e:
+        fail(str(e))
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        errors.print("interrupted")
+        sys.exit(130)

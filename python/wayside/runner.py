@@ -1,0 +1,33 @@
+"""Running one simulation: a single Rust call that releases the GIL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from wayside import _native
+from wayside.result import RunResult
+from wayside.scenario import scenario_text
+
+
+def run(
+    scenario: str | Path | Mapping[str, Any],
+    seed: int | None = None,
+    *,
+    run: int = 0,
+    overrides: Sequence[str] = (),
+) -> RunResult:
+    """Runs `scenario` once.
+
+    `scenario` is a built-in name (see `wayside.builtin_scenarios()`), a path to
+    a TOML file, or a dict of the same structure. `seed` is the run seed (the
+    scenario's own when omitted); `overrides` are `key=value` strings as on the
+    command line (`"mac.rate=\\"11 Mbps\\""`, `"node.car.tx_power=\\"15 dBm\\""`).
+    Raises `wayside.ScenarioError` for an unusable scenario.
+    """
+    if seed is not None and not (0 <= seed < 2**64):
+        raise _native.ScenarioError(f"seed: {seed} is out of range; allowed: 0 to 2^64-1")
+    if not (0 <= run < 2**64):
+        raise _native.ScenarioError(f"run: {run} is out of range; allowed: 0 to 2^64-1")
+    raw = _native.run(scenario_text(scenario), list(overrides), seed, run)
+    return RunResult(raw)

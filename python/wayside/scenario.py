@@ -1,0 +1,44 @@
+"""Finding and resolving scenarios: a built-in name, a TOML file, or a dict
+built in Python (the same structure as the file)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import tomli_w
+
+from wayside import _native
+
+
+def builtin_scenarios() -> list[str]:
+    """Names of the scenarios compiled into wayside."""
+    return list(_native.builtin_names())
+
+
+def scenario_text(scenario: str | Path | Mapping[str, Any]) -> str:
+    """TOML text for a built-in name, a file path, or a mapping."""
+    if isinstance(scenario, Mapping):
+        return tomli_w.dumps(dict(scenario))
+    name = str(scenario)
+    text = _native.builtin_text(name)
+    if text is not None:
+        return text
+    path = Path(name)
+    if path.is_file():
+        try:
+            return path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise _native.ScenarioError(f"scenario file {name}: not UTF-8 text ({e.reason})") from None
+    raise _native.ScenarioError(
+        f"scenario '{name}': no such built-in scenario or file; built-in: {', '.join(builtin_scenarios())}"
+    )
+
+
+def load_scenario(
+    scenario: str | Path | Mapping[str, Any], overrides: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Validates a scenario with `overrides` applied and returns it as a dict."""
+    resolved = _native.resolve(scenario_text(scenario), list(overrides))
+    return tomllib.loads(resolved)
