@@ -5,12 +5,25 @@ threshold."""
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from wayside import _native
 from wayside.result import RunResult
 
 MAC_OVERHEAD_BYTES = 28
+
+# Unit strings as the scenario parser accepts them ("1500 B", "1.5 kB", "3dB").
+_QUANTITY = re.compile(r"\s*([+-]?[0-9.]*(?:[eE][+-]?[0-9]+)?)\s*(.*?)\s*$")
+_SIZE_UNITS = {"B": 1.0, "KB": 1e3, "kB": 1e3, "KiB": 1024.0, "MB": 1e6, "MiB": 1048576.0, "GB": 1e9, "GiB": 1073741824.0}
+_RATIO_UNITS = {"dB": 1.0, "dBi": 1.0}
+
+
+def _quantity(text: str, units: dict[str, float]) -> float:
+    """Value of a validated scenario quantity such as "1.5 kB", in the base unit."""
+    number, unit = _QUANTITY.match(str(text)).groups()
+    return float(number) * units[unit]
 
 
 def _positions(frames: pl.DataFrame, node: str) -> pl.DataFrame:
@@ -89,11 +102,11 @@ def rate_crossings(result: RunResult, sender: str, receiver: str, bin_m: float =
     scenario = result.scenario
     standard = scenario["radio"]["standard"]
     payload = next(
-        int(float(str(t.get("payload", "1500 B")).split()[0]))
+        int(_quantity(t.get("payload", "1500 B"), _SIZE_UNITS))
         for t in scenario.get("traffic", [])
         if t["from"] == sender
     )
-    loss = float(str(scenario["radio"].get("implementation_loss", "0 dB")).split()[0])
+    loss = _quantity(scenario["radio"].get("implementation_loss", "0 dB"), _RATIO_UNITS)
     thresholds = {round(m, 3): th for m, th, _ in _native.rate_thresholds(standard, payload + MAC_OVERHEAD_BYTES, loss)}
     dv = delivery_vs_distance(result, sender, receiver, bin_m)
     snr = snr_vs_distance(result, sender, receiver, bin_m)

@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from wayside import _native
@@ -23,7 +24,7 @@ errors = Console(stderr=True)
 
 
 def fail(message: str) -> None:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, emoji=False, soft_wrap=True)
     raise typer.Exit(code=2)
 
 
@@ -50,15 +51,19 @@ def run(
     name = result.scenario.get("name") or Path(scenario).stem
     used_seed = seed if seed is not None else result.scenario.get("seed", 1)
     directory = out or Path("runs") / f"{name}-seed{used_seed}"
-    result.save(directory)
-    figures = _figures(result, directory)
+    try:
+        result.save(directory)
+        figures = _figures(result, directory)
+    except OSError as e:
+        fail(f"run directory {directory}: cannot be written ({e.strerror or e}); give --out a directory that can be created")
+        return
     if quiet:
-        console.print(str(directory))
+        print(directory)
         return
     _print_summary(result, wall)
-    console.print(f"run directory: [bold]{directory}[/]")
+    console.print(f"run directory: [bold]{escape(str(directory))}[/]", soft_wrap=True)
     for f in figures:
-        console.print(f"figure: {f}")
+        console.print(f"figure: {escape(str(f))}", soft_wrap=True)
 
 
 def _figures(result, directory: Path) -> list[Path]:
@@ -130,9 +135,12 @@ def show(
     from wayside.scenario import scenario_text
 
     try:
-        console.print(_native.resolve(scenario_text(scenario), set_), markup=False, highlight=False)
+        resolved = _native.resolve(scenario_text(scenario), set_)
     except _native.ScenarioError as e:
         fail(str(e))
+        return
+    # Verbatim: the output is TOML that can be saved and run again.
+    sys.stdout.write(resolved)
 
 
 def main() -> None:

@@ -26,11 +26,13 @@ def scenario_text(scenario: str | Path | Mapping[str, Any]) -> str:
     if text is not None:
         return text
     path = Path(name)
-    if path.is_file():
-        try:
+    try:
+        if path.is_file():
             return path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise _native.ScenarioError(f"scenario file {name}: not UTF-8 text ({e.reason})") from None
+    except UnicodeDecodeError as e:
+        raise _native.ScenarioError(f"scenario file {name}: not UTF-8 text ({e.reason})") from None
+    except OSError as e:
+        raise _native.ScenarioError(f"scenario file {name}: cannot be read ({e.strerror or e})") from None
     raise _native.ScenarioError(
         f"scenario '{name}': no such built-in scenario or file; built-in: {', '.join(builtin_scenarios())}"
     )

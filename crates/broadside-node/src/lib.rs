@@ -1,1 +1,42 @@
-//! Broadside node: drives the protocol over real UDP sockets.
+//! Broadside over real hosts: a node that syncs signed, versioned files over
+//! UDP using the sans-IO `broadside` crate, its on-disk store, the CLI, and a
+//! seeded lossy UDP relay for experiments on loopback.
+//!
+//! - [`store`]: the store directory (files beside their certificates, atomic
+//!   replacement, persisted partial transfers, crash recovery).
+//! - [`keys`]: key files and trusted-key lists.
+//! - [`node`]: the UDP driver loop and the status report.
+//! - [`relay`]: the lossy relay (random and Gilbert–Elliott loss, delay,
+//!   bandwidth, link up/down schedule), loopback only.
+//! - [`cli`]: argument parsing and the subcommands; [`run_cli`] is the entry
+//!   point for the binary and for bindings.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod keys;
+pub mod node;
+pub mod relay;
+pub mod store;
+
+pub use cli::run_cli;
+
+/// A failure with the exit code it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// Bad arguments or configuration (exit code 2).
+    #[error("{0}")]
+    Usage(String),
+    /// A runtime failure: I/O, a corrupt key file (exit code 1).
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl NodeError {
+    /// The process exit code.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            NodeError::Usage(_) => 2,
+            NodeError::Runtime(_) => 1,
+        }
+    }
+}

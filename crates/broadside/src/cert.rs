@@ -95,6 +95,10 @@ pub fn validate_name(name: &str) -> Result<(), CertError> {
 pub struct PublicKey(pub [u8; 32]);
 
 impl PublicKey {
+    /// A key from 32 bytes, if they are a valid Ed25519 point.
+    pub fn from_bytes_checked(bytes: [u8; 32]) -> Result<Self, CertError> {
+        VerifyingKey::from_bytes(&bytes).map(|_| PublicKey(bytes)).map_err(|_| CertError::BadKey)
+    }
     /// Lower-case hex.
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()

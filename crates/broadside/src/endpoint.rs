@@ -324,7 +324,8 @@ struct PeerState {
     beacons: TokenBucket,
     requests: TokenBucket,
     last_beacon: Option<(u32, Id160)>,
-    limited_reported: bool,
+    /// Whether the current rate-limit episode was logged: [beacons, requests].
+    limited_reported: [bool; 2],
     retry_after: Instant,
 }
 
@@ -621,7 +622,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 beacons: TokenBucket::new(c.beacon_rate, 2.0 * c.beacon_rate, now),
                 requests: TokenBucket::new(c.request_rate, 2.0 * c.request_rate, now),
                 last_beacon: None,
-                limited_reported: false,
+                limited_reported: [false; 2],
                 retry_after: now,
             },
         );
@@ -630,26 +631,26 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
 
     fn take_beacon(&mut self, now: Instant, from: &A) -> bool {
         let ok = self.peers.get_mut(from).is_some_and(|p| p.beacons.try_take(now, 1.0));
-        self.after_limit(from, ok, MsgType::Beacon)
+        self.after_limit(from, ok, MsgType::Beacon, 0)
     }
 
     /// Takes a request token; malformed packets (`kind == None`) use the same bucket.
     fn take_request(&mut self, now: Instant, from: &A, kind: Option<MsgType>) -> bool {
         let ok = self.peers.get_mut(from).is_some_and(|p| p.requests.try_take(now, 1.0));
         match kind {
-            Some(k) => self.after_limit(from, ok, k),
+            Some(k) => self.after_limit(from, ok, k, 1),
             None => ok,
         }
     }
 
-    fn after_limit(&mut self, from: &A, ok: bool, kind: MsgType) -> bool {
+    fn after_limit(&mut self, from: &A, ok: bool, kind: MsgType, bucket: usize) -> bool {
         let Some(p) = self.peers.get_mut(from) else { return ok };
         if ok {
-            p.limited_reported = false;
+            p.limited_reported[bucket] = false;
         } else {
             self.counters.rate_limited += 1;
-            if !p.limited_reported {
-                p.limited_reported = true;
+            if !p.limited_reported[bucket] {
+                p.limited_reported[bucket] = true;
                 self.reject(from, RejectReason::RateLimited(kind));
             }
         }

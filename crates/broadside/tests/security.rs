@@ -13,11 +13,9 @@ const ATTACKER: Addr = 9;
 fn drain(ep: &mut Endpoint<Addr>, store: &mut MemStore) -> (Vec<Message<'static>>, Vec<RejectReason>) {
     let mut sent = Vec::new();
     while let Some(t) = ep.poll_transmit(Instant::ZERO, store) {
-        if let Ok(m) = Message::parse(&t.payload) {
-            // Keep only owned variants for inspection.
-            if let Message::Close { instance, status } = m {
-                sent.push(Message::Close { instance, status });
-            }
+        // Keep only the (owned) Close messages for inspection.
+        if let Ok(Message::Close { instance, status }) = Message::parse(&t.payload) {
+            sent.push(Message::Close { instance, status });
         }
     }
     let mut rejected = Vec::new();

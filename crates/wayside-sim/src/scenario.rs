@@ -513,7 +513,7 @@ fn parse_standard(s: &str) -> Result<Standard, ScenarioError> {
 fn rate_mode(standard: Standard, key: &str, r: RateQ) -> Result<Mode, ScenarioError> {
     standard.mode(Bitrate(r.0.round() as u64)).ok_or_else(|| {
         let allowed: Vec<String> = standard.modes().iter().map(|m| format!("{}", m.rate.mbps())).collect();
-        ScenarioError(format!("{key}: {} Mbps is not a {} rate; allowed: {} Mbps", r.0 / 1e6, standard.name(), allowed.join(", ")))
+        ScenarioError(format!("{key}: {} Mbps is not a rate of {}; allowed: {} Mbps", r.0 / 1e6, standard.name(), allowed.join(", ")))
     })
 }
 

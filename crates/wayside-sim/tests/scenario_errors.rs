@@ -1,0 +1,87 @@
+//! Hostile scenario files: each gets an error that names the key, the value
+//! and what is allowed — never a panic.
+
+use wayside_sim::scenario::{builtin, load};
+
+fn error_of(text: &str, overrides: &[&str]) -> String {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    match load(text, &o) {
+        Ok(_) => panic!("accepted: {text} {overrides:?}"),
+        Err(e) => e.0,
+    }
+}
+
+fn with(o: &[&str]) -> String {
+    error_of(builtin("drive-by").unwrap(), o)
+}
+
+#[test]
+fn unknown_keys_are_named_with_the_allowed_ones() {
+    let e = with(&["radio.standrd=\"802.11b\""]);
+    assert!(e.contains("radio") && e.contains("standrd") && e.contains("standard"), "{e}");
+    let e = with(&["node.car.colour=\"red\""]);
+    assert!(e.contains("node[1]") && e.contains("colour"), "{e}");
+}
+
+#[test]
+fn wrong_types_and_units() {
+    let e = with(&["duration=5"]);
+    assert!(e.starts_with("duration") && e.contains("unit is required") && e.contains("ms"), "{e}");
+    let e = with(&["node.car.mobility={model=\"line\", speed=\"80 furlongs\"}"]);
+    assert!(e.contains("speed") && e.contains("furlongs") && e.contains("km/h"), "{e}");
+    let e = with(&["node.ap.tx_power=\"19 dB\""]);
+    assert!(e.contains("tx_power") && e.contains("19 dB") && e.contains("dBm"), "{e}");
+    let e = with(&["radio.channel=\"six\""]);
+    assert!(e.contains("radio.channel"), "{e}");
+    let e = with(&["node.car.mobility={model=\"teleport\"}"]);
+    assert!(e.contains("teleport") && e.contains("polyline"), "{e}");
+}
+
+#[test]
+fn out_of_range_values() {
+    let e = with(&["node.ap.antenna_height=\"-3 m\""]);
+    assert!(e.contains("node[0].antenna_height") && e.contains("-3 m") && e.contains("allowed"), "{e}");
+    let e = with(&["node.car.position=[-1e12, 0]"]);
+    assert!(e.contains("node[1].position[0]"), "{e}");
+    let e = with(&["node.car.mobility={model=\"line\", speed=\"-80 km/h\"}"]);
+    assert!(e.contains("node[1].mobility.speed") && e.contains("allowed"), "{e}");
+    let e = with(&["duration=\"-1 s\""]);
+    assert!(e.contains("duration") && e.contains("allowed"), "{e}");
+    let e = with(&["environment.shadowing_sigma=\"300 dB\""]);
+    assert!(e.contains("environment.shadowing_sigma"), "{e}");
+    let e = with(&["traffic.0.payload=\"9000 B\""]);
+    assert!(e.contains("traffic[0].payload") && e.contains("2304"), "{e}");
+    let e = with(&["radio.channel=99"]);
+    assert!(e.contains("radio.channel") && e.contains("99"), "{e}");
+}
+
+#[test]
+fn unknown_rates_and_standards() {
+    let e = with(&["mac.retry_chain=[{rate=\"13 Mbps\", tries=2}]"]);
+    assert!(e.contains("mac.retry_chain[0].rate") && e.contains("13 Mbps") && e.contains("54"), "{e}");
+    let e = with(&["radio.standard=\"802.11n\""]);
+    assert!(e.contains("radio.standard") && e.contains("802.11n") && e.contains("802.11p"), "{e}");
+    let e = with(&["radio.standard=\"802.11b\""]); // the chain's 24 Mbps is not a b rate
+    assert!(e.contains("24 Mbps") && e.contains("802.11b"), "{e}");
+}
+
+#[test]
+fn absurd_node_counts_and_dangling_references() {
+    let e = with(&["node.car.count=100000000"]);
+    assert!(e.contains("node") && e.contains("10000"), "{e}");
+    let e = with(&["traffic.0.to=\"bus\""]);
+    assert!(e.contains("traffic[0].to") && e.contains("bus") && e.contains("car"), "{e}");
+    let e = with(&["node.1.name=\"ap\""]);
+    assert!(e.contains("'ap'") && e.contains("twice"), "{e}");
+}
+
+#[test]
+fn malformed_documents_and_overrides() {
+    assert!(error_of("this is = = not toml", &[]).contains("not valid TOML"));
+    assert!(error_of("", &[]).contains("duration"));
+    assert!(error_of("duration = \"1 s\"", &[]).contains("radio"));
+    assert!(with(&["no-equals-sign"]).contains("KEY=VALUE"));
+    assert!(with(&["node.bus.tx_power=\"1 dBm\""]).contains("no node named 'bus'"));
+    assert!(with(&["traffic.7.payload=\"1 B\""]).contains("out of range"));
+    assert!(with(&["duration.x=1"]).contains("not a table"));
+}
