@@ -235,10 +235,7 @@ fn run(cli: Cli) -> Result<(), NodeError> {
         }
         Command::Serve(a) => serve(a),
         Command::Status { dir } => {
-            if !dir.is_dir() {
-                return Err(NodeError::Usage(format!("{} is not a store directory", dir.display())));
-            }
-            let store = DiskStore::open(&dir)?;
+            let store = DiskStore::open_read_only(&dir)?;
             // A running node's report has peers and counters; otherwise read the disk.
             let live = std::fs::read(store.status_path()).ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
             let mut report = serde_json::to_value(offline_status(&store)).map_err(|e| NodeError::Runtime(e.to_string()))?;

@@ -225,7 +225,7 @@ impl Node {
         for i in issues {
             log(&format!("store: {}: {}", i.path.display(), i.problem));
         }
-        let socket = bind(opts.bind, opts.socket_buffer)?;
+        let socket = bind_udp(opts.bind, opts.socket_buffer)?;
         let clock = std::time::Instant::now();
         let endpoint = Endpoint::new(opts.config.clone(), trusted, certs, Instant::ZERO).map_err(|e| NodeError::Usage(e.to_string()))?;
         log(&format!(
@@ -390,7 +390,8 @@ impl Node {
     }
 }
 
-fn bind(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, NodeError> {
+/// Binds a UDP socket with broadcast allowed and `buffer`-byte kernel buffers (as far as the kernel allows).
+pub(crate) fn bind_udp(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, NodeError> {
     let err = |what: &str, e: std::io::Error| NodeError::Usage(format!("cannot {what} UDP socket on {addr}: {e}"));
     let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(|e| err("create", e))?;
     s.set_broadcast(true).map_err(|e| err("enable broadcast on", e))?;

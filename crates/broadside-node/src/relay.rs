@@ -9,6 +9,7 @@
 //! relayed. Every address must be in 127.0.0.0/8: the relay never sends
 //! anywhere else.
 
+use crate::node::bind_udp;
 use crate::NodeError;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -168,8 +169,7 @@ impl Relay {
         if cfg.bandwidth == Some(0) {
             return Err(NodeError::Usage("bandwidth 0: give a positive number of bytes per second, or none".into()));
         }
-        let bind = |a: SocketAddr| UdpSocket::bind(a).map_err(|e| NodeError::Usage(format!("relay cannot bind {a}: {e}")));
-        let (sa, sb) = (bind(cfg.listen_a)?, bind(cfg.listen_b)?);
+        let (sa, sb) = (bind_udp(cfg.listen_a, 8 << 20)?, bind_udp(cfg.listen_b, 8 << 20)?);
         let clone = |s: &UdpSocket| s.try_clone().map_err(|e| NodeError::Runtime(e.to_string()));
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Mutex::new(RelayStats::default()));
@@ -327,7 +327,8 @@ mod tests {
 
     #[test]
     fn random_loss_rate_is_close_to_configured_and_seeded() {
-        let (a, b) = (UdpSocket::bind("127.0.0.1:0").unwrap(), UdpSocket::bind("127.0.0.1:0").unwrap());
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let (a, b) = (bind_udp(any, 8 << 20).unwrap(), bind_udp(any, 8 << 20).unwrap());
         let (la, lb) = (free_addr(), free_addr());
         let cfg = RelayConfig {
             listen_a: la,
@@ -344,7 +345,7 @@ mod tests {
         let relay = Relay::start(cfg).unwrap();
         for i in 0..2000u32 {
             a.send_to(&i.to_be_bytes(), la).unwrap();
-            if i % 100 == 0 {
+            if i % 50 == 0 {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }

@@ -57,6 +57,8 @@ pub struct DiskStore {
     partial_dir: PathBuf,
     readers: BTreeMap<InstanceId, File>,
     writers: BTreeMap<InstanceId, File>,
+    /// Held (flock) while this process may write the store; released on exit, even on kill -9.
+    _lock: Option<File>,
 }
 
 fn io(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> StorageError {
@@ -93,15 +95,32 @@ fn hash_file(path: &Path) -> std::io::Result<(broadside::Id160, u64)> {
 }
 
 impl DiskStore {
-    /// Opens (creating if needed) a store directory and finishes any commit
-    /// that a crash interrupted.
+    /// Opens (creating if needed) a store directory for writing: takes the
+    /// store's lock (one writer at a time: a serving node, or `publish`) and
+    /// finishes any commit that a crash interrupted.
     pub fn open(root: &Path) -> Result<Self, NodeError> {
         let partial_dir = root.join(".broadside").join("partial");
         fs::create_dir_all(&partial_dir)
             .map_err(|e| NodeError::Usage(format!("cannot create store directory {}: {e}", root.display())))?;
-        let mut s = DiskStore { root: root.to_path_buf(), partial_dir, readers: BTreeMap::new(), writers: BTreeMap::new() };
+        let lock_path = root.join(".broadside").join("lock");
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)
+            .map_err(|e| NodeError::Runtime(format!("cannot open {}: {e}", lock_path.display())))?;
+        lock.try_lock().map_err(|_| {
+            NodeError::Usage(format!("store {} is in use by another process (a running node?); stop it first", root.display()))
+        })?;
+        let mut s = DiskStore { root: root.to_path_buf(), partial_dir, readers: BTreeMap::new(), writers: BTreeMap::new(), _lock: Some(lock) };
         s.recover().map_err(|e| NodeError::Runtime(format!("recovering store {}: {e}", root.display())))?;
         Ok(s)
+    }
+
+    /// Opens an existing store for reading only (status reports): no lock,
+    /// no recovery, safe while a node serves it.
+    pub fn open_read_only(root: &Path) -> Result<Self, NodeError> {
+        if !root.is_dir() {
+            return Err(NodeError::Usage(format!("{} is not a store directory", root.display())));
+        }
+        let partial_dir = root.join(".broadside").join("partial");
+        Ok(DiskStore { root: root.to_path_buf(), partial_dir, readers: BTreeMap::new(), writers: BTreeMap::new(), _lock: None })
     }
 
     /// The store directory.

@@ -165,15 +165,22 @@ fn viterbi_union_bound(rate: CodeRate, p: f64) -> f64 {
 }
 
 /// Probability that a path at Hamming distance `d` beats the correct one
-/// under hard decisions with channel bit error rate `p` (ties split evenly).
+/// under hard decisions with channel bit error rate `p` (ties split evenly):
+/// Σ_{i > d/2} C(d,i) pⁱ (1−p)^(d−i), plus half the i = d/2 term for even d.
+/// Terms are built incrementally (this runs once per received frame chunk).
 fn pairwise_error(d: u32, p: f64) -> f64 {
-    let term = |i: u32| binomial(d, i) * p.powi(i as i32) * (1.0 - p).powi((d - i) as i32);
-    (d.div_ceil(2)..=d)
-        .map(|i| match (2 * i).cmp(&d) {
-            Ordering::Equal => 0.5 * term(i),
-            _ => term(i),
-        })
-        .sum()
+    if p <= 0.0 {
+        return 0.0;
+    }
+    let first = d.div_ceil(2);
+    let ratio = p / (1.0 - p);
+    let mut term = binomial(d, first) * p.powi(first as i32) * (1.0 - p).powi((d - first) as i32);
+    let mut sum = if 2 * first == d { 0.5 * term } else { term };
+    for i in first..d {
+        term *= f64::from(d - i) / f64::from(i + 1) * ratio;
+        sum += term;
+    }
+    sum
 }
 
 fn binomial(n: u32, k: u32) -> f64 {
