@@ -4,14 +4,14 @@ RSSI repeatable per position), and another environment seed is another road.
 
 Statistics (measured on this scenario, fading on): the mean RSSI of a 20 m
 bin in one pass varies from run seed to run seed with a standard deviation of
-about 0.2-0.4 dB. Rician fading here is a sum of sinusoids in the distance
-travelled, so the ~950 frames in a bin are far from independent samples. The
-difference between two single passes therefore exceeds 1 dB in some bin of
-the 20 for roughly a third of seed pairs. To keep the 1 dB criterion without
+about 0.2-0.35 dB, with a heavy tail. Rician fading here is a sum of sinusoids
+in the distance travelled, so the ~900 frames in a bin are far from
+independent samples. Between two single passes the largest per-bin difference
+exceeded 1 dB for 3 of 15 seed pairs tried. To keep the 1 dB criterion without
 relying on lucky seeds, each side averages N_PASSES passes (per-bin means
-averaged over passes): the difference then has a standard deviation of about
-0.2 dB, and 1 dB is about 5 standard deviations. Shadowing has sigma 4 dB, so
-another environment seed moves most bins by several dB.
+averaged over passes): over 8 such pairs of groups the largest per-bin
+difference was 0.08-0.64 dB. Shadowing has sigma 4 dB, so another environment
+seed moves most bins by several dB.
 """
 
 from __future__ import annotations

@@ -49,10 +49,18 @@ fn every_80211b_rate_within_3_percent_of_closed_form() {
 
 #[test]
 fn every_80211g_rate_within_3_percent_of_closed_form() {
-    for rate in [1.0, 2.0, 5.5, 6.0, 9.0, 11.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0] {
-        let (sim, cf) = (simulated("802.11g", false, rate), closed_form(Standard::G, false, rate));
-        let err = (sim - cf).abs() / cf;
-        println!("802.11g {rate:>4} Mbps: simulated {:.3} Mbps, closed form {:.3} Mbps ({:+.2}%)", sim / 1e6, cf / 1e6, 100.0 * (sim - cf) / cf);
-        assert!(err < 0.03, "802.11g {rate} Mbps: {sim} vs {cf}");
+    // ERP-only (short slot, CWmin 15) and b-compatible (long slot, CWmin 31) timing.
+    for b_compatible in [false, true] {
+        for rate in [1.0, 2.0, 5.5, 6.0, 9.0, 11.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0] {
+            let (sim, cf) = (simulated("802.11g", b_compatible, rate), closed_form(Standard::G, b_compatible, rate));
+            let err = (sim - cf).abs() / cf;
+            println!(
+                "802.11g (b_compatible={b_compatible}) {rate:>4} Mbps: simulated {:.3} Mbps, closed form {:.3} Mbps ({:+.2}%)",
+                sim / 1e6,
+                cf / 1e6,
+                100.0 * (sim - cf) / cf
+            );
+            assert!(err < 0.03, "802.11g {rate} Mbps: {sim} vs {cf}");
+        }
     }
 }

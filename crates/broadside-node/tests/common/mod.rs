@@ -37,7 +37,7 @@ pub fn publish_to(store: &Path, scratch: &Path, k: &ProviderKey, name: &str, ver
 
 /// Versions of every file in a store whose content verifies.
 pub fn verified_versions(store: &Path, k: &ProviderKey) -> std::collections::BTreeMap<String, u16> {
-    let mut s = DiskStore::open(store).unwrap();
+    let mut s = DiskStore::open_read_only(store).unwrap();
     let (certs, issues) = s.load(&TrustedKeys::new([k.public()])).unwrap();
     assert!(issues.is_empty(), "{issues:?}");
     certs.iter().map(|c| (c.name().to_string(), c.version())).collect()
