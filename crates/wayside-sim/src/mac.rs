@@ -362,45 +362,37 @@ impl World {
         cur.chain.stages[stage].mode
     }
 
-    fn data_frame(&self, node: NodeId) -> (Frame, Mode) {
-        let mode = self.current_mode(node);
+    /// A frame of `kind` for the current MSDU's attempt.
+    fn current_frame(&self, node: NodeId, kind: FrameKind, psdu_bytes: u32, duration: SimTime) -> Frame {
         let cur = self.nodes[node.index()].mac.current.as_ref().expect("current frame");
-        let psdu = cur.msdu.bytes + DATA_OVERHEAD;
-        let duration = match cur.msdu.dst {
-            Dst::Node(_) => self.timing.sifs + self.response_airtime(&mode, ACK_BYTES),
-            Dst::Broadcast => SimTime::ZERO,
-        };
-        let frame = Frame {
-            kind: FrameKind::Data,
+        Frame {
+            kind,
             src: node,
             dst: cur.msdu.dst,
             seq: cur.seq,
             retry: cur.attempt > 0,
             attempt: cur.attempt.min(255) as u8,
-            psdu_bytes: psdu,
+            psdu_bytes,
             duration,
-        };
-        (frame, mode)
+        }
+    }
+
+    fn current_psdu(&self, node: NodeId) -> u32 {
+        self.nodes[node.index()].mac.current.as_ref().expect("current frame").msdu.bytes + DATA_OVERHEAD
+    }
+
+    fn data_frame(&self, node: NodeId) -> (Frame, Mode) {
+        let mode = self.current_mode(node);
+        let unicast = matches!(self.nodes[node.index()].mac.current.as_ref().expect("current frame").msdu.dst, Dst::Node(_));
+        let duration = if unicast { self.timing.sifs + self.response_airtime(&mode, ACK_BYTES) } else { SimTime::ZERO };
+        (self.current_frame(node, FrameKind::Data, self.current_psdu(node), duration), mode)
     }
 
     fn rts_frame(&self, node: NodeId) -> (Frame, Mode) {
         let mode = self.current_mode(node);
-        let cur = self.nodes[node.index()].mac.current.as_ref().expect("current frame");
-        let psdu = cur.msdu.bytes + DATA_OVERHEAD;
-        let ctl = self.radio.standard.control_rate(mode);
-        let data = mode.airtime(psdu, self.radio.preamble, self.radio.standard);
+        let data = mode.airtime(self.current_psdu(node), self.radio.preamble, self.radio.standard);
         let duration = self.timing.sifs * 3 + self.response_airtime(&mode, CTS_BYTES) + data + self.response_airtime(&mode, ACK_BYTES);
-        let frame = Frame {
-            kind: FrameKind::Rts,
-            src: node,
-            dst: cur.msdu.dst,
-            seq: cur.seq,
-            retry: cur.attempt > 0,
-            attempt: cur.attempt.min(255) as u8,
-            psdu_bytes: RTS_BYTES,
-            duration,
-        };
-        (frame, ctl)
+        (self.current_frame(node, FrameKind::Rts, RTS_BYTES, duration), self.radio.standard.control_rate(mode))
     }
 
     pub(crate) fn mac_tx_end(&mut self, now: SimTime, node: NodeId, frame: Frame) {

@@ -84,7 +84,7 @@ macro_rules! quantity {
 
 quantity!(
     /// A duration, e.g. `"100 ms"`.
-    TimeQ(SimTime), Quantity::Time, "duration", SimTime::from_secs_f64, false);
+    TimeQ(f64), Quantity::Time, "duration", |v| v, false);
 quantity!(
     /// A power level, e.g. `"19 dBm"`.
     PowerQ(Dbm), Quantity::Power, "power", Dbm, false);
@@ -314,14 +314,35 @@ impl Default for MacSection {
 #[derive(Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct WaypointSection {
-    pub position: [LengthQ; 2],
+    pub position: Point,
     pub speed: SpeedQ,
     #[serde(default = "zero_time")]
     pub pause: TimeQ,
 }
 
 fn zero_time() -> TimeQ {
-    TimeQ(SimTime::ZERO)
+    TimeQ(0.0)
+}
+
+impl TimeQ {
+    /// As simulated time (validated non-negative first).
+    pub fn time(self) -> SimTime {
+        SimTime::from_secs_f64(self.0)
+    }
+}
+
+/// A point in the road plane: exactly two lengths `[x, y]` (bare numbers are metres).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point(pub Vec2);
+
+impl<'de> Deserialize<'de> for Point {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Vec::<LengthQ>::deserialize(d)?;
+        match v[..] {
+            [x, y] => Ok(Point(Vec2::new(x.0 .0, y.0 .0))),
+            _ => Err(de::Error::custom(format!("a point is [x, y]; {} values given", v.len()))),
+        }
+    }
 }
 
 #[derive(Deserialize, Debug, Clone)]
@@ -339,7 +360,7 @@ pub enum MobilitySection {
     },
     /// Follows `points` at `speed`, starting from the first.
     Polyline {
-        points: Vec<[LengthQ; 2]>,
+        points: Vec<Point>,
         speed: SpeedQ,
         #[serde(default = "zero_time")]
         depart: TimeQ,
@@ -360,9 +381,9 @@ pub struct NodeSection {
     #[serde(default = "one")]
     pub count: u64,
     #[serde(default)]
-    pub spacing: Option<[LengthQ; 2]>,
+    pub spacing: Option<Point>,
     #[serde(default = "origin")]
-    pub position: [LengthQ; 2],
+    pub position: Point,
     #[serde(default = "default_power")]
     pub tx_power: PowerQ,
     #[serde(default = "zero_db")]
@@ -373,8 +394,8 @@ pub struct NodeSection {
     pub mobility: MobilitySection,
 }
 
-fn origin() -> [LengthQ; 2] {
-    [LengthQ(Meters(0.0)), LengthQ(Meters(0.0))]
+fn origin() -> Point {
+    Point(Vec2::new(0.0, 0.0))
 }
 fn default_power() -> PowerQ {
     PowerQ(Dbm(15.0))
@@ -463,7 +484,14 @@ fn set_path(table: &mut toml::Table, path: &[&str], value: toml::Value) -> Resul
                 Err(_) => items
                     .iter()
                     .position(|it| it.get("name").and_then(|n| n.as_str()) == Some(sel))
-                    .ok_or_else(|| format!("no {first} named '{sel}'"))?,
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = items.iter().filter_map(|it| it.get("name").and_then(|n| n.as_str())).collect();
+                        if names.is_empty() {
+                            format!("no {first} named '{sel}'; use an index 0 to {}", items.len().saturating_sub(1))
+                        } else {
+                            format!("no {first} named '{sel}'; {first}s: {}, or an index 0 to {}", names.join(", "), items.len() - 1)
+                        }
+                    })?,
             };
             if rest2.is_empty() {
                 return Err(format!("'{first}.{sel}' is a whole table; name one of its keys"));
@@ -506,6 +534,14 @@ fn check_range(key: &str, value: f64, shown: &str, lo: f64, hi: f64, allowed: &s
     }
 }
 
+/// Coordinates must be finite and within 10 000 km of the origin.
+fn check_point(key: &str, p: Point) -> Result<(), ScenarioError> {
+    for (axis, v) in [("x", p.0.x), ("y", p.0.y)] {
+        check_range(&format!("{key}.{axis}"), v, &format!("{v} m"), -1e7, 1e7, "-10000 km to 10000 km")?;
+    }
+    Ok(())
+}
+
 fn parse_standard(s: &str) -> Result<Standard, ScenarioError> {
     s.parse::<Standard>().map_err(|e| ScenarioError(format!("radio.standard: {e}")))
 }
@@ -520,7 +556,12 @@ fn rate_mode(standard: Standard, key: &str, r: RateQ) -> Result<Mode, ScenarioEr
 impl Scenario {
     /// Range and consistency checks serde cannot express.
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        let d = self.duration.0.as_secs_f64();
+        if let Some(name) = &self.name {
+            if name.is_empty() || name.len() > 100 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || name.starts_with('.') {
+                return err(format!("name: '{name}' is not usable; use up to 100 letters, digits, '-', '_' and '.', not starting with '.'"));
+            }
+        }
+        let d = self.duration.0;
         check_range("duration", d, &format!("{d} s"), 1e-9, MAX_DURATION_S, "more than 0 s, up to 24 h")?;
         let env = &self.environment;
         check_range("environment.noise_floor", env.noise_floor.0 .0, &format!("{} dBm", env.noise_floor.0 .0), -130.0, -30.0, "-130 dBm to -30 dBm")?;
@@ -577,28 +618,29 @@ impl Scenario {
         if self.nodes.is_empty() {
             return err("node: at least one [[node]] is required");
         }
-        let total: u64 = self.nodes.iter().map(|n| n.count).sum();
-        if total as usize > MAX_NODES || self.nodes.iter().any(|n| n.count as usize > MAX_NODES) {
-            return err(format!("node: {total} nodes in all; allowed: 1 to {MAX_NODES}"));
-        }
-        let names = self.node_names();
         for (i, n) in self.nodes.iter().enumerate() {
             let key = |k: &str| format!("node[{i}].{k}");
             if n.name.trim().is_empty() || n.name.contains(['.', '=', '/']) || n.name == "broadcast" {
                 return err(format!("{}: '{}' is not a usable name; use letters, digits, '-' and '_' (not 'broadcast')", key("name"), n.name));
             }
-            if n.count == 0 {
-                return err(format!("{}: 0; allowed: 1 to {MAX_NODES}", key("count")));
-            }
+            check_range(&key("count"), n.count as f64, &n.count.to_string(), 1.0, MAX_NODES as f64, &format!("1 to {MAX_NODES}"))?;
             check_range(&key("tx_power"), n.tx_power.0 .0, &format!("{} dBm", n.tx_power.0 .0), -30.0, 40.0, "-30 dBm to 40 dBm")?;
             check_range(&key("antenna_gain"), n.antenna_gain.0 .0, &format!("{} dBi", n.antenna_gain.0 .0), -20.0, 30.0, "-20 dBi to 30 dBi")?;
             let h = n.antenna_height.0 .0;
             check_range(&key("antenna_height"), h, &format!("{h} m"), 0.01, 1000.0, "0.01 m to 1000 m")?;
-            for (j, c) in n.position.iter().enumerate() {
-                check_range(&format!("{}[{j}]", key("position")), c.0 .0, &format!("{} m", c.0 .0), -1e7, 1e7, "-10000 km to 10000 km")?;
+            check_point(&key("position"), n.position)?;
+            if let Some(sp) = n.spacing {
+                check_point(&key("spacing"), sp)?;
+                let far = Point(Vec2::new(n.position.0.x + sp.0.x * n.count as f64, n.position.0.y + sp.0.y * n.count as f64));
+                check_point(&format!("{} (the last of {} nodes)", key("spacing"), n.count), far)?;
             }
             self.validate_mobility(&key("mobility"), &n.mobility)?;
         }
+        let total: u64 = self.nodes.iter().map(|n| n.count).sum();
+        if total as usize > MAX_NODES {
+            return err(format!("node: {total} nodes in all; allowed: 1 to {MAX_NODES}"));
+        }
+        let names = self.node_names();
         for (i, name) in names.iter().enumerate() {
             if names[..i].contains(name) {
                 return err(format!("node: the name '{name}' is used twice; node names must be unique"));
@@ -619,10 +661,7 @@ impl Scenario {
             match (t.kind, t.interval) {
                 (TrafficKind::Saturate, Some(_)) => return err(format!("{}: a saturating source has no interval", key("interval"))),
                 (TrafficKind::Cbr | TrafficKind::Sounder, None) => return err(format!("{}: required for kind = \"cbr\" and \"sounder\"", key("interval"))),
-                (_, Some(iv)) => {
-                    let s = iv.0.as_secs_f64();
-                    check_range(&key("interval"), s, &format!("{s} s"), 1e-6, 3600.0, "1 us to 1 h")?;
-                }
+                (_, Some(iv)) => check_range(&key("interval"), iv.0, &format!("{} s", iv.0), 1e-6, 3600.0, "1 us to 1 h")?,
                 _ => {}
             }
             if t.kind == TrafficKind::Saturate && t.to == "broadcast" {
@@ -640,9 +679,10 @@ impl Scenario {
                 }
                 _ => {}
             }
+            check_range(&key("start"), t.start.0, &format!("{} s", t.start.0), 0.0, MAX_DURATION_S, "0 s to 24 h")?;
             if let Some(stop) = t.stop {
                 if stop.0 < t.start.0 {
-                    return err(format!("{}: stops before it starts", key("stop")));
+                    return err(format!("{}: {} s is before start ({} s)", key("stop"), stop.0, t.start.0));
                 }
             }
         }
@@ -651,25 +691,35 @@ impl Scenario {
 
     fn validate_mobility(&self, key: &str, m: &MobilitySection) -> Result<(), ScenarioError> {
         let speed = |k: &str, s: SpeedQ| check_range(k, s.0 .0, &format!("{} m/s", s.0 .0), 0.01, 200.0, "0.01 m/s to 200 m/s (720 km/h)");
+        let depart = |d: TimeQ| check_range(&format!("{key}.depart"), d.0, &format!("{} s", d.0), 0.0, MAX_DURATION_S, "0 s to 24 h");
         match m {
             MobilitySection::Static {} => Ok(()),
-            MobilitySection::Line { speed: s, heading, .. } => {
+            MobilitySection::Line { speed: s, heading, depart: d } => {
+                depart(*d)?;
                 speed(&format!("{key}.speed"), *s)?;
                 check_range(&format!("{key}.heading"), *heading, &heading.to_string(), -360.0, 360.0, "-360 to 360 degrees")
             }
-            MobilitySection::Polyline { points, speed: s, .. } => {
+            MobilitySection::Polyline { points, speed: s, depart: d } => {
+                depart(*d)?;
                 speed(&format!("{key}.speed"), *s)?;
                 if points.len() < 2 {
                     return err(format!("{key}.points: {} given; a polyline needs at least 2", points.len()));
                 }
+                for (i, p) in points.iter().enumerate() {
+                    check_point(&format!("{key}.points[{i}]"), *p)?;
+                }
                 Ok(())
             }
-            MobilitySection::Waypoints { waypoints, .. } => {
+            MobilitySection::Waypoints { waypoints, depart: d } => {
+                depart(*d)?;
                 if waypoints.is_empty() {
                     return err(format!("{key}.waypoints: give at least one waypoint"));
                 }
                 for (i, w) in waypoints.iter().enumerate() {
                     speed(&format!("{key}.waypoints[{i}].speed"), w.speed)?;
+                    check_point(&format!("{key}.waypoints[{i}].position"), w.position)?;
+                    let p = w.pause.0;
+                    check_range(&format!("{key}.waypoints[{i}].pause"), p, &format!("{p} s"), 0.0, MAX_DURATION_S, "0 s to 24 h")?;
                 }
                 Ok(())
             }
@@ -756,23 +806,23 @@ impl Scenario {
         let names = self.node_names();
         let mut nodes = Vec::with_capacity(names.len());
         for n in &self.nodes {
-            let spacing = n.spacing.map_or(Vec2::default(), |s| Vec2::new(s[0].0 .0, s[1].0 .0));
+            let spacing = n.spacing.map_or(Vec2::default(), |s| s.0);
             for i in 0..n.count {
                 let off = Vec2::new(spacing.x * i as f64, spacing.y * i as f64);
                 let name = if n.count == 1 { n.name.clone() } else { format!("{}-{i}", n.name) };
-                let at = Vec2::new(n.position[0].0 .0 + off.x, n.position[1].0 .0 + off.y);
-                let shift = |p: &[LengthQ; 2]| Vec2::new(p[0].0 .0 + off.x, p[1].0 .0 + off.y);
+                let at = Vec2::new(n.position.0.x + off.x, n.position.0.y + off.y);
+                let shift = |p: &Point| Vec2::new(p.0.x + off.x, p.0.y + off.y);
                 let trajectory = match &n.mobility {
                     MobilitySection::Static {} => Trajectory::fixed(at),
-                    MobilitySection::Line { speed, heading, depart } => Trajectory::line(at, *heading, speed.0, depart.0),
+                    MobilitySection::Line { speed, heading, depart } => Trajectory::line(at, *heading, speed.0, depart.time()),
                     MobilitySection::Polyline { points, speed, depart } => {
                         let pts: Vec<Vec2> = points.iter().map(shift).collect();
-                        Trajectory::polyline(&pts, speed.0, depart.0)
+                        Trajectory::polyline(&pts, speed.0, depart.time())
                     }
                     MobilitySection::Waypoints { waypoints, depart } => {
                         let wps: Vec<Waypoint> =
-                            waypoints.iter().map(|w| Waypoint { position: shift(&w.position), speed: w.speed.0, pause: w.pause.0 }).collect();
-                        Trajectory::waypoints(at, &wps, depart.0)
+                            waypoints.iter().map(|w| Waypoint { position: shift(&w.position), speed: w.speed.0, pause: w.pause.time() }).collect();
+                        Trajectory::waypoints(at, &wps, depart.time())
                     }
                 };
                 nodes.push(NodeConfig {
@@ -791,9 +841,9 @@ impl Scenario {
             .map(|t| SourceConfig {
                 kind: match t.kind {
                     TrafficKind::Saturate => SourceKind::Saturate,
-                    TrafficKind::Cbr => SourceKind::Cbr { interval: t.interval.expect("validated").0 },
+                    TrafficKind::Cbr => SourceKind::Cbr { interval: t.interval.expect("validated").time() },
                     TrafficKind::Sounder => SourceKind::Sounder {
-                        interval: t.interval.expect("validated").0,
+                        interval: t.interval.expect("validated").time(),
                         modes: match &t.rates {
                             Some(rs) => rs.iter().map(|r| rate_mode(standard, "", *r).expect("validated")).collect(),
                             None => standard.modes().to_vec(),
@@ -803,12 +853,12 @@ impl Scenario {
                 from: id(&t.from),
                 to: if t.to == "broadcast" { Dst::Broadcast } else { Dst::Node(id(&t.to)) },
                 payload: t.payload.0 as u32,
-                start: t.start.0,
-                stop: t.stop.map_or(SimTime::MAX, |s| s.0),
+                start: t.start.time(),
+                stop: t.stop.map_or(SimTime::MAX, |s| s.time()),
             })
             .collect();
         SimConfig {
-            duration: self.duration.0,
+            duration: self.duration.time(),
             seed: seed.unwrap_or(self.seed),
             run,
             channel,

@@ -5,23 +5,19 @@
 //! vectors so the bindings can hand them to Arrow without a per-row step;
 //! categorical columns are `u8` codes with a fixed dictionary.
 
-/// A categorical value with a fixed, documented set of names.
-pub trait Category: Copy {
-    const NAMES: &'static [&'static str];
-    fn code(self) -> u8;
-}
-
+/// Declares a categorical value: a `u8` code with a fixed, documented name.
 macro_rules! category {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[repr(u8)]
         pub enum $name { $($(#[$vm])* $variant),+ }
-        impl Category for $name {
-            const NAMES: &'static [&'static str] = &[$($text),+];
-            fn code(self) -> u8 { self as u8 }
+        impl Cell<u8> for $name {
+            fn cell(self) -> u8 { self as u8 }
         }
         impl $name {
+            /// The names of the codes, in code order.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
             pub fn name(self) -> &'static str { Self::NAMES[self as usize] }
         }
     };
@@ -63,159 +59,91 @@ category!(
         Duplicate => "duplicate",
     });
 
-/// Columns of the `frames` table: one row per PHY transmission, reception or drop.
-#[derive(Default, Debug, Clone)]
-pub struct FrameTable {
-    pub time_ns: Vec<u64>,
-    pub node: Vec<u32>,
-    pub peer: Vec<u32>,
-    pub event: Vec<u8>,
-    pub reason: Vec<u8>,
-    pub kind: Vec<u8>,
-    pub rate_mbps: Vec<f32>,
-    pub bytes: Vec<u32>,
-    pub seq: Vec<u16>,
-    pub attempt: Vec<u8>,
-    pub x: Vec<f32>,
-    pub y: Vec<f32>,
-    pub rssi_dbm: Vec<f32>,
-    pub snr_db: Vec<f32>,
-    pub sinr_db: Vec<f32>,
+/// How a row field is stored in its column: as is, or as a category code.
+pub trait Cell<T> {
+    fn cell(self) -> T;
 }
 
-/// One `frames` row.
-#[derive(Clone, Copy, Debug)]
-pub struct FrameRow {
-    pub time_ns: u64,
-    pub node: u32,
-    pub peer: u32,
-    pub event: PhyEvent,
-    pub reason: DropReason,
-    pub kind: FrameKind,
-    pub rate_mbps: f32,
-    pub bytes: u32,
-    pub seq: u16,
-    pub attempt: u8,
-    pub x: f32,
-    pub y: f32,
-    /// NaN for transmissions.
-    pub rssi_dbm: f32,
-    pub snr_db: f32,
-    /// Lowest SINR over the frame (NaN where not received).
-    pub sinr_db: f32,
-}
-
-impl FrameTable {
-    pub fn push(&mut self, r: FrameRow) {
-        self.time_ns.push(r.time_ns);
-        self.node.push(r.node);
-        self.peer.push(r.peer);
-        self.event.push(r.event.code());
-        self.reason.push(r.reason.code());
-        self.kind.push(r.kind.code());
-        self.rate_mbps.push(r.rate_mbps);
-        self.bytes.push(r.bytes);
-        self.seq.push(r.seq);
-        self.attempt.push(r.attempt);
-        self.x.push(r.x);
-        self.y.push(r.y);
-        self.rssi_dbm.push(r.rssi_dbm);
-        self.snr_db.push(r.snr_db);
-        self.sinr_db.push(r.sinr_db);
-    }
-    pub fn len(&self) -> usize {
-        self.time_ns.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.time_ns.is_empty()
-    }
-    pub fn columns(&self) -> Vec<(&'static str, Column<'_>)> {
-        vec![
-            ("time_ns", Column::U64(&self.time_ns)),
-            ("node", Column::Node(&self.node)),
-            ("peer", Column::Node(&self.peer)),
-            ("event", Column::Category(&self.event, PhyEvent::NAMES)),
-            ("reason", Column::Category(&self.reason, DropReason::NAMES)),
-            ("kind", Column::Category(&self.kind, FrameKind::NAMES)),
-            ("rate_mbps", Column::F32(&self.rate_mbps)),
-            ("bytes", Column::U32(&self.bytes)),
-            ("seq", Column::U16(&self.seq)),
-            ("attempt", Column::U8(&self.attempt)),
-            ("x", Column::F32(&self.x)),
-            ("y", Column::F32(&self.y)),
-            ("rssi_dbm", Column::F32(&self.rssi_dbm)),
-            ("snr_db", Column::F32(&self.snr_db)),
-            ("sinr_db", Column::F32(&self.sinr_db)),
-        ]
+impl<T> Cell<T> for T {
+    fn cell(self) -> T {
+        self
     }
 }
 
-/// Columns of the `mac` table: one row per MSDU outcome.
-#[derive(Default, Debug, Clone)]
-pub struct MacTable {
-    pub time_ns: Vec<u64>,
-    pub node: Vec<u32>,
-    pub peer: Vec<u32>,
-    pub event: Vec<u8>,
-    pub seq: Vec<u16>,
-    pub bytes: Vec<u32>,
-    pub attempts: Vec<u8>,
-    pub delay_ns: Vec<u64>,
-    pub x: Vec<f32>,
-    pub y: Vec<f32>,
+/// Declares a row struct, its columnar table, `push` and typed `columns()`.
+macro_rules! table {
+    ($(#[$tm:meta])* $table:ident, $(#[$rm:meta])* $row:ident {
+        $( $(#[$fm:meta])* $field:ident : $ty:ty => $col:ty = $make:expr ),+ $(,)?
+    }) => {
+        $(#[$rm])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $row { $( $(#[$fm])* pub $field: $ty ),+ }
+
+        $(#[$tm])*
+        #[derive(Default, Debug, Clone)]
+        pub struct $table { $( pub $field: Vec<$col> ),+ }
+
+        impl $table {
+            pub fn push(&mut self, r: $row) {
+                $( self.$field.push(Cell::cell(r.$field)); )+
+            }
+            pub fn len(&self) -> usize {
+                self.time_ns.len()
+            }
+            pub fn is_empty(&self) -> bool {
+                self.time_ns.is_empty()
+            }
+            pub fn columns(&self) -> Vec<(&'static str, Column<'_>)> {
+                vec![ $( (stringify!($field), ($make)(&self.$field[..])) ),+ ]
+            }
+        }
+    };
 }
 
-/// One `mac` row.
-#[derive(Clone, Copy, Debug)]
-pub struct MacRow {
-    pub time_ns: u64,
-    pub node: u32,
-    pub peer: u32,
-    pub event: MacEvent,
-    pub seq: u16,
-    /// MSDU (payload) bytes.
-    pub bytes: u32,
-    pub attempts: u8,
-    /// From enqueue to outcome at the sender; 0 at the receiver.
-    pub delay_ns: u64,
-    pub x: f32,
-    pub y: f32,
-}
+table!(
+    /// The `frames` table: one row per PHY transmission, reception or drop.
+    FrameTable,
+    /// One `frames` row.
+    FrameRow {
+        time_ns: u64 => u64 = Column::U64,
+        node: u32 => u32 = Column::Node,
+        peer: u32 => u32 = Column::Node,
+        event: PhyEvent => u8 = |v| Column::Category(v, PhyEvent::NAMES),
+        reason: DropReason => u8 = |v| Column::Category(v, DropReason::NAMES),
+        kind: FrameKind => u8 = |v| Column::Category(v, FrameKind::NAMES),
+        rate_mbps: f32 => f32 = Column::F32,
+        bytes: u32 => u32 = Column::U32,
+        seq: u16 => u16 = Column::U16,
+        attempt: u8 => u8 = Column::U8,
+        x: f32 => f32 = Column::F32,
+        y: f32 => f32 = Column::F32,
+        /// NaN for transmissions.
+        rssi_dbm: f32 => f32 = Column::F32,
+        snr_db: f32 => f32 = Column::F32,
+        /// Lowest SINR over the frame (NaN where not received).
+        sinr_db: f32 => f32 = Column::F32,
+    }
+);
 
-impl MacTable {
-    pub fn push(&mut self, r: MacRow) {
-        self.time_ns.push(r.time_ns);
-        self.node.push(r.node);
-        self.peer.push(r.peer);
-        self.event.push(r.event.code());
-        self.seq.push(r.seq);
-        self.bytes.push(r.bytes);
-        self.attempts.push(r.attempts);
-        self.delay_ns.push(r.delay_ns);
-        self.x.push(r.x);
-        self.y.push(r.y);
+table!(
+    /// The `mac` table: one row per MSDU outcome.
+    MacTable,
+    /// One `mac` row.
+    MacRow {
+        time_ns: u64 => u64 = Column::U64,
+        node: u32 => u32 = Column::Node,
+        peer: u32 => u32 = Column::Node,
+        event: MacEvent => u8 = |v| Column::Category(v, MacEvent::NAMES),
+        seq: u16 => u16 = Column::U16,
+        /// MSDU (payload) bytes.
+        bytes: u32 => u32 = Column::U32,
+        attempts: u8 => u8 = Column::U8,
+        /// From enqueue to outcome at the sender; 0 at the receiver.
+        delay_ns: u64 => u64 = Column::U64,
+        x: f32 => f32 = Column::F32,
+        y: f32 => f32 = Column::F32,
     }
-    pub fn len(&self) -> usize {
-        self.time_ns.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.time_ns.is_empty()
-    }
-    pub fn columns(&self) -> Vec<(&'static str, Column<'_>)> {
-        vec![
-            ("time_ns", Column::U64(&self.time_ns)),
-            ("node", Column::Node(&self.node)),
-            ("peer", Column::Node(&self.peer)),
-            ("event", Column::Category(&self.event, MacEvent::NAMES)),
-            ("seq", Column::U16(&self.seq)),
-            ("bytes", Column::U32(&self.bytes)),
-            ("attempts", Column::U8(&self.attempts)),
-            ("delay_ns", Column::U64(&self.delay_ns)),
-            ("x", Column::F32(&self.x)),
-            ("y", Column::F32(&self.y)),
-        ]
-    }
-}
+);
 
 /// A borrowed column, typed for export.
 #[derive(Debug, Clone, Copy)]

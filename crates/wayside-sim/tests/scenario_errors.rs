@@ -42,11 +42,17 @@ fn out_of_range_values() {
     let e = with(&["node.ap.antenna_height=\"-3 m\""]);
     assert!(e.contains("node[0].antenna_height") && e.contains("-3 m") && e.contains("allowed"), "{e}");
     let e = with(&["node.car.position=[-1e12, 0]"]);
-    assert!(e.contains("node[1].position[0]"), "{e}");
+    assert!(e.contains("node[1].position.x") && e.contains("-1000000000000 m"), "{e}");
     let e = with(&["node.car.mobility={model=\"line\", speed=\"-80 km/h\"}"]);
     assert!(e.contains("node[1].mobility.speed") && e.contains("allowed"), "{e}");
     let e = with(&["duration=\"-1 s\""]);
-    assert!(e.contains("duration") && e.contains("allowed"), "{e}");
+    assert!(e.contains("duration: -1 s") && e.contains("allowed"), "{e}");
+    let e = with(&["node.car.position=[1, 2, 3]"]);
+    assert!(e.contains("node[1].position") && e.contains("3 values"), "{e}");
+    let e = with(&["node.car.mobility={model=\"polyline\", speed=\"1 m/s\", points=[[0, 0], [nan, 0]]}"]);
+    assert!(e.contains("node[1].mobility.points[1].x"), "{e}");
+    let e = with(&["node.car.count=2", "node.car.spacing=[1e300, 0]"]);
+    assert!(e.contains("node[1].spacing"), "{e}");
     let e = with(&["environment.shadowing_sigma=\"300 dB\""]);
     assert!(e.contains("environment.shadowing_sigma"), "{e}");
     let e = with(&["traffic.0.payload=\"9000 B\""]);
@@ -68,7 +74,9 @@ fn unknown_rates_and_standards() {
 #[test]
 fn absurd_node_counts_and_dangling_references() {
     let e = with(&["node.car.count=100000000"]);
-    assert!(e.contains("node") && e.contains("10000"), "{e}");
+    assert!(e.contains("node[1].count: 100000000") && e.contains("10000"), "{e}");
+    let e = with(&["node.car.count=6000", "node.ap.count=6000"]);
+    assert!(e.contains("12000 nodes") && e.contains("10000"), "{e}");
     let e = with(&["traffic.0.to=\"bus\""]);
     assert!(e.contains("traffic[0].to") && e.contains("bus") && e.contains("car"), "{e}");
     let e = with(&["node.1.name=\"ap\""]);
@@ -81,7 +89,9 @@ fn malformed_documents_and_overrides() {
     assert!(error_of("", &[]).contains("duration"));
     assert!(error_of("duration = \"1 s\"", &[]).contains("radio"));
     assert!(with(&["no-equals-sign"]).contains("KEY=VALUE"));
-    assert!(with(&["node.bus.tx_power=\"1 dBm\""]).contains("no node named 'bus'"));
+    let e = with(&["node.bus.tx_power=\"1 dBm\""]);
+    assert!(e.contains("no node named 'bus'") && e.contains("ap, car"), "{e}");
+    assert!(with(&["name=\"../../etc\""]).contains("name: '../../etc' is not usable"));
     assert!(with(&["traffic.7.payload=\"1 B\""]).contains("out of range"));
     assert!(with(&["duration.x=1"]).contains("not a table"));
 }

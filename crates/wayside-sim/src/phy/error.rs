@@ -56,7 +56,6 @@
 //! soft-decision Viterbi decoders of real receivers, so the OFDM thresholds
 //! are conservative by about that much.
 
-use std::cmp::Ordering;
 
 use crate::phy::mode::{CodeRate, Mode, Modulation};
 use crate::units::Db;
