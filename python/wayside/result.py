@@ -20,6 +20,7 @@ _PRIMITIVE = {
     "u32": pa.uint32(),
     "u64": pa.uint64(),
     "f32": pa.float32(),
+    "f64": pa.float64(),
 }
 
 
@@ -46,9 +47,12 @@ def _table(columns: list[tuple], node_names: pa.Array) -> pa.Table:
 
 
 class RunResult:
-    """Results of one run. `frames` and `mac` are `pyarrow.Table`s: every PHY
-    transmission, reception and drop, and every MAC outcome, with time, node,
-    position and signal."""
+    """Results of one run, as `pyarrow.Table`s with time, node and position:
+    `frames` (every PHY transmission, reception and drop), `mac` (every MSDU
+    outcome), `events` (connection events: beacons, association, ARP, TCP
+    milestones and timeouts), `tcp` (every ACK at a TCP sender: cwnd,
+    ssthresh, srtt, rto, dupacks, in flight) and `transport` (data delivered
+    to applications)."""
 
     def __init__(self, raw: dict[str, Any]):
         self.resolved: str = raw["resolved"]
@@ -58,6 +62,9 @@ class RunResult:
         tables = raw["tables"]
         self.frames: pa.Table = _table(tables["frames"], names)
         self.mac: pa.Table = _table(tables["mac"], names)
+        self.events: pa.Table = _table(tables["events"], names)
+        self.tcp: pa.Table = _table(tables["tcp"], names)
+        self.transport: pa.Table = _table(tables["transport"], names)
 
     @cached_property
     def scenario(self) -> dict[str, Any]:
@@ -129,13 +136,14 @@ class RunResult:
 
     def save(self, directory: str | Path) -> Path:
         """Writes the run directory: scenario.toml (as run), frames.parquet,
-        mac.parquet, per_second.parquet and summary.json. Same scenario and
+        mac.parquet, events.parquet, tcp.parquet, transport.parquet,
+        per_second.parquet and summary.json. Same scenario and
         seed give byte-identical files."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "scenario.toml").write_text(self.resolved, encoding="utf-8")
-        pq.write_table(self.frames, d / "frames.parquet")
-        pq.write_table(self.mac, d / "mac.parquet")
+        for name in ("frames", "mac", "events", "tcp", "transport"):
+            pq.write_table(getattr(self, name), d / f"{name}.parquet")
         self.per_second().write_parquet(d / "per_second.parquet")
         summary = {
             "nodes": self.nodes,

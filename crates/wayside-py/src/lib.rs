@@ -35,6 +35,7 @@ fn column<'py>(py: Python<'py>, name: &str, col: Column<'_>, nodes: usize) -> Py
         Column::U32(v) => (name, "u32", b(le_bytes(v, u32::to_le_bytes))).into_pyobject(py)?,
         Column::U64(v) => (name, "u64", b(le_bytes(v, u64::to_le_bytes))).into_pyobject(py)?,
         Column::F32(v) => (name, "f32", b(le_bytes(v, f32::to_le_bytes))).into_pyobject(py)?,
+        Column::F64(v) => (name, "f64", b(le_bytes(v, f64::to_le_bytes))).into_pyobject(py)?,
         Column::Node(v) => {
             // u32::MAX (broadcast) becomes the index one past the last node.
             let idx: Vec<u32> = v.iter().map(|&i| if i == u32::MAX { nodes as u32 } else { i }).collect();
@@ -56,7 +57,7 @@ fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyD
     d.set_item("stats", stats)?;
     let tables = PyDict::new(py);
     let n = out.node_names.len();
-    for (tname, cols) in [("frames", out.trace.frames.columns()), ("mac", out.trace.mac.columns())] {
+    for (tname, cols) in out.trace.tables() {
         let list = PyList::empty(py);
         for (cname, col) in cols {
             list.append(column(py, cname, col, n)?)?;

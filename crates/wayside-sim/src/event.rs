@@ -2,6 +2,8 @@
 //! (time, rank, source node, per-source sequence) so that simultaneous events
 //! always run in the same order, and time never goes backwards.
 
+use crate::mac::mgmt::MgmtTimer;
+use crate::net::Packet;
 use crate::units::SimTime;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -37,6 +39,16 @@ pub enum MacTimer {
 /// Everything that can happen in a simulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// A management timer of `node` (beacons, scanning, timeouts).
+    Mgmt { node: NodeId, timer: MgmtTimer, generation: u32 },
+    /// ARP retransmission or expiry for `peer` at `node`.
+    Arp { node: NodeId, peer: NodeId, generation: u32 },
+    /// A packet reaches `node` over a wired link.
+    WireArrive { node: NodeId, packet: Packet },
+    /// The timer of TCP socket `socket`.
+    Tcp { socket: u32, generation: u32 },
+    /// Application `app` wants to act (start, next datagram).
+    App { app: u32 },
     /// The first energy of transmission `tx` reaches `node`.
     RxStart { node: NodeId, tx: TxId },
     /// The last energy of transmission `tx` leaves `node`.
@@ -59,7 +71,8 @@ impl Event {
             Event::RxEnd { .. } => 1,
             Event::Mac { .. } => 2,
             Event::RxStart { .. } => 3,
-            Event::Traffic { .. } => 4,
+            Event::Mgmt { .. } | Event::Arp { .. } | Event::WireArrive { .. } | Event::Tcp { .. } => 4,
+            Event::Traffic { .. } | Event::App { .. } => 5,
         }
     }
 }

@@ -4,7 +4,12 @@
 //! allowed. `--set key=value` overrides are applied to the TOML tree first.
 //! Built-in scenarios (the files in `scenarios/`) are compiled in.
 
+use crate::apps::ip::{AppConfig, AppKind, AppStart};
 use crate::apps::{SourceConfig, SourceKind};
+use crate::mac::mgmt::{DriverProfile, MgmtConfig};
+use crate::net::{ArpProfile, WiredLink};
+use crate::sim::NodeRole;
+use crate::transport::tcp::TcpProfile;
 use crate::channel::{ChannelConfig, FadingKind, PathLoss};
 use crate::event::NodeId;
 use crate::mac::{Dst, MacConfig, RateSpec};
@@ -126,6 +131,158 @@ pub struct Scenario {
     pub nodes: Vec<NodeSection>,
     #[serde(default, rename = "traffic")]
     pub traffic: Vec<TrafficSection>,
+    #[serde(default)]
+    pub management: ManagementSection,
+    #[serde(default, rename = "link")]
+    pub links: Vec<LinkSection>,
+    #[serde(default, rename = "app")]
+    pub apps: Vec<AppSection>,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverName {
+    Madwifi,
+    Tuned,
+}
+
+/// Infrastructure-mode management, shared by every AP and station.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ManagementSection {
+    #[serde(default = "default_beacon")]
+    pub beacon_interval: TimeQ,
+    /// Channels a station scans, in order; default: every channel of the standard's band commonly used (b/g: 1–11).
+    #[serde(default)]
+    pub scan_channels: Option<Vec<u32>>,
+    #[serde(default = "default_dwell")]
+    pub scan_dwell: TimeQ,
+    #[serde(default = "yes")]
+    pub active_scan: bool,
+    /// madwifi's rssi11g default: 24 units above the -95 dBm floor.
+    #[serde(default = "default_threshold")]
+    pub selection_threshold: PowerQ,
+    #[serde(default = "default_filter")]
+    pub rssi_filter: u32,
+    #[serde(default = "default_driver")]
+    pub driver: DriverName,
+    #[serde(default = "default_bmiss")]
+    pub beacon_miss_limit: u32,
+    #[serde(default = "default_inactivity")]
+    pub inactivity_timeout: TimeQ,
+}
+
+fn default_beacon() -> TimeQ {
+    TimeQ(0.1)
+}
+fn default_dwell() -> TimeQ {
+    TimeQ(0.1)
+}
+fn default_threshold() -> PowerQ {
+    PowerQ(Dbm(-71.0))
+}
+fn default_filter() -> u32 {
+    10
+}
+fn default_driver() -> DriverName {
+    DriverName::Madwifi
+}
+fn default_bmiss() -> u32 {
+    7
+}
+fn default_inactivity() -> TimeQ {
+    TimeQ(300.0)
+}
+
+impl Default for ManagementSection {
+    fn default() -> Self {
+        ManagementSection {
+            beacon_interval: default_beacon(),
+            scan_channels: None,
+            scan_dwell: default_dwell(),
+            active_scan: true,
+            selection_threshold: default_threshold(),
+            rssi_filter: default_filter(),
+            driver: default_driver(),
+            beacon_miss_limit: default_bmiss(),
+            inactivity_timeout: default_inactivity(),
+        }
+    }
+}
+
+/// A wired point-to-point link (an AP's backhaul to a server).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSection {
+    pub a: String,
+    pub b: String,
+    #[serde(default = "default_bandwidth")]
+    pub bandwidth: RateQ,
+    #[serde(default = "zero_time")]
+    pub delay: TimeQ,
+    #[serde(default = "default_queue")]
+    pub queue_limit: u64,
+}
+
+fn default_bandwidth() -> RateQ {
+    RateQ(1e9)
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum AppKindName {
+    TcpBulk,
+    UdpCbr,
+}
+
+/// An application over IP.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct AppSection {
+    pub kind: AppKindName,
+    pub from: String,
+    pub to: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// A time (`"5 s"`) or `"on-association"`.
+    #[serde(default = "default_app_start")]
+    pub start: String,
+    /// With `start = "on-association"`: the application start delay.
+    #[serde(default = "zero_time")]
+    pub start_delay: TimeQ,
+    #[serde(default)]
+    pub stop: Option<TimeQ>,
+    /// tcp-bulk: bytes to send; default without end.
+    #[serde(default)]
+    pub bytes: Option<SizeQ>,
+    /// udp-cbr: datagram payload.
+    #[serde(default)]
+    pub payload: Option<SizeQ>,
+    /// udp-cbr: time between datagrams.
+    #[serde(default)]
+    pub interval: Option<TimeQ>,
+}
+
+fn default_port() -> u16 {
+    5001
+}
+fn default_app_start() -> String {
+    "0 s".into()
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoleName {
+    Independent,
+    Ap,
+    Sta,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArpName {
+    Linux,
+    WindowsXp,
 }
 
 fn one() -> u64 {
@@ -392,6 +549,29 @@ pub struct NodeSection {
     pub antenna_height: LengthQ,
     #[serde(default = "static_mobility")]
     pub mobility: MobilitySection,
+    /// false for a wired-only host (a server behind the AP).
+    #[serde(default = "yes")]
+    pub radio: bool,
+    #[serde(default = "independent")]
+    pub role: RoleName,
+    /// An AP's channel; default the radio's.
+    #[serde(default)]
+    pub channel: Option<u32>,
+    /// TCP behaviour: linux-2.6, linux-modern or windows-xp.
+    #[serde(default = "default_tcp")]
+    pub tcp: String,
+    #[serde(default = "default_arp")]
+    pub arp: ArpName,
+}
+
+fn independent() -> RoleName {
+    RoleName::Independent
+}
+fn default_tcp() -> String {
+    "linux-2.6".into()
+}
+fn default_arp() -> ArpName {
+    ArpName::Linux
 }
 
 fn origin() -> Point {
@@ -686,6 +866,99 @@ impl Scenario {
                 }
             }
         }
+        self.validate_infrastructure(standard, &names)?;
+        Ok(())
+    }
+
+    fn validate_infrastructure(&self, standard: Standard, names: &[String]) -> Result<(), ScenarioError> {
+        let m = &self.management;
+        let bi = m.beacon_interval.0;
+        check_range("management.beacon_interval", bi, &format!("{bi} s"), 1e-3, 10.0, "1 ms to 10 s")?;
+        let dw = m.scan_dwell.0;
+        check_range("management.scan_dwell", dw, &format!("{dw} s"), 1e-3, 10.0, "1 ms to 10 s")?;
+        let th = m.selection_threshold.0 .0;
+        check_range("management.selection_threshold", th, &format!("{th} dBm"), -110.0, 0.0, "-110 dBm to 0 dBm")?;
+        check_range("management.rssi_filter", m.rssi_filter as f64, &m.rssi_filter.to_string(), 1.0, 1000.0, "1 to 1000")?;
+        check_range("management.beacon_miss_limit", m.beacon_miss_limit as f64, &m.beacon_miss_limit.to_string(), 1.0, 1000.0, "1 to 1000")?;
+        let it = m.inactivity_timeout.0;
+        check_range("management.inactivity_timeout", it, &format!("{it} s"), 0.01, MAX_DURATION_S, "10 ms to 24 h")?;
+        if let Some(chs) = &m.scan_channels {
+            if chs.is_empty() {
+                return err("management.scan_channels: give at least one channel");
+            }
+            for (i, &c) in chs.iter().enumerate() {
+                standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("management.scan_channels[{i}]: {e}")))?;
+            }
+        }
+        let mut has_ap = false;
+        for (i, n) in self.nodes.iter().enumerate() {
+            let key = |k: &str| format!("node[{i}].{k}");
+            if !n.radio && n.role != RoleName::Independent {
+                return err(format!("{}: a node without a radio cannot be an {:?}", key("role"), n.role).to_lowercase());
+            }
+            has_ap |= n.role == RoleName::Ap;
+            if let Some(c) = n.channel {
+                standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
+            }
+            n.tcp.parse::<TcpProfile>().map_err(|e| ScenarioError(format!("{}: {e}", key("tcp"))))?;
+        }
+        if !has_ap && self.nodes.iter().any(|n| n.role == RoleName::Sta) {
+            return err("node: stations (role = \"sta\") need at least one node with role = \"ap\"");
+        }
+        let mut wired: Vec<&str> = Vec::new();
+        for (i, l) in self.links.iter().enumerate() {
+            let key = |k: &str| format!("link[{i}].{k}");
+            for (k, end) in [("a", &l.a), ("b", &l.b)] {
+                if !names.contains(end) {
+                    return err(format!("{}: no node named '{end}'; nodes: {}", key(k), names.join(", ")));
+                }
+                if wired.contains(&end.as_str()) {
+                    return err(format!("{}: '{end}' already has a wired link; one per node is supported", key(k)));
+                }
+                wired.push(end);
+            }
+            if l.a == l.b {
+                return err(format!("{}: a link needs two different nodes", key("b")));
+            }
+            check_range(&key("bandwidth"), l.bandwidth.0, &format!("{} bit/s", l.bandwidth.0), 1e3, 1e12, "1 kbps to 1000 Gbps")?;
+            check_range(&key("delay"), l.delay.0, &format!("{} s", l.delay.0), 0.0, 10.0, "0 s to 10 s")?;
+            check_range(&key("queue_limit"), l.queue_limit as f64, &l.queue_limit.to_string(), 1.0, 1e6, "1 to 1000000 packets")?;
+        }
+        for (i, a) in self.apps.iter().enumerate() {
+            let key = |k: &str| format!("app[{i}].{k}");
+            for (k, end) in [("from", &a.from), ("to", &a.to)] {
+                if !names.contains(end) {
+                    return err(format!("{}: no node named '{end}'; nodes: {}", key(k), names.join(", ")));
+                }
+            }
+            if a.from == a.to {
+                return err(format!("{}: an application cannot send to its own node", key("to")));
+            }
+            if a.start != "on-association" {
+                let t = parse_quantity(&a.start, Quantity::Time)
+                    .map_err(|e| ScenarioError(format!("{}: '{}': {e}, or \"on-association\"", key("start"), a.start)))?;
+                check_range(&key("start"), t, &a.start, 0.0, MAX_DURATION_S, "0 s to 24 h, or \"on-association\"")?;
+            }
+            let sd = a.start_delay.0;
+            check_range(&key("start_delay"), sd, &format!("{sd} s"), 0.0, 3600.0, "0 s to 1 h")?;
+            match a.kind {
+                AppKindName::TcpBulk => {
+                    if a.payload.is_some() || a.interval.is_some() {
+                        return err(format!("{}: payload and interval are for kind = \"udp-cbr\"", key("kind")));
+                    }
+                }
+                AppKindName::UdpCbr => {
+                    let (Some(p), Some(iv)) = (a.payload, a.interval) else {
+                        return err(format!("{}: kind = \"udp-cbr\" needs payload and interval", key("kind")));
+                    };
+                    check_range(&key("payload"), p.0, &format!("{} B", p.0), 1.0, 1472.0, "1 B to 1472 B (one 1500-byte IP packet)")?;
+                    check_range(&key("interval"), iv.0, &format!("{} s", iv.0), 1e-6, 3600.0, "1 us to 1 h")?;
+                    if a.bytes.is_some() {
+                        return err(format!("{}: bytes is for kind = \"tcp-bulk\"", key("bytes")));
+                    }
+                }
+            }
+        }
         Ok(())
     }
 
@@ -831,6 +1104,18 @@ impl Scenario {
                     tx_power: n.tx_power.0,
                     antenna_gain: n.antenna_gain.0,
                     antenna_height: n.antenna_height.0,
+                    radio: n.radio,
+                    role: match n.role {
+                        RoleName::Independent => NodeRole::Independent,
+                        RoleName::Ap => NodeRole::Ap,
+                        RoleName::Sta => NodeRole::Sta,
+                    },
+                    channel: n.channel.unwrap_or(channel_no),
+                    tcp: n.tcp.parse::<TcpProfile>().expect("validated").config(),
+                    arp: match n.arp {
+                        ArpName::Linux => ArpProfile::Linux,
+                        ArpName::WindowsXp => ArpProfile::WindowsXp,
+                    },
                 });
             }
         }
@@ -857,7 +1142,56 @@ impl Scenario {
                 stop: t.stop.map_or(SimTime::MAX, |s| s.time()),
             })
             .collect();
+        let m = &self.management;
+        let mgmt = MgmtConfig {
+            beacon_interval: m.beacon_interval.time(),
+            scan_channels: m.scan_channels.clone().unwrap_or_else(|| match standard {
+                Standard::B | Standard::G => (1..=11).collect(),
+                Standard::A => vec![36, 40, 44, 48],
+                Standard::P => vec![178],
+            }),
+            scan_dwell: m.scan_dwell.time(),
+            active_scan: m.active_scan,
+            selection_threshold: m.selection_threshold.0,
+            rssi_filter: m.rssi_filter,
+            driver: match m.driver {
+                DriverName::Madwifi => DriverProfile::Madwifi,
+                DriverName::Tuned => DriverProfile::Tuned,
+            },
+            beacon_miss_limit: m.beacon_miss_limit,
+            inactivity_timeout: m.inactivity_timeout.time(),
+        };
+        let wires = self
+            .links
+            .iter()
+            .map(|l| WiredLink::new(id(&l.a), id(&l.b), l.bandwidth.0, l.delay.time(), l.queue_limit as usize))
+            .collect();
+        let apps = self
+            .apps
+            .iter()
+            .map(|a| AppConfig {
+                kind: match a.kind {
+                    AppKindName::TcpBulk => AppKind::TcpBulk { bytes: a.bytes.map_or(u64::MAX, |b| b.0 as u64) },
+                    AppKindName::UdpCbr => AppKind::UdpCbr {
+                        payload: a.payload.expect("validated").0 as u32,
+                        interval: a.interval.expect("validated").time(),
+                    },
+                },
+                from: id(&a.from),
+                to: id(&a.to),
+                port: a.port,
+                start: if a.start == "on-association" {
+                    AppStart::OnAssociation { delay: a.start_delay.time() }
+                } else {
+                    AppStart::At(SimTime::from_secs_f64(parse_quantity(&a.start, Quantity::Time).expect("validated")))
+                },
+                stop: a.stop.map_or(SimTime::MAX, |s| s.time()),
+            })
+            .collect();
         SimConfig {
+            mgmt,
+            wires,
+            apps,
             duration: self.duration.time(),
             seed: seed.unwrap_or(self.seed),
             run,

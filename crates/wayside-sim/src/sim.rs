@@ -3,7 +3,13 @@
 //! The MAC's and the applications' logic live in their own modules as
 //! `impl World` blocks over the same state.
 
+use crate::apps::ip::{App, AppConfig};
 use crate::apps::Source;
+use crate::mac::mgmt::{MgmtConfig, MgmtTimers, Role};
+use crate::net::{NetStack, WiredLink};
+use crate::sockets::{Listener, Socket};
+use crate::trace::{ConnEvent, EventRow};
+use crate::transport::tcp::TcpConfig;
 use crate::channel::{propagation_delay, ChannelConfig, Endpoint, Link};
 use crate::event::{Event, EventQueue, NodeId, TxId};
 use crate::mac::{Frame, Mac, MacConfig};
@@ -39,6 +45,20 @@ pub struct NodeConfig {
     pub tx_power: Dbm,
     pub antenna_gain: Db,
     pub antenna_height: Meters,
+    /// Whether the node has a radio (a wired-only server has none).
+    pub radio: bool,
+    pub role: NodeRole,
+    /// Operating channel (an AP's; a station's until it scans).
+    pub channel: u32,
+    pub tcp: TcpConfig,
+    pub arp: crate::net::ArpProfile,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeRole {
+    Independent,
+    Ap,
+    Sta,
 }
 
 /// Everything needed to build a world.
@@ -52,6 +72,9 @@ pub struct SimConfig {
     pub mac: MacConfig,
     pub nodes: Vec<NodeConfig>,
     pub sources: Vec<crate::apps::SourceConfig>,
+    pub mgmt: MgmtConfig,
+    pub wires: Vec<WiredLink>,
+    pub apps: Vec<AppConfig>,
 }
 
 pub struct Node {
@@ -60,11 +83,18 @@ pub struct Node {
     pub mac: Mac,
     /// Stream for PHY draws (preamble detection, bit errors).
     phy_rng: Stream,
+    pub role: Role,
+    /// Channel the radio is tuned to now.
+    pub channel: u32,
+    pub mgmt_timers: MgmtTimers,
+    pub net: NetStack,
+    pub tcp: TcpConfig,
 }
 
 /// A frame on the air.
 pub struct Transmission {
     pub src: NodeId,
+    pub channel: u32,
     pub frame: Frame,
     pub mode: Mode,
     pub start: SimTime,
@@ -86,7 +116,7 @@ pub struct RunStats {
 pub struct World {
     pub(crate) queue: EventQueue,
     pub(crate) nodes: Vec<Node>,
-    links: Vec<Link>,
+    radio_links: Vec<Link>,
     txs: Vec<Option<Transmission>>,
     free_txs: Vec<u32>,
     pub(crate) channel: ChannelConfig,
@@ -96,6 +126,13 @@ pub struct World {
     pub(crate) trace: Trace,
     stats: RunStats,
     duration: SimTime,
+    pub(crate) mgmt: MgmtConfig,
+    pub(crate) wires: Vec<WiredLink>,
+    pub(crate) sockets: Vec<Socket>,
+    pub(crate) listeners: Vec<Listener>,
+    pub(crate) apps: Vec<App>,
+    pub(crate) seed: u64,
+    pub(crate) run_index: u64,
 }
 
 impl World {
@@ -110,18 +147,27 @@ impl World {
                 phy: Phy::new(noise, cfg.radio.cca_threshold.to_mw(), cfg.radio.capture_margin),
                 mac: Mac::new(&cfg.mac, &timing, Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name))),
                 phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
+                role: match n.role {
+                    NodeRole::Independent => Role::Independent,
+                    NodeRole::Ap => Role::access_point(),
+                    NodeRole::Sta => Role::station(),
+                },
+                channel: n.channel,
+                mgmt_timers: MgmtTimers::default(),
+                net: NetStack::new(n.arp, n.radio),
+                tcp: n.tcp.clone(),
             })
             .collect();
-        let mut links = Vec::with_capacity(nodes.len() * nodes.len().saturating_sub(1) / 2);
+        let mut radio_links = Vec::with_capacity(nodes.len() * nodes.len().saturating_sub(1) / 2);
         for j in 0..nodes.len() {
             for i in 0..j {
-                links.push(Link::new(&cfg.channel, &nodes[i].cfg.name, &nodes[j].cfg.name, cfg.seed, cfg.run));
+                radio_links.push(Link::new(&cfg.channel, &nodes[i].cfg.name, &nodes[j].cfg.name, cfg.seed, cfg.run));
             }
         }
         let mut w = World {
             queue: EventQueue::new(),
             nodes,
-            links,
+            radio_links,
             txs: Vec::new(),
             free_txs: Vec::new(),
             channel: cfg.channel.clone(),
@@ -131,9 +177,26 @@ impl World {
             trace: Trace::default(),
             stats: RunStats::default(),
             duration: cfg.duration,
+            mgmt: cfg.mgmt.clone(),
+            wires: cfg.wires.clone(),
+            sockets: Vec::new(),
+            listeners: Vec::new(),
+            apps: Vec::new(),
+            seed: cfg.seed,
+            run_index: cfg.run,
         };
+        for (i, l) in cfg.wires.iter().enumerate() {
+            w.nodes[l.a.index()].net.wired = Some(i);
+            w.nodes[l.b.index()].net.wired = Some(i);
+        }
         for (i, s) in cfg.sources.iter().enumerate() {
-            w.add_source(i as u32, s, cfg.seed, cfg.run);
+            w.add_source(i as u32, s);
+        }
+        for (i, a) in cfg.apps.iter().enumerate() {
+            w.add_app(i as u32, a);
+        }
+        for i in 0..w.nodes.len() {
+            w.mgmt_start(NodeId(i as u32));
         }
         w
     }
@@ -151,6 +214,7 @@ impl World {
             let (now, ev) = self.queue.pop().expect("peeked");
             self.dispatch(now, ev);
         }
+        self.sockets_finish();
         self.stats.events = self.queue.processed();
         self.stats.simulated = self.duration;
         (self.trace, self.stats)
@@ -163,6 +227,11 @@ impl World {
             Event::TxEnd { node, tx } => self.on_tx_end(now, node, tx),
             Event::Mac { node, timer, generation } => self.on_mac_timer(now, node, timer, generation),
             Event::Traffic { source } => self.on_source(now, source),
+            Event::Mgmt { node, timer, generation } => self.on_mgmt_timer(now, node, timer, generation),
+            Event::Arp { node, peer, generation } => self.on_arp_timer(now, node, peer, generation),
+            Event::WireArrive { node, packet } => self.net_send(now, node, packet),
+            Event::Tcp { socket, generation } => self.on_tcp_timer(now, socket as usize, generation),
+            Event::App { app } => self.on_app(now, app),
         }
     }
 
@@ -210,13 +279,14 @@ impl World {
         let tx_power = self.nodes[src.index()].cfg.tx_power;
         let floor = self.channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
         let mut arrivals = Vec::new();
+        let channel = self.nodes[src.index()].channel;
         for j in 0..self.nodes.len() {
             let rx = NodeId(j as u32);
-            if rx == src {
+            if rx == src || !self.nodes[j].net.radio || self.nodes[j].channel != channel {
                 continue;
             }
             let rx_ep = self.endpoint(rx, now);
-            let budget = self.links[Self::link_index(src, rx)].budget(&self.channel, tx_power, &tx_ep, &rx_ep);
+            let budget = self.radio_links[Self::link_index(src, rx)].budget(&self.channel, tx_power, &tx_ep, &rx_ep);
             if budget.rx_power.0 < floor.0 {
                 continue;
             }
@@ -227,7 +297,7 @@ impl World {
         }
         self.queue.schedule(end, src.0, Event::TxEnd { node: src, tx: id });
         let pending = 1 + 2 * arrivals.len() as u32;
-        self.txs[id.0 as usize] = Some(Transmission { src, frame, mode, start: now, end, arrivals, pending });
+        self.txs[id.0 as usize] = Some(Transmission { src, channel, frame, mode, start: now, end, arrivals, pending });
         self.stats.transmissions += 1;
         self.medium_update(now, src);
     }
@@ -271,6 +341,10 @@ impl World {
     }
 
     fn on_rx_start(&mut self, now: SimTime, node: NodeId, id: TxId) {
+        if self.tx(id).channel != self.nodes[node.index()].channel {
+            self.release(id); // the radio retuned while the signal was in flight
+            return;
+        }
         let s = self.signal(id, node, now);
         let n = &mut self.nodes[node.index()];
         let outcome = n.phy.rx_start(now, s, &self.radio.error_model, &mut n.phy_rng);
@@ -294,7 +368,7 @@ impl World {
                 let (event, reason) = if end.ok { (PhyEvent::Rx, DropReason::None) } else { (PhyEvent::Drop, DropReason::Error) };
                 self.trace_frame(now, node, &frame, &mode, event, reason, Some((power.to_dbm(), end.snr, end.min_sinr)));
             }
-            self.mac_rx_end(now, node, frame, mode, end.ok);
+            self.mac_rx_end(now, node, frame, mode, end.ok, power.to_dbm());
         }
         self.medium_update(now, node);
         self.release(id);
@@ -306,6 +380,24 @@ impl World {
         self.mac_tx_end(now, node, frame);
         self.medium_update(now, node);
         self.release(id);
+    }
+
+    /// Tunes `node`'s radio to `channel`: what it was receiving is lost and
+    /// its MAC starts afresh there.
+    pub(crate) fn retune(&mut self, now: SimTime, node: NodeId, channel: u32) {
+        if self.nodes[node.index()].channel == channel {
+            return;
+        }
+        self.nodes[node.index()].channel = channel;
+        self.nodes[node.index()].phy.retune();
+        self.mac_flush(now, node);
+        self.medium_update(now, node);
+    }
+
+    /// Records a connection event at `node` concerning `peer`.
+    pub(crate) fn conn_event(&mut self, now: SimTime, node: NodeId, peer: u32, event: ConnEvent, value: f64) {
+        let p = self.position(node, now);
+        self.trace.events.push(EventRow { time_ns: now.as_ns(), node: node.0, peer, event, x: p.x as f32, y: p.y as f32, value });
     }
 
     fn trace_drop(&mut self, now: SimTime, node: NodeId, id: TxId, reason: DropReason) {

@@ -43,7 +43,51 @@ category!(
     });
 category!(
     /// 802.11 frame kinds.
-    FrameKind { Data => "data", Ack => "ack", Rts => "rts", Cts => "cts" });
+    FrameKind {
+        Data => "data",
+        Ack => "ack",
+        Rts => "rts",
+        Cts => "cts",
+        Beacon => "beacon",
+        ProbeReq => "probe-req",
+        ProbeResp => "probe-resp",
+        Auth => "auth",
+        AssocReq => "assoc-req",
+        AssocResp => "assoc-resp",
+        Disassoc => "disassoc",
+    });
+category!(
+    /// Connection events, with time and position: what a drive-by's setup
+    /// and teardown are made of.
+    ConnEvent {
+        /// Station: first beacon or probe response heard from an AP (value: RSSI dBm).
+        FirstBeacon => "first-beacon",
+        /// Station: AP chosen at the end of a scan cycle (value: filtered RSSI dBm).
+        ApSelected => "ap-selected",
+        /// Station: authentication request sent (value: attempt).
+        AuthRequest => "auth-request",
+        AuthTimeout => "auth-timeout",
+        AuthOk => "auth-ok",
+        /// Station: association request sent (value: attempt).
+        AssocRequest => "assoc-request",
+        AssocTimeout => "assoc-timeout",
+        /// Both sides: association complete.
+        Associated => "associated",
+        /// Both sides (station: beacons missed; AP: inactivity).
+        Disassociated => "disassociated",
+        ArpRequest => "arp-request",
+        ArpResolved => "arp-resolved",
+        ArpFailed => "arp-failed",
+        AppStart => "app-start",
+        Syn => "syn",
+        SynRetransmit => "syn-retransmit",
+        Established => "established",
+        FirstData => "first-data",
+        LastData => "last-data",
+        /// TCP retransmission timeout (value: new RTO in seconds).
+        TcpTimeout => "tcp-timeout",
+        TcpGaveUp => "tcp-gave-up",
+    });
 category!(
     /// Outcome of one MSDU at the MAC.
     MacEvent {
@@ -145,6 +189,72 @@ table!(
     }
 );
 
+table!(
+    /// The `events` table: connection events.
+    EventTable,
+    /// One `events` row.
+    EventRow {
+        time_ns: u64 => u64 = Column::U64,
+        node: u32 => u32 = Column::Node,
+        peer: u32 => u32 = Column::Node,
+        event: ConnEvent => u8 = |v| Column::Category(v, ConnEvent::NAMES),
+        x: f32 => f32 = Column::F32,
+        y: f32 => f32 = Column::F32,
+        /// Event-specific figure (see [`ConnEvent`]); NaN where none.
+        value: f64 => f64 = Column::F64,
+    }
+);
+
+category!(
+    /// Transport protocol.
+    Proto { Udp => "udp", Tcp => "tcp" });
+
+table!(
+    /// The `tcp` table: one row per ACK processed by a TCP sender.
+    TcpTable,
+    /// One `tcp` row.
+    TcpRow {
+        time_ns: u64 => u64 = Column::U64,
+        node: u32 => u32 = Column::Node,
+        peer: u32 => u32 = Column::Node,
+        /// Congestion window, segments.
+        cwnd: u32 => u32 = Column::U32,
+        /// Slow-start threshold, segments (u32::MAX before the first loss).
+        ssthresh: u32 => u32 = Column::U32,
+        srtt_ms: f32 => f32 = Column::F32,
+        rto_ms: f32 => f32 = Column::F32,
+        dupacks: u32 => u32 = Column::U32,
+        /// Segments in flight.
+        in_flight: u32 => u32 = Column::U32,
+        /// Bytes newly acknowledged.
+        acked: u32 => u32 = Column::U32,
+        x: f32 => f32 = Column::F32,
+        y: f32 => f32 = Column::F32,
+    }
+);
+
+table!(
+    /// The `transport` table: data delivered to applications — every UDP
+    /// datagram received, and every advance of a TCP receiver's in-order data.
+    TransportTable,
+    /// One `transport` row.
+    TransportRow {
+        time_ns: u64 => u64 = Column::U64,
+        node: u32 => u32 = Column::Node,
+        peer: u32 => u32 = Column::Node,
+        proto: Proto => u8 = |v| Column::Category(v, Proto::NAMES),
+        app: u32 => u32 = Column::U32,
+        /// UDP: the sender's sequence number; TCP: bytes received in order so far.
+        seq: u64 => u64 = Column::U64,
+        /// Payload bytes delivered by this row.
+        bytes: u32 => u32 = Column::U32,
+        /// UDP: one-way delay; TCP: 0.
+        delay_ns: u64 => u64 = Column::U64,
+        x: f32 => f32 = Column::F32,
+        y: f32 => f32 = Column::F32,
+    }
+);
+
 /// A borrowed column, typed for export.
 #[derive(Debug, Clone, Copy)]
 pub enum Column<'a> {
@@ -153,6 +263,7 @@ pub enum Column<'a> {
     U32(&'a [u32]),
     U64(&'a [u64]),
     F32(&'a [f32]),
+    F64(&'a [f64]),
     /// Node indices; the dictionary is the run's node names.
     Node(&'a [u32]),
     /// Category codes and their names.
@@ -164,4 +275,20 @@ pub enum Column<'a> {
 pub struct Trace {
     pub frames: FrameTable,
     pub mac: MacTable,
+    pub events: EventTable,
+    pub tcp: TcpTable,
+    pub transport: TransportTable,
+}
+
+impl Trace {
+    /// Every table with its name, for export.
+    pub fn tables(&self) -> Vec<(&'static str, Vec<(&'static str, Column<'_>)>)> {
+        vec![
+            ("frames", self.frames.columns()),
+            ("mac", self.mac.columns()),
+            ("events", self.events.columns()),
+            ("tcp", self.tcp.columns()),
+            ("transport", self.transport.columns()),
+        ]
+    }
 }

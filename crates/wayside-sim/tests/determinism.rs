@@ -9,7 +9,7 @@ use wayside_sim::trace::Column;
 fn trace_hash(seed: u64, run: u64) -> [u8; 32] {
     let out = run_scenario(builtin("drive-by").unwrap(), &["duration=\"100 s\"".into()], Some(seed), run).unwrap();
     let mut h = Sha256::new();
-    for (name, col) in out.trace.frames.columns().into_iter().chain(out.trace.mac.columns()) {
+    for (name, col) in out.trace.tables().into_iter().flat_map(|(_, cols)| cols) {
         h.update(name.as_bytes());
         match col {
             Column::U8(v) | Column::Category(v, _) => h.update(v),
@@ -17,6 +17,7 @@ fn trace_hash(seed: u64, run: u64) -> [u8; 32] {
             Column::U32(v) | Column::Node(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
             Column::U64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
             Column::F32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+            Column::F64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
         }
     }
     h.finalize().into()

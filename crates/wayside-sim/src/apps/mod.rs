@@ -4,8 +4,10 @@
 //! measure delivery ratio per rate against distance, as measurement studies
 //! do with broadcast probes).
 
+pub mod ip;
+
 use crate::event::{Event, NodeId};
-use crate::mac::{Dst, Msdu};
+use crate::mac::{Dst, Msdu, Payload};
 use crate::phy::mode::Mode;
 use crate::sim::World;
 use crate::units::SimTime;
@@ -37,7 +39,7 @@ pub struct Source {
 }
 
 impl World {
-    pub(crate) fn add_source(&mut self, index: u32, cfg: &SourceConfig, _seed: u64, _run: u64) {
+    pub(crate) fn add_source(&mut self, index: u32, cfg: &SourceConfig) {
         self.sources.push(Source { cfg: cfg.clone(), next_mode: 0 });
         let key = self.nodes.len() as u32 + index;
         self.queue.schedule(cfg.start, key, Event::Traffic { source: index });
@@ -53,7 +55,7 @@ impl World {
             }
             _ => None,
         };
-        let msdu = Msdu { dst: s.cfg.to, bytes: s.cfg.payload, enqueued: now, mode, source: Some(index) };
+        let msdu = Msdu { dst: s.cfg.to, bytes: s.cfg.payload, enqueued: now, mode, source: Some(index), payload: Payload::Raw };
         let from: NodeId = s.cfg.from;
         self.mac_enqueue(now, from, msdu)
     }

@@ -116,6 +116,14 @@ impl Phy {
         self.rx.take().map(|r| r.signal.tx)
     }
 
+    /// The radio changes channel: every signal in flight is forgotten (their
+    /// ends will find nothing to remove).
+    pub fn retune(&mut self) {
+        self.incoming.clear();
+        self.total = 0.0;
+        self.rx = None;
+    }
+
     pub fn end_tx(&mut self) {
         self.transmitting_until = None;
     }

@@ -5,9 +5,15 @@
 //! and a drop-tail transmit queue.
 //!
 //! The state lives in [`Mac`]; the transitions are `impl World` methods below
-//! because each one may put a frame on the air.
+//! because each one may put a frame on the air. Management (beacons,
+//! scanning, authentication, association) is in [`mgmt`].
+
+pub mod mgmt;
 
 use crate::event::{Event, MacTimer, NodeId};
+use crate::net::Packet;
+use crate::units::Dbm;
+use mgmt::Mgmt;
 use crate::phy::mode::{Mode, Timing};
 use crate::ratectl::{Fixed, RateControl, RateControlKind, RetryChain, Stage, TxRequest, TxStatus};
 use crate::rng::Stream;
@@ -46,6 +52,26 @@ impl Dst {
     }
 }
 
+/// What an MSDU carries up the stack at the receiver.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Payload {
+    /// Filler from a frame source; nothing above the MAC.
+    Raw,
+    /// A management frame body.
+    Mgmt(Mgmt),
+    /// An IP or ARP packet.
+    Packet(Packet),
+}
+
+impl Payload {
+    fn kind(self) -> FrameKind {
+        match self {
+            Payload::Mgmt(m) => m.kind(),
+            Payload::Raw | Payload::Packet(_) => FrameKind::Data,
+        }
+    }
+}
+
 /// An 802.11 frame as far as the simulator needs it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Frame {
@@ -59,6 +85,7 @@ pub struct Frame {
     pub psdu_bytes: u32,
     /// Duration field: how long others must defer after this frame.
     pub duration: SimTime,
+    pub payload: Payload,
 }
 
 /// A unit of data handed to the MAC.
@@ -71,6 +98,7 @@ pub struct Msdu {
     pub mode: Option<Mode>,
     /// Traffic source to tell when the MSDU is finished with.
     pub source: Option<u32>,
+    pub payload: Payload,
 }
 
 /// How rate control is set up for every link of this MAC.
@@ -248,6 +276,37 @@ impl World {
         true
     }
 
+    /// Hands a management MSDU to the MAC, bypassing the queue limit; `front`
+    /// puts it ahead of queued data (beacons, probe requests).
+    pub(crate) fn mac_enqueue_mgmt(&mut self, now: SimTime, node: NodeId, msdu: Msdu, front: bool) {
+        let mac = &mut self.nodes[node.index()].mac;
+        if front {
+            mac.queue.push_front(msdu);
+        } else {
+            mac.queue.push_back(msdu);
+        }
+        self.mac_request_access(now, node);
+    }
+
+    /// Drops everything queued or in progress (the radio is changing channel).
+    pub(crate) fn mac_flush(&mut self, now: SimTime, node: NodeId) {
+        let mac = &mut self.nodes[node.index()].mac;
+        let dropped: Vec<Msdu> = mac.queue.drain(..).chain(mac.current.take().map(|c| c.msdu)).collect();
+        mac.waiting = Waiting::None;
+        mac.timeout_deferred = false;
+        mac.response = None;
+        mac.grant_armed = false;
+        mac.nav_until = SimTime::ZERO;
+        for t in [MacTimer::AccessGrant, MacTimer::ResponseTimeout, MacTimer::SifsResponse, MacTimer::NavEnd] {
+            mac.cancel(t);
+        }
+        for m in dropped {
+            if !matches!(m.payload, Payload::Mgmt(_)) {
+                self.mac_trace(now, node, m.dst.trace_id(), MacEvent::QueueDrop, 0, m.bytes, 0, SimTime::ZERO);
+            }
+        }
+    }
+
     /// Starts or resumes contention if the MAC has something to send.
     fn mac_request_access(&mut self, now: SimTime, node: NodeId) {
         let mac = &mut self.nodes[node.index()].mac;
@@ -363,10 +422,10 @@ impl World {
     }
 
     /// A frame of `kind` for the current MSDU's attempt.
-    fn current_frame(&self, node: NodeId, kind: FrameKind, psdu_bytes: u32, duration: SimTime) -> Frame {
+    fn current_frame(&self, node: NodeId, kind: Option<FrameKind>, psdu_bytes: u32, duration: SimTime) -> Frame {
         let cur = self.nodes[node.index()].mac.current.as_ref().expect("current frame");
         Frame {
-            kind,
+            kind: kind.unwrap_or(cur.msdu.payload.kind()),
             src: node,
             dst: cur.msdu.dst,
             seq: cur.seq,
@@ -374,6 +433,7 @@ impl World {
             attempt: cur.attempt.min(255) as u8,
             psdu_bytes,
             duration,
+            payload: cur.msdu.payload,
         }
     }
 
@@ -385,39 +445,44 @@ impl World {
         let mode = self.current_mode(node);
         let unicast = matches!(self.nodes[node.index()].mac.current.as_ref().expect("current frame").msdu.dst, Dst::Node(_));
         let duration = if unicast { self.timing.sifs + self.response_airtime(&mode, ACK_BYTES) } else { SimTime::ZERO };
-        (self.current_frame(node, FrameKind::Data, self.current_psdu(node), duration), mode)
+        (self.current_frame(node, None, self.current_psdu(node), duration), mode)
     }
 
     fn rts_frame(&self, node: NodeId) -> (Frame, Mode) {
         let mode = self.current_mode(node);
         let data = mode.airtime(self.current_psdu(node), self.radio.preamble, self.radio.standard);
         let duration = self.timing.sifs * 3 + self.response_airtime(&mode, CTS_BYTES) + data + self.response_airtime(&mode, ACK_BYTES);
-        (self.current_frame(node, FrameKind::Rts, RTS_BYTES, duration), self.radio.standard.control_rate(mode))
+        (self.current_frame(node, Some(FrameKind::Rts), RTS_BYTES, duration), self.radio.standard.control_rate(mode))
     }
 
     pub(crate) fn mac_tx_end(&mut self, now: SimTime, node: NodeId, frame: Frame) {
         let timeout = self.timing.ack_timeout;
         match (frame.kind, frame.dst) {
-            (FrameKind::Data, Dst::Node(_)) => {
+            (FrameKind::Ack | FrameKind::Cts, _) => self.mac_request_access(now, node),
+            (FrameKind::Rts, _) => self.schedule_mac(now + timeout, node, MacTimer::ResponseTimeout),
+            (_, Dst::Node(_)) => {
                 self.nodes[node.index()].mac.waiting = Waiting::Ack;
                 self.schedule_mac(now + timeout, node, MacTimer::ResponseTimeout);
             }
-            (FrameKind::Rts, _) => self.schedule_mac(now + timeout, node, MacTimer::ResponseTimeout),
-            (FrameKind::Data, Dst::Broadcast) => self.mac_finish(now, node, true),
-            (FrameKind::Ack | FrameKind::Cts, _) => self.mac_request_access(now, node),
+            (_, Dst::Broadcast) => self.mac_finish(now, node, true),
         }
     }
 
-    pub(crate) fn mac_rx_end(&mut self, now: SimTime, node: NodeId, frame: Frame, mode: Mode, ok: bool) {
+    pub(crate) fn mac_rx_end(&mut self, now: SimTime, node: NodeId, frame: Frame, mode: Mode, ok: bool, rssi: Dbm) {
         let mac = &mut self.nodes[node.index()].mac;
         mac.use_eifs = !ok;
-        let deferred = mac.timeout_deferred;
+        let awaited = ok
+            && frame.dst.is_for(node)
+            && matches!((frame.kind, mac.waiting), (FrameKind::Ack, Waiting::Ack) | (FrameKind::Cts, Waiting::Cts));
+        // The response timeout fired while this frame was arriving: unless it
+        // is the awaited response, the attempt has failed.
+        if mac.timeout_deferred && !awaited {
+            self.mac_attempt_failed(now, node);
+        }
         if !ok {
-            if deferred {
-                self.mac_attempt_failed(now, node);
-            }
             return;
         }
+        let mac = &mut self.nodes[node.index()].mac;
         if !frame.dst.is_for(node) {
             if frame.duration > SimTime::ZERO {
                 let until = now + frame.duration;
@@ -426,15 +491,11 @@ impl World {
                     self.schedule_mac(until, node, MacTimer::NavEnd);
                 }
             }
-            if deferred {
-                self.mac_attempt_failed(now, node);
-            }
             return;
         }
-        let waiting = mac.waiting;
         match frame.kind {
-            FrameKind::Ack if waiting == Waiting::Ack => self.mac_finish(now, node, true),
-            FrameKind::Cts if waiting == Waiting::Cts => {
+            FrameKind::Ack if awaited => self.mac_finish(now, node, true),
+            FrameKind::Cts if awaited => {
                 let mac = &mut self.nodes[node.index()].mac;
                 mac.waiting = Waiting::None;
                 mac.timeout_deferred = false;
@@ -447,28 +508,49 @@ impl World {
                 if mac.nav_until <= now {
                     let cts_time = self.response_airtime(&mode, CTS_BYTES);
                     let duration = frame.duration.saturating_sub(self.timing.sifs + cts_time);
-                    let cts = Frame { kind: FrameKind::Cts, src: node, dst: Dst::Node(frame.src), seq: 0, retry: false, attempt: 0, psdu_bytes: CTS_BYTES, duration };
+                    let cts = Frame {
+                        kind: FrameKind::Cts,
+                        src: node,
+                        dst: Dst::Node(frame.src),
+                        seq: 0,
+                        retry: false,
+                        attempt: 0,
+                        psdu_bytes: CTS_BYTES,
+                        duration,
+                        payload: Payload::Raw,
+                    };
                     let ctl = self.radio.standard.control_rate(mode);
                     self.nodes[node.index()].mac.response = Some((cts, ctl));
                     self.schedule_mac(now + self.timing.sifs, node, MacTimer::SifsResponse);
                 }
             }
-            FrameKind::Data => self.mac_receive_data(now, node, frame, mode),
-            FrameKind::Ack | FrameKind::Cts => {
-                if deferred {
-                    self.mac_attempt_failed(now, node);
-                }
-            }
+            FrameKind::Ack | FrameKind::Cts => {}
+            _ => self.mac_receive_msdu(now, node, frame, mode, rssi),
         }
     }
 
-    fn mac_receive_data(&mut self, now: SimTime, node: NodeId, frame: Frame, mode: Mode) {
+    /// A data or management frame for this node (or broadcast) arrived intact.
+    fn mac_receive_msdu(&mut self, now: SimTime, node: NodeId, frame: Frame, mode: Mode, rssi: Dbm) {
         let body = frame.psdu_bytes - DATA_OVERHEAD;
+        self.mgmt_heard(now, node, frame.src);
         let Dst::Node(_) = frame.dst else {
-            self.mac_trace(now, node, frame.src.0, MacEvent::Received, frame.seq, body, 0, SimTime::ZERO);
+            if frame.kind == FrameKind::Data {
+                self.mac_trace(now, node, frame.src.0, MacEvent::Received, frame.seq, body, 0, SimTime::ZERO);
+            }
+            self.mac_deliver(now, node, frame, rssi);
             return;
         };
-        let ack = Frame { kind: FrameKind::Ack, src: node, dst: Dst::Node(frame.src), seq: 0, retry: false, attempt: 0, psdu_bytes: ACK_BYTES, duration: SimTime::ZERO };
+        let ack = Frame {
+            kind: FrameKind::Ack,
+            src: node,
+            dst: Dst::Node(frame.src),
+            seq: 0,
+            retry: false,
+            attempt: 0,
+            psdu_bytes: ACK_BYTES,
+            duration: SimTime::ZERO,
+            payload: Payload::Raw,
+        };
         let ctl = self.radio.standard.control_rate(mode);
         let mac = &mut self.nodes[node.index()].mac;
         mac.response = Some((ack, ctl));
@@ -485,7 +567,21 @@ impl World {
         };
         self.schedule_mac(now + self.timing.sifs, node, MacTimer::SifsResponse);
         let event = if duplicate { MacEvent::Duplicate } else { MacEvent::Received };
-        self.mac_trace(now, node, frame.src.0, event, frame.seq, body, frame.attempt as u32 + 1, SimTime::ZERO);
+        if frame.kind == FrameKind::Data {
+            self.mac_trace(now, node, frame.src.0, event, frame.seq, body, frame.attempt as u32 + 1, SimTime::ZERO);
+        }
+        if !duplicate {
+            self.mac_deliver(now, node, frame, rssi);
+        }
+    }
+
+    /// Hands a received MSDU to management or the network layer.
+    fn mac_deliver(&mut self, now: SimTime, node: NodeId, frame: Frame, rssi: Dbm) {
+        match frame.payload {
+            Payload::Mgmt(m) => self.mgmt_rx(now, node, frame.src, m, rssi),
+            Payload::Packet(p) => self.net_rx_wireless(now, node, frame.src, p),
+            Payload::Raw => {}
+        }
     }
 
     /// The current attempt got no response.
@@ -523,7 +619,9 @@ impl World {
         mac.draw_backoff();
         let event = if delivered { MacEvent::Delivered } else { MacEvent::Failed };
         let delay = now - cur.msdu.enqueued;
-        self.mac_trace(now, node, cur.msdu.dst.trace_id(), event, cur.seq, cur.msdu.bytes, attempts, delay);
+        if !matches!(cur.msdu.payload, Payload::Mgmt(_)) {
+            self.mac_trace(now, node, cur.msdu.dst.trace_id(), event, cur.seq, cur.msdu.bytes, attempts, delay);
+        }
         if let Some(source) = cur.msdu.source {
             self.on_msdu_done(now, source);
         }

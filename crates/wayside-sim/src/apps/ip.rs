@@ -1,0 +1,105 @@
+//! Applications over IP: a bulk TCP sender (iperf-like) and a constant
+//! bit rate UDP sender (rtpsend-like, with every arrival logged at the
+//! receiver as rtpspy does). Either starts at a fixed time or when its
+//! endpoints associate, after an application start delay (Hadaller et al.
+//! §6.2.3: the AP's script launched iperf 1–2 s after association).
+
+use crate::event::{Event, NodeId};
+use crate::net::{Body, Packet};
+use crate::sim::World;
+use crate::trace::ConnEvent;
+use crate::transport::udp::Datagram;
+use crate::units::SimTime;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AppKind {
+    /// Send `bytes` (u64::MAX: without end) over one TCP connection.
+    TcpBulk { bytes: u64 },
+    /// One `payload`-byte datagram every `interval`.
+    UdpCbr { payload: u32, interval: SimTime },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AppStart {
+    At(SimTime),
+    /// When the sender and receiver become connected (association), plus a delay.
+    OnAssociation { delay: SimTime },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppConfig {
+    pub kind: AppKind,
+    pub from: NodeId,
+    pub to: NodeId,
+    pub port: u16,
+    pub start: AppStart,
+    pub stop: SimTime,
+}
+
+pub struct App {
+    pub cfg: AppConfig,
+    /// Its start is scheduled (or it has started).
+    scheduled: bool,
+    started: bool,
+    seq: u64,
+}
+
+impl World {
+    pub(crate) fn add_app(&mut self, index: u32, cfg: &AppConfig) {
+        let at_time = matches!(cfg.start, AppStart::At(_));
+        self.apps.push(App { cfg: cfg.clone(), scheduled: at_time, started: false, seq: 0 });
+        if let AppKind::TcpBulk { .. } = cfg.kind {
+            let tcp = self.nodes[cfg.to.index()].tcp.clone();
+            self.tcp_listen(cfg.to, cfg.port, tcp, index);
+        }
+        if let AppStart::At(t) = cfg.start {
+            self.queue.schedule(t, cfg.from.0, Event::App { app: index });
+        }
+    }
+
+    /// Association between `node` and `peer` came up: start the apps waiting for it.
+    pub(crate) fn apps_link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId) {
+        for i in 0..self.apps.len() {
+            let a = &mut self.apps[i];
+            let AppStart::OnAssociation { delay } = a.cfg.start else { continue };
+            let involved = [a.cfg.from, a.cfg.to].iter().any(|&n| n == node || n == peer);
+            if involved && !a.scheduled {
+                a.scheduled = true;
+                let from = a.cfg.from;
+                self.queue.schedule(now + delay, from.0, Event::App { app: i as u32 });
+            }
+        }
+    }
+
+    pub(crate) fn on_app(&mut self, now: SimTime, index: u32) {
+        let cfg = self.apps[index as usize].cfg.clone();
+        if now >= cfg.stop {
+            return;
+        }
+        match cfg.kind {
+            AppKind::TcpBulk { bytes } => {
+                if self.apps[index as usize].started {
+                    return;
+                }
+                self.apps[index as usize].started = true;
+                self.conn_event(now, cfg.from, cfg.to.0, ConnEvent::AppStart, 0.0);
+                let tcp = self.nodes[cfg.from.index()].tcp.clone();
+                self.tcp_connect(now, cfg.from, cfg.to, cfg.port, tcp, index, bytes);
+            }
+            AppKind::UdpCbr { payload, interval } => {
+                let app = &mut self.apps[index as usize];
+                if !app.started {
+                    app.started = true;
+                    self.conn_event(now, cfg.from, cfg.to.0, ConnEvent::AppStart, 0.0);
+                }
+                let app = &mut self.apps[index as usize];
+                let seq = app.seq;
+                app.seq += 1;
+                let datagram = Datagram { src_port: cfg.port, dst_port: cfg.port, len: payload };
+                let p = Packet { src: cfg.from, dst: cfg.to, body: Body::Udp { datagram, app: index, seq, sent: now } };
+                self.net_send(now, cfg.from, p);
+                self.queue.schedule(now + interval, cfg.from.0, Event::App { app: index });
+            }
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! The network layer: packets, ARP with per-OS behaviour, forwarding at the
+//! access point, and wired point-to-point links (the AP's backhaul).
+//!
+//! Addressing is static, one address per node (the papers' choice): node *i*
+//! is 10.0.0.*i+1*, and the simulator identifies a host by its node id at
+//! both layers, so ARP's role here is its delay and its losses, not a mapping.
+//! Routing is implicit: a station sends everything through the AP it is
+//! associated with; an AP delivers to its stations over the air and to other
+//! hosts over its wired link; a wired-only host sends everything over its
+//! link; nodes without a role (ad hoc) send directly. ARP runs on wireless
+//! interfaces only (a wired link is treated as always resolved).
+//!
+//! ARP profiles (`ArpProfile`):
+//! - `linux`: a request is retransmitted every second, three requests in all
+//!   (`mcast_solicit` = 3, `retrans_time` = 1 s), up to three packets wait for
+//!   the answer (`unres_qlen`); then the entry fails and its packets are
+//!   dropped; the next packet starts a new resolution.
+//! - `windows-xp`: one request, never retransmitted; the unresolved entry
+//!   stays about 3.5 s, during which no new request is sent and one packet
+//!   waits (Zahn et al. 2009, §5.1).
+//! Resolved entries do not expire within a run.
+
+use crate::event::{Event, NodeId};
+use crate::mac::mgmt::Role;
+use crate::mac::{Dst, Msdu, Payload};
+use crate::sim::World;
+use crate::trace::ConnEvent;
+use crate::transport::tcp::Segment;
+use crate::transport::udp::Datagram;
+use crate::units::SimTime;
+use std::collections::VecDeque;
+
+/// IPv4 header bytes.
+pub const IP_HEADER: u32 = 20;
+/// LLC/SNAP header in front of an IP packet in an 802.11 frame.
+pub const LLC_SNAP: u32 = 8;
+/// An ARP packet (Ethernet/IPv4).
+pub const ARP_BYTES: u32 = 28;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArpOp {
+    Request,
+    Reply,
+}
+
+/// What a packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    Arp { op: ArpOp },
+    Udp { datagram: Datagram, app: u32, seq: u64, sent: SimTime },
+    Tcp(Segment),
+}
+
+/// An IP (or ARP) packet. Carried by value in frames and events: packets
+/// are small (headers and lengths, no payload bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub body: Body,
+}
+
+impl Packet {
+    /// Bytes on the wire above the link layer.
+    pub fn bytes(&self) -> u32 {
+        match self.body {
+            Body::Arp { .. } => ARP_BYTES,
+            Body::Udp { datagram, .. } => IP_HEADER + datagram.header_bytes() + datagram.len,
+            Body::Tcp(seg) => IP_HEADER + seg.header_bytes() + seg.len,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArpProfile {
+    Linux,
+    WindowsXp,
+}
+
+impl ArpProfile {
+    fn requests(self) -> u32 {
+        match self {
+            ArpProfile::Linux => 3,
+            ArpProfile::WindowsXp => 1,
+        }
+    }
+    fn retransmit(self) -> SimTime {
+        match self {
+            ArpProfile::Linux => SimTime::from_ms(1000),
+            ArpProfile::WindowsXp => SimTime::from_ms(3500),
+        }
+    }
+    fn queue(self) -> usize {
+        match self {
+            ArpProfile::Linux => 3,
+            ArpProfile::WindowsXp => 1,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum ArpState {
+    Resolved,
+    Pending { requests: u32, waiting: VecDeque<Packet> },
+}
+
+#[derive(Clone, Debug)]
+struct ArpEntry {
+    peer: NodeId,
+    state: ArpState,
+    generation: u32,
+}
+
+/// One direction of a wired link.
+#[derive(Clone, Debug, Default)]
+struct WireDir {
+    /// When each queued packet finishes serialising, oldest first.
+    departures: VecDeque<SimTime>,
+}
+
+/// A full-duplex point-to-point link with a drop-tail queue per direction.
+#[derive(Clone, Debug)]
+pub struct WiredLink {
+    pub a: NodeId,
+    pub b: NodeId,
+    pub bandwidth_bps: f64,
+    pub delay: SimTime,
+    pub queue_limit: usize,
+    dirs: [WireDir; 2],
+}
+
+impl WiredLink {
+    pub fn new(a: NodeId, b: NodeId, bandwidth_bps: f64, delay: SimTime, queue_limit: usize) -> Self {
+        WiredLink { a, b, bandwidth_bps, delay, queue_limit, dirs: Default::default() }
+    }
+}
+
+/// A node's network layer.
+#[derive(Clone, Debug)]
+pub struct NetStack {
+    pub arp_profile: ArpProfile,
+    arp: Vec<ArpEntry>,
+    /// Index of this node's wired link, if any.
+    pub wired: Option<usize>,
+    /// Whether the node has a radio.
+    pub radio: bool,
+}
+
+impl NetStack {
+    pub fn new(arp_profile: ArpProfile, radio: bool) -> Self {
+        NetStack { arp_profile, arp: Vec::new(), wired: None, radio }
+    }
+}
+
+/// Where a packet leaves a node.
+enum Route {
+    Wireless(NodeId),
+    Wired(usize),
+}
+
+impl World {
+    fn route(&self, node: NodeId, dst: NodeId) -> Option<Route> {
+        let n = &self.nodes[node.index()];
+        if !n.net.radio {
+            return n.net.wired.map(Route::Wired);
+        }
+        match &n.role {
+            Role::Sta(_) => n.role.associated_ap().map(Route::Wireless),
+            Role::Ap(_) => {
+                if n.role.has_station(dst) {
+                    Some(Route::Wireless(dst))
+                } else if self.nodes[dst.index()].net.radio && !matches!(self.nodes[dst.index()].role, Role::Sta(_)) {
+                    None
+                } else {
+                    n.net.wired.map(Route::Wired)
+                }
+            }
+            Role::Independent => {
+                if self.nodes[dst.index()].net.radio {
+                    Some(Route::Wireless(dst))
+                } else {
+                    n.net.wired.map(Route::Wired)
+                }
+            }
+        }
+    }
+
+    /// Sends (or forwards) packet `id` from `node` towards its destination.
+    /// Packets without a route are dropped.
+    pub(crate) fn net_send(&mut self, now: SimTime, node: NodeId, p: Packet) {
+        if p.dst == node {
+            self.transport_rx(now, node, p);
+            return;
+        }
+        match self.route(node, p.dst) {
+            Some(Route::Wired(link)) => self.wire_send(now, node, link, p),
+            Some(Route::Wireless(hop)) => self.arp_send(now, node, hop, p),
+            None => {}
+        }
+    }
+
+    fn wireless_send(&mut self, now: SimTime, node: NodeId, hop: NodeId, p: Packet) {
+        let msdu = Msdu { dst: Dst::Node(hop), bytes: p.bytes() + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
+        self.mac_enqueue(now, node, msdu);
+    }
+
+    /// Sends over the air to `hop` once ARP has resolved it.
+    fn arp_send(&mut self, now: SimTime, node: NodeId, hop: NodeId, p: Packet) {
+        let profile = self.nodes[node.index()].net.arp_profile;
+        let arp = &mut self.nodes[node.index()].net.arp;
+        let i = match arp.iter().position(|e| e.peer == hop) {
+            Some(i) => i,
+            None => {
+                arp.push(ArpEntry { peer: hop, state: ArpState::Pending { requests: 0, waiting: VecDeque::new() }, generation: 0 });
+                arp.len() - 1
+            }
+        };
+        match &mut arp[i].state {
+            ArpState::Resolved => self.wireless_send(now, node, hop, p),
+            ArpState::Pending { requests, waiting } => {
+                let first = *requests == 0;
+                waiting.push_back(p);
+                if waiting.len() > profile.queue() {
+                    waiting.pop_front();
+                }
+                if first {
+                    self.arp_request(now, node, hop);
+                }
+            }
+        }
+    }
+
+    fn arp_request(&mut self, now: SimTime, node: NodeId, hop: NodeId) {
+        let profile = self.nodes[node.index()].net.arp_profile;
+        let entry = self.nodes[node.index()].net.arp.iter_mut().find(|e| e.peer == hop).expect("arp entry");
+        let ArpState::Pending { requests, .. } = &mut entry.state else { return };
+        *requests += 1;
+        let attempt = *requests;
+        entry.generation = entry.generation.wrapping_add(1);
+        let generation = entry.generation;
+        self.conn_event(now, node, hop.0, ConnEvent::ArpRequest, attempt as f64);
+        let p = Packet { src: node, dst: hop, body: Body::Arp { op: ArpOp::Request } };
+        let msdu = Msdu { dst: Dst::Broadcast, bytes: ARP_BYTES + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
+        self.mac_enqueue(now, node, msdu);
+        self.queue.schedule(now + profile.retransmit(), node.0, Event::Arp { node, peer: hop, generation });
+    }
+
+    /// ARP retransmission timer for `peer`.
+    pub(crate) fn on_arp_timer(&mut self, now: SimTime, node: NodeId, peer: NodeId, generation: u32) {
+        let profile = self.nodes[node.index()].net.arp_profile;
+        let arp = &mut self.nodes[node.index()].net.arp;
+        let Some(i) = arp.iter().position(|e| e.peer == peer && e.generation == generation) else { return };
+        let ArpState::Pending { requests, .. } = &arp[i].state else { return };
+        if *requests < profile.requests() {
+            self.arp_request(now, node, peer);
+            return;
+        }
+        arp.swap_remove(i);
+        self.conn_event(now, node, peer.0, ConnEvent::ArpFailed, 0.0);
+    }
+
+    fn arp_resolved(&mut self, now: SimTime, node: NodeId, peer: NodeId) {
+        let arp = &mut self.nodes[node.index()].net.arp;
+        let waiting = match arp.iter_mut().find(|e| e.peer == peer) {
+            Some(e) => match std::mem::replace(&mut e.state, ArpState::Resolved) {
+                ArpState::Pending { waiting, .. } => {
+                    e.generation = e.generation.wrapping_add(1);
+                    Some(waiting)
+                }
+                ArpState::Resolved => None,
+            },
+            None => {
+                arp.push(ArpEntry { peer, state: ArpState::Resolved, generation: 0 });
+                None
+            }
+        };
+        if let Some(waiting) = waiting {
+            self.conn_event(now, node, peer.0, ConnEvent::ArpResolved, 0.0);
+            for p in waiting {
+                self.wireless_send(now, node, peer, p);
+            }
+        }
+    }
+
+    /// A packet arrived over the air at `node` from `from`.
+    pub(crate) fn net_rx_wireless(&mut self, now: SimTime, node: NodeId, from: NodeId, p: Packet) {
+        if let Body::Arp { op } = p.body {
+            // Requests teach the receiver the sender's address too.
+            if p.dst == node || op == ArpOp::Reply {
+                self.arp_resolved(now, node, from);
+            }
+            if op == ArpOp::Request && p.dst == node {
+                let reply = Packet { src: node, dst: from, body: Body::Arp { op: ArpOp::Reply } };
+                self.wireless_send(now, node, from, reply);
+            }
+            return;
+        }
+        self.net_send(now, node, p);
+    }
+
+    fn wire_send(&mut self, now: SimTime, node: NodeId, link: usize, p: Packet) {
+        let l = &mut self.wires[link];
+        let (dir, to) = if l.a == node { (0, l.b) } else { (1, l.a) };
+        let d = &mut l.dirs[dir];
+        while d.departures.front().is_some_and(|&t| t <= now) {
+            d.departures.pop_front();
+        }
+        if d.departures.len() >= l.queue_limit {
+            return;
+        }
+        let bytes = p.bytes();
+        let start = d.departures.back().copied().unwrap_or(now).max(now);
+        let done = start + SimTime::from_secs_f64(bytes as f64 * 8.0 / l.bandwidth_bps);
+        d.departures.push_back(done);
+        let arrive = done + l.delay;
+        self.queue.schedule(arrive, node.0, Event::WireArrive { node: to, packet: p });
+    }
+
+    /// Association came up between `node` and `peer`.
+    pub(crate) fn net_link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId) {
+        self.apps_link_up(now, node, peer);
+    }
+
+    /// Association with `peer` was lost: forget its ARP entry.
+    pub(crate) fn net_link_down(&mut self, node: NodeId, peer: NodeId) {
+        self.nodes[node.index()].net.arp.retain(|e| e.peer != peer);
+    }
+}

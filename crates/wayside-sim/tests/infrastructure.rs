@@ -1,0 +1,135 @@
+//! Infrastructure mode: scanning, AP selection, authentication and
+//! association, ARP, forwarding to a wired server, UDP and TCP applications.
+
+use wayside_sim::sim::{run_scenario, RunOutput};
+use wayside_sim::trace::{ConnEvent, Proto};
+
+fn run(text: &str, overrides: &[&str]) -> RunOutput {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    run_scenario(text, &o, Some(2), 0).unwrap()
+}
+
+fn events(out: &RunOutput, node: &str, ev: ConnEvent) -> Vec<(f64, f64)> {
+    let n = out.node_names.iter().position(|x| x == node).unwrap() as u32;
+    let e = &out.trace.events;
+    (0..e.len()).filter(|&i| e.node[i] == n && e.event[i] == ev as u8).map(|i| (e.time_ns[i] as f64 * 1e-9, e.value[i])).collect()
+}
+
+const BSS: &str = r#"
+duration = "10 s"
+[environment]
+path_loss = "free-space"
+[radio]
+standard = "802.11g"
+channel = 6
+[mac]
+rate = "24 Mbps"
+[management]
+beacon_interval = "100 ms"
+scan_channels = [1, 6, 11]
+scan_dwell = "50 ms"
+[[node]]
+name = "ap"
+role = "ap"
+[[node]]
+name = "car"
+role = "sta"
+position = [20, 0]
+[[node]]
+name = "server"
+radio = false
+[[link]]
+a = "ap"
+b = "server"
+bandwidth = "100 Mbps"
+delay = "10 ms"
+[[app]]
+kind = "udp-cbr"
+from = "server"
+to = "car"
+payload = "1000 B"
+interval = "10 ms"
+start = "on-association"
+start_delay = "1 s"
+"#;
+
+#[test]
+fn station_scans_selects_authenticates_associates_then_udp_flows_through_the_ap() {
+    let out = run(BSS, &[]);
+    let first = events(&out, "car", ConnEvent::FirstBeacon);
+    let selected = events(&out, "car", ConnEvent::ApSelected);
+    let assoc = events(&out, "car", ConnEvent::Associated);
+    assert_eq!(first.len(), 1);
+    assert_eq!(selected.len(), 1, "{selected:?}");
+    assert_eq!(assoc.len(), 1);
+    // One scan cycle (3 channels x 50 ms) before selection; association right after.
+    assert!((selected[0].0 - 0.15).abs() < 1e-6, "{selected:?}");
+    assert!(assoc[0].0 < 0.2, "{assoc:?}");
+    assert_eq!(events(&out, "ap", ConnEvent::Associated).len(), 1);
+    // The AP resolves the car's address before forwarding.
+    assert!(!events(&out, "ap", ConnEvent::ArpResolved).is_empty());
+    // Datagrams from the server arrive at the car, in order, ~10 ms + airtime later.
+    let t = &out.trace.transport;
+    let car = 1;
+    let rows: Vec<usize> = (0..t.len()).filter(|&i| t.node[i] == car && t.proto[i] == Proto::Udp as u8).collect();
+    let expected = ((10.0 - assoc[0].0 - 1.0) / 0.01) as usize;
+    assert!(rows.len() + 3 >= expected && rows.len() <= expected + 1, "{} datagrams, expected ~{expected}", rows.len());
+    for &i in &rows {
+        let d = t.delay_ns[i] as f64 * 1e-9;
+        assert!(d > 0.010 && d < 0.013, "delay {d}");
+    }
+}
+
+#[test]
+fn a_station_out_of_range_never_associates() {
+    let out = run(BSS, &["node.car.position=[100000, 0]"]);
+    assert!(events(&out, "car", ConnEvent::FirstBeacon).is_empty());
+    assert!(events(&out, "car", ConnEvent::Associated).is_empty());
+    assert_eq!(out.trace.transport.len(), 0);
+}
+
+#[test]
+fn madwifi_waits_five_seconds_after_a_lost_authentication() {
+    // The AP hears beacons-strength signals one way only: the car's frames
+    // are too weak (asymmetric power), so authentication never completes.
+    let out = run(BSS, &["node.car.tx_power=\"-30 dBm\"", "node.car.position=[400, 0]", "duration=\"30 s\"", "node.ap.tx_power=\"20 dBm\"", "management.selection_threshold=\"-90 dBm\""]);
+    let auth = events(&out, "car", ConnEvent::AuthRequest);
+    let timeouts = events(&out, "car", ConnEvent::AuthTimeout);
+    assert!(auth.len() >= 4, "{auth:?}");
+    // Request, 5 s, retransmission, 5 s, back to scanning.
+    assert!((auth[1].0 - auth[0].0 - 5.0).abs() < 1e-6, "{auth:?}");
+    assert_eq!(auth[1].1, 1.0);
+    assert!(auth[2].0 - auth[1].0 > 5.0, "{auth:?}");
+    assert_eq!(auth[2].1, 0.0);
+    // Every request times out exactly 5 s later (the last may still be pending at the end).
+    assert!(timeouts.len() == auth.len() || timeouts.len() + 1 == auth.len());
+    for (req, to) in auth.iter().zip(&timeouts) {
+        assert!((to.0 - req.0 - 5.0).abs() < 1e-6);
+    }
+    let tuned = run(BSS, &["node.car.tx_power=\"-30 dBm\"", "node.car.position=[400, 0]", "duration=\"30 s\"", "node.ap.tx_power=\"20 dBm\"", "management.selection_threshold=\"-90 dBm\"", "management.driver=\"tuned\""]);
+    let tuned_auth = events(&tuned, "car", ConnEvent::AuthRequest);
+    assert!((tuned_auth[1].0 - tuned_auth[0].0 - 0.2).abs() < 1e-6, "{tuned_auth:?}");
+    assert!(tuned_auth.len() > 5 * auth.len());
+}
+
+#[test]
+fn bulk_tcp_from_the_ap_starts_after_association_and_fills_the_link() {
+    let text = BSS.replace("kind = \"udp-cbr\"\nfrom = \"server\"", "kind = \"tcp-bulk\"\nfrom = \"ap\"").replace("payload = \"1000 B\"\ninterval = \"10 ms\"\n", "");
+    let out = run(&text, &[]);
+    let assoc = events(&out, "ap", ConnEvent::Associated);
+    let start = events(&out, "ap", ConnEvent::AppStart);
+    let est = events(&out, "ap", ConnEvent::Established);
+    assert_eq!(assoc.len(), 1);
+    assert!((start[0].0 - assoc[0].0 - 1.0).abs() < 1e-6, "app start {start:?} assoc {assoc:?}");
+    assert_eq!(est.len(), 1);
+    assert!(est[0].0 - start[0].0 < 0.05, "handshake took {}", est[0].0 - start[0].0);
+    // Goodput at the car over the rest of the run. With b-compatible timing
+    // a saturated 24 Mbps link moves 12.7 Mb/s of 1500-byte MSDUs; TCP payload
+    // is 1460 of each 1508-byte MSDU, and the car's TCP ACKs take airtime too.
+    let t = &out.trace.transport;
+    let bytes: u64 = (0..t.len()).filter(|&i| t.node[i] == 1 && t.proto[i] == Proto::Tcp as u8).map(|i| t.bytes[i] as u64).sum();
+    let goodput = bytes as f64 * 8.0 / (10.0 - est[0].0);
+    assert!(goodput > 9.5e6 && goodput < 12.3e6, "goodput {goodput}");
+    // The sender traced its ACKs.
+    assert!(out.trace.tcp.len() > 1000);
+}
