@@ -42,6 +42,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("saturation", include_str!("../../../scenarios/saturation.toml")),
     ("range", include_str!("../../../scenarios/range.toml")),
     ("drive-by", include_str!("../../../scenarios/drive-by.toml")),
+    ("static-lab", include_str!("../../../scenarios/static-lab.toml")),
 ];
 
 pub fn builtin(name: &str) -> Option<&'static str> {
@@ -440,6 +441,16 @@ pub struct MacSection {
     /// A static multi-rate retry chain (instead of `rate`).
     #[serde(default)]
     pub retry_chain: Option<Vec<ChainStage>>,
+    /// Atheros fast frames (madwifi's `ff`): aggregate two packets to the
+    /// same receiver when the frame's airtime stays within `fast_frame_airtime`.
+    #[serde(default)]
+    pub fast_frames: bool,
+    #[serde(default = "default_ff_airtime")]
+    pub fast_frame_airtime: TimeQ,
+}
+
+fn default_ff_airtime() -> TimeQ {
+    TimeQ(1.2e-3)
 }
 
 fn default_queue() -> u64 {
@@ -464,6 +475,8 @@ impl Default for MacSection {
             rts_threshold: default_rts(),
             rate: None,
             retry_chain: None,
+            fast_frames: false,
+            fast_frame_airtime: default_ff_airtime(),
         }
     }
 }
@@ -780,6 +793,8 @@ impl Scenario {
         check_range("mac.short_retry_limit", mac.short_retry_limit as f64, &mac.short_retry_limit.to_string(), 1.0, 255.0, "1 to 255 attempts")?;
         check_range("mac.long_retry_limit", mac.long_retry_limit as f64, &mac.long_retry_limit.to_string(), 1.0, 255.0, "1 to 255 attempts")?;
         check_range("mac.rts_threshold", mac.rts_threshold.0, &format!("{} B", mac.rts_threshold.0), 0.0, 1e6, "0 B to 1 MB")?;
+        let ff = mac.fast_frame_airtime.0;
+        check_range("mac.fast_frame_airtime", ff, &format!("{ff} s"), 1e-5, 0.05, "10 us to 50 ms")?;
         if mac.rate.is_some() && mac.retry_chain.is_some() {
             return err("mac: give either rate or retry_chain, not both");
         }
@@ -1075,6 +1090,7 @@ impl Scenario {
             long_retry_limit: self.mac.long_retry_limit as u8,
             rts_threshold: self.mac.rts_threshold.0 as u32,
             rate,
+            fast_frames: self.mac.fast_frames.then(|| self.mac.fast_frame_airtime.time()),
         };
         let names = self.node_names();
         let mut nodes = Vec::with_capacity(names.len());

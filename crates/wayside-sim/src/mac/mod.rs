@@ -61,13 +61,15 @@ pub enum Payload {
     Mgmt(Mgmt),
     /// An IP or ARP packet.
     Packet(Packet),
+    /// Two packets to the same receiver in one Atheros fast frame.
+    FastFrame(Packet, Packet),
 }
 
 impl Payload {
     fn kind(self) -> FrameKind {
         match self {
             Payload::Mgmt(m) => m.kind(),
-            Payload::Raw | Payload::Packet(_) => FrameKind::Data,
+            Payload::Raw | Payload::Packet(_) | Payload::FastFrame(..) => FrameKind::Data,
         }
     }
 }
@@ -118,7 +120,15 @@ pub struct MacConfig {
     /// Frames (PSDU) longer than this use RTS/CTS and the long retry limit.
     pub rts_threshold: u32,
     pub rate: RateSpec,
+    /// Atheros fast frames: two queued packets to the same receiver go out
+    /// as one frame when that frame's airtime at the chosen rate stays within
+    /// this limit; `None` disables aggregation.
+    pub fast_frames: Option<SimTime>,
 }
+
+/// Bytes an Atheros fast frame adds around its two subframes (the
+/// fast-frame header and an 802.3 header per subframe, with padding).
+pub const FAST_FRAME_OVERHEAD: u32 = 32;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Waiting {
@@ -393,6 +403,22 @@ impl World {
                 }
                 (None, Dst::Node(d)) => mac.rate_control(d).retry_chain(&TxRequest { now, bytes: psdu }),
             };
+            let msdu = match (mac.cfg.fast_frames, msdu.payload, mac.queue.front()) {
+                (Some(limit), Payload::Packet(a), Some(&Msdu { payload: Payload::Packet(b), dst, mode: None, bytes, .. }))
+                    if dst == msdu.dst && msdu.mode.is_none() && matches!(dst, Dst::Node(_)) =>
+                {
+                    let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
+                    let airtime = chain.stages[0].mode.airtime(joined + DATA_OVERHEAD, self.radio.preamble, self.radio.standard);
+                    if airtime <= limit {
+                        mac.queue.pop_front();
+                        Msdu { bytes: joined, payload: Payload::FastFrame(a, b), ..msdu }
+                    } else {
+                        msdu
+                    }
+                }
+                _ => msdu,
+            };
+            let psdu = msdu.bytes + DATA_OVERHEAD;
             let seq = mac.next_seq;
             mac.next_seq = (mac.next_seq + 1) % 4096;
             let rts = matches!(msdu.dst, Dst::Node(_)) && psdu > mac.cfg.rts_threshold;
@@ -580,6 +606,10 @@ impl World {
         match frame.payload {
             Payload::Mgmt(m) => self.mgmt_rx(now, node, frame.src, m, rssi),
             Payload::Packet(p) => self.net_rx_wireless(now, node, frame.src, p),
+            Payload::FastFrame(a, b) => {
+                self.net_rx_wireless(now, node, frame.src, a);
+                self.net_rx_wireless(now, node, frame.src, b);
+            }
             Payload::Raw => {}
         }
     }
