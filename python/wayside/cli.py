@@ -143,6 +143,95 @@ def show(
     sys.stdout.write(resolved)
 
 
+@app.command()
+def validate(
+    targets: Optional[List[str]] = typer.Argument(
+        None, metavar="[TARGETS]...", show_default=False, help="Validation files, directories, or paper names in validation/ (default: every file in validation/)."
+    ),
+    runs: Optional[int] = typer.Option(None, "--runs", min=1, help="Runs per target (and grid point), replacing each file's runs."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Parallel worker processes (default: the number of CPUs)."),
+    only: List[str] = typer.Option([], "--only", help="Only targets with this name (glob, repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the table to DIR/validation.json and DIR/validation.csv."),
+) -> None:
+    """Reproduce the papers' published figures (validation/*.toml): run each
+    target's scenario, measure, compare with the paper within its tolerance.
+    Exit code 0 if all pass, 1 if any misses, 2 on bad input or errors."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wayside import validate as v
+
+    try:
+        files = v.find_files(targets or [])
+        loaded = [t for f in files for t in v.load_file(f)]
+        chosen = v.select(loaded, only)
+    except v.ValidationFileError as e:
+        fail(str(e))
+        return
+    started = time.perf_counter()
+    with Progress(
+        TextColumn("running"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=errors, transient=True, disable=not errors.is_terminal,
+    ) as bar:
+        task = bar.add_task("runs", total=None)
+        simulations = [0]
+
+        def progress(done: int, total: int) -> None:
+            simulations[0] = total
+            bar.update(task, completed=done, total=total)
+
+        rows = v.run_targets(chosen, runs=runs, jobs=jobs, progress=progress)
+    wall = time.perf_counter() - started
+    _print_validation(rows)
+    code = v.exit_code(rows)
+    counts = {s: sum(r.status == s for r in rows) for s in ("PASS", "MISS", "ERROR")}
+    n_runs = sum(r.runs for r in rows if r.kind == "value")
+    console.print(
+        f"{counts['PASS']} pass, {counts['MISS']} miss, {counts['ERROR']} error "
+        f"({len(chosen)} targets, {n_runs} measured runs from {simulations[0]} simulations, wall {wall:.1f} s)",
+        highlight=False,
+    )
+    if out is not None:
+        try:
+            for path in v.write_outputs(rows, out):
+                console.print(f"wrote {escape(str(path))}", soft_wrap=True)
+        except OSError as e:
+            fail(f"--out {out}: cannot be written ({e.strerror or e})")
+    for r in rows:
+        if r.status == "ERROR":
+            name = f"{r.target} [{r.point}]" if r.point else r.target
+            errors.print(f"[bold red]error:[/] {escape(r.paper)}/{escape(name)}: {escape(r.detail)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=code)
+
+
+def _print_validation(rows) -> None:
+    from wayside.validate import fmt
+
+    style = {"PASS": "green", "MISS": "bold red", "ERROR": "bold magenta"}
+    for paper in dict.fromkeys(r.paper for r in rows):
+        table = Table(title=f"validation: {paper}", title_justify="left")
+        for title, justify in (("target", "left"), ("source", "left"), ("paper", "right"), ("measured", "right"),
+                               ("allowed", "right"), ("vs paper", "right"), ("runs", "right"), ("result", "left")):
+            table.add_column(title, justify=justify)
+        for r in (r for r in rows if r.paper == paper):
+            name = f"{r.target} [{r.point}]" if r.point else r.target
+            unit = f" {r.unit}" if r.unit else ""
+            dev = r.deviation
+            if r.kind == "monotone":
+                paper_v, measured = r.point, r.shown
+            else:
+                paper_v = fmt(r.expected) + (unit if r.expected is not None else "")
+                measured = fmt(r.measured) + (unit if r.measured is not None else "")
+            result = r.status + (f": {r.detail}" if r.detail and r.status != "ERROR" else "")
+            if r.status == "ERROR":
+                result = "ERROR (see below)"
+            table.add_row(
+                escape(name), escape(r.source), escape(paper_v), escape(measured), escape(r.allowed),
+                f"{dev:+.1%}" if dev is not None else "", str(r.runs) if r.runs else "",
+                f"[{style[r.status]}]{escape(result)}[/]",
+            )
+        console.print(table)
+
+
 def main() -> None:
     try:
         app()

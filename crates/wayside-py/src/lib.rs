@@ -110,6 +110,16 @@ fn rate_thresholds(standard: &str, psdu_bytes: u32, implementation_loss_db: f64)
         .collect())
 }
 
+/// Runs the Broadside node's command line (`keygen`, `publish`, `serve`,
+/// `status`, `relay`) with `args` (without the program name); returns its
+/// exit code. Releases the GIL: `serve` runs until stopped.
+#[pyfunction]
+fn broadside_cli(py: Python<'_>, args: Vec<String>) -> i32 {
+    let mut argv = vec!["wayside broadside".to_string()];
+    argv.extend(args);
+    py.detach(move || broadside_node::run_cli(argv))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<WaysideScenarioError>())?;
@@ -118,5 +128,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builtin_names, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(rate_thresholds, m)?)?;
+    m.add_function(wrap_pyfunction!(broadside_cli, m)?)?;
     Ok(())
 }

@@ -6,8 +6,9 @@
 //! both layers, so ARP's role here is its delay and its losses, not a mapping.
 //! Routing is implicit: a station sends everything through the AP it is
 //! associated with; an AP delivers to its stations over the air and to other
-//! hosts over its wired link; a wired-only host sends everything over its
-//! link; nodes without a role (ad hoc) send directly. ARP runs on wireless
+//! hosts over its wired links; a wired host picks the link whose far end is
+//! the destination or an AP the destination is associated with, else its
+//! first link; nodes without a role (ad hoc) send directly. ARP runs on wireless
 //! interfaces only (a wired link is treated as always resolved).
 //!
 //! ARP profiles (`ArpProfile`):
@@ -140,15 +141,15 @@ impl WiredLink {
 pub struct NetStack {
     pub arp_profile: ArpProfile,
     arp: Vec<ArpEntry>,
-    /// Index of this node's wired link, if any.
-    pub wired: Option<usize>,
+    /// Indices of this node's wired links.
+    pub wired: Vec<usize>,
     /// Whether the node has a radio.
     pub radio: bool,
 }
 
 impl NetStack {
     pub fn new(arp_profile: ArpProfile, radio: bool) -> Self {
-        NetStack { arp_profile, arp: Vec::new(), wired: None, radio }
+        NetStack { arp_profile, arp: Vec::new(), wired: Vec::new(), radio }
     }
 }
 
@@ -159,10 +160,29 @@ enum Route {
 }
 
 impl World {
+    /// The wired link of `node` that leads towards `dst`.
+    fn wired_route(&self, node: NodeId, dst: NodeId) -> Option<Route> {
+        let links = &self.nodes[node.index()].net.wired;
+        let far = |l: usize| {
+            let w = &self.wires[l];
+            if w.a == node {
+                w.b
+            } else {
+                w.a
+            }
+        };
+        links
+            .iter()
+            .copied()
+            .find(|&l| far(l) == dst || self.nodes[far(l).index()].role.has_station(dst))
+            .or_else(|| links.first().copied())
+            .map(Route::Wired)
+    }
+
     fn route(&self, node: NodeId, dst: NodeId) -> Option<Route> {
         let n = &self.nodes[node.index()];
         if !n.net.radio {
-            return n.net.wired.map(Route::Wired);
+            return self.wired_route(node, dst);
         }
         match &n.role {
             Role::Sta(_) => n.role.associated_ap().map(Route::Wireless),
@@ -172,14 +192,14 @@ impl World {
                 } else if self.nodes[dst.index()].net.radio && !matches!(self.nodes[dst.index()].role, Role::Sta(_)) {
                     None
                 } else {
-                    n.net.wired.map(Route::Wired)
+                    self.wired_route(node, dst)
                 }
             }
             Role::Independent => {
                 if self.nodes[dst.index()].net.radio {
                     Some(Route::Wireless(dst))
                 } else {
-                    n.net.wired.map(Route::Wired)
+                    self.wired_route(node, dst)
                 }
             }
         }

@@ -43,6 +43,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("range", include_str!("../../../scenarios/range.toml")),
     ("drive-by", include_str!("../../../scenarios/drive-by.toml")),
     ("static-lab", include_str!("../../../scenarios/static-lab.toml")),
+    ("hadaller-highway", include_str!("../../../scenarios/hadaller-highway.toml")),
 ];
 
 pub fn builtin(name: &str) -> Option<&'static str> {
@@ -262,6 +263,12 @@ pub struct AppSection {
     /// udp-cbr: time between datagrams.
     #[serde(default)]
     pub interval: Option<TimeQ>,
+    /// udp-cbr: wait for room in the sender's MAC queue instead of losing datagrams.
+    #[serde(default)]
+    pub blocking: bool,
+    /// false: defined but not run (scenarios with several experiment variants).
+    #[serde(default = "yes")]
+    pub enabled: bool,
 }
 
 fn default_port() -> u16 {
@@ -920,18 +927,19 @@ impl Scenario {
         if !has_ap && self.nodes.iter().any(|n| n.role == RoleName::Sta) {
             return err("node: stations (role = \"sta\") need at least one node with role = \"ap\"");
         }
-        let mut wired: Vec<&str> = Vec::new();
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
         for (i, l) in self.links.iter().enumerate() {
             let key = |k: &str| format!("link[{i}].{k}");
             for (k, end) in [("a", &l.a), ("b", &l.b)] {
                 if !names.contains(end) {
                     return err(format!("{}: no node named '{end}'; nodes: {}", key(k), names.join(", ")));
                 }
-                if wired.contains(&end.as_str()) {
-                    return err(format!("{}: '{end}' already has a wired link; one per node is supported", key(k)));
-                }
-                wired.push(end);
             }
+            let pair = if l.a <= l.b { (l.a.as_str(), l.b.as_str()) } else { (l.b.as_str(), l.a.as_str()) };
+            if pairs.contains(&pair) {
+                return err(format!("{}: '{}' and '{}' are already linked", key("b"), l.a, l.b));
+            }
+            pairs.push(pair);
             if l.a == l.b {
                 return err(format!("{}: a link needs two different nodes", key("b")));
             }
@@ -970,6 +978,9 @@ impl Scenario {
                     check_range(&key("interval"), iv.0, &format!("{} s", iv.0), 1e-6, 3600.0, "1 us to 1 h")?;
                     if a.bytes.is_some() {
                         return err(format!("{}: bytes is for kind = \"tcp-bulk\"", key("bytes")));
+                    }
+                    if a.blocking && !self.nodes.iter().any(|n| n.radio && n.name == a.from) {
+                        return err(format!("{}: only a sender with a radio can block on its MAC queue", key("blocking")));
                     }
                 }
             }
@@ -1185,7 +1196,9 @@ impl Scenario {
         let apps = self
             .apps
             .iter()
+            .filter(|a| a.enabled)
             .map(|a| AppConfig {
+                blocking: a.blocking,
                 kind: match a.kind {
                     AppKindName::TcpBulk => AppKind::TcpBulk { bytes: a.bytes.map_or(u64::MAX, |b| b.0 as u64) },
                     AppKindName::UdpCbr => AppKind::UdpCbr {

@@ -186,8 +186,8 @@ impl World {
             run_index: cfg.run,
         };
         for (i, l) in cfg.wires.iter().enumerate() {
-            w.nodes[l.a.index()].net.wired = Some(i);
-            w.nodes[l.b.index()].net.wired = Some(i);
+            w.nodes[l.a.index()].net.wired.push(i);
+            w.nodes[l.b.index()].net.wired.push(i);
         }
         for (i, s) in cfg.sources.iter().enumerate() {
             w.add_source(i as u32, s);

@@ -3,6 +3,11 @@
 //! receiver as rtpspy does). Either starts at a fixed time or when its
 //! endpoints associate, after an application start delay (Hadaller et al.
 //! §6.2.3: the AP's script launched iperf 1–2 s after association).
+//!
+//! A UDP sender can be `blocking`: when its node's MAC queue is full the
+//! application waits until a frame leaves instead of losing the datagram —
+//! the implicit flow control Ott & Kutscher (2004, §IV-A) saw from their
+//! Orinoco card, which throttles a mobile sender to what DCF can carry.
 
 use crate::event::{Event, NodeId};
 use crate::net::{Body, Packet};
@@ -29,6 +34,8 @@ pub enum AppStart {
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppConfig {
     pub kind: AppKind,
+    /// UDP: wait for room in the MAC queue rather than lose datagrams.
+    pub blocking: bool,
     pub from: NodeId,
     pub to: NodeId,
     pub port: u16,
@@ -41,13 +48,15 @@ pub struct App {
     /// Its start is scheduled (or it has started).
     scheduled: bool,
     started: bool,
+    /// Waiting for room in the MAC queue.
+    blocked: bool,
     seq: u64,
 }
 
 impl World {
     pub(crate) fn add_app(&mut self, index: u32, cfg: &AppConfig) {
         let at_time = matches!(cfg.start, AppStart::At(_));
-        self.apps.push(App { cfg: cfg.clone(), scheduled: at_time, started: false, seq: 0 });
+        self.apps.push(App { cfg: cfg.clone(), scheduled: at_time, started: false, blocked: false, seq: 0 });
         if let AppKind::TcpBulk { .. } = cfg.kind {
             let tcp = self.nodes[cfg.to.index()].tcp.clone();
             self.tcp_listen(cfg.to, cfg.port, tcp, index);
@@ -87,6 +96,10 @@ impl World {
                 self.tcp_connect(now, cfg.from, cfg.to, cfg.port, tcp, index, bytes);
             }
             AppKind::UdpCbr { payload, interval } => {
+                if cfg.blocking && self.mac_queue_full(cfg.from) {
+                    self.apps[index as usize].blocked = true;
+                    return;
+                }
                 let app = &mut self.apps[index as usize];
                 if !app.started {
                     app.started = true;
@@ -99,6 +112,17 @@ impl World {
                 let p = Packet { src: cfg.from, dst: cfg.to, body: Body::Udp { datagram, app: index, seq, sent: now } };
                 self.net_send(now, cfg.from, p);
                 self.queue.schedule(now + interval, cfg.from.0, Event::App { app: index });
+            }
+        }
+    }
+
+    /// A frame left `node`'s MAC queue: blocked senders there resume.
+    pub(crate) fn apps_mac_ready(&mut self, now: SimTime, node: NodeId) {
+        for i in 0..self.apps.len() {
+            let a = &mut self.apps[i];
+            if a.blocked && a.cfg.from == node {
+                a.blocked = false;
+                self.queue.schedule(now, node.0, Event::App { app: i as u32 });
             }
         }
     }

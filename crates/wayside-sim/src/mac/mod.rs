@@ -286,6 +286,12 @@ impl World {
         true
     }
 
+    /// Whether `node`'s transmit queue is at its limit.
+    pub(crate) fn mac_queue_full(&self, node: NodeId) -> bool {
+        let mac = &self.nodes[node.index()].mac;
+        mac.queue.len() >= mac.cfg.queue_limit
+    }
+
     /// Hands a management MSDU to the MAC, bypassing the queue limit; `front`
     /// puts it ahead of queued data (beacons, probe requests).
     pub(crate) fn mac_enqueue_mgmt(&mut self, now: SimTime, node: NodeId, msdu: Msdu, front: bool) {
@@ -655,6 +661,7 @@ impl World {
         if let Some(source) = cur.msdu.source {
             self.on_msdu_done(now, source);
         }
+        self.apps_mac_ready(now, node);
         self.mac_request_access(now, node);
     }
 }

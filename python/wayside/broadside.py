@@ -1,0 +1,103 @@
+"""`wayside broadside …`: run the Broadside node from the wayside CLI.
+
+Each command forwards its arguments unchanged to the Rust node's command
+line (`broadside_node::run_cli`, reached through
+`wayside._native.broadside_cli`) and exits with its code: 0 ok, 1 runtime
+failure, 2 usage or configuration error. Options, defaults and `--help` are
+the node's own, so they are documented in one place:
+
+    wayside broadside keygen --out provider.key
+    wayside broadside publish map.bin --store store/ --key provider.key
+    wayside broadside serve store/ --trust KEY --bind 0.0.0.0:47474
+    wayside broadside status store/
+    wayside broadside relay --listen-a … --listen-b … --a … --b … --loss 0.3
+
+The CLI registers this sub-app with `app.add_typer(broadside.app, name="broadside")`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, List, Optional
+
+import typer
+
+from wayside import _native
+
+PROG = "wayside broadside"
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Broadside on real hosts: keys, publishing, serving, status, a lossy relay.",
+)
+
+# Arguments are not parsed here: everything after the command name, `--help`
+# included, goes to the node's parser.
+_FORWARD = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _native_cli() -> Optional[Callable[[List[str]], int]]:
+    return getattr(_native, "broadside_cli", None)
+
+
+def run(args: List[str]) -> int:
+    """Runs the node's command line on `args` (without the program name) and
+    returns its exit code; 2 if this build has no Broadside CLI."""
+    cli = _native_cli()
+    if cli is None:
+        print(
+            f"{PROG}: error: this build of wayside has no Broadside node "
+            "(wayside._native.broadside_cli is missing); rebuild the extension",
+            file=sys.stderr,
+        )
+        return 2
+    # Whatever Python printed must reach the terminal before Rust writes to the same descriptors.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The extension adds the program name ("wayside broadside") itself.
+    return int(cli(list(args)))
+
+
+def _forward(command: str, ctx: typer.Context) -> None:
+    code = run([command, *ctx.args])
+    raise typer.Exit(code=code)
+
+
+@app.command(context_settings=_FORWARD, add_help_option=False)
+def keygen(ctx: typer.Context) -> None:
+    """Generate a provider key: --out FILE (secret seed); prints the public key."""
+    _forward("keygen", ctx)
+
+
+@app.command(context_settings=_FORWARD, add_help_option=False)
+def publish(ctx: typer.Context) -> None:
+    """Sign a new version of FILE into a store: FILE --store DIR --key FILE [--name NAME]."""
+    _forward("publish", ctx)
+
+
+@app.command(context_settings=_FORWARD, add_help_option=False)
+def serve(ctx: typer.Context) -> None:
+    """Serve a store directory: beacon, discover and exchange files with peers."""
+    _forward("serve", ctx)
+
+
+@app.command(context_settings=_FORWARD, add_help_option=False)
+def status(ctx: typer.Context) -> None:
+    """Print a store's files, versions, partial transfers, peers and counters as JSON."""
+    _forward("status", ctx)
+
+
+@app.command(context_settings=_FORWARD, add_help_option=False)
+def relay(ctx: typer.Context) -> None:
+    """Run a seeded lossy UDP relay between two nodes on loopback."""
+    _forward("relay", ctx)
+
+
+def main() -> None:
+    """Entry point for running this sub-app on its own (`python -m wayside.broadside`)."""
+    app(prog_name=PROG)
+
+
+if __name__ == "__main__":
+    main()

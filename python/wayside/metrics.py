@@ -1,0 +1,374 @@
+"""Metrics for `wayside validate`: each turns the trace tables of a run into
+one number that can be compared with a published figure.
+
+A per-run metric is a pure function `metric(result, **args) -> float` of one
+`wayside.RunResult`; `wayside validate` computes it for every run of a target
+and aggregates the values (median, mean, …). A metric marked `@across_runs`
+takes the list of all of a target's runs instead and does its own
+aggregating (`aggregate = "none"` in a validation file).
+
+Node names are the scenario's. Durations in arguments are numbers of seconds
+or unit strings (`"2 s"`, `"500 ms"`); MB are 10^6 bytes, Mb/s 10^6 bit/s.
+Every function raises `ValueError` with a message naming the argument when a
+node, protocol or application does not exist in the run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable, Sequence
+
+import polars as pl
+
+from wayside.result import RunResult
+
+__all__ = [
+    "METRICS",
+    "across_runs",
+    "connection_span_m",
+    "data_transferred_mb",
+    "last_data_position_m",
+    "mac_frame_loss",
+    "supremum_connection_span_m",
+    "supremum_data_mb",
+    "tcp_goodput_mbps",
+    "tcp_loss_rate",
+    "udp_loss",
+    "udp_mb",
+]
+
+# ---------------------------------------------------------------- helpers
+
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
+_LENGTH_UNITS = {"m": 1.0, "km": 1e3}
+_QUANTITY = re.compile(r"\s*([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([^\s0-9].*?)?\s*$")
+
+
+def _quantity(value: float | int | str, units: dict[str, float], what: str, name: str) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{name}: {value!r} is not a {what}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    m = _QUANTITY.fullmatch(str(value))
+    if m and (m.group(2) or "") in units:
+        return float(m.group(1)) * units[m.group(2)]
+    if m and not m.group(2):
+        return float(m.group(1))
+    raise ValueError(f"{name}: {value!r} is not a {what}; use a number or a unit string with {', '.join(units)}")
+
+
+def seconds(value: float | int | str, name: str = "duration") -> float:
+    """A duration in seconds from a number (seconds) or a string like "500 ms"."""
+    return _quantity(value, _TIME_UNITS, "duration", name)
+
+
+def metres(value: float | int | str, name: str = "length") -> float:
+    """A length in metres from a number (metres) or a string like "1.2 km"."""
+    return _quantity(value, _LENGTH_UNITS, "length", name)
+
+
+def table(result: RunResult, name: str) -> pl.DataFrame:
+    """One of a run's trace tables as polars, node/peer/event/... as Utf8."""
+    df = pl.DataFrame(getattr(result, name))
+    return df.with_columns(pl.col(c).cast(pl.Utf8) for c, t in df.schema.items() if t == pl.Categorical or t == pl.Enum)
+
+
+def _check_node(result: RunResult, node: str, arg: str) -> None:
+    if node not in result.nodes:
+        raise ValueError(f"{arg}: no node named '{node}' in the run; nodes: {', '.join(result.nodes)}")
+
+
+def _delivered(result: RunResult, receiver: str, proto: str, sender: str | None, app: int | None) -> pl.DataFrame:
+    """Rows of the transport table delivered to `receiver`, filtered."""
+    _check_node(result, receiver, "receiver")
+    if sender is not None:
+        _check_node(result, sender, "sender")
+    if proto not in ("tcp", "udp", "any"):
+        raise ValueError(f"proto: '{proto}' is not a protocol; allowed: tcp, udp, any")
+    t = table(result, "transport").filter(pl.col("node") == receiver)
+    if proto != "any":
+        t = t.filter(pl.col("proto") == proto)
+    if sender is not None:
+        t = t.filter(pl.col("peer") == sender)
+    if app is not None:
+        apps = result.scenario.get("app", [])
+        if not isinstance(app, int) or isinstance(app, bool) or not 0 <= app < len(apps):
+            raise ValueError(f"app: {app!r} is not an application of the scenario; it has {len(apps)} (indices 0 to {len(apps) - 1})")
+        t = t.filter(pl.col("app") == app)
+    return t
+
+
+# ---------------------------------------------------------------- registry
+
+METRICS: dict[str, Callable[..., float]] = {}
+
+
+def _metric(fn: Callable[..., float]) -> Callable[..., float]:
+    METRICS[fn.__name__] = fn
+    return fn
+
+
+def across_runs(fn: Callable[..., float]) -> Callable[..., float]:
+    """Marks a metric that takes every run of a target at once
+    (`fn(results: list[RunResult], **args)`)."""
+    fn.across_runs = True  # type: ignore[attr-defined]
+    return _metric(fn)
+
+
+def is_across_runs(fn: Callable[..., float]) -> bool:
+    return bool(getattr(fn, "across_runs", False))
+
+
+# ---------------------------------------------------------------- transport
+
+
+@_metric
+def tcp_goodput_mbps(
+    result: RunResult,
+    receiver: str,
+    skip: float | str = 0.0,
+    origin: str = "run",
+    sender: str | None = None,
+) -> float:
+    """TCP goodput at `receiver`, Mb/s: in-order TCP payload bytes delivered
+    to the application from `skip` onwards, divided by the time from `skip`
+    to the end of the run.
+
+    `origin = "run"` counts `skip` from the start of the run;
+    `origin = "first-data"` from the receiver's first delivered TCP byte (so
+    association and connection set-up time do not count, as with iperf's
+    report). 0 if nothing was delivered; `sender` restricts to one peer."""
+    t = _delivered(result, receiver, "tcp", sender, None)
+    skip_s = seconds(skip, "skip")
+    if origin == "run":
+        start_ns = skip_s * 1e9
+    elif origin == "first-data":
+        if t.is_empty():
+            return 0.0
+        start_ns = float(t["time_ns"].min()) + skip_s * 1e9
+    else:
+        raise ValueError(f"origin: '{origin}' is not allowed; allowed: run, first-data")
+    end_ns = result.duration_s * 1e9
+    if end_ns <= start_ns:
+        raise ValueError(f"skip: {skip!r} leaves no time to measure (the run lasts {result.duration_s:g} s)")
+    delivered = t.filter(pl.col("time_ns") >= start_ns)["bytes"].cast(pl.UInt64).sum()
+    return float(delivered) * 8 / ((end_ns - start_ns) * 1e-9) / 1e6
+
+
+@_metric
+def data_transferred_mb(
+    result: RunResult,
+    receiver: str,
+    proto: str = "tcp",
+    sender: str | None = None,
+    app: int | None = None,
+) -> float:
+    """Payload delivered to applications at `receiver` over the whole run, MB
+    (10^6 bytes): TCP in-order bytes and/or UDP datagram payloads
+    (`proto` = "tcp", "udp" or "any"), optionally only from `sender` (the
+    peer that originated the data) or one application (index of its [[app]])."""
+    t = _delivered(result, receiver, proto, sender, app)
+    return float(t["bytes"].cast(pl.UInt64).sum()) / 1e6
+
+
+@_metric
+def udp_mb(result: RunResult, receiver: str, app: int | None = None, sender: str | None = None) -> float:
+    """UDP payload received at `receiver`, MB (10^6 bytes) — the "total data
+    volume" of Ott & Kutscher's rtpspy receiver. Same as
+    `data_transferred_mb(proto="udp")`."""
+    return data_transferred_mb(result, receiver, proto="udp", sender=sender, app=app)
+
+
+@_metric
+def udp_loss(result: RunResult, receiver: str, app: int | None = None, sender: str | None = None) -> float:
+    """Fraction of a UDP flow's datagrams lost, as the receiver sees it (Ott &
+    Kutscher 2004, Table IV: "from the first to the last packet that has been
+    received"): over the sequence numbers from the first to the last datagram
+    received, 1 − distinct datagrams received / (last − first + 1). Datagrams
+    sent before the receiver came into range or after it left do not count.
+
+    Needs one flow: give `app` (or `sender`) when several arrive at
+    `receiver`. NaN if fewer than one datagram arrived (loss undefined)."""
+    t = _delivered(result, receiver, "udp", sender, app)
+    flows = t.select("peer", "app").unique()
+    if flows.height > 1:
+        raise ValueError(
+            f"app: {flows.height} UDP flows arrive at '{receiver}' (apps {sorted(flows['app'].to_list())}); give app = N"
+        )
+    if t.is_empty():
+        return math.nan
+    seqs = t["seq"]
+    span = int(seqs.max()) - int(seqs.min()) + 1
+    return 1.0 - seqs.n_unique() / span
+
+
+# ---------------------------------------------------------------- MAC
+
+
+@_metric
+def mac_frame_loss(result: RunResult, sender: str, receiver: str | None = None) -> float:
+    """Fraction of `sender`'s unicast data-frame transmissions that were not
+    acknowledged (Hadaller et al. 2007 §6.1: "18.5% of all transmitted MAC
+    frames were lost"): 1 − acknowledged / transmitted, where transmitted
+    counts every PHY transmission of a unicast data frame (first attempts and
+    retries; `frames` rows tx/data) and acknowledged counts the MSDUs the MAC
+    delivered (`mac` rows delivered: exactly one transmission of each was
+    ACKed). Management frames are excluded; `receiver` restricts to one peer.
+    NaN if nothing was transmitted."""
+    _check_node(result, sender, "sender")
+    frames = table(result, "frames").filter(
+        (pl.col("node") == sender) & (pl.col("event") == "tx") & (pl.col("kind") == "data") & (pl.col("peer") != "broadcast")
+    )
+    mac = table(result, "mac").filter(
+        (pl.col("node") == sender) & (pl.col("event") == "delivered") & (pl.col("peer") != "broadcast")
+    )
+    if receiver is not None:
+        _check_node(result, receiver, "receiver")
+        frames = frames.filter(pl.col("peer") == receiver)
+        mac = mac.filter(pl.col("peer") == receiver)
+    if frames.is_empty():
+        return math.nan
+    return 1.0 - mac.height / frames.height
+
+
+@_metric
+def tcp_loss_rate(result: RunResult, sender: str, receiver: str | None = None) -> float:
+    """Loss visible to TCP at `sender` (Hadaller et al. 2007 §6.1: losses seen
+    by TCP per TCP packet sent, < 0.13%), approximated at the MAC: the
+    unicast MSDUs `sender`'s MAC gave up on (retry chain exhausted, `failed`)
+    or dropped on arrival (`queue-drop`), divided by the unicast MSDUs handed
+    to its MAC (delivered + failed + queue-drop). Each such MSDU is a packet
+    the transport above must recover, so for a TCP sender it is the segments
+    TCP had to retransmit because the link lost them (it misses losses on the
+    wired side and spurious timeouts; ARP and other non-TCP MSDUs from
+    `sender` are counted too, a handful per run). NaN if nothing was sent."""
+    _check_node(result, sender, "sender")
+    mac = table(result, "mac").filter(
+        (pl.col("node") == sender)
+        & (pl.col("peer") != "broadcast")
+        & pl.col("event").is_in(["delivered", "failed", "queue-drop"])
+    )
+    if receiver is not None:
+        _check_node(result, receiver, "receiver")
+        mac = mac.filter(pl.col("peer") == receiver)
+    if mac.is_empty():
+        return math.nan
+    lost = mac.filter(pl.col("event") != "delivered").height
+    return lost / mac.height
+
+
+@_metric
+def connection_span_m(result: RunResult, a: str, b: str) -> float:
+    """Length of road over which two-way communication between `a` and `b`
+    happened, metres: of the data frames `a` sent to `b` that were
+    acknowledged (`mac` rows delivered at `a` for peer `b`: `b` received the
+    frame and `a` received its ACK), take the first and the last; the span is
+    the distance between where the moving end was at those two instants. Both
+    ends are considered (`a`'s position from the row itself, `b`'s from
+    `b`'s nearest trace record in time, under a millisecond away) and the
+    larger distance counts, so it does not matter which one moves. For a car
+    on a straight road this is the stretch between first and last
+    acknowledged frame. 0 with fewer than two acknowledged frames."""
+    ends = _span_ends(result, a, b)
+    if not ends:
+        return 0.0
+    return float(max(_extent(ends[:2]), _extent(ends[2:])))
+
+
+def _span_ends(result: RunResult, a: str, b: str) -> list[tuple[float, float]]:
+    """Positions of both ends at the first and last data frame `a` sent to
+    `b` that was acknowledged: [a_first, a_last, b_first, b_last] (empty
+    with fewer than two such frames)."""
+    _check_node(result, a, "a")
+    _check_node(result, b, "b")
+    acked = (
+        table(result, "mac")
+        .filter((pl.col("node") == a) & (pl.col("peer") == b) & (pl.col("event") == "delivered"))
+        .sort("time_ns")
+    )
+    if acked.height < 2:
+        return []
+    ends = pl.concat([acked.head(1), acked.tail(1)]).select("time_ns", "x", "y")
+    b_pos = (
+        table(result, "frames")
+        .filter(pl.col("node") == b)
+        .select("time_ns", pl.col("x").alias("bx"), pl.col("y").alias("by"))
+        .unique("time_ns", keep="first", maintain_order=True)
+        .sort("time_ns")
+    )
+    ends = ends.join_asof(b_pos, on="time_ns", strategy="nearest")
+    (x0, y0, bx0, by0), (x1, y1, bx1, by1) = ends.select("x", "y", "bx", "by").rows()
+    out = [(x0, y0), (x1, y1)]
+    if None not in (bx0, bx1):
+        out += [(bx0, by0), (bx1, by1)]
+    return out
+
+
+def _extent(points: Sequence[tuple[float, float]]) -> float:
+    """Largest distance between any two of `points`."""
+    return max((math.hypot(p[0] - q[0], p[1] - q[1]) for p in points for q in points), default=0.0)
+
+
+@_metric
+def last_data_position_m(result: RunResult, receiver: str, reference: str, proto: str = "tcp") -> float:
+    """Where the last useful packet arrived (Hadaller et al. 2007 §6.4.2,
+    Figure 22: the median connection ended 398 m past the AP): the
+    receiver's x coordinate at its last delivery of application data
+    (`proto` tcp/udp/any) minus the x coordinate of `reference` (the AP; its
+    first radio trace record), metres — positive past the AP for a car driving towards +x.
+    NaN if nothing was delivered."""
+    _check_node(result, reference, "reference")
+    t = _delivered(result, receiver, proto, None, None)
+    if t.is_empty():
+        return math.nan
+    last = t.sort("time_ns").tail(1)["x"][0]
+    ref = table(result, "frames").filter(pl.col("node") == reference).sort("time_ns").head(1)
+    if ref.is_empty():
+        raise ValueError(f"reference: node '{reference}' has no radio trace to take its position from")
+    ref_x = float(ref["x"][0])
+    return float(last) - ref_x
+
+
+# ---------------------------------------------------------------- across runs
+
+
+@across_runs
+def supremum_connection_span_m(results: Sequence[RunResult], a: str, b: str) -> float:
+    """The "maximum potential connection" of Hadaller et al. (2007), Figure 5
+    (1280 m): the length of road over which two-way communication happened
+    in at least one run — as `connection_span_m`, but the first and last
+    acknowledged data frames are taken over every run together (the largest
+    distance between any two of the runs' end positions)."""
+    a_ends: list[tuple[float, float]] = []
+    b_ends: list[tuple[float, float]] = []
+    for r in results:
+        ends = _span_ends(r, a, b)
+        a_ends += ends[:2]
+        b_ends += ends[2:]
+    return float(max(_extent(a_ends), _extent(b_ends)))
+
+
+@across_runs
+def supremum_data_mb(results: Sequence[RunResult], receiver: str, bin: float | str = 20.0, proto: str = "tcp") -> float:
+    """Hadaller et al. (2007) §7 "supremum data transferred", MB: the road is
+    cut into `bin`-metre sections by the receiver's x position; in each
+    section take the most data any run delivered there; sum over sections.
+    (At constant speed this equals their sum of supremum goodput × time per
+    section.)"""
+    width = metres(bin, "bin")
+    if width <= 0:
+        raise ValueError(f"bin: {bin!r} must be more than 0 m")
+    per_run = []
+    for i, r in enumerate(results):
+        t = _delivered(r, receiver, proto, None, None)
+        per_run.append(
+            t.select(((pl.col("x") / width).floor().cast(pl.Int64)).alias("section"), pl.col("bytes").cast(pl.UInt64))
+            .group_by("section")
+            .agg(pl.col("bytes").sum())
+            .with_columns(pl.lit(i).alias("run"))
+        )
+    if not per_run:
+        return 0.0
+    sections = pl.concat(per_run).group_by("section").agg(pl.col("bytes").max())
+    return float(sections["bytes"].sum() or 0) / 1e6

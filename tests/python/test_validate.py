@@ -1,0 +1,415 @@
+"""`wayside validate` and the metrics behind it: metric functions on small
+runs whose values can be worked out by hand, tolerance and aggregation
+rules, validation-file checking, and the command line (exit code 0 / 1 / 2,
+the table, JSON/CSV output)."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import math
+
+import polars as pl
+import pyarrow as pa
+import pytest
+import tomli_w
+
+import wayside
+from wayside import metrics as M
+from wayside import validate as V
+
+# An AP, a station 20 m away and a wired server behind the AP, no fading:
+# nothing is lost. The server sends 1000-byte datagrams every 10 ms from 1 s
+# to 3 s (exactly 200: seq 0..199); the AP sends bulk TCP to the station
+# after it associates.
+BSS = {
+    "name": "bss",
+    "duration": "4 s",
+    "environment": {"path_loss": "free-space"},
+    "radio": {"standard": "802.11g", "channel": 6},
+    "mac": {"rate": "24 Mbps"},
+    "management": {"scan_channels": [6], "scan_dwell": "50 ms"},
+    "node": [
+        {"name": "ap", "role": "ap"},
+        {"name": "client", "role": "sta", "position": [20, 0]},
+        {"name": "server", "radio": False},
+    ],
+    "link": [{"a": "ap", "b": "server", "bandwidth": "100 Mbps", "delay": "1 ms"}],
+    "app": [
+        {"kind": "udp-cbr", "from": "server", "to": "client", "payload": "1000 B", "interval": "10 ms", "start": "1 s", "stop": "3 s"},
+        {"kind": "tcp-bulk", "from": "ap", "to": "client", "start": "on-association", "start_delay": "0.5 s"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def bss():
+    return wayside.run(BSS, seed=1)
+
+
+# ---------------------------------------------------------------- metrics on runs
+
+
+def test_udp_volume_and_loss_of_a_lossless_flow(bss):
+    assert M.udp_mb(bss, "client") == pytest.approx(0.2)  # 200 x 1000 B
+    assert M.udp_mb(bss, "client", app=0, sender="server") == pytest.approx(0.2)
+    assert M.data_transferred_mb(bss, "client", proto="udp") == pytest.approx(0.2)
+    assert M.udp_loss(bss, "client", app=0) == 0.0
+    assert M.udp_mb(bss, "ap") == 0.0
+
+
+def test_data_transferred_adds_up_the_transport_table(bss):
+    t = M.table(bss, "transport").filter(pl.col("node") == "client")
+    tcp = t.filter(pl.col("proto") == "tcp")["bytes"].sum()
+    assert tcp > 1e6
+    assert M.data_transferred_mb(bss, "client") == pytest.approx(tcp / 1e6)
+    assert M.data_transferred_mb(bss, "client", proto="any") == pytest.approx(tcp / 1e6 + 0.2)
+    # TCP's in-order counter (seq) ends at the total delivered.
+    assert tcp == tcp_seq_max(bss)
+
+
+def tcp_seq_max(result) -> int:
+    return M.table(result, "transport").filter(pl.col("proto") == "tcp")["seq"].max()
+
+
+def test_tcp_goodput_is_bytes_after_skip_over_the_remaining_time(bss):
+    t = M.table(bss, "transport").filter((pl.col("node") == "client") & (pl.col("proto") == "tcp"))
+    whole = M.tcp_goodput_mbps(bss, "client")
+    assert whole == pytest.approx(t["bytes"].sum() * 8 / 4.0 / 1e6)
+    late = M.tcp_goodput_mbps(bss, "client", skip="2 s")
+    assert late == pytest.approx(t.filter(pl.col("time_ns") >= 2e9)["bytes"].sum() * 8 / 2.0 / 1e6)
+    first = t["time_ns"].min()
+    since = M.tcp_goodput_mbps(bss, "client", skip="500 ms", origin="first-data")
+    start = first + 0.5e9
+    assert since == pytest.approx(t.filter(pl.col("time_ns") >= start)["bytes"].sum() * 8 / ((4e9 - start) * 1e-9) / 1e6)
+    # A 24 Mbps link shared with a 0.8 Mb/s UDP flow: steady TCP goodput well
+    # under the rate, well over half of it.
+    assert 10 < since < 20
+    assert M.tcp_goodput_mbps(bss, "client", sender="server") == 0.0
+
+
+def test_one_sender_on_a_clean_link_loses_nothing(saturation):
+    # Only the frame in the air when the run ends goes unacknowledged.
+    tx = M.table(saturation, "frames").filter((pl.col("node") == "sender") & (pl.col("event") == "tx")).height
+    assert M.mac_frame_loss(saturation, "sender") * tx == pytest.approx(1.0)
+    assert M.tcp_loss_rate(saturation, "sender") == 0.0
+    assert math.isnan(M.mac_frame_loss(saturation, "receiver"))  # sends only ACKs
+    # Link-level traffic only: nothing reaches an application.
+    assert M.data_transferred_mb(saturation, "receiver", proto="any") == 0.0
+
+
+def test_two_senders_collide_but_retries_hide_it_and_the_receiver_position_is_known(bss):
+    # The AP's data and the station's TCP ACKs contend: a few collisions,
+    # every one recovered by a retry.
+    assert 0.0 < M.mac_frame_loss(bss, "ap") < 0.1
+    assert M.tcp_loss_rate(bss, "ap") == 0.0
+    assert M.last_data_position_m(bss, "client", reference="ap") == pytest.approx(20.0)
+    # Nobody moves: no span of road.
+    assert M.connection_span_m(bss, "ap", "client") == pytest.approx(0.0)
+
+
+def test_mac_losses_on_a_drive_by_match_the_msdu_outcomes(drive_by_short):
+    r = drive_by_short
+    mac = M.table(r, "mac").filter((pl.col("node") == "ap") & (pl.col("peer") == "car"))
+    delivered = mac.filter(pl.col("event") == "delivered")
+    failed = mac.filter(pl.col("event") == "failed")
+    # Every transmission belongs to an MSDU that ended delivered or failed
+    # (but for the one in flight when the run ends).
+    attempts = int(delivered["attempts"].cast(pl.Int64).sum() + failed["attempts"].cast(pl.Int64).sum())
+    loss = M.mac_frame_loss(r, "ap", receiver="car")
+    assert 0.0 < loss < 0.5
+    assert loss == pytest.approx(1 - delivered.height / attempts, abs=1e-3)
+    assert M.tcp_loss_rate(r, "ap") == pytest.approx(failed.height / (failed.height + delivered.height))
+    assert math.isnan(M.mac_frame_loss(r, "car"))  # the car sends no data
+
+
+def test_connection_span_is_the_road_between_first_and_last_acknowledged_frame(drive_by_short):
+    # The car drives 20 s at 80 km/h from x = -200 m, within reach of the AP
+    # throughout: 444 m of road with two-way traffic, whichever end is named first.
+    span = M.connection_span_m(drive_by_short, "ap", "car")
+    assert span == pytest.approx(80 / 3.6 * 20, abs=2.0)
+    assert M.connection_span_m(drive_by_short, "car", "ap") == 0.0  # the car sends no data frames
+
+
+def test_supremum_span_and_data_take_every_run(drive_by_short, drive_by_overrides):
+    later = wayside.run("drive-by", seed=1, overrides=[*drive_by_overrides, "node.car.position=[0, 0]"])
+    a, b = M.connection_span_m(drive_by_short, "ap", "car"), M.connection_span_m(later, "ap", "car")
+    union = M.supremum_connection_span_m([drive_by_short, later], "ap", "car")
+    assert max(a, b) < union == pytest.approx(200 + 80 / 3.6 * 20, abs=3.0)
+    assert M.supremum_connection_span_m([drive_by_short], "ap", "car") == pytest.approx(a)
+
+
+def test_supremum_data_of_one_run_twice_is_its_data(bss):
+    assert M.supremum_data_mb([bss, bss], "client") == pytest.approx(M.data_transferred_mb(bss, "client"))
+    assert M.supremum_data_mb([bss], "client", proto="udp", bin="1 km") == pytest.approx(0.2)
+
+
+def test_metrics_name_unknown_nodes_and_apps(bss):
+    with pytest.raises(ValueError, match="receiver: no node named 'car'.*ap, client, server"):
+        M.udp_mb(bss, "car")
+    with pytest.raises(ValueError, match="app: 5 is not an application"):
+        M.udp_loss(bss, "client", app=5)
+    with pytest.raises(ValueError, match="proto: 'sctp'"):
+        M.data_transferred_mb(bss, "client", proto="sctp")
+    with pytest.raises(ValueError, match="skip: '1 parsec'"):
+        M.tcp_goodput_mbps(bss, "client", skip="1 parsec")
+
+
+# ---------------------------------------------------------------- metrics on synthetic tables
+
+
+class Synthetic:
+    """A stand-in for RunResult with hand-made tables."""
+
+    def __init__(self, nodes, **tables):
+        self.nodes = nodes
+        self.scenario = {"app": [{}, {}]}
+        self.duration_s = 10.0
+        for name, columns in tables.items():
+            cols = {}
+            for k, v in columns.items():
+                if k in ("node", "peer", "proto", "event", "kind"):
+                    cols[k] = pa.array(v, pa.string()).dictionary_encode()
+                else:
+                    cols[k] = pa.array(v)
+            setattr(self, name, pa.table(cols))
+
+
+def test_udp_loss_counts_from_the_first_to_the_last_datagram_received():
+    seqs = [3, 4, 5, 8, 9, 9]  # 7 sent in 3..9; 5 distinct received; one duplicate
+    r = Synthetic(
+        ["a", "b"],
+        transport={"time_ns": list(range(6)), "node": ["b"] * 6, "peer": ["a"] * 6, "proto": ["udp"] * 6,
+                   "app": [1] * 6, "seq": seqs, "bytes": [100] * 6},
+    )
+    assert M.udp_loss(r, "b") == pytest.approx(2 / 7)
+    assert M.udp_mb(r, "b") == pytest.approx(600 / 1e6)
+    assert math.isnan(M.udp_loss(r, "b", app=0))  # nothing from app 0: undefined
+
+
+def test_udp_loss_needs_an_app_when_several_flows_arrive():
+    r = Synthetic(
+        ["a", "b"],
+        transport={"time_ns": [0, 1], "node": ["b", "b"], "peer": ["a", "a"], "proto": ["udp", "udp"],
+                   "app": [0, 1], "seq": [0, 0], "bytes": [1, 1]},
+    )
+    with pytest.raises(ValueError, match="2 UDP flows.*give app"):
+        M.udp_loss(r, "b")
+
+
+def test_mac_frame_loss_is_unacknowledged_transmissions():
+    # 5 data transmissions to b (one broadcast ignored); 3 MSDUs delivered.
+    frames = {"time_ns": list(range(7)), "node": ["a"] * 7, "peer": ["b"] * 5 + ["broadcast", "b"],
+              "event": ["tx"] * 6 + ["rx"], "kind": ["data"] * 6 + ["ack"]}
+    mac = {"time_ns": [1, 3, 4, 5], "node": ["a"] * 4, "peer": ["b", "b", "b", "broadcast"],
+           "event": ["delivered", "failed", "delivered", "delivered"], "x": [0.0] * 4, "y": [0.0] * 4}
+    r = Synthetic(["a", "b"], frames=frames, mac=mac)
+    assert M.mac_frame_loss(r, "a") == pytest.approx(1 - 2 / 5)
+    assert M.tcp_loss_rate(r, "a") == pytest.approx(1 / 3)
+
+
+# ---------------------------------------------------------------- tolerances, aggregation
+
+
+def test_tolerance_bounds():
+    assert V.Tolerance("relative", 0.1).bounds(20.0) == pytest.approx((18.0, 22.0))
+    assert V.Tolerance("relative", 0.1).bounds(-20.0) == pytest.approx((-22.0, -18.0))
+    assert V.Tolerance("absolute", 0.5).bounds(2.0) == (1.5, 2.5)
+    assert V.Tolerance("factor", 2.0).bounds(0.185) == pytest.approx((0.0925, 0.37))
+    assert V.Tolerance("range", (1.0, 3.0)).bounds(None) == (1.0, 3.0)
+    assert V.Tolerance("relative", 0.35).describe() == "±35%"
+
+
+def test_aggregates():
+    vs = [4.0, 1.0, 3.0, 2.0, math.nan]
+    assert V.aggregate(vs, "median") == 2.5  # NaN (undefined) runs are left out
+    assert V.aggregate(vs, "mean") == 2.5
+    assert V.aggregate(vs, "min") == 1.0 and V.aggregate(vs, "max") == 4.0
+    assert V.aggregate(vs, "p0") == 1.0 and V.aggregate(vs, "p100") == 4.0
+    assert V.aggregate(vs, "p50") == 2.5 and V.aggregate(vs, "p90") == pytest.approx(3.7)
+    assert math.isnan(V.aggregate([math.nan], "median"))
+
+
+# ---------------------------------------------------------------- validation files
+
+
+def write_validation(tmp_path, targets, meta=None, defaults=None, scenario=BSS):
+    (tmp_path / "bss.toml").write_text(tomli_w.dumps(scenario), encoding="utf-8")
+    doc = {"meta": meta or {"paper": "tiny", "base_seed": 1}, "target": targets}
+    if defaults:
+        doc["defaults"] = defaults
+    path = tmp_path / "tiny.toml"
+    path.write_text(tomli_w.dumps(doc), encoding="utf-8")
+    return path
+
+
+UDP_OK = {"name": "udp-volume", "source": "by hand", "scenario": "bss.toml", "metric": "udp_mb",
+          "metric_args": {"receiver": "client", "app": 0}, "expected": 0.2, "tolerance": {"relative": 0.01}, "unit": "MB"}
+UDP_MISS = {**UDP_OK, "name": "udp-volume-wrong", "expected": 0.3, "tolerance": {"relative": 0.1}}
+GRID = {**UDP_OK, "name": "udp-interval", "grid": {"app.0.interval": ["10 ms", "20 ms", "40 ms"]},
+        "expected": [0.2, 0.1, 0.05], "monotone": "decreasing"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"metric": "nonsense"}, "metric: unknown metric 'nonsense'; available: .*udp_mb"),
+        ({"metric_args": {"receiver": "client", "colour": 1}}, "metric_args: .*colour.*takes receiver, app, sender"),
+        ({"metric_args": {}}, "metric_args: .*receiver"),
+        ({"tolerance": {"relative": 0.1, "absolute": 1}}, "tolerance: .*exactly one of"),
+        ({"tolerance": {"wobble": 1}}, "tolerance: unknown kind 'wobble'"),
+        ({"tolerance": {"range": [3, 1]}}, "tolerance.range: .*lo <= hi"),
+        ({"tolerance": {"factor": 0.5}}, "tolerance.factor: .*>= 1"),
+        ({"aggregate": "mode"}, "aggregate: 'mode' is not usable; allowed: median"),
+        ({"aggregate": "none"}, "aggregate: \"none\" is for metrics that take every run"),
+        ({"expected": [1, 2]}, "expected: 2 values for no grid"),
+        ({"runs": 0}, "runs: 0 is not usable"),
+        ({"monotone": "decreasing"}, "monotone: needs a grid"),
+        ({"colour": "red"}, "unknown key 'colour'"),
+        ({"overrides": ["duration"]}, "overrides: give a list of \"key=value\""),
+    ],
+)
+def test_bad_targets_are_named(tmp_path, change, message):
+    path = write_validation(tmp_path, [{**UDP_OK, **change}])
+    with pytest.raises(V.ValidationFileError, match=message) as e:
+        V.load_file(path)
+    assert "target 'udp-volume'" in str(e.value) and str(path) in str(e.value)
+
+
+def test_bad_files_are_named(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text("[[target]\nname = 1", encoding="utf-8")
+    with pytest.raises(V.ValidationFileError, match="broken.toml: not valid TOML"):
+        V.load_file(path)
+    path.write_text("[meta]\npaper = 'x'\n", encoding="utf-8")
+    with pytest.raises(V.ValidationFileError, match="no targets"):
+        V.load_file(path)
+    path = write_validation(tmp_path, [UDP_OK, UDP_OK])
+    with pytest.raises(V.ValidationFileError, match="used twice"):
+        V.load_file(path)
+    path = write_validation(tmp_path, [{**UDP_OK, "grid": {"a": [1, 2], "b": [1]}}])
+    with pytest.raises(V.ValidationFileError, match="equal lengths"):
+        V.load_file(path)
+
+
+def test_defaults_apply_to_every_target_and_overrides_add_up(tmp_path):
+    t = {k: v for k, v in UDP_OK.items() if k != "scenario"}
+    path = write_validation(tmp_path, [{**t, "overrides": ["b=2"]}], defaults={"scenario": "bss.toml", "runs": 3, "overrides": ["a=1"]})
+    (target,) = V.load_file(path)
+    assert target.scenario == "bss.toml" and target.runs == 3
+    assert target.overrides == ("a=1", "b=2")
+    assert target.points == (V.Point("", (), 0.2),)
+
+
+def test_grid_points_become_overrides(tmp_path):
+    (target,) = V.load_file(write_validation(tmp_path, [GRID]))
+    assert [p.label for p in target.points] == ["10 ms", "20 ms", "40 ms"]
+    assert target.points[1].overrides == ('app.0.interval="20 ms"',)
+    assert [p.expected for p in target.points] == [0.2, 0.1, 0.05]
+
+
+def test_the_shipped_validation_files_load():
+    files = V.find_files([])
+    names = {f.stem for f in files}
+    assert {"hadaller-2007", "ott-kutscher-2004"} <= names
+    targets = [t for f in files for t in V.load_file(f)]
+    table3 = next(t for t in targets if t.name == "table3-static-tcp-goodput")
+    assert len(table3.points) == 12 and table3.points[-1].expected == 29.3
+
+
+def test_runs_in_parallel_give_the_same_values(tmp_path):
+    targets = V.load_file(write_validation(tmp_path, [{**UDP_OK, "metric": "tcp_goodput_mbps", "metric_args": {"receiver": "client"},
+                                                       "expected": 10, "tolerance": {"factor": 3}, "runs": 2}]))
+    one = V.run_targets(targets, jobs=1)
+    two = V.run_targets(targets, jobs=2)
+    assert one[0].values == two[0].values and len(one[0].values) == 2
+    assert one[0].values[0] != one[0].values[1]  # seeds 1 and 2 differ
+
+
+# ---------------------------------------------------------------- command line
+
+
+def test_cli_pass_and_miss_exit_1_with_the_table(cli, tmp_path):
+    path = write_validation(tmp_path, [UDP_OK, UDP_MISS, GRID])
+    out = tmp_path / "out"
+    p = cli("validate", path, "--jobs", "1", "--out", out)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    lines = {line.split("│")[1].strip(): line for line in p.stdout.splitlines() if line.count("│") > 3}
+    assert "PASS" in lines["udp-volume"]
+    assert "MISS: 0.07 below 0.27" in lines["udp-volume-wrong"]
+    assert "PASS" in lines["udp-interval [40 ms]"] and "0.05 MB" in lines["udp-interval [40 ms]"]
+    assert "0.2 > 0.1 > 0.05" in lines["udp-interval [decreasing]"] and "PASS" in lines["udp-interval [decreasing]"]
+    assert "5 pass, 1 miss, 0 error" in p.stdout
+    records = json.loads((out / "validation.json").read_text(encoding="utf-8"))
+    assert [r["status"] for r in records] == ["PASS", "MISS", "PASS", "PASS", "PASS", "PASS"]
+    assert records[1]["measured"] == pytest.approx(0.2) and records[1]["lo"] == pytest.approx(0.27)
+    with (out / "validation.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0]["target"] == "udp-volume" and rows[0]["status"] == "PASS"
+
+
+def test_cli_all_pass_exit_0_and_only_selects(cli, tmp_path):
+    path = write_validation(tmp_path, [UDP_OK, UDP_MISS])
+    p = cli("validate", path, "--only", "udp-volume", "--jobs", "1", "--runs", "1")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "udp-volume-wrong" not in p.stdout and "1 pass, 0 miss" in p.stdout
+
+
+@pytest.mark.parametrize(
+    ("targets", "args", "message"),
+    [
+        ([{**UDP_OK, "metric": "nonsense"}], [], "metric: unknown metric 'nonsense'"),
+        ([UDP_OK], ["--only", "nothing-like-this"], "--only nothing-like-this: no such target; targets: udp-volume"),
+    ],
+)
+def test_cli_bad_input_exits_2(cli, tmp_path, targets, args, message):
+    path = write_validation(tmp_path, targets)
+    p = cli("validate", path, "--jobs", "1", *args)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert message in p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
+
+
+def test_cli_malformed_file_and_unknown_paper_exit_2(cli, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("this is not = = toml", encoding="utf-8")
+    p = cli("validate", bad)
+    assert p.returncode == 2 and "bad.toml: not valid TOML" in p.stderr and "Traceback" not in p.stderr
+    p = cli("validate", "no-such-paper", cwd=tmp_path)
+    assert p.returncode == 2 and "no-such-paper: no such validation file" in p.stderr
+
+
+def test_cli_unknown_scenario_is_an_error_row_and_exit_2(cli, tmp_path):
+    scenario = copy.deepcopy(BSS)
+    path = write_validation(tmp_path, [UDP_OK, {**UDP_OK, "name": "ghost", "scenario": "no-such-scenario"},
+                                       {**UDP_OK, "name": "bad-override", "overrides": ["mac.rate=\"7 Mbps\""]}],
+                            scenario=scenario)
+    p = cli("validate", path, "--jobs", "1")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    lines = {line.split("│")[1].strip(): line for line in p.stdout.splitlines() if line.count("│") > 3}
+    assert "PASS" in lines["udp-volume"]  # the other targets still run
+    assert "ERROR" in lines["ghost"] and "ERROR" in lines["bad-override"]
+    assert "tiny/ghost: scenario 'no-such-scenario': no such built-in scenario or file" in p.stderr
+    assert "tiny/bad-override: mac.rate: 7 Mbps is not a rate of 802.11g" in p.stderr
+
+
+def test_cli_metric_failure_is_an_error_row(cli, tmp_path):
+    path = write_validation(tmp_path, [{**UDP_OK, "metric_args": {"receiver": "nobody"}}])
+    p = cli("validate", path, "--jobs", "1")
+    assert p.returncode == 2
+    assert "metric udp_mb: receiver: no node named 'nobody'" in p.stderr
+
+
+def test_targets_on_the_same_runs_share_the_simulations(tmp_path):
+    loss = {**UDP_OK, "name": "udp-loss", "metric": "udp_loss", "expected": 0.0, "tolerance": {"absolute": 0.01}}
+    span = {**UDP_OK, "name": "span", "metric": "supremum_connection_span_m", "metric_args": {"a": "ap", "b": "client"},
+            "aggregate": "none", "expected": 0.0, "tolerance": {"absolute": 1.0}}
+    targets = V.load_file(write_validation(tmp_path, [UDP_OK, loss, span]))
+    totals = []
+    rows = V.run_targets(targets, runs=2, jobs=1, progress=lambda done, total: totals.append(total))
+    assert set(totals) == {2}  # 3 targets x 2 runs, 2 simulations
+    assert [r.status for r in rows] == ["PASS", "PASS", "PASS"]
+    assert rows[2].values == [rows[2].measured] and rows[0].runs == 2
