@@ -58,7 +58,18 @@ pub enum Body {
 pub struct Packet {
     pub src: NodeId,
     pub dst: NodeId,
+    /// Hops left; a packet is dropped when it would be forwarded at zero.
+    pub ttl: u8,
     pub body: Body,
+}
+
+/// The initial TTL of every packet (Linux and Windows XP default).
+pub const DEFAULT_TTL: u8 = 64;
+
+impl Packet {
+    pub fn new(src: NodeId, dst: NodeId, body: Body) -> Packet {
+        Packet { src, dst, ttl: DEFAULT_TTL, body }
+    }
 }
 
 impl Packet {
@@ -189,8 +200,8 @@ impl World {
             Role::Ap(_) => {
                 if n.role.has_station(dst) {
                     Some(Route::Wireless(dst))
-                } else if self.nodes[dst.index()].net.radio && !matches!(self.nodes[dst.index()].role, Role::Sta(_)) {
-                    None
+                } else if self.nodes[dst.index()].net.radio {
+                    None // a radio host not associated here: no route
                 } else {
                     self.wired_route(node, dst)
                 }
@@ -207,10 +218,16 @@ impl World {
 
     /// Sends (or forwards) packet `id` from `node` towards its destination.
     /// Packets without a route are dropped.
-    pub(crate) fn net_send(&mut self, now: SimTime, node: NodeId, p: Packet) {
+    pub(crate) fn net_send(&mut self, now: SimTime, node: NodeId, mut p: Packet) {
         if p.dst == node {
             self.transport_rx(now, node, p);
             return;
+        }
+        if p.src != node {
+            if p.ttl <= 1 {
+                return;
+            }
+            p.ttl -= 1;
         }
         match self.route(node, p.dst) {
             Some(Route::Wired(link)) => self.wire_send(now, node, link, p),
@@ -259,7 +276,7 @@ impl World {
         entry.generation = entry.generation.wrapping_add(1);
         let generation = entry.generation;
         self.conn_event(now, node, hop.0, ConnEvent::ArpRequest, attempt as f64);
-        let p = Packet { src: node, dst: hop, body: Body::Arp { op: ArpOp::Request } };
+        let p = Packet::new(node, hop, Body::Arp { op: ArpOp::Request });
         let msdu = Msdu { dst: Dst::Broadcast, bytes: ARP_BYTES + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
         self.mac_enqueue(now, node, msdu);
         self.queue.schedule(now + profile.retransmit(), node.0, Event::Arp { node, peer: hop, generation });
@@ -310,7 +327,7 @@ impl World {
                 self.arp_resolved(now, node, from);
             }
             if op == ArpOp::Request && p.dst == node {
-                let reply = Packet { src: node, dst: from, body: Body::Arp { op: ArpOp::Reply } };
+                let reply = Packet::new(node, from, Body::Arp { op: ArpOp::Reply });
                 self.wireless_send(now, node, from, reply);
             }
             return;

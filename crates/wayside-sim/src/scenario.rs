@@ -44,6 +44,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("drive-by", include_str!("../../../scenarios/drive-by.toml")),
     ("static-lab", include_str!("../../../scenarios/static-lab.toml")),
     ("hadaller-highway", include_str!("../../../scenarios/hadaller-highway.toml")),
+    ("drivethru-autobahn", include_str!("../../../scenarios/drivethru-autobahn.toml")),
 ];
 
 pub fn builtin(name: &str) -> Option<&'static str> {
@@ -582,6 +583,9 @@ pub struct NodeSection {
     pub tcp: String,
     #[serde(default = "default_arp")]
     pub arp: ArpName,
+    /// This node's transmit queue, frames (default: mac.queue_limit).
+    #[serde(default)]
+    pub queue_limit: Option<u64>,
 }
 
 fn independent() -> RoleName {
@@ -923,6 +927,9 @@ impl Scenario {
                 standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
             }
             n.tcp.parse::<TcpProfile>().map_err(|e| ScenarioError(format!("{}: {e}", key("tcp"))))?;
+            if let Some(q) = n.queue_limit {
+                check_range(&key("queue_limit"), q as f64, &q.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
+            }
         }
         if !has_ap && self.nodes.iter().any(|n| n.role == RoleName::Sta) {
             return err("node: stations (role = \"sta\") need at least one node with role = \"ap\"");
@@ -1139,6 +1146,7 @@ impl Scenario {
                     },
                     channel: n.channel.unwrap_or(channel_no),
                     tcp: n.tcp.parse::<TcpProfile>().expect("validated").config(),
+                    queue_limit: n.queue_limit.map_or(self.mac.queue_limit, |q| q) as usize,
                     arp: match n.arp {
                         ArpName::Linux => ArpProfile::Linux,
                         ArpName::WindowsXp => ArpProfile::WindowsXp,
@@ -1196,7 +1204,6 @@ impl Scenario {
         let apps = self
             .apps
             .iter()
-            .filter(|a| a.enabled)
             .map(|a| AppConfig {
                 blocking: a.blocking,
                 kind: match a.kind {
@@ -1214,7 +1221,8 @@ impl Scenario {
                 } else {
                     AppStart::At(SimTime::from_secs_f64(parse_quantity(&a.start, Quantity::Time).expect("validated")))
                 },
-                stop: a.stop.map_or(SimTime::MAX, |s| s.time()),
+                // A disabled app keeps its index (traces name apps by index) but never runs.
+                stop: if a.enabled { a.stop.map_or(SimTime::MAX, |s| s.time()) } else { SimTime::ZERO },
             })
             .collect();
         SimConfig {

@@ -52,6 +52,8 @@ pub struct NodeConfig {
     pub channel: u32,
     pub tcp: TcpConfig,
     pub arp: crate::net::ArpProfile,
+    /// Transmit queue limit, frames.
+    pub queue_limit: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,7 +147,7 @@ impl World {
             .map(|n| Node {
                 cfg: n.clone(),
                 phy: Phy::new(noise, cfg.radio.cca_threshold.to_mw(), cfg.radio.capture_margin),
-                mac: Mac::new(&cfg.mac, &timing, Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name))),
+                mac: Mac::new(&MacConfig { queue_limit: n.queue_limit, ..cfg.mac.clone() }, &timing, Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name))),
                 phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
                 role: match n.role {
                     NodeRole::Independent => Role::Independent,

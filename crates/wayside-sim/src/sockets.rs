@@ -132,7 +132,7 @@ impl World {
     fn tcp_drive(&mut self, now: SimTime, i: usize) {
         while let Some(seg) = self.sockets[i].tcp.poll_transmit(now) {
             let (node, peer) = (self.sockets[i].node, self.sockets[i].peer);
-            self.net_send(now, node, Packet { src: node, dst: peer, body: Body::Tcp(seg) });
+            self.net_send(now, node, Packet::new(node, peer, Body::Tcp(seg)));
         }
         let (node, peer) = (self.sockets[i].node, self.sockets[i].peer);
         while let Some(ev) = self.sockets[i].tcp.poll_event() {

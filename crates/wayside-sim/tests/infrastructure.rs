@@ -133,3 +133,28 @@ fn bulk_tcp_from_the_ap_starts_after_association_and_fills_the_link() {
     // The sender traced its ACKs.
     assert!(out.trace.tcp.len() > 1000);
 }
+
+#[test]
+fn drive_thru_car_stays_with_the_first_ap_and_never_hands_over() {
+    // Ott & Kutscher saw no handover between two APs 100 m apart on different
+    // channels: the card does not scan while associated.
+    for speed in ["80 km/h", "180 km/h"] {
+        let o = format!("node.car.mobility.speed=\"{speed}\"");
+        let out = wayside_sim::sim::run_scenario(
+            wayside_sim::scenario::builtin("drivethru-autobahn").unwrap(),
+            &[o],
+            Some(1),
+            0,
+        )
+        .unwrap();
+        let assoc = events(&out, "car", ConnEvent::Associated);
+        assert_eq!(assoc.len(), 1, "{speed}: {assoc:?}");
+        let e = &out.trace.events;
+        let ap1 = out.node_names.iter().position(|n| n == "ap1").unwrap() as u32;
+        let car = out.node_names.iter().position(|n| n == "car").unwrap() as u32;
+        let with: Vec<u32> = (0..e.len()).filter(|&i| e.node[i] == car && e.event[i] == ConnEvent::Associated as u8).map(|i| e.peer[i]).collect();
+        assert_eq!(with, vec![ap1], "{speed}");
+        // The mobile sender's datagrams reach the fixed station.
+        assert!(out.trace.transport.len() > 1000, "{speed}: {} datagrams", out.trace.transport.len());
+    }
+}

@@ -109,7 +109,7 @@ impl World {
                 let seq = app.seq;
                 app.seq += 1;
                 let datagram = Datagram { src_port: cfg.port, dst_port: cfg.port, len: payload };
-                let p = Packet { src: cfg.from, dst: cfg.to, body: Body::Udp { datagram, app: index, seq, sent: now } };
+                let p = Packet::new(cfg.from, cfg.to, Body::Udp { datagram, app: index, seq, sent: now });
                 self.net_send(now, cfg.from, p);
                 self.queue.schedule(now + interval, cfg.from.0, Event::App { app: index });
             }

@@ -489,6 +489,12 @@ impl World {
 
     pub(crate) fn mac_tx_end(&mut self, now: SimTime, node: NodeId, frame: Frame) {
         let timeout = self.timing.ack_timeout;
+        let control = matches!(frame.kind, FrameKind::Ack | FrameKind::Cts);
+        if !control && self.nodes[node.index()].mac.current.is_none() {
+            // The radio changed channel while this frame was on the air and
+            // the MAC dropped it: nothing to wait for.
+            return;
+        }
         match (frame.kind, frame.dst) {
             (FrameKind::Ack | FrameKind::Cts, _) => self.mac_request_access(now, node),
             (FrameKind::Rts, _) => self.schedule_mac(now + timeout, node, MacTimer::ResponseTimeout),
