@@ -40,6 +40,11 @@ pub enum PathLoss {
     TwoRayGround,
     /// Free space up to `reference`, then `10·exponent·log10(d/reference)`.
     LogDistance { exponent: f64, reference: Meters },
+    /// Free space up to `reference`, then three log-distance slopes with
+    /// exponents `exponents[0..3]` changing at `breakpoints[0]` and
+    /// `breakpoints[1]` (ns-3's ThreeLogDistancePropagationLossModel); a
+    /// steep last slope stands for terrain or vegetation that ends coverage.
+    ThreeLogDistance { exponents: [f64; 3], breakpoints: [Meters; 2], reference: Meters },
 }
 
 impl PathLoss {
@@ -65,6 +70,21 @@ impl PathLoss {
                 } else {
                     Db(fspl(d0) + 10.0 * exponent * (d / d0).log10())
                 }
+            }
+            PathLoss::ThreeLogDistance { exponents, breakpoints, reference } => {
+                let d0 = reference.0.max(MIN_DISTANCE);
+                if d <= d0 {
+                    return Db(fspl(d));
+                }
+                let edges = [d0, breakpoints[0].0.max(d0), breakpoints[1].0.max(breakpoints[0].0).max(d0), f64::INFINITY];
+                let mut loss = fspl(d0);
+                for (k, n) in exponents.iter().enumerate() {
+                    let (lo, hi) = (edges[k], edges[k + 1].min(d));
+                    if hi > lo {
+                        loss += 10.0 * n * (hi / lo).log10();
+                    }
+                }
+                Db(loss)
             }
         }
     }
@@ -312,6 +332,23 @@ mod tests {
         let c = cfg(PathLoss::LogDistance { exponent: 3.0, reference: Meters(10.0) });
         let l = |d| c.path_loss.loss(Meters(d), Meters(1.5), Meters(1.5), c.wavelength()).0;
         assert!((l(1000.0) - l(100.0) - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn three_log_distance_slopes_change_at_the_breakpoints() {
+        let c = cfg(PathLoss::ThreeLogDistance {
+            exponents: [2.0, 3.5, 10.0],
+            breakpoints: [Meters(100.0), Meters(400.0)],
+            reference: Meters(1.0),
+        });
+        let l = |d| c.path_loss.loss(Meters(d), Meters(1.5), Meters(1.5), c.wavelength()).0;
+        assert!((l(100.0) - l(10.0) - 20.0).abs() < 1e-9);
+        assert!((l(400.0) - l(200.0) - 35.0 * 2f64.log10()).abs() < 1e-9);
+        assert!((l(800.0) - l(400.0) - 100.0 * 2f64.log10()).abs() < 1e-9);
+        // Continuous at both breakpoints.
+        for b in [100.0, 400.0] {
+            assert!((l(b - 1e-6) - l(b + 1e-6)).abs() < 1e-3);
+        }
     }
 
     #[test]

@@ -304,6 +304,7 @@ pub enum PathLossName {
     FreeSpace,
     TwoRay,
     LogDistance,
+    ThreeLogDistance,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -326,6 +327,12 @@ pub struct Environment {
     pub path_loss: PathLossName,
     #[serde(default)]
     pub path_loss_exponent: Option<f64>,
+    /// three-log-distance: the three exponents.
+    #[serde(default)]
+    pub path_loss_exponents: Option<[f64; 3]>,
+    /// three-log-distance: where the second and third slopes begin.
+    #[serde(default)]
+    pub path_loss_breakpoints: Option<[LengthQ; 2]>,
     #[serde(default)]
     pub reference_distance: Option<LengthQ>,
     #[serde(default = "zero_db")]
@@ -361,6 +368,8 @@ impl Default for Environment {
             noise_floor: default_noise(),
             path_loss: default_path_loss(),
             path_loss_exponent: None,
+            path_loss_exponents: None,
+            path_loss_breakpoints: None,
             reference_distance: None,
             shadowing_sigma: zero_db(),
             shadowing_decorrelation: default_decorrelation(),
@@ -775,6 +784,24 @@ impl Scenario {
                 return err("environment.path_loss_exponent: only used with path_loss = \"log-distance\"");
             }
         }
+        match (env.path_loss, env.path_loss_exponents, env.path_loss_breakpoints) {
+            (PathLossName::ThreeLogDistance, Some(ns), Some(bs)) => {
+                for (i, n) in ns.iter().enumerate() {
+                    check_range(&format!("environment.path_loss_exponents[{i}]"), *n, &n.to_string(), 1.0, 20.0, "1 to 20")?;
+                }
+                for (i, b) in bs.iter().enumerate() {
+                    check_range(&format!("environment.path_loss_breakpoints[{i}]"), b.0 .0, &format!("{} m", b.0 .0), 1.0, 1e5, "1 m to 100 km")?;
+                }
+                if bs[1].0 .0 <= bs[0].0 .0 {
+                    return err("environment.path_loss_breakpoints: the second must be farther than the first");
+                }
+            }
+            (PathLossName::ThreeLogDistance, _, _) => {
+                return err("environment: path_loss = \"three-log-distance\" needs path_loss_exponents = [n0, n1, n2] and path_loss_breakpoints = [d1, d2]");
+            }
+            (_, None, None) => {}
+            _ => return err("environment.path_loss_exponents and path_loss_breakpoints: only used with path_loss = \"three-log-distance\""),
+        }
         if let Some(r) = env.reference_distance {
             check_range("environment.reference_distance", r.0 .0, &format!("{} m", r.0 .0), 0.01, 10_000.0, "0.01 m to 10 km")?;
         }
@@ -1066,6 +1093,11 @@ impl Scenario {
                 PathLossName::TwoRay => PathLoss::TwoRayGround,
                 PathLossName::LogDistance => PathLoss::LogDistance {
                     exponent: env.path_loss_exponent.unwrap_or(3.0),
+                    reference: env.reference_distance.map_or(Meters(1.0), |r| r.0),
+                },
+                PathLossName::ThreeLogDistance => PathLoss::ThreeLogDistance {
+                    exponents: env.path_loss_exponents.expect("validated"),
+                    breakpoints: env.path_loss_breakpoints.map(|b| [b[0].0, b[1].0]).expect("validated"),
                     reference: env.reference_distance.map_or(Meters(1.0), |r| r.0),
                 },
             },
