@@ -15,10 +15,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from wayside import _native
+from wayside import _native, broadside
 from wayside.scenario import builtin_scenarios, load_scenario
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
+app.add_typer(broadside.app, name="broadside", help="Run Broadside on real hosts: keygen, publish, serve, status, relay.")
 console = Console()
 errors = Console(stderr=True)
 

@@ -4,7 +4,7 @@
 
 use crate::keys;
 use crate::node::{offline_status, Node, NodeOptions};
-use crate::relay::{LossModel, Relay, RelayConfig, Schedule};
+use crate::relay::{Impairment, LossModel, Relay, RelayConfig, Schedule};
 use crate::store::DiskStore;
 use crate::NodeError;
 use broadside::Config;
@@ -136,7 +136,9 @@ fn secs(what: &str, s: f64) -> Result<Duration, NodeError> {
     if s.is_finite() && s > 0.0 && s < 1e9 {
         Ok(Duration::from_secs_f64(s))
     } else {
-        Err(NodeError::Usage(format!("{what} {s}: expected a positive number of seconds")))
+        Err(NodeError::Usage(format!(
+            "{what} {s}: expected a positive number of seconds"
+        )))
     }
 }
 
@@ -145,11 +147,19 @@ fn log_line(start: std::time::Instant) -> Box<dyn FnMut(&str) + Send> {
 }
 
 fn serve(a: ServeArgs) -> Result<(), NodeError> {
-    let mut trusted = a.trust.iter().map(|k| keys::parse_public(k)).collect::<Result<Vec<_>, _>>()?;
+    let mut trusted = a
+        .trust
+        .iter()
+        .map(|k| keys::parse_public(k))
+        .collect::<Result<Vec<_>, _>>()?;
     if let Some(f) = &a.trust_file {
         trusted.extend(keys::read_trust_file(f)?);
     }
-    let beacon_to = if a.beacon_to.is_empty() { vec![SocketAddr::from(([255, 255, 255, 255], a.bind.port()))] } else { a.beacon_to };
+    let beacon_to = if a.beacon_to.is_empty() {
+        vec![SocketAddr::from(([255, 255, 255, 255], a.bind.port()))]
+    } else {
+        a.beacon_to
+    };
     let config = Config {
         packet_size: a.packet_size,
         group_size: a.group_size,
@@ -167,7 +177,11 @@ fn serve(a: ServeArgs) -> Result<(), NodeError> {
         status_interval: secs("--status-interval", a.status_interval)?,
         socket_buffer: 8 << 20,
     };
-    let until = a.duration.map(|d| secs("--duration", d)).transpose()?.map(|d| std::time::Instant::now() + d);
+    let until = a
+        .duration
+        .map(|d| secs("--duration", d))
+        .transpose()?
+        .map(|d| std::time::Instant::now() + d);
     let mut node = Node::new(opts, log_line(std::time::Instant::now()))?;
     node.run(&AtomicBool::new(false), until)
 }
@@ -176,29 +190,47 @@ fn relay(a: RelayArgs) -> Result<(), NodeError> {
     let loss = match &a.burst {
         None => LossModel::Random(a.loss),
         Some(s) => {
-            let v: Vec<f64> = s.split(',').map(|x| x.trim().parse::<f64>()).collect::<Result<_, _>>().map_err(|_| {
-                NodeError::Usage(format!("--burst {s:?}: expected four numbers P_GB,P_BG,LOSS_GOOD,LOSS_BAD"))
-            })?;
+            let v: Vec<f64> = s
+                .split(',')
+                .map(|x| x.trim().parse::<f64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| {
+                    NodeError::Usage(format!(
+                        "--burst {s:?}: expected four numbers P_GB,P_BG,LOSS_GOOD,LOSS_BAD"
+                    ))
+                })?;
             let [p_gb, p_bg, loss_good, loss_bad] = v[..] else {
-                return Err(NodeError::Usage(format!("--burst {s:?}: expected four numbers P_GB,P_BG,LOSS_GOOD,LOSS_BAD")));
+                return Err(NodeError::Usage(format!(
+                    "--burst {s:?}: expected four numbers P_GB,P_BG,LOSS_GOOD,LOSS_BAD"
+                )));
             };
-            LossModel::GilbertElliott { p_gb, p_bg, loss_good, loss_bad }
+            LossModel::GilbertElliott {
+                p_gb,
+                p_bg,
+                loss_good,
+                loss_bad,
+            }
         }
     };
     if !(a.delay_ms.is_finite() && a.delay_ms >= 0.0) {
-        return Err(NodeError::Usage(format!("--delay-ms {}: expected a non-negative number", a.delay_ms)));
+        return Err(NodeError::Usage(format!(
+            "--delay-ms {}: expected a non-negative number",
+            a.delay_ms
+        )));
     }
     let cfg = RelayConfig {
         listen_a: a.listen_a,
         listen_b: a.listen_b,
         a: a.a,
         b: a.b,
-        loss,
-        delay: Duration::from_secs_f64(a.delay_ms / 1000.0),
-        bandwidth: a.bandwidth,
-        max_queue: Duration::from_millis(100),
-        schedule: Schedule::parse(&a.schedule)?,
-        seed: a.seed,
+        impairment: Impairment {
+            loss,
+            delay: Duration::from_secs_f64(a.delay_ms / 1000.0),
+            bandwidth: a.bandwidth,
+            max_queue: Duration::from_millis(100),
+            schedule: Schedule::parse(&a.schedule)?,
+            seed: a.seed,
+        },
     };
     let until = a.duration.map(|d| secs("--duration", d)).transpose()?;
     let r = Relay::start(cfg)?;
@@ -218,7 +250,12 @@ fn run(cli: Cli) -> Result<(), NodeError> {
             println!("{}", k.public());
             Ok(())
         }
-        Command::Publish { file, store, key, name } => {
+        Command::Publish {
+            file,
+            store,
+            key,
+            name,
+        } => {
             let key = keys::read_secret(&key)?;
             let name = match name {
                 Some(n) => n,
@@ -226,19 +263,33 @@ fn run(cli: Cli) -> Result<(), NodeError> {
                     .file_name()
                     .and_then(|n| n.to_str())
                     .map(str::to_owned)
-                    .ok_or_else(|| NodeError::Usage(format!("{} has no usable file name; give --name", file.display())))?,
+                    .ok_or_else(|| {
+                        NodeError::Usage(format!(
+                            "{} has no usable file name; give --name",
+                            file.display()
+                        ))
+                    })?,
             };
             let mut s = DiskStore::open(&store)?;
             let c = s.publish(&key, &file, &name)?;
-            println!("published {} version {} ({} bytes) instance {}", c.name(), c.version(), c.size(), c.instance_id());
+            println!(
+                "published {} version {} ({} bytes) instance {}",
+                c.name(),
+                c.version(),
+                c.size(),
+                c.instance_id()
+            );
             Ok(())
         }
         Command::Serve(a) => serve(a),
         Command::Status { dir } => {
             let store = DiskStore::open_read_only(&dir)?;
             // A running node's report has peers and counters; otherwise read the disk.
-            let live = std::fs::read(store.status_path()).ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-            let mut report = serde_json::to_value(offline_status(&store)).map_err(|e| NodeError::Runtime(e.to_string()))?;
+            let live = std::fs::read(store.status_path())
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+            let mut report = serde_json::to_value(offline_status(&store))
+                .map_err(|e| NodeError::Runtime(e.to_string()))?;
             if let (Some(live), Some(obj)) = (live, report.as_object_mut()) {
                 for k in ["addr", "peers", "counters"] {
                     if let Some(v) = live.get(k) {
@@ -246,7 +297,11 @@ fn run(cli: Cli) -> Result<(), NodeError> {
                     }
                 }
             }
-            println!("{}", serde_json::to_string_pretty(&report).map_err(|e| NodeError::Runtime(e.to_string()))?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report)
+                    .map_err(|e| NodeError::Runtime(e.to_string()))?
+            );
             Ok(())
         }
         Command::Relay(a) => relay(a),

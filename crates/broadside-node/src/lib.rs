@@ -6,14 +6,24 @@
 //!   replacement, persisted partial transfers, crash recovery).
 //! - [`keys`]: key files and trusted-key lists.
 //! - [`node`]: the UDP driver loop and the status report.
-//! - [`relay`]: the lossy relay (random and Gilbert–Elliott loss, delay,
-//!   bandwidth, link up/down schedule), loopback only.
+//! - [`impair`]: the link impairment model (random and Gilbert–Elliott
+//!   loss, delay, bandwidth, link up/down schedule) shared by both relays.
+//! - [`relay`]: the lossy relays: UDP on loopback, and IP packets between
+//!   the TUN devices of a [`netlab`] (two network namespaces, Linux, root).
+//! - [`netlab`]: the namespaces-and-TUN lab; [`contact`]: the contact
+//!   experiment (Broadside against kernel TCP through the packet relay).
 //! - [`cli`]: argument parsing and the subcommands; [`run_cli`] is the entry
 //!   point for the binary and for bindings.
-#![forbid(unsafe_code)]
+// Unsafe only in `netlab` (system calls std does not wrap), which allows it.
+#![deny(unsafe_code)]
 
 pub mod cli;
+#[cfg(target_os = "linux")]
+pub mod contact;
+pub mod impair;
 pub mod keys;
+#[cfg(target_os = "linux")]
+pub mod netlab;
 pub mod node;
 pub mod relay;
 pub mod store;

@@ -141,13 +141,25 @@ pub struct Status {
 fn counters_report(c: &broadside::Counters) -> CounterReport {
     use broadside::PacketKind::*;
     let by = |k: &broadside::counters::ByKind| {
-        [("beacon", Beacon), ("discovery", Discovery), ("control", Control), ("data", Data), ("ack", Ack)]
-            .into_iter()
-            .map(|(n, kind)| {
-                let t = k.get(kind);
-                (n.to_string(), TallyReport { packets: t.packets, bytes: t.bytes })
-            })
-            .collect()
+        [
+            ("beacon", Beacon),
+            ("discovery", Discovery),
+            ("control", Control),
+            ("data", Data),
+            ("ack", Ack),
+        ]
+        .into_iter()
+        .map(|(n, kind)| {
+            let t = k.get(kind);
+            (
+                n.to_string(),
+                TallyReport {
+                    packets: t.packets,
+                    bytes: t.bytes,
+                },
+            )
+        })
+        .collect()
     };
     CounterReport {
         tx: by(&c.tx),
@@ -200,11 +212,27 @@ pub fn offline_status(store: &DiskStore) -> Status {
 pub fn describe(e: &Event<SocketAddr>) -> String {
     match e {
         Event::Rejected { peer, reason } => format!("rejected from {peer}: {reason}"),
-        Event::FileUpdated { peer, name, version, .. } => format!("updated {name} to version {version} from {peer}"),
-        Event::TransferStarted { peer, name, version, resumed_blocks, total_blocks } => {
+        Event::FileUpdated {
+            peer,
+            name,
+            version,
+            ..
+        } => format!("updated {name} to version {version} from {peer}"),
+        Event::TransferStarted {
+            peer,
+            name,
+            version,
+            resumed_blocks,
+            total_blocks,
+        } => {
             format!("receiving {name} version {version} from {peer}: {resumed_blocks}/{total_blocks} blocks already held")
         }
-        Event::TransferStalled { peer, name, received_blocks, total_blocks } => {
+        Event::TransferStalled {
+            peer,
+            name,
+            received_blocks,
+            total_blocks,
+        } => {
             format!("transfer of {name} from {peer} stalled at {received_blocks}/{total_blocks} blocks; partial kept")
         }
         other => format!("{other:?}"),
@@ -215,9 +243,14 @@ impl Node {
     /// Opens the store, loads and verifies its files, binds the socket.
     /// `log` receives one line per event or load issue.
     pub fn new(opts: NodeOptions, mut log: Box<dyn FnMut(&str) + Send>) -> Result<Node, NodeError> {
-        opts.config.validate().map_err(|e| NodeError::Usage(e.to_string()))?;
+        opts.config
+            .validate()
+            .map_err(|e| NodeError::Usage(e.to_string()))?;
         if opts.trusted.is_empty() {
-            return Err(NodeError::Usage("no trusted provider keys: give at least one with --trust KEY or --trust-file FILE".into()));
+            return Err(NodeError::Usage(
+                "no trusted provider keys: give at least one with --trust KEY or --trust-file FILE"
+                    .into(),
+            ));
         }
         let trusted = TrustedKeys::new(opts.trusted.iter().copied());
         let mut store = DiskStore::open(&opts.store)?;
@@ -227,19 +260,33 @@ impl Node {
         }
         let socket = bind_udp(opts.bind, opts.socket_buffer)?;
         let clock = std::time::Instant::now();
-        let endpoint = Endpoint::new(opts.config.clone(), trusted, certs, Instant::ZERO).map_err(|e| NodeError::Usage(e.to_string()))?;
+        let endpoint = Endpoint::new(opts.config.clone(), trusted, certs, Instant::ZERO)
+            .map_err(|e| NodeError::Usage(e.to_string()))?;
         log(&format!(
             "serving {} files from {} on {}",
             endpoint.files().count(),
             opts.store.display(),
-            socket.local_addr().map(|a| a.to_string()).unwrap_or_default()
+            socket
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default()
         ));
-        Ok(Node { socket, endpoint, store, opts, clock, log, last_status: clock })
+        Ok(Node {
+            socket,
+            endpoint,
+            store,
+            opts,
+            clock,
+            log,
+            last_status: clock,
+        })
     }
 
     /// The bound address.
     pub fn local_addr(&self) -> Result<SocketAddr, NodeError> {
-        self.socket.local_addr().map_err(|e| NodeError::Runtime(e.to_string()))
+        self.socket
+            .local_addr()
+            .map_err(|e| NodeError::Runtime(e.to_string()))
     }
 
     /// The protocol state.
@@ -260,7 +307,9 @@ impl Node {
             .partials()
             .into_iter()
             .map(|p| {
-                let live = fetches.iter().find(|f| f.name == p.cert.name() && f.version == p.cert.version());
+                let live = fetches
+                    .iter()
+                    .find(|f| f.name == p.cert.name() && f.version == p.cert.version());
                 PartialStatus {
                     name: p.cert.name().into(),
                     version: p.cert.version(),
@@ -307,7 +356,9 @@ impl Node {
         let mut sent = 0;
         while sent < 256 {
             let now = self.now();
-            let Some(t) = self.endpoint.poll_transmit(now, &mut self.store) else { break };
+            let Some(t) = self.endpoint.poll_transmit(now, &mut self.store) else {
+                break;
+            };
             sent += 1;
             let targets = match t.destination {
                 Destination::Peer(a) => vec![a],
@@ -333,7 +384,8 @@ impl Node {
                 Ok((n, from)) => {
                     got += 1;
                     let now = self.now();
-                    self.endpoint.handle_datagram(now, from, &buf[..n], &mut self.store);
+                    self.endpoint
+                        .handle_datagram(now, from, &buf[..n], &mut self.store);
                     if got >= 256 {
                         return Ok(got);
                     }
@@ -345,16 +397,28 @@ impl Node {
                 Err(e) => return Err(rt(e)),
             }
         }
-        if got == 0 && !wait.is_zero() {
+        if got == 0 && !wait.is_zero() && wait < Duration::from_millis(2) {
+            // Socket timeouts are rounded to scheduler ticks; a paced sender
+            // needs finer waits, and the socket buffer holds what arrives meanwhile.
+            std::thread::sleep(wait);
+        } else if got == 0 && !wait.is_zero() {
             self.socket.set_nonblocking(false).map_err(rt)?;
             self.socket.set_read_timeout(Some(wait)).map_err(rt)?;
             match self.socket.recv_from(buf) {
                 Ok((n, from)) => {
                     got += 1;
                     let now = self.now();
-                    self.endpoint.handle_datagram(now, from, &buf[..n], &mut self.store);
+                    self.endpoint
+                        .handle_datagram(now, from, &buf[..n], &mut self.store);
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::ConnectionRefused | ErrorKind::Interrupted) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock
+                            | ErrorKind::TimedOut
+                            | ErrorKind::ConnectionRefused
+                            | ErrorKind::Interrupted
+                    ) => {}
                 Err(e) => return Err(rt(e)),
             }
         }
@@ -362,7 +426,11 @@ impl Node {
     }
 
     /// Runs until `stop` is set or `until` passes.
-    pub fn run(&mut self, stop: &AtomicBool, until: Option<std::time::Instant>) -> Result<(), NodeError> {
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        until: Option<std::time::Instant>,
+    ) -> Result<(), NodeError> {
         let mut buf = vec![0u8; 65_536];
         while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| std::time::Instant::now() < u) {
             let now = self.now();
@@ -392,9 +460,13 @@ impl Node {
 
 /// Binds a UDP socket with broadcast allowed and `buffer`-byte kernel buffers (as far as the kernel allows).
 pub(crate) fn bind_udp(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, NodeError> {
-    let err = |what: &str, e: std::io::Error| NodeError::Usage(format!("cannot {what} UDP socket on {addr}: {e}"));
-    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(|e| err("create", e))?;
-    s.set_broadcast(true).map_err(|e| err("enable broadcast on", e))?;
+    let err = |what: &str, e: std::io::Error| {
+        NodeError::Usage(format!("cannot {what} UDP socket on {addr}: {e}"))
+    };
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(|e| err("create", e))?;
+    s.set_broadcast(true)
+        .map_err(|e| err("enable broadcast on", e))?;
     // Larger buffers absorb bursts; the kernel may cap them, which is fine.
     let _ = s.set_recv_buffer_size(buffer);
     let _ = s.set_send_buffer_size(buffer);

@@ -1,87 +1,28 @@
-//! A seeded lossy UDP relay between two endpoints on loopback, for
-//! experiments: random or Gilbert–Elliott (burst) loss, a fixed delay, a
-//! bandwidth limit with a drop-tail queue, and a link up/down schedule (for
-//! example a single 20-second contact).
+//! A seeded lossy relay between two nodes, for experiments. The impairment
+//! (random or Gilbert–Elliott loss, a fixed delay, a bandwidth limit with a
+//! drop-tail queue, a link up/down schedule such as a single 20-second
+//! contact) is [`crate::impair`]'s model, shared by both kinds of relay:
 //!
-//! Node A sends to `listen_a`; the relay forwards to B from `listen_b`, so B
-//! sees `listen_b` as A's address and replies there, which goes back to A
-//! from `listen_a`. Only packets from the configured node addresses are
-//! relayed. Every address must be in 127.0.0.0/8: the relay never sends
-//! anywhere else.
+//! - [`Relay::start`]: UDP datagrams between two endpoints on loopback. Node A
+//!   sends to `listen_a`; the relay forwards to B from `listen_b`, so B sees
+//!   `listen_b` as A's address and replies there, which goes back to A from
+//!   `listen_a`. Only packets from the configured node addresses are relayed.
+//!   Every address must be in 127.0.0.0/8: the relay never sends anywhere else.
+//! - [`Relay::start_tun`] (Linux): IP packets between two TUN devices of a
+//!   [`crate::netlab::Lab`], so kernel TCP runs through the same impairment.
 
+use crate::impair::{forward, Link, Port, Recv};
+pub use crate::impair::{DirectionStats, Impairment, LossModel, Schedule};
 use crate::node::bind_udp;
 use crate::NodeError;
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
+use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How packets are lost.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LossModel {
-    /// Each packet lost independently with this probability.
-    Random(f64),
-    /// Two-state Markov chain: Good→Bad with `p_gb` per packet, Bad→Good with
-    /// `p_bg`; a packet is lost with `loss_good` or `loss_bad` in that state.
-    GilbertElliott {
-        /// P(Good → Bad) per packet.
-        p_gb: f64,
-        /// P(Bad → Good) per packet.
-        p_bg: f64,
-        /// Loss probability in Good.
-        loss_good: f64,
-        /// Loss probability in Bad.
-        loss_bad: f64,
-    },
-}
-
-impl LossModel {
-    fn check(&self) -> Result<(), NodeError> {
-        let probs: Vec<f64> = match *self {
-            LossModel::Random(p) => vec![p],
-            LossModel::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => vec![p_gb, p_bg, loss_good, loss_bad],
-        };
-        if probs.iter().all(|p| (0.0..=1.0).contains(p)) {
-            Ok(())
-        } else {
-            Err(NodeError::Usage(format!("loss model {self:?}: probabilities must be in 0..=1")))
-        }
-    }
-}
-
-/// Link state over time: up during any listed window (seconds since the
-/// relay started); always up if the list is empty.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Schedule(pub Vec<(Duration, Duration)>);
-
-impl Schedule {
-    /// Whether the link is up at `t`.
-    pub fn is_up(&self, t: Duration) -> bool {
-        self.0.is_empty() || self.0.iter().any(|(a, b)| *a <= t && t < *b)
-    }
-
-    /// Parses `"START-END,START-END"` in seconds, e.g. `"2-22"` for one 20-second contact.
-    pub fn parse(s: &str) -> Result<Schedule, NodeError> {
-        let bad = |w: &str| NodeError::Usage(format!("schedule {s:?}: {w}; expected comma-separated START-END windows in seconds, e.g. \"2-22\""));
-        let mut v = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (a, b) = part.split_once('-').ok_or_else(|| bad("missing '-'"))?;
-            let a: f64 = a.trim().parse().map_err(|_| bad("start is not a number"))?;
-            let b: f64 = b.trim().parse().map_err(|_| bad("end is not a number"))?;
-            if !(a.is_finite() && b.is_finite() && 0.0 <= a && a < b) {
-                return Err(bad("need 0 <= START < END"));
-            }
-            v.push((Duration::from_secs_f64(a), Duration::from_secs_f64(b)));
-        }
-        Ok(Schedule(v))
-    }
-}
-
-/// Relay settings.
+/// UDP relay settings.
 #[derive(Clone, Debug)]
 pub struct RelayConfig {
     /// Where node A sends.
@@ -92,37 +33,8 @@ pub struct RelayConfig {
     pub a: SocketAddr,
     /// Node B.
     pub b: SocketAddr,
-    /// Loss, per direction independently.
-    pub loss: LossModel,
-    /// One-way delay.
-    pub delay: Duration,
-    /// Bytes per second per direction; `None` for unlimited.
-    pub bandwidth: Option<u64>,
-    /// Longest queueing delay before drop-tail, when `bandwidth` is set.
-    pub max_queue: Duration,
-    /// When the link is up.
-    pub schedule: Schedule,
-    /// Seed of the loss draws (direction A→B uses `seed`, B→A `seed + 1`).
-    pub seed: u64,
-}
-
-/// Counts for one direction.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DirectionStats {
-    /// Datagrams received from the node.
-    pub received: u64,
-    /// Forwarded.
-    pub forwarded: u64,
-    /// Bytes forwarded.
-    pub forwarded_bytes: u64,
-    /// Dropped by the loss model.
-    pub lost: u64,
-    /// Dropped because the link was down.
-    pub down: u64,
-    /// Dropped because the queue was full.
-    pub queue_full: u64,
-    /// Ignored: not from the configured node.
-    pub foreign: u64,
+    /// What the link does to packets.
+    pub impairment: Impairment,
 }
 
 /// Counts for both directions.
@@ -138,63 +50,131 @@ pub struct RelayStats {
 pub struct Relay {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
-    stats: Arc<Mutex<RelayStats>>,
+    stats: [Arc<Mutex<DirectionStats>>; 2],
 }
 
 fn check_loopback(what: &str, a: SocketAddr) -> Result<(), NodeError> {
     match a.ip() {
         IpAddr::V4(v4) if v4.octets()[0] == 127 => Ok(()),
-        _ => Err(NodeError::Usage(format!("{what} {a} is not a loopback address; the relay only uses 127.0.0.0/8"))),
+        _ => Err(NodeError::Usage(format!(
+            "{what} {a} is not a loopback address; the relay only uses 127.0.0.0/8"
+        ))),
     }
 }
 
-struct Direction {
+/// A UDP socket as a relay port: receives from one node, sends to the other.
+struct UdpPort {
+    socket: UdpSocket,
     from_node: SocketAddr,
     to_node: SocketAddr,
-    rx: UdpSocket,
-    tx: UdpSocket,
-    rng: Xoshiro256PlusPlus,
-    bad: bool,
-    link_free: Instant,
-    queue: VecDeque<(Instant, Vec<u8>)>,
+}
+
+impl Port for UdpPort {
+    fn recv(&mut self, buf: &mut [u8], wait: Duration) -> std::io::Result<Recv> {
+        self.socket.set_read_timeout(Some(wait))?;
+        match self.socket.recv_from(buf) {
+            Ok((n, src)) if src == self.from_node => Ok(Recv::Packet(n)),
+            Ok(_) => Ok(Recv::Foreign),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock
+                        | ErrorKind::TimedOut
+                        | ErrorKind::Interrupted
+                        | ErrorKind::ConnectionRefused
+                ) =>
+            {
+                Ok(Recv::Idle)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn send(&mut self, packet: &[u8]) -> bool {
+        self.socket.send_to(packet, self.to_node).is_ok()
+    }
 }
 
 impl Relay {
-    /// Binds both ports and starts forwarding.
+    /// Binds both UDP ports and starts forwarding.
     pub fn start(cfg: RelayConfig) -> Result<Relay, NodeError> {
-        for (w, a) in [("listen_a", cfg.listen_a), ("listen_b", cfg.listen_b), ("node a", cfg.a), ("node b", cfg.b)] {
+        for (w, a) in [
+            ("listen_a", cfg.listen_a),
+            ("listen_b", cfg.listen_b),
+            ("node a", cfg.a),
+            ("node b", cfg.b),
+        ] {
             check_loopback(w, a)?;
         }
-        cfg.loss.check()?;
-        if cfg.bandwidth == Some(0) {
-            return Err(NodeError::Usage("bandwidth 0: give a positive number of bytes per second, or none".into()));
-        }
-        let (sa, sb) = (bind_udp(cfg.listen_a, 8 << 20)?, bind_udp(cfg.listen_b, 8 << 20)?);
+        cfg.impairment.check()?;
+        let (sa, sb) = (
+            bind_udp(cfg.listen_a, 8 << 20)?,
+            bind_udp(cfg.listen_b, 8 << 20)?,
+        );
         let clone = |s: &UdpSocket| s.try_clone().map_err(|e| NodeError::Runtime(e.to_string()));
+        let port = |socket, from_node, to_node| UdpPort {
+            socket,
+            from_node,
+            to_node,
+        };
+        // A→B: receive on listen_a from A, send from listen_b to B; and back.
+        let a_to_b = (
+            port(clone(&sa)?, cfg.a, cfg.b),
+            port(clone(&sb)?, cfg.a, cfg.b),
+        );
+        let b_to_a = (port(sb, cfg.b, cfg.a), port(sa, cfg.b, cfg.a));
+        Ok(Relay::spawn(&cfg.impairment, a_to_b, b_to_a))
+    }
+
+    /// Relays IP packets between the TUN devices of a lab's two hosts
+    /// (taken from them), with the same impairment model.
+    #[cfg(target_os = "linux")]
+    pub fn start_tun(
+        lab: &mut crate::netlab::Lab,
+        impairment: &Impairment,
+    ) -> Result<Relay, NodeError> {
+        use crate::netlab::TunPort;
+        impairment.check()?;
+        let (a, b) = (lab.a.addr, lab.b.addr);
+        let taken = |h: &mut crate::netlab::Host| {
+            h.take_tun()
+                .ok_or_else(|| NodeError::Usage(format!("TUN of {} already in use", h.dev)))
+        };
+        let (ta, tb) = (taken(&mut lab.a)?, taken(&mut lab.b)?);
+        let clone =
+            |f: &std::fs::File| f.try_clone().map_err(|e| NodeError::Runtime(e.to_string()));
+        let port = |file, src, dst| TunPort { file, src, dst };
+        let a_to_b = (port(clone(&ta)?, a, b), port(clone(&tb)?, a, b));
+        let b_to_a = (port(tb, b, a), port(ta, b, a));
+        Ok(Relay::spawn(impairment, a_to_b, b_to_a))
+    }
+
+    fn spawn<P: Port + 'static>(imp: &Impairment, a_to_b: (P, P), b_to_a: (P, P)) -> Relay {
         let stop = Arc::new(AtomicBool::new(false));
-        let stats = Arc::new(Mutex::new(RelayStats::default()));
+        let stats: [Arc<Mutex<DirectionStats>>; 2] = Default::default();
         let start = Instant::now();
         let mut threads = Vec::new();
-        for (i, (rx, tx, from, to)) in [(clone(&sa)?, clone(&sb)?, cfg.a, cfg.b), (sb, sa, cfg.b, cfg.a)].into_iter().enumerate() {
-            let dir = Direction {
-                from_node: from,
-                to_node: to,
-                rx,
-                tx,
-                rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed.wrapping_add(i as u64)),
-                bad: false,
-                link_free: start,
-                queue: VecDeque::new(),
-            };
-            let (stop, stats, cfg) = (stop.clone(), stats.clone(), cfg.clone());
-            threads.push(std::thread::spawn(move || forward(dir, &cfg, start, &stop, &stats, i == 0)));
+        for (i, (rx, tx)) in [a_to_b, b_to_a].into_iter().enumerate() {
+            let link = Link::new(imp, i as u64);
+            let (stop, stats) = (stop.clone(), stats[i].clone());
+            threads.push(std::thread::spawn(move || {
+                forward(rx, tx, link, start, &stop, &stats)
+            }));
         }
-        Ok(Relay { stop, threads, stats })
+        Relay {
+            stop,
+            threads,
+            stats,
+        }
     }
 
     /// Counts so far.
     pub fn stats(&self) -> RelayStats {
-        self.stats.lock().map(|s| *s).unwrap_or_default()
+        let get = |s: &Mutex<DirectionStats>| s.lock().map(|s| *s).unwrap_or_default();
+        RelayStats {
+            a_to_b: get(&self.stats[0]),
+            b_to_a: get(&self.stats[1]),
+        }
     }
 
     /// Stops forwarding and returns the final counts.
@@ -217,87 +197,15 @@ impl Drop for Relay {
     }
 }
 
-fn lost(d: &mut Direction, model: LossModel) -> bool {
-    match model {
-        LossModel::Random(p) => d.rng.random::<f64>() < p,
-        LossModel::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
-            let flip = d.rng.random::<f64>() < if d.bad { p_bg } else { p_gb };
-            d.bad ^= flip;
-            d.rng.random::<f64>() < if d.bad { loss_bad } else { loss_good }
-        }
-    }
-}
-
-fn forward(mut d: Direction, cfg: &RelayConfig, start: Instant, stop: &AtomicBool, stats: &Mutex<RelayStats>, a_to_b: bool) {
-    let mut buf = vec![0u8; 65_536];
-    let mut st = DirectionStats::default();
-    let mut last_publish = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        while d.queue.front().is_some_and(|(t, _)| *t <= now) {
-            if let Some((_, p)) = d.queue.pop_front() {
-                if d.tx.send_to(&p, d.to_node).is_ok() {
-                    st.forwarded += 1;
-                    st.forwarded_bytes += p.len() as u64;
-                }
-            }
-        }
-        let wait = d.queue.front().map_or(Duration::from_millis(5), |(t, _)| t.saturating_duration_since(now)).clamp(Duration::from_micros(100), Duration::from_millis(5));
-        if d.rx.set_read_timeout(Some(wait)).is_err() {
-            break;
-        }
-        if let Ok((n, src)) = d.rx.recv_from(&mut buf) {
-            let now = Instant::now();
-            if src != d.from_node {
-                st.foreign += 1;
-            } else {
-                st.received += 1;
-                if !cfg.schedule.is_up(now - start) {
-                    st.down += 1;
-                } else if lost(&mut d, cfg.loss) {
-                    st.lost += 1;
-                } else {
-                    let depart = match cfg.bandwidth {
-                        None => Some(now),
-                        Some(bw) => {
-                            let begin = d.link_free.max(now);
-                            (begin - now <= cfg.max_queue).then(|| {
-                                d.link_free = begin + Duration::from_secs_f64(n as f64 / bw as f64);
-                                d.link_free
-                            })
-                        }
-                    };
-                    match depart {
-                        Some(t) => d.queue.push_back((t + cfg.delay, buf[..n].to_vec())),
-                        None => st.queue_full += 1,
-                    }
-                }
-            }
-        }
-        if last_publish.elapsed() >= Duration::from_millis(20) || stop.load(Ordering::Relaxed) {
-            last_publish = Instant::now();
-            publish(stats, &st, a_to_b);
-        }
-    }
-    publish(stats, &st, a_to_b);
-}
-
-fn publish(stats: &Mutex<RelayStats>, st: &DirectionStats, a_to_b: bool) {
-    if let Ok(mut s) = stats.lock() {
-        if a_to_b {
-            s.a_to_b = *st;
-        } else {
-            s.b_to_a = *st;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn free_addr() -> SocketAddr {
-        UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+        UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
     }
 
     #[test]
@@ -307,40 +215,48 @@ mod tests {
             listen_b: "127.0.0.1:0".parse().unwrap(),
             a: "127.0.0.1:9".parse().unwrap(),
             b: "192.0.2.1:9".parse().unwrap(),
-            loss: LossModel::Random(0.0),
-            delay: Duration::ZERO,
-            bandwidth: None,
-            max_queue: Duration::from_millis(50),
-            schedule: Schedule::default(),
-            seed: 1,
+            impairment: Impairment {
+                loss: LossModel::Random(0.0),
+                delay: Duration::ZERO,
+                ..Impairment::none(1)
+            },
         };
         let e = Relay::start(cfg).err().unwrap().to_string();
-        assert!(e.contains("192.0.2.1:9") && e.contains("127.0.0.0/8"), "{e}");
+        assert!(
+            e.contains("192.0.2.1:9") && e.contains("127.0.0.0/8"),
+            "{e}"
+        );
     }
 
     #[test]
     fn schedule_parses_and_gates() {
         let s = Schedule::parse("2-22, 30-31").unwrap();
-        assert!(!s.is_up(Duration::from_secs(1)) && s.is_up(Duration::from_secs(2)) && !s.is_up(Duration::from_secs(22)));
+        assert!(
+            !s.is_up(Duration::from_secs(1))
+                && s.is_up(Duration::from_secs(2))
+                && !s.is_up(Duration::from_secs(22))
+        );
         assert!(Schedule::parse("5-1").is_err() && Schedule::parse("x").is_err());
     }
 
     #[test]
     fn random_loss_rate_is_close_to_configured_and_seeded() {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let (a, b) = (bind_udp(any, 8 << 20).unwrap(), bind_udp(any, 8 << 20).unwrap());
+        let (a, b) = (
+            bind_udp(any, 8 << 20).unwrap(),
+            bind_udp(any, 8 << 20).unwrap(),
+        );
         let (la, lb) = (free_addr(), free_addr());
         let cfg = RelayConfig {
             listen_a: la,
             listen_b: lb,
             a: a.local_addr().unwrap(),
             b: b.local_addr().unwrap(),
-            loss: LossModel::Random(0.3),
-            delay: Duration::from_millis(1),
-            bandwidth: None,
-            max_queue: Duration::from_millis(50),
-            schedule: Schedule::default(),
-            seed: 42,
+            impairment: Impairment {
+                loss: LossModel::Random(0.3),
+                delay: Duration::from_millis(1),
+                ..Impairment::none(42)
+            },
         };
         let relay = Relay::start(cfg).unwrap();
         for i in 0..2000u32 {
@@ -349,7 +265,8 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        b.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        b.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
         let mut got = 0;
         let mut buf = [0u8; 16];
         while let Ok((_, src)) = b.recv_from(&mut buf) {
@@ -362,5 +279,65 @@ mod tests {
         assert_eq!(got, s.a_to_b.forwarded);
         let rate = s.a_to_b.lost as f64 / 2000.0;
         assert!((0.26..0.34).contains(&rate), "loss {rate}");
+    }
+
+    #[test]
+    fn gilbert_elliott_through_the_relay_drops_exactly_the_models_draws() {
+        let model = LossModel::GilbertElliott {
+            p_gb: 0.05,
+            p_bg: 0.25,
+            loss_good: 0.01,
+            loss_bad: 0.9,
+        };
+        let imp = Impairment {
+            loss: model,
+            ..Impairment::none(9)
+        };
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let (a, b) = (
+            bind_udp(any, 8 << 20).unwrap(),
+            bind_udp(any, 8 << 20).unwrap(),
+        );
+        let (la, lb) = (free_addr(), free_addr());
+        let relay = Relay::start(RelayConfig {
+            listen_a: la,
+            listen_b: lb,
+            a: a.local_addr().unwrap(),
+            b: b.local_addr().unwrap(),
+            impairment: imp.clone(),
+        })
+        .unwrap();
+        let n = 4000u32;
+        for i in 0..n {
+            a.send_to(&i.to_be_bytes(), la).unwrap();
+            if i % 50 == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        b.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut delivered = vec![false; n as usize];
+        let mut buf = [0u8; 16];
+        while let Ok((len, _)) = b.recv_from(&mut buf) {
+            assert_eq!(len, 4);
+            delivered[u32::from_be_bytes(buf[..4].try_into().unwrap()) as usize] = true;
+        }
+        let s = relay.stop();
+        assert_eq!(s.a_to_b.received, u64::from(n));
+        // The relay's drops are the seeded model's draws, packet for packet.
+        let mut link = crate::impair::Link::new(&imp, 0);
+        let want: Vec<bool> = (0..n).map(|_| !link.draw_loss()).collect();
+        assert_eq!(delivered, want);
+        // And they are bursty as the model says (loose: 4000 packets only).
+        let lost = delivered.iter().filter(|d| !**d).count() as f64;
+        let bursts = (0..n as usize)
+            .filter(|&i| !delivered[i] && (i == 0 || delivered[i - 1]))
+            .count() as f64;
+        let (rate, burst) = (lost / f64::from(n), lost / bursts);
+        assert!((rate - model.loss_rate()).abs() < 0.04, "loss {rate}");
+        assert!(
+            (burst / model.mean_burst() - 1.0).abs() < 0.25,
+            "burst {burst}"
+        );
     }
 }

@@ -1,14 +1,18 @@
 //! Two real nodes over loopback UDP: direct, and through the lossy relay.
 
 mod common;
-use broadside_node::relay::{LossModel, Relay, RelayConfig, Schedule};
+use broadside_node::relay::{Impairment, LossModel, Relay, RelayConfig, Schedule};
 use common::*;
 use std::time::Duration;
 
 #[test]
 fn two_nodes_sync_fifty_files_both_ways() {
     let dir = tempfile::tempdir().unwrap();
-    let (sa, sb, scratch) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("scratch"));
+    let (sa, sb, scratch) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("scratch"),
+    );
     std::fs::create_dir_all(&scratch).unwrap();
     let k = key();
     let mut want = std::collections::BTreeMap::new();
@@ -27,10 +31,20 @@ fn two_nodes_sync_fifty_files_both_ways() {
     let a = spawn(options(sa.clone(), pa, pb, &k, 1));
     let b = spawn(options(sb.clone(), pb, pa, &k, 2));
     let done = || {
-        let cur = |s: &std::path::Path| broadside_node::store::DiskStore::open_read_only(s).unwrap().certificates().iter().map(|c| (c.name().to_string(), c.version())).collect::<std::collections::BTreeMap<_, _>>();
+        let cur = |s: &std::path::Path| {
+            broadside_node::store::DiskStore::open_read_only(s)
+                .unwrap()
+                .certificates()
+                .iter()
+                .map(|c| (c.name().to_string(), c.version()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
         cur(&sa) == want && cur(&sb) == want
     };
-    assert!(wait_for(Duration::from_secs(60), done), "stores did not converge");
+    assert!(
+        wait_for(Duration::from_secs(60), done),
+        "stores did not converge"
+    );
     let (na, nb) = (a.stop(), b.stop());
     // Every file verified: signature, trusted provider, size and content hash.
     assert_eq!(verified_versions(&sa, &k), want);
@@ -38,15 +52,25 @@ fn two_nodes_sync_fifty_files_both_ways() {
     for n in [&na, &nb] {
         let c = n.endpoint().counters();
         assert_eq!(c.malformed, 0);
-        assert!(c.tx.ack.bytes * 100 < c.tx.data.bytes.max(c.rx.data.bytes), "{c:?}");
+        assert!(
+            c.tx.ack.bytes * 100 < c.tx.data.bytes.max(c.rx.data.bytes),
+            "{c:?}"
+        );
     }
-    assert!(broadside_node::store::DiskStore::open(&sa).unwrap().partials().is_empty());
+    assert!(broadside_node::store::DiskStore::open_read_only(&sa)
+        .unwrap()
+        .partials()
+        .is_empty());
 }
 
 #[test]
 fn transfer_completes_through_relay_with_thirty_percent_loss() {
     let dir = tempfile::tempdir().unwrap();
-    let (sa, sb, scratch) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("scratch"));
+    let (sa, sb, scratch) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("scratch"),
+    );
     std::fs::create_dir_all(&scratch).unwrap();
     let k = key();
     let size = 3 << 20;
@@ -58,12 +82,14 @@ fn transfer_completes_through_relay_with_thirty_percent_loss() {
         listen_b: rb,
         a: pa,
         b: pb,
-        loss: LossModel::Random(0.3),
-        delay: Duration::from_millis(2),
-        bandwidth: Some(20_000_000),
-        max_queue: Duration::from_millis(100),
-        schedule: Schedule::default(),
-        seed: 7,
+        impairment: Impairment {
+            loss: LossModel::Random(0.3),
+            delay: Duration::from_millis(2),
+            bandwidth: Some(20_000_000),
+            max_queue: Duration::from_millis(100),
+            schedule: Schedule::default(),
+            seed: 7,
+        },
     })
     .unwrap();
     let mut oa = options(sa.clone(), pa, ra, &k, 3);
@@ -71,8 +97,16 @@ fn transfer_completes_through_relay_with_thirty_percent_loss() {
     oa.config.send_rate = 15_000_000;
     ob.config.send_rate = 15_000_000;
     let (a, b) = (spawn(oa), spawn(ob));
-    let done = || broadside_node::store::DiskStore::open_read_only(&sa).unwrap().current("map").is_some_and(|c| c.version() == 2);
-    assert!(wait_for(Duration::from_secs(60), done), "transfer did not complete");
+    let done = || {
+        broadside_node::store::DiskStore::open_read_only(&sa)
+            .unwrap()
+            .current("map")
+            .is_some_and(|c| c.version() == 2)
+    };
+    assert!(
+        wait_for(Duration::from_secs(60), done),
+        "transfer did not complete"
+    );
     let (na, nb) = (a.stop(), b.stop());
     let stats = relay.stop();
     assert_eq!(verified_versions(&sa, &k)["map"], 2);
@@ -89,5 +123,9 @@ fn transfer_completes_through_relay_with_thirty_percent_loss() {
     assert!(lost > 300, "the relay must actually have lost packets");
     assert!(rx.tx.ack.bytes * 100 < tx.tx.data.bytes);
     let blocks = (size as f64 / 2294.0).ceil();
-    assert!((rx.tx.ack.packets as f64) < 4.0 * blocks.log2(), "{} acks for {blocks} blocks", rx.tx.ack.packets);
+    assert!(
+        (rx.tx.ack.packets as f64) < 4.0 * blocks.log2(),
+        "{} acks for {blocks} blocks",
+        rx.tx.ack.packets
+    );
 }

@@ -32,7 +32,11 @@ pub struct SyncCache {
 impl SyncCache {
     /// An empty cache of at most `capacity` pairs.
     pub fn new(capacity: usize) -> Self {
-        SyncCache { set: BTreeSet::new(), order: VecDeque::new(), capacity: capacity.max(1) }
+        SyncCache {
+            set: BTreeSet::new(),
+            order: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
     }
     /// Whether this pair was synchronised.
     pub fn contains(&self, theirs: Id160, mine: Id160) -> bool {

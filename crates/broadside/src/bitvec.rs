@@ -24,7 +24,11 @@ fn byte_len(bits: u32) -> usize {
 impl BitVec {
     /// All-zero vector of `len` bits.
     pub fn new(len: u32) -> Self {
-        BitVec { len, bytes: vec![0; byte_len(len)], ones: 0 }
+        BitVec {
+            len,
+            bytes: vec![0; byte_len(len)],
+            ones: 0,
+        }
     }
     /// Number of bits.
     pub fn len(&self) -> u32 {
@@ -63,9 +67,15 @@ impl BitVec {
     }
     /// Indices of set bits, ascending.
     pub fn iter_ones(&self) -> impl Iterator<Item = u32> + '_ {
-        self.bytes.iter().enumerate().filter(|(_, b)| **b != 0).flat_map(move |(bi, b)| {
-            (0..8u32).filter(move |j| b & (1 << j) != 0).map(move |j| bi as u32 * 8 + j)
-        })
+        self.bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b != 0)
+            .flat_map(move |(bi, b)| {
+                (0..8u32)
+                    .filter(move |j| b & (1 << j) != 0)
+                    .map(move |j| bi as u32 * 8 + j)
+            })
     }
     /// The first unset bit at or after `from`, wrapping around once.
     pub fn next_zero(&self, from: u32) -> Option<u32> {
@@ -108,14 +118,23 @@ impl BitVec {
     /// `max_bits` bits. A vector that *claims* more bits than that (say a
     /// billion blocks) is refused before anything is allocated.
     pub fn decode(bytes: &[u8], max_bits: u32) -> Result<BitVec, WireError> {
-        let head: [u8; 4] = bytes.get(..4).and_then(|b| b.try_into().ok()).ok_or(WireError::Truncated)?;
+        let head: [u8; 4] = bytes
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(WireError::Truncated)?;
         let len = u32::from_be_bytes(head);
         if len > max_bits {
-            return Err(WireError::BitVecTooLong { claimed: len, max: max_bits });
+            return Err(WireError::BitVecTooLong {
+                claimed: len,
+                max: max_bits,
+            });
         }
         let body = &bytes[4..];
         if body.len() != byte_len(len) {
-            return Err(WireError::BitVecLength { claimed: len, bytes: body.len() });
+            return Err(WireError::BitVecLength {
+                claimed: len,
+                bytes: body.len(),
+            });
         }
         if !len.is_multiple_of(8) {
             if let Some(last) = body.last() {
@@ -125,7 +144,11 @@ impl BitVec {
             }
         }
         let ones = body.iter().map(|b| b.count_ones()).sum();
-        Ok(BitVec { len, bytes: body.to_vec(), ones })
+        Ok(BitVec {
+            len,
+            bytes: body.to_vec(),
+            ones,
+        })
     }
 }
 
@@ -154,9 +177,15 @@ mod tests {
         b.extend_from_slice(&[0xff; 16]);
         assert_eq!(
             BitVec::decode(&b, 65_536),
-            Err(WireError::BitVecTooLong { claimed: 1_000_000_000, max: 65_536 })
+            Err(WireError::BitVecTooLong {
+                claimed: 1_000_000_000,
+                max: 65_536
+            })
         );
-        assert!(matches!(BitVec::decode(&b, u32::MAX), Err(WireError::BitVecLength { .. })));
+        assert!(matches!(
+            BitVec::decode(&b, u32::MAX),
+            Err(WireError::BitVecLength { .. })
+        ));
     }
 
     #[test]

@@ -32,13 +32,24 @@ fn word(b: &[u8]) -> u64 {
 impl Bloom {
     /// An empty filter of `bytes` bytes (must be > 0) with `k` hash functions (must be > 0).
     pub fn new(bytes: usize, k: u8, salt: u32) -> Self {
-        assert!(bytes > 0 && k > 0, "Bloom filter needs bits and hash functions");
-        Bloom { bits: vec![0; bytes], k, salt }
+        assert!(
+            bytes > 0 && k > 0,
+            "Bloom filter needs bits and hash functions"
+        );
+        Bloom {
+            bits: vec![0; bytes],
+            k,
+            salt,
+        }
     }
 
     /// A filter over received bits; `None` if empty or `k == 0`.
     pub fn from_bytes(bits: &[u8], k: u8, salt: u32) -> Option<Self> {
-        (!bits.is_empty() && k > 0).then(|| Bloom { bits: bits.to_vec(), k, salt })
+        (!bits.is_empty() && k > 0).then(|| Bloom {
+            bits: bits.to_vec(),
+            k,
+            salt,
+        })
     }
 
     fn positions(&self, item: &Id160) -> impl Iterator<Item = usize> {
@@ -60,7 +71,8 @@ impl Bloom {
 
     /// Whether the item may be in the set (no false negatives).
     pub fn contains(&self, item: &Id160) -> bool {
-        self.positions(item).all(|p| self.bits[p / 8] & (1 << (p % 8)) != 0)
+        self.positions(item)
+            .all(|p| self.bits[p / 8] & (1 << (p % 8)) != 0)
     }
 
     /// The bit array.
@@ -101,7 +113,9 @@ mod tests {
 
     #[test]
     fn no_false_negatives_and_salt_matters() {
-        let ids: Vec<Id160> = (0..500u32).map(|i| Id160::hash(&[&i.to_be_bytes()])).collect();
+        let ids: Vec<Id160> = (0..500u32)
+            .map(|i| Id160::hash(&[&i.to_be_bytes()]))
+            .collect();
         let mut a = Bloom::new(1143, 12, 1);
         let mut b = Bloom::new(1143, 12, 2);
         for id in &ids {

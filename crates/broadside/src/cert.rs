@@ -84,7 +84,10 @@ pub fn validate_name(name: &str) -> Result<(), CertError> {
     if name.starts_with('.') {
         return bad("starts with '.'");
     }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
         return bad("contains a character outside A-Z a-z 0-9 . _ -");
     }
     Ok(())
@@ -97,7 +100,9 @@ pub struct PublicKey(pub [u8; 32]);
 impl PublicKey {
     /// A key from 32 bytes, if they are a valid Ed25519 point.
     pub fn from_bytes_checked(bytes: [u8; 32]) -> Result<Self, CertError> {
-        VerifyingKey::from_bytes(&bytes).map(|_| PublicKey(bytes)).map_err(|_| CertError::BadKey)
+        VerifyingKey::from_bytes(&bytes)
+            .map(|_| PublicKey(bytes))
+            .map_err(|_| CertError::BadKey)
     }
     /// Lower-case hex.
     pub fn to_hex(&self) -> String {
@@ -185,7 +190,14 @@ pub fn file_id_of(provider: &PublicKey, name: &str) -> FileId {
     Id160::hash(&[&provider.0, name.as_bytes()])
 }
 
-fn body(provider: &PublicKey, file_id: &FileId, version: u16, size: u64, hash: &Id160, name: &str) -> Vec<u8> {
+fn body(
+    provider: &PublicKey,
+    file_id: &FileId,
+    version: u16,
+    size: u64,
+    hash: &Id160,
+    name: &str,
+) -> Vec<u8> {
     let mut b = Vec::with_capacity(FIXED_LEN + name.len() + SIG_LEN);
     b.extend_from_slice(MAGIC);
     b.extend_from_slice(&provider.0);
@@ -206,7 +218,13 @@ fn signed_message(body: &[u8]) -> Vec<u8> {
 impl Certificate {
     /// Signs a certificate for version `version` of `name` with `size` bytes
     /// whose content hash is `content_hash`.
-    pub fn issue(key: &ProviderKey, name: &str, version: u16, size: u64, content_hash: Id160) -> Result<Self, CertError> {
+    pub fn issue(
+        key: &ProviderKey,
+        name: &str,
+        version: u16,
+        size: u64,
+        content_hash: Id160,
+    ) -> Result<Self, CertError> {
         validate_name(name)?;
         let provider = key.public();
         let file_id = file_id_of(&provider, name);
@@ -214,13 +232,26 @@ impl Certificate {
         let signature = key.0.sign(&signed_message(&encoded)).to_bytes();
         encoded.extend_from_slice(&signature);
         let instance = Id160::hash(&[&encoded]);
-        Ok(Certificate { provider, file_id, version, size, content_hash, name: name.to_owned(), signature, encoded, instance })
+        Ok(Certificate {
+            provider,
+            file_id,
+            version,
+            size,
+            content_hash,
+            name: name.to_owned(),
+            signature,
+            encoded,
+            instance,
+        })
     }
 
     /// Parses and verifies an encoded certificate (untrusted input).
     pub fn decode(bytes: &[u8]) -> Result<Self, CertError> {
         if bytes.len() < FIXED_LEN {
-            return Err(CertError::Truncated { got: bytes.len(), need: FIXED_LEN });
+            return Err(CertError::Truncated {
+                got: bytes.len(),
+                need: FIXED_LEN,
+            });
         }
         if &bytes[..4] != MAGIC {
             return Err(CertError::BadMagic);
@@ -228,7 +259,10 @@ impl Certificate {
         let name_len = usize::from(bytes[FIXED_LEN - 1]);
         let need = FIXED_LEN + name_len + SIG_LEN;
         if bytes.len() < need {
-            return Err(CertError::Truncated { got: bytes.len(), need });
+            return Err(CertError::Truncated {
+                got: bytes.len(),
+                need,
+            });
         }
         if bytes.len() > need {
             return Err(CertError::Trailing(bytes.len() - need));
@@ -248,7 +282,10 @@ impl Certificate {
         let name_bytes = &bytes[FIXED_LEN..FIXED_LEN + name_len];
         let name = String::from_utf8_lossy(name_bytes).into_owned();
         if name.as_bytes() != name_bytes {
-            return Err(CertError::InvalidName { name, why: "not UTF-8" });
+            return Err(CertError::InvalidName {
+                name,
+                why: "not UTF-8",
+            });
         }
         validate_name(&name)?;
         if file_id != file_id_of(&provider, &name) {
@@ -257,8 +294,11 @@ impl Certificate {
         let mut signature = [0u8; SIG_LEN];
         signature.copy_from_slice(&bytes[FIXED_LEN + name_len..]);
         let vk = VerifyingKey::from_bytes(&provider.0).map_err(|_| CertError::BadKey)?;
-        vk.verify_strict(&signed_message(&bytes[..FIXED_LEN + name_len]), &Signature::from_bytes(&signature))
-            .map_err(|_| CertError::BadSignature)?;
+        vk.verify_strict(
+            &signed_message(&bytes[..FIXED_LEN + name_len]),
+            &Signature::from_bytes(&signature),
+        )
+        .map_err(|_| CertError::BadSignature)?;
         Ok(Certificate {
             provider,
             file_id,
@@ -336,7 +376,10 @@ mod tests {
         assert_eq!(d.file_id(), file_id_of(&k.public(), "map-uk.bin"));
         assert_eq!(d.instance_id(), Id160::hash(&[c.encoded()]));
         assert!(d.check_trusted(&TrustedKeys::new([k.public()])).is_ok());
-        assert_eq!(d.check_trusted(&TrustedKeys::new([key(2).public()])), Err(CertError::Untrusted(k.public())));
+        assert_eq!(
+            d.check_trusted(&TrustedKeys::new([key(2).public()])),
+            Err(CertError::Untrusted(k.public()))
+        );
     }
 
     #[test]
@@ -346,14 +389,27 @@ mod tests {
             for bit in 0..8 {
                 let mut b = c.encoded().to_vec();
                 b[i] ^= 1 << bit;
-                assert!(Certificate::decode(&b).is_err(), "flip at byte {i} bit {bit} accepted");
+                assert!(
+                    Certificate::decode(&b).is_err(),
+                    "flip at byte {i} bit {bit} accepted"
+                );
             }
         }
     }
 
     #[test]
     fn names_with_separators_or_dotdot_are_refused() {
-        for bad in ["", "a/b", "..", "a..b", ".hidden", "a\\b", "a b", "ü", &"x".repeat(129)] {
+        for bad in [
+            "",
+            "a/b",
+            "..",
+            "a..b",
+            ".hidden",
+            "a\\b",
+            "a b",
+            "ü",
+            &"x".repeat(129),
+        ] {
             assert!(validate_name(bad).is_err(), "{bad:?}");
             assert!(Certificate::issue(&key(1), bad, 1, 0, Id160::default()).is_err());
         }

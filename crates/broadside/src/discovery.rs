@@ -64,8 +64,15 @@ impl Params {
 
 /// The responder's candidates: local files whose fileId is in the file
 /// filter but whose instanceId is not in the version filter.
-pub fn candidates<'a>(local: impl Iterator<Item = &'a LocalFile>, files: &Bloom, versions: &Bloom) -> Vec<FileId> {
-    local.filter(|f| files.contains(&f.file_id) && !versions.contains(&f.instance)).map(|f| f.file_id).collect()
+pub fn candidates<'a>(
+    local: impl Iterator<Item = &'a LocalFile>,
+    files: &Bloom,
+    versions: &Bloom,
+) -> Vec<FileId> {
+    local
+        .filter(|f| files.contains(&f.file_id) && !versions.contains(&f.instance))
+        .map(|f| f.file_id)
+        .collect()
 }
 
 /// Push (responder newer), pull (initiator newer) or nothing, per record.
@@ -79,8 +86,13 @@ pub fn decide(record: &FileRecord, local: Option<&LocalFile>) -> Action {
 
 enum Stage {
     AwaitMatch,
-    AwaitPlan { records: Vec<FileRecord> },
-    Exchanging { pending: BTreeMap<FileId, Action>, since: Instant },
+    AwaitPlan {
+        records: Vec<FileRecord>,
+    },
+    Exchanging {
+        pending: BTreeMap<FileId, Action>,
+        since: Instant,
+    },
     Done,
 }
 
@@ -114,10 +126,20 @@ pub struct Initiator {
 
 impl Initiator {
     /// Partitions `files` into random groups and prepares round 0.
-    pub fn new(session: u32, files: &[LocalFile], params: Params, timeout: Duration, max_retries: u32, rng: &mut impl Rng) -> Self {
+    pub fn new(
+        session: u32,
+        files: &[LocalFile],
+        params: Params,
+        timeout: Duration,
+        max_retries: u32,
+        rng: &mut impl Rng,
+    ) -> Self {
         let mut shuffled = files.to_vec();
         shuffled.shuffle(rng);
-        let groups: Vec<Vec<LocalFile>> = shuffled.chunks(params.group_size.max(1)).map(<[_]>::to_vec).collect();
+        let groups: Vec<Vec<LocalFile>> = shuffled
+            .chunks(params.group_size.max(1))
+            .map(<[_]>::to_vec)
+            .collect();
         Initiator {
             session,
             params,
@@ -195,7 +217,15 @@ impl Initiator {
     }
 
     /// Handles the responder's match filter.
-    pub fn on_match(&mut self, now: Instant, session: u32, round: u16, salt: u32, k: u8, filter: &[u8]) -> Step {
+    pub fn on_match(
+        &mut self,
+        now: Instant,
+        session: u32,
+        round: u16,
+        salt: u32,
+        k: u8,
+        filter: &[u8],
+    ) -> Step {
         if !self.current(session, round) || !matches!(self.stage, Stage::AwaitMatch) {
             return Step::Ignored;
         }
@@ -204,7 +234,10 @@ impl Initiator {
             Some(m) => self.groups[usize::from(self.round)]
                 .iter()
                 .filter(|f| m.contains(&f.file_id))
-                .map(|f| FileRecord { file_id: f.file_id, version: f.version })
+                .map(|f| FileRecord {
+                    file_id: f.file_id,
+                    version: f.version,
+                })
                 .collect(),
         };
         if records.is_empty() {
@@ -216,7 +249,14 @@ impl Initiator {
             .iter()
             .enumerate()
             .map(|(seq, c)| {
-                Message::Records { session, round, seq: seq as u16, total, records: &wire::encode_records(c) }.to_vec()
+                Message::Records {
+                    session,
+                    round,
+                    seq: seq as u16,
+                    total,
+                    records: &wire::encode_records(c),
+                }
+                .to_vec()
             })
             .collect();
         self.stage = Stage::AwaitPlan { records };
@@ -224,8 +264,17 @@ impl Initiator {
     }
 
     /// Handles the responder's plan.
-    pub fn on_plan(&mut self, now: Instant, session: u32, round: u16, count: u16, codes: &[u8]) -> Step {
-        let Stage::AwaitPlan { records } = &self.stage else { return Step::Ignored };
+    pub fn on_plan(
+        &mut self,
+        now: Instant,
+        session: u32,
+        round: u16,
+        count: u16,
+        codes: &[u8],
+    ) -> Step {
+        let Stage::AwaitPlan { records } = &self.stage else {
+            return Step::Ignored;
+        };
         if !self.current(session, round) || usize::from(count) != records.len() {
             return Step::Ignored;
         }
@@ -241,13 +290,18 @@ impl Initiator {
             return self.next_round(now);
         }
         let list = pending.iter().map(|(f, a)| (*f, *a)).collect();
-        self.stage = Stage::Exchanging { pending, since: now };
+        self.stage = Stage::Exchanging {
+            pending,
+            since: now,
+        };
         Step::Exchange(list)
     }
 
     /// Marks one planned exchange as finished (whatever its outcome).
     pub fn resolve(&mut self, now: Instant, file: &FileId) -> Step {
-        let Stage::Exchanging { pending, .. } = &mut self.stage else { return Step::Ignored };
+        let Stage::Exchanging { pending, .. } = &mut self.stage else {
+            return Step::Ignored;
+        };
         if pending.remove(file).is_none() {
             return Step::Ignored;
         }
@@ -355,7 +409,14 @@ impl Responder {
             }
             m.as_bytes().to_vec()
         };
-        let reply = Message::Match { session, round, salt: salt.rotate_left(16), k, filter: &filter }.to_vec();
+        let reply = Message::Match {
+            session,
+            round,
+            salt: salt.rotate_left(16),
+            k,
+            filter: &filter,
+        }
+        .to_vec();
         *slot = Some(Responder {
             session,
             round,
@@ -391,17 +452,37 @@ impl Responder {
             return None;
         }
         self.total = total;
-        self.records.insert(seq, wire::decode_records(records).collect());
+        self.records
+            .insert(seq, wire::decode_records(records).collect());
         if self.records.len() < usize::from(total) {
             return Some(RecordsReply::Incomplete);
         }
         let all: Vec<FileRecord> = self.records.values().flatten().copied().collect();
-        let actions: Vec<Action> = all.iter().map(|r| decide(r, local.get(&r.file_id))).collect();
+        let actions: Vec<Action> = all
+            .iter()
+            .map(|r| decide(r, local.get(&r.file_id)))
+            .collect();
         let count = u16::try_from(actions.len()).ok()?;
-        let plan = Message::Plan { session, round, count, codes: &wire::encode_plan(&actions) }.to_vec();
+        let plan = Message::Plan {
+            session,
+            round,
+            count,
+            codes: &wire::encode_plan(&actions),
+        }
+        .to_vec();
         self.plan_reply = Some(plan.clone());
-        let pushes = all.iter().zip(&actions).filter(|(_, a)| **a == Action::Push).map(|(r, _)| r.file_id).collect();
-        let decided = all.iter().zip(&actions).filter(|(_, a)| **a != Action::None).map(|(r, a)| (r.file_id, *a)).collect();
+        let pushes = all
+            .iter()
+            .zip(&actions)
+            .filter(|(_, a)| **a == Action::Push)
+            .map(|(r, _)| r.file_id)
+            .collect();
+        let decided = all
+            .iter()
+            .zip(&actions)
+            .filter(|(_, a)| **a != Action::None)
+            .map(|(r, a)| (r.file_id, *a))
+            .collect();
         Some(RecordsReply::Plan(plan, pushes, decided))
     }
 }
@@ -414,11 +495,19 @@ mod tests {
     use rand_xoshiro::Xoshiro256PlusPlus;
 
     fn file(n: u32, v: u16) -> LocalFile {
-        LocalFile { file_id: Id160::hash(&[&n.to_be_bytes()]), instance: Id160::hash(&[&n.to_be_bytes(), &v.to_be_bytes()]), version: v }
+        LocalFile {
+            file_id: Id160::hash(&[&n.to_be_bytes()]),
+            instance: Id160::hash(&[&n.to_be_bytes(), &v.to_be_bytes()]),
+            version: v,
+        }
     }
 
     fn params() -> Params {
-        Params { group_size: 500, hash_count: 12, packet_size: 2304 }
+        Params {
+            group_size: 500,
+            hash_count: 12,
+            packet_size: 2304,
+        }
     }
 
     /// Runs one initiator against one responder over a perfect link and
@@ -451,16 +540,63 @@ mod tests {
                     let mut next = Step::Ignored;
                     for p in &pkts {
                         match Message::parse(p).unwrap() {
-                            Message::Filters { session, round, salt, k, file_filter, version_filter, .. } => {
-                                let m = Responder::on_filters(&mut resp, now, &local_b, params(), session, round, salt, k, file_filter, version_filter).unwrap();
+                            Message::Filters {
+                                session,
+                                round,
+                                salt,
+                                k,
+                                file_filter,
+                                version_filter,
+                                ..
+                            } => {
+                                let m = Responder::on_filters(
+                                    &mut resp,
+                                    now,
+                                    &local_b,
+                                    params(),
+                                    session,
+                                    round,
+                                    salt,
+                                    k,
+                                    file_filter,
+                                    version_filter,
+                                )
+                                .unwrap();
                                 packets += 1;
-                                let Message::Match { session, round, salt, k, filter } = Message::parse(&m).unwrap() else { panic!() };
+                                let Message::Match {
+                                    session,
+                                    round,
+                                    salt,
+                                    k,
+                                    filter,
+                                } = Message::parse(&m).unwrap()
+                                else {
+                                    panic!()
+                                };
                                 next = init.on_match(now, session, round, salt, k, filter);
                             }
-                            Message::Records { session, round, seq, total, records } => {
-                                if let Some(RecordsReply::Plan(p, _, _)) = resp.as_mut().unwrap().on_records(now, &local_b, session, round, seq, total, records) {
+                            Message::Records {
+                                session,
+                                round,
+                                seq,
+                                total,
+                                records,
+                            } => {
+                                if let Some(RecordsReply::Plan(p, _, _)) = resp
+                                    .as_mut()
+                                    .unwrap()
+                                    .on_records(now, &local_b, session, round, seq, total, records)
+                                {
                                     packets += 1;
-                                    let Message::Plan { session, round, count, codes } = Message::parse(&p).unwrap() else { panic!() };
+                                    let Message::Plan {
+                                        session,
+                                        round,
+                                        count,
+                                        codes,
+                                    } = Message::parse(&p).unwrap()
+                                    else {
+                                        panic!()
+                                    };
                                     next = init.on_plan(now, session, round, count, codes);
                                 }
                             }
@@ -490,17 +626,36 @@ mod tests {
         let a: Vec<LocalFile> = (0..1200).map(|i| file(i, 1)).collect();
         let (found, packets) = sync(&a, &a);
         assert!(found.is_empty());
-        assert_eq!(packets, 2 * 3, "3 groups of <=500, filters + empty match each");
+        assert_eq!(
+            packets,
+            2 * 3,
+            "3 groups of <=500, filters + empty match each"
+        );
     }
 
     #[test]
     fn retransmission_repeats_last_request_then_gives_up() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        let mut init = Initiator::new(9, &[file(1, 1)], params(), Duration::from_secs(1), 2, &mut rng);
-        let Step::Send(first) = init.start(Instant::ZERO) else { panic!() };
+        let mut init = Initiator::new(
+            9,
+            &[file(1, 1)],
+            params(),
+            Duration::from_secs(1),
+            2,
+            &mut rng,
+        );
+        let Step::Send(first) = init.start(Instant::ZERO) else {
+            panic!()
+        };
         assert_eq!(init.deadline(), Some(Instant::from_micros(1_000_000)));
-        assert_eq!(init.on_timeout(Instant::from_micros(1_000_000)), Some(first.clone()));
-        assert_eq!(init.on_timeout(Instant::from_micros(2_000_000)), Some(first));
+        assert_eq!(
+            init.on_timeout(Instant::from_micros(1_000_000)),
+            Some(first.clone())
+        );
+        assert_eq!(
+            init.on_timeout(Instant::from_micros(2_000_000)),
+            Some(first)
+        );
         assert_eq!(init.on_timeout(Instant::from_micros(3_000_000)), None);
     }
 }

@@ -66,8 +66,12 @@ pub struct Config {
     pub max_file_size: u64,
     /// Beacons accepted per peer per second (burst: twice that).
     pub beacon_rate: f64,
-    /// Requests (filters, records, offers, wants) accepted per peer per second (burst: twice that).
+    /// Discovery requests (filters, records) accepted per peer per second (burst: twice that).
     pub request_rate: f64,
+    /// Transfer requests (offers, wants) accepted per peer per second; the
+    /// burst is twice that or two per group member, whichever is larger,
+    /// since one round can plan up to `group_size` exchanges at once.
+    pub transfer_rate: f64,
     /// Most peers tracked at once.
     pub max_peers: usize,
     /// Hash pairs remembered as synchronised.
@@ -94,6 +98,7 @@ impl Default for Config {
             max_file_size: 4 << 30,
             beacon_rate: 10.0,
             request_rate: 200.0,
+            transfer_rate: 500.0,
             max_peers: 64,
             sync_cache: 1024,
             seed: 0,
@@ -116,16 +121,34 @@ pub struct ConfigError {
 impl Config {
     /// Checks every field's range.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, value: String, allowed: String| Err(ConfigError { field, value, allowed });
+        let err = |field, value: String, allowed: String| {
+            Err(ConfigError {
+                field,
+                value,
+                allowed,
+            })
+        };
         if !(512..=65_507).contains(&self.packet_size) {
-            return err("packet_size", self.packet_size.to_string(), "512..=65507 bytes".into());
+            return err(
+                "packet_size",
+                self.packet_size.to_string(),
+                "512..=65507 bytes".into(),
+            );
         }
         let max_group = (self.packet_size - wire::PLAN_HEADER_LEN) * 4;
         if !(1..=max_group.min(65_535)).contains(&self.group_size) {
-            return err("group_size", self.group_size.to_string(), format!("1..={}", max_group.min(65_535)));
+            return err(
+                "group_size",
+                self.group_size.to_string(),
+                format!("1..={}", max_group.min(65_535)),
+            );
         }
         if !(1..=wire::MAX_HASH_COUNT).contains(&self.hash_count) {
-            return err("hash_count", self.hash_count.to_string(), format!("1..={}", wire::MAX_HASH_COUNT));
+            return err(
+                "hash_count",
+                self.hash_count.to_string(),
+                format!("1..={}", wire::MAX_HASH_COUNT),
+            );
         }
         for (field, d) in [
             ("beacon_interval", self.beacon_interval),
@@ -138,7 +161,11 @@ impl Config {
                 return err(field, "0".into(), "a positive duration".into());
             }
         }
-        for (field, r) in [("beacon_rate", self.beacon_rate), ("request_rate", self.request_rate)] {
+        for (field, r) in [
+            ("beacon_rate", self.beacon_rate),
+            ("request_rate", self.request_rate),
+            ("transfer_rate", self.transfer_rate),
+        ] {
             if !(r.is_finite() && r > 0.0) {
                 return err(field, r.to_string(), "a positive number per second".into());
             }
@@ -150,7 +177,11 @@ impl Config {
     }
 
     fn params(&self) -> Params {
-        Params { group_size: self.group_size, hash_count: self.hash_count, packet_size: self.packet_size }
+        Params {
+            group_size: self.group_size,
+            hash_count: self.hash_count,
+            packet_size: self.packet_size,
+        }
     }
     fn block_size(&self) -> u32 {
         (self.packet_size - wire::DATA_HEADER_LEN) as u32
@@ -321,11 +352,11 @@ pub enum Event<A> {
 
 struct PeerState {
     last_seen: Instant,
-    beacons: TokenBucket,
-    requests: TokenBucket,
+    /// Token buckets: beacons, discovery requests, transfer requests.
+    buckets: [TokenBucket; 3],
     last_beacon: Option<(u32, Id160)>,
-    /// Whether the current rate-limit episode was logged: [beacons, requests].
-    limited_reported: [bool; 2],
+    /// Whether the current rate-limit episode was logged, per bucket.
+    limited_reported: [bool; 3],
     retry_after: Instant,
 }
 
@@ -417,11 +448,16 @@ pub struct Endpoint<A> {
 impl<A: Clone + Ord + Debug> Endpoint<A> {
     /// A node holding `files` (already verified by the caller's store).
     /// Certificates from untrusted providers are left out.
-    pub fn new(cfg: Config, trusted: TrustedKeys, files: Vec<Certificate>, now: Instant) -> Result<Self, ConfigError> {
+    pub fn new(
+        cfg: Config,
+        trusted: TrustedKeys,
+        files: Vec<Certificate>,
+        now: Instant,
+    ) -> Result<Self, ConfigError> {
         cfg.validate()?;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
         let pacer = (cfg.send_rate > 0).then(|| {
-            let burst = (cfg.send_rate as f64 * 0.002).max(8.0 * cfg.packet_size as f64);
+            let burst = (cfg.send_rate as f64 * 0.005).max(8.0 * cfg.packet_size as f64);
             TokenBucket::new(cfg.send_rate as f64, burst, now)
         });
         let mut ep = Endpoint {
@@ -460,15 +496,27 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     /// Adds or replaces a local file (e.g. one just published). Refused if
     /// its provider is untrusted or a version at least as new is held.
     pub fn add_file(&mut self, cert: Certificate) -> Result<(), RejectReason> {
-        cert.check_trusted(&self.trusted).map_err(RejectReason::Certificate)?;
+        cert.check_trusted(&self.trusted)
+            .map_err(RejectReason::Certificate)?;
         if let Some(old) = self.files.get(&cert.file_id()) {
             if old.version() >= cert.version() {
-                return Err(RejectReason::StaleVersion { name: cert.name().into(), have: old.version(), offered: cert.version() });
+                return Err(RejectReason::StaleVersion {
+                    name: cert.name().into(),
+                    have: old.version(),
+                    offered: cert.version(),
+                });
             }
             self.by_instance.remove(&old.instance_id());
         }
         self.by_instance.insert(cert.instance_id(), cert.file_id());
-        self.local.insert(cert.file_id(), LocalFile { file_id: cert.file_id(), instance: cert.instance_id(), version: cert.version() });
+        self.local.insert(
+            cert.file_id(),
+            LocalFile {
+                file_id: cert.file_id(),
+                instance: cert.instance_id(),
+                version: cert.version(),
+            },
+        );
         self.files.insert(cert.file_id(), cert);
         self.rehash();
         Ok(())
@@ -511,7 +559,11 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     pub fn peers(&self) -> Vec<PeerStatus<A>> {
         self.peers
             .iter()
-            .map(|(a, p)| PeerStatus { peer: a.clone(), last_seen: p.last_seen, last_beacon: p.last_beacon })
+            .map(|(a, p)| PeerStatus {
+                peer: a.clone(),
+                last_seen: p.last_seen,
+                last_beacon: p.last_beacon,
+            })
             .collect()
     }
     /// Number of segments being sent.
@@ -520,7 +572,10 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
     /// Whether a sync, offer or transfer is under way.
     pub fn is_busy(&self) -> bool {
-        !(self.initiators.is_empty() && self.offers.is_empty() && self.fetches.is_empty() && self.uploads.is_empty())
+        !(self.initiators.is_empty()
+            && self.offers.is_empty()
+            && self.fetches.is_empty()
+            && self.uploads.is_empty())
     }
 
     /// The next event, if any.
@@ -529,8 +584,14 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     fn send(&mut self, to: Destination<A>, payload: Vec<u8>) {
-        let kind = Message::parse(&payload).map(|m| m.msg_type().class()).unwrap_or(PacketKind::Control);
-        self.queue.push_back(Transmit { destination: to, payload, kind });
+        let kind = Message::parse(&payload)
+            .map(|m| m.msg_type().class())
+            .unwrap_or(PacketKind::Control);
+        self.queue.push_back(Transmit {
+            destination: to,
+            payload,
+            kind,
+        });
     }
 
     fn send_to(&mut self, peer: &A, msg: Message<'_>) {
@@ -538,13 +599,22 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     fn reject(&mut self, peer: &A, reason: RejectReason) {
-        self.events.push_back(Event::Rejected { peer: peer.clone(), reason });
+        self.events.push_back(Event::Rejected {
+            peer: peer.clone(),
+            reason,
+        });
     }
 
     // ---------------------------------------------------------------- input
 
     /// Handles one datagram from `from`.
-    pub fn handle_datagram(&mut self, now: Instant, from: A, bytes: &[u8], store: &mut dyn Storage) {
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: A,
+        bytes: &[u8],
+        store: &mut dyn Storage,
+    ) {
         if !self.admit_peer(now, &from) {
             return;
         }
@@ -552,7 +622,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             Ok(m) => m,
             Err(e) => {
                 self.counters.malformed += 1;
-                if self.take_request(now, &from, None) {
+                if self.take(now, &from, 1, None) {
                     self.reject(&from, RejectReason::Malformed(e));
                 }
                 return;
@@ -560,8 +630,9 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         };
         let kind = msg.msg_type();
         let limited = match kind {
-            MsgType::Beacon => !self.take_beacon(now, &from),
-            MsgType::Filters | MsgType::Records | MsgType::Offer | MsgType::Want => !self.take_request(now, &from, Some(kind)),
+            MsgType::Beacon => !self.take(now, &from, 0, Some(kind)),
+            MsgType::Filters | MsgType::Records => !self.take(now, &from, 1, Some(kind)),
+            MsgType::Offer | MsgType::Want => !self.take(now, &from, 2, Some(kind)),
             _ => false,
         };
         if limited {
@@ -569,21 +640,55 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         }
         self.counters.rx.add(kind.class(), bytes.len());
         match msg {
-            Message::Beacon { node, file_count, content_hash } => self.on_beacon(now, &from, node, file_count, content_hash),
-            Message::Filters { session, round, salt, k, file_filter, version_filter, .. } => {
-                self.on_filters(now, &from, session, round, salt, k, file_filter, version_filter)
-            }
-            Message::Match { session, round, salt, k, filter } => {
+            Message::Beacon {
+                node,
+                file_count,
+                content_hash,
+            } => self.on_beacon(now, &from, node, file_count, content_hash),
+            Message::Filters {
+                session,
+                round,
+                salt,
+                k,
+                file_filter,
+                version_filter,
+                ..
+            } => self.on_filters(
+                now,
+                &from,
+                session,
+                round,
+                salt,
+                k,
+                file_filter,
+                version_filter,
+            ),
+            Message::Match {
+                session,
+                round,
+                salt,
+                k,
+                filter,
+            } => {
                 let step = match self.initiators.get_mut(&from) {
                     Some(s) => s.initiator.on_match(now, session, round, salt, k, filter),
                     None => Step::Ignored,
                 };
                 self.apply_step(now, &from, step);
             }
-            Message::Records { session, round, seq, total, records } => {
-                self.on_records(now, &from, session, round, seq, total, records)
-            }
-            Message::Plan { session, round, count, codes } => {
+            Message::Records {
+                session,
+                round,
+                seq,
+                total,
+                records,
+            } => self.on_records(now, &from, session, round, seq, total, records),
+            Message::Plan {
+                session,
+                round,
+                count,
+                codes,
+            } => {
                 let step = match self.initiators.get_mut(&from) {
                     Some(s) => s.initiator.on_plan(now, session, round, count, codes),
                     None => Step::Ignored,
@@ -591,10 +696,18 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 self.apply_step(now, &from, step);
             }
             Message::Offer { cert } => self.on_offer(now, &from, cert, store),
-            Message::Want { transfer, instance, block_size, segment, vector } => {
-                self.on_want(now, &from, transfer, instance, block_size, segment, vector)
-            }
-            Message::Data { transfer, block, bytes } => self.on_data(now, &from, transfer, block, bytes, store),
+            Message::Want {
+                transfer,
+                instance,
+                block_size,
+                segment,
+                vector,
+            } => self.on_want(now, &from, transfer, instance, block_size, segment, vector),
+            Message::Data {
+                transfer,
+                block,
+                bytes,
+            } => self.on_data(now, &from, transfer, block, bytes, store),
             Message::Ack { transfer, vector } => self.on_ack(now, &from, transfer, &vector),
             Message::Close { instance, status } => self.on_close(now, &from, instance, status),
         }
@@ -607,8 +720,14 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         }
         if self.peers.len() >= self.cfg.max_peers {
             let idle = self.cfg.transfer_timeout * 6;
-            let busy: Vec<A> = self.initiators.keys().chain(self.responders.keys()).cloned().collect();
-            self.peers.retain(|a, p| busy.contains(a) || now.saturating_since(p.last_seen) < idle);
+            let busy: Vec<A> = self
+                .initiators
+                .keys()
+                .chain(self.responders.keys())
+                .cloned()
+                .collect();
+            self.peers
+                .retain(|a, p| busy.contains(a) || now.saturating_since(p.last_seen) < idle);
         }
         if self.peers.len() >= self.cfg.max_peers {
             self.counters.rate_limited += 1;
@@ -619,32 +738,41 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             from.clone(),
             PeerState {
                 last_seen: now,
-                beacons: TokenBucket::new(c.beacon_rate, 2.0 * c.beacon_rate, now),
-                requests: TokenBucket::new(c.request_rate, 2.0 * c.request_rate, now),
+                buckets: [
+                    TokenBucket::new(c.beacon_rate, 2.0 * c.beacon_rate, now),
+                    TokenBucket::new(c.request_rate, 2.0 * c.request_rate, now),
+                    TokenBucket::new(
+                        c.transfer_rate,
+                        (2.0 * c.transfer_rate).max(2.0 * c.group_size as f64),
+                        now,
+                    ),
+                ],
                 last_beacon: None,
-                limited_reported: [false; 2],
+                limited_reported: [false; 3],
                 retry_after: now,
             },
         );
         true
     }
 
-    fn take_beacon(&mut self, now: Instant, from: &A) -> bool {
-        let ok = self.peers.get_mut(from).is_some_and(|p| p.beacons.try_take(now, 1.0));
-        self.after_limit(from, ok, MsgType::Beacon, 0)
-    }
-
-    /// Takes a request token; malformed packets (`kind == None`) use the same bucket.
-    fn take_request(&mut self, now: Instant, from: &A, kind: Option<MsgType>) -> bool {
-        let ok = self.peers.get_mut(from).is_some_and(|p| p.requests.try_take(now, 1.0));
+    /// Takes a token from `bucket` (0 beacons, 1 discovery, 2 transfer);
+    /// logs the first refusal of an episode. Malformed packets (`kind ==
+    /// None`) draw from the discovery bucket and are never logged as limited.
+    fn take(&mut self, now: Instant, from: &A, bucket: usize, kind: Option<MsgType>) -> bool {
+        let ok = self
+            .peers
+            .get_mut(from)
+            .is_some_and(|p| p.buckets[bucket].try_take(now, 1.0));
         match kind {
-            Some(k) => self.after_limit(from, ok, k, 1),
+            Some(k) => self.after_limit(from, ok, k, bucket),
             None => ok,
         }
     }
 
     fn after_limit(&mut self, from: &A, ok: bool, kind: MsgType, bucket: usize) -> bool {
-        let Some(p) = self.peers.get_mut(from) else { return ok };
+        let Some(p) = self.peers.get_mut(from) else {
+            return ok;
+        };
         if ok {
             p.limited_reported[bucket] = false;
         } else {
@@ -661,13 +789,16 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         if node == self.node_id {
             return; // our own broadcast, looped back
         }
-        let Some(p) = self.peers.get_mut(from) else { return };
+        let Some(p) = self.peers.get_mut(from) else {
+            return;
+        };
         p.last_beacon = Some((count, hash));
         let retry_after = p.retry_after;
         let mine = (self.files.len() as u32, self.content_hash);
         if hash == self.content_hash
             || self.sync_cache.contains(hash, self.content_hash)
             || self.initiators.contains_key(from)
+            || self.responding_to(now, from)
             || now < retry_after
             || !beacon::should_initiate(mine, (count, hash))
         {
@@ -684,9 +815,29 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             &mut self.rng,
         );
         let step = initiator.start(now);
-        self.events.push_back(Event::SyncStarted { peer: from.clone(), initiator: true });
-        self.initiators.insert(from.clone(), InitiatorSlot { initiator, their_hash: hash, my_hash: self.content_hash });
+        self.events.push_back(Event::SyncStarted {
+            peer: from.clone(),
+            initiator: true,
+        });
+        self.initiators.insert(
+            from.clone(),
+            InitiatorSlot {
+                initiator,
+                their_hash: hash,
+                my_hash: self.content_hash,
+            },
+        );
         self.apply_step(now, from, step);
+    }
+
+    /// Whether `peer` is running a sync with us as responder (then we do not
+    /// start a second one the other way).
+    fn responding_to(&self, now: Instant, peer: &A) -> bool {
+        let live =
+            self.cfg.discovery_timeout * (self.cfg.discovery_retries + 1) + self.offer_wait();
+        self.responders
+            .get(peer)
+            .is_some_and(|r| now.saturating_since(r.last_active) < live)
     }
 
     fn apply_step(&mut self, now: Instant, peer: &A, step: Step) {
@@ -712,7 +863,10 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             Step::Done => {
                 if let Some(slot) = self.initiators.remove(peer) {
                     self.sync_cache.insert(slot.their_hash, slot.my_hash);
-                    self.events.push_back(Event::SyncFinished { peer: peer.clone(), rounds: slot.initiator.rounds() });
+                    self.events.push_back(Event::SyncFinished {
+                        peer: peer.clone(),
+                        rounds: slot.initiator.rounds(),
+                    });
                 }
             }
         }
@@ -728,12 +882,36 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn on_filters(&mut self, now: Instant, from: &A, session: u32, round: u16, salt: u32, k: u8, ff: &[u8], vf: &[u8]) {
+    fn on_filters(
+        &mut self,
+        now: Instant,
+        from: &A,
+        session: u32,
+        round: u16,
+        salt: u32,
+        k: u8,
+        ff: &[u8],
+        vf: &[u8],
+    ) {
         let mut slot = self.responders.remove(from);
         let fresh = slot.as_ref().is_none_or(|r| !r.is_session(session));
-        if let Some(reply) = Responder::on_filters(&mut slot, now, &self.local, self.cfg.params(), session, round, salt, k, ff, vf) {
+        if let Some(reply) = Responder::on_filters(
+            &mut slot,
+            now,
+            &self.local,
+            self.cfg.params(),
+            session,
+            round,
+            salt,
+            k,
+            ff,
+            vf,
+        ) {
             if fresh {
-                self.events.push_back(Event::SyncStarted { peer: from.clone(), initiator: false });
+                self.events.push_back(Event::SyncStarted {
+                    peer: from.clone(),
+                    initiator: false,
+                });
             }
             self.send(Destination::Peer(from.clone()), reply);
         }
@@ -743,14 +921,31 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn on_records(&mut self, now: Instant, from: &A, session: u32, round: u16, seq: u16, total: u16, recs: &[u8]) {
-        let Some(r) = self.responders.get_mut(from) else { return };
-        let Some(RecordsReply::Plan(plan, pushes, decided)) = r.on_records(now, &self.local, session, round, seq, total, recs) else {
+    fn on_records(
+        &mut self,
+        now: Instant,
+        from: &A,
+        session: u32,
+        round: u16,
+        seq: u16,
+        total: u16,
+        recs: &[u8],
+    ) {
+        let Some(r) = self.responders.get_mut(from) else {
+            return;
+        };
+        let Some(RecordsReply::Plan(plan, pushes, decided)) =
+            r.on_records(now, &self.local, session, round, seq, total, recs)
+        else {
             return;
         };
         self.send(Destination::Peer(from.clone()), plan);
         for (file, action) in decided {
-            self.events.push_back(Event::Candidate { peer: from.clone(), file, action });
+            self.events.push_back(Event::Candidate {
+                peer: from.clone(),
+                file,
+                action,
+            });
         }
         for file in pushes {
             if let Some(cert) = self.files.get(&file).cloned() {
@@ -764,9 +959,22 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         if self.offers.contains_key(&key) {
             return;
         }
-        self.send_to(peer, Message::Offer { cert: cert.encoded() });
+        self.send_to(
+            peer,
+            Message::Offer {
+                cert: cert.encoded(),
+            },
+        );
         let deadline = now + self.cfg.offer_timeout;
-        self.offers.insert(key, Offer { cert, stage: OfferStage::AwaitWant, deadline, retries: 0 });
+        self.offers.insert(
+            key,
+            Offer {
+                cert,
+                stage: OfferStage::AwaitWant,
+                deadline,
+                retries: 0,
+            },
+        );
     }
 
     fn close(&mut self, peer: &A, instance: InstanceId, status: CloseCode) {
@@ -774,7 +982,9 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     fn on_offer(&mut self, now: Instant, from: &A, bytes: &[u8], store: &mut dyn Storage) {
-        let cert = match Certificate::decode(bytes).and_then(|c| c.check_trusted(&self.trusted).map(|()| c)) {
+        let cert = match Certificate::decode(bytes)
+            .and_then(|c| c.check_trusted(&self.trusted).map(|()| c))
+        {
             Ok(c) => c,
             Err(e) => {
                 self.reject(from, RejectReason::Certificate(e));
@@ -792,13 +1002,23 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             return self.resolve(now, from, &file);
         }
         if have.version() >= cert.version() {
-            let reason = RejectReason::StaleVersion { name: cert.name().into(), have: have.version(), offered: cert.version() };
+            let reason = RejectReason::StaleVersion {
+                name: cert.name().into(),
+                have: have.version(),
+                offered: cert.version(),
+            };
             self.reject(from, reason);
             self.close(from, instance, CloseCode::HaveNewer);
             return self.resolve(now, from, &file);
         }
         if cert.size() > self.cfg.max_file_size {
-            self.reject(from, RejectReason::FileTooLarge { size: cert.size(), max: self.cfg.max_file_size });
+            self.reject(
+                from,
+                RejectReason::FileTooLarge {
+                    size: cert.size(),
+                    max: self.cfg.max_file_size,
+                },
+            );
             self.close(from, instance, CloseCode::Refused);
             return self.resolve(now, from, &file);
         }
@@ -815,13 +1035,27 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             }
             return;
         }
-        let Some(layout) = Layout::new(cert.size(), self.cfg.block_size(), self.cfg.segment_blocks()) else {
-            self.reject(from, RejectReason::FileTooLarge { size: cert.size(), max: self.cfg.max_file_size });
+        let Some(layout) = Layout::new(
+            cert.size(),
+            self.cfg.block_size(),
+            self.cfg.segment_blocks(),
+        ) else {
+            self.reject(
+                from,
+                RejectReason::FileTooLarge {
+                    size: cert.size(),
+                    max: self.cfg.max_file_size,
+                },
+            );
             self.close(from, instance, CloseCode::Refused);
             return self.resolve(now, from, &file);
         };
         let received = match store.partial_load(&cert) {
-            Ok(Some(p)) if p.block_size == layout.block_size() && p.received.len() == layout.blocks() => p.received,
+            Ok(Some(p))
+                if p.block_size == layout.block_size() && p.received.len() == layout.blocks() =>
+            {
+                p.received
+            }
             Ok(_) => BitVec::new(layout.blocks()),
             Err(e) => {
                 self.reject(from, RejectReason::Storage(e));
@@ -838,7 +1072,16 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         });
         let transfer = self.new_transfer_id(file);
         let placeholder = SegmentReceiver::new(transfer, 0, 0, &received, now);
-        self.fetches.insert(file, Fetch { peer: from.clone(), cert, layout, received, segment: placeholder });
+        self.fetches.insert(
+            file,
+            Fetch {
+                peer: from.clone(),
+                cert,
+                layout,
+                received,
+                segment: placeholder,
+            },
+        );
         self.next_segment(now, file, store);
     }
 
@@ -850,8 +1093,12 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
 
     /// Starts the first incomplete segment of a fetch, or finishes the file.
     fn next_segment(&mut self, now: Instant, file: FileId, store: &mut dyn Storage) {
-        let Some(f) = self.fetches.get(&file) else { return };
-        let next = (0..).map_while(|s| f.layout.segment(s)).find(|&(first, count)| f.received.slice(first, count).count_ones() < count);
+        let Some(f) = self.fetches.get(&file) else {
+            return;
+        };
+        let next = (0..)
+            .map_while(|s| f.layout.segment(s))
+            .find(|&(first, count)| f.received.slice(first, count).count_ones() < count);
         match next {
             None => self.finish_fetch(now, file, store),
             Some((first, count)) => {
@@ -883,13 +1130,24 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
 
     /// Persists the vector, then sends it (so whatever is acknowledged survives a crash).
     fn send_ack(&mut self, now: Instant, file: FileId, store: &mut dyn Storage) {
-        let Some(f) = self.fetches.get_mut(&file) else { return };
-        let partial = Partial { block_size: f.layout.block_size(), received: f.received.clone() };
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return;
+        };
+        let partial = Partial {
+            block_size: f.layout.block_size(),
+            received: f.received.clone(),
+        };
         if let Err(e) = store.partial_persist(&f.cert, &partial) {
             return self.fail_fetch(now, file, RejectReason::Storage(e));
         }
         f.segment.acked(now);
-        let (peer, msg) = (f.peer.clone(), Message::Ack { transfer: f.segment.transfer, vector: f.segment.vector().clone() });
+        let (peer, msg) = (
+            f.peer.clone(),
+            Message::Ack {
+                transfer: f.segment.transfer,
+                vector: f.segment.vector().clone(),
+            },
+        );
         self.send_to(&peer, msg);
     }
 
@@ -908,17 +1166,24 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     fn finish_fetch(&mut self, now: Instant, file: FileId, store: &mut dyn Storage) {
-        let Some(f) = self.remove_fetch(&file) else { return };
+        let Some(f) = self.remove_fetch(&file) else {
+            return;
+        };
         let (peer, cert) = (f.peer, f.cert);
         let verdict = hash_partial(store, &cert).map(|h| h == cert.content_hash());
         let outcome = match verdict {
             Ok(true) => match self.files.get(&file) {
-                Some(have) if have.version() >= cert.version() => {
-                    Err(RejectReason::StaleVersion { name: cert.name().into(), have: have.version(), offered: cert.version() })
-                }
+                Some(have) if have.version() >= cert.version() => Err(RejectReason::StaleVersion {
+                    name: cert.name().into(),
+                    have: have.version(),
+                    offered: cert.version(),
+                }),
                 _ => store.partial_commit(&cert).map_err(RejectReason::Storage),
             },
-            Ok(false) => Err(RejectReason::ContentMismatch { name: cert.name().into(), version: cert.version() }),
+            Ok(false) => Err(RejectReason::ContentMismatch {
+                name: cert.name().into(),
+                version: cert.version(),
+            }),
             Err(e) => Err(RejectReason::Storage(e)),
         };
         match outcome {
@@ -944,26 +1209,48 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn on_want(&mut self, now: Instant, from: &A, transfer: u32, instance: InstanceId, block_size: u16, first: u32, vector: BitVec) {
+    fn on_want(
+        &mut self,
+        now: Instant,
+        from: &A,
+        transfer: u32,
+        instance: InstanceId,
+        block_size: u16,
+        first: u32,
+        vector: BitVec,
+    ) {
         if let Some(up) = self.uploads.get_mut(&(from.clone(), transfer)) {
             if !up.sender.on_vector(&vector, now) {
                 self.reject(from, RejectReason::InvalidVector("vector length changed"));
             }
             return;
         }
-        let Some(cert) = self.by_instance.get(&instance).and_then(|f| self.files.get(f)).cloned() else {
+        let Some(cert) = self
+            .by_instance
+            .get(&instance)
+            .and_then(|f| self.files.get(f))
+            .cloned()
+        else {
             self.close(from, instance, CloseCode::Gone);
             return;
         };
-        if usize::from(block_size) > self.cfg.packet_size - wire::DATA_HEADER_LEN || block_size < 16 {
+        if usize::from(block_size) > self.cfg.packet_size - wire::DATA_HEADER_LEN || block_size < 16
+        {
             return self.reject(from, RejectReason::InvalidVector("block size"));
         }
-        let Some(layout) = Layout::new(cert.size(), u32::from(block_size), wire::MAX_SEGMENT_BLOCKS) else {
+        let Some(layout) =
+            Layout::new(cert.size(), u32::from(block_size), wire::MAX_SEGMENT_BLOCKS)
+        else {
             return self.reject(from, RejectReason::InvalidVector("block size"));
         };
-        let fits = first.checked_add(vector.len()).is_some_and(|end| end <= layout.blocks());
+        let fits = first
+            .checked_add(vector.len())
+            .is_some_and(|end| end <= layout.blocks());
         if vector.is_empty() || !fits {
-            return self.reject(from, RejectReason::InvalidVector("segment outside the file"));
+            return self.reject(
+                from,
+                RejectReason::InvalidVector("segment outside the file"),
+            );
         }
         if self.uploads.len() >= self.cfg.max_peers * 4 {
             return self.reject(from, RejectReason::RateLimited(MsgType::Want));
@@ -971,12 +1258,31 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         if let Some(o) = self.offers.get_mut(&(from.clone(), instance)) {
             o.stage = OfferStage::Sending;
         }
-        self.uploads.insert((from.clone(), transfer), Upload { cert, layout, sender: SegmentSender::new(first, vector, now) });
+        self.uploads.insert(
+            (from.clone(), transfer),
+            Upload {
+                cert,
+                layout,
+                sender: SegmentSender::new(first, vector, now),
+            },
+        );
     }
 
-    fn on_data(&mut self, now: Instant, from: &A, transfer: u32, block: u16, bytes: &[u8], store: &mut dyn Storage) {
-        let Some(&file) = self.transfer_ids.get(&transfer) else { return };
-        let Some(f) = self.fetches.get_mut(&file) else { return };
+    fn on_data(
+        &mut self,
+        now: Instant,
+        from: &A,
+        transfer: u32,
+        block: u16,
+        bytes: &[u8],
+        store: &mut dyn Storage,
+    ) {
+        let Some(&file) = self.transfer_ids.get(&transfer) else {
+            return;
+        };
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return;
+        };
         if f.peer != *from || f.segment.transfer != transfer {
             return;
         }
@@ -1017,9 +1323,14 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
 
     fn on_ack(&mut self, now: Instant, from: &A, transfer: u32, vector: &BitVec) {
         let key = (from.clone(), transfer);
-        let Some(up) = self.uploads.get_mut(&key) else { return };
+        let Some(up) = self.uploads.get_mut(&key) else {
+            return;
+        };
         if !up.sender.on_vector(vector, now) {
-            return self.reject(from, RejectReason::InvalidVector("vector length does not match the segment"));
+            return self.reject(
+                from,
+                RejectReason::InvalidVector("vector length does not match the segment"),
+            );
         }
         if up.sender.is_complete() {
             let instance = up.cert.instance_id();
@@ -1034,9 +1345,16 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     fn on_close(&mut self, now: Instant, from: &A, instance: InstanceId, status: CloseCode) {
-        let Some(offer) = self.offers.remove(&(from.clone(), instance)) else { return };
-        self.uploads.retain(|(a, _), u| !(a == from && u.cert.instance_id() == instance));
-        self.events.push_back(Event::OfferClosed { peer: from.clone(), name: offer.cert.name().into(), status: Some(status) });
+        let Some(offer) = self.offers.remove(&(from.clone(), instance)) else {
+            return;
+        };
+        self.uploads
+            .retain(|(a, _), u| !(a == from && u.cert.instance_id() == instance));
+        self.events.push_back(Event::OfferClosed {
+            peer: from.clone(),
+            name: offer.cert.name().into(),
+            status: Some(status),
+        });
         self.resolve(now, from, &offer.cert.file_id());
     }
 
@@ -1083,7 +1401,11 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Instant, store: &mut dyn Storage) {
         if now >= self.next_beacon {
-            let msg = Message::Beacon { node: self.node_id, file_count: self.files.len() as u32, content_hash: self.content_hash };
+            let msg = Message::Beacon {
+                node: self.node_id,
+                file_count: self.files.len() as u32,
+                content_hash: self.content_hash,
+            };
             self.send(Destination::Broadcast, msg.to_vec());
             self.next_beacon = now + self.cfg.beacon_interval;
         }
@@ -1091,7 +1413,12 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         self.offer_timers(now);
         self.fetch_timers(now, store);
         let dead = self.cfg.transfer_timeout;
-        let stale: Vec<(A, u32)> = self.uploads.iter().filter(|(_, u)| now.saturating_since(u.sender.last_heard) >= dead).map(|(k, _)| k.clone()).collect();
+        let stale: Vec<(A, u32)> = self
+            .uploads
+            .iter()
+            .filter(|(_, u)| now.saturating_since(u.sender.last_heard) >= dead)
+            .map(|(k, _)| k.clone())
+            .collect();
         for (peer, t) in stale {
             if let Some(u) = self.uploads.remove(&(peer.clone(), t)) {
                 if let Some(o) = self.offers.get_mut(&(peer, u.cert.instance_id())) {
@@ -1101,14 +1428,17 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             }
         }
         let idle = self.cfg.transfer_timeout * 6;
-        self.responders.retain(|_, r| now.saturating_since(r.last_active) < idle);
+        self.responders
+            .retain(|_, r| now.saturating_since(r.last_active) < idle);
     }
 
     fn initiator_timers(&mut self, now: Instant) {
         let wait = self.offer_wait();
         let peers: Vec<A> = self.initiators.keys().cloned().collect();
         for peer in peers {
-            let Some(slot) = self.initiators.get_mut(&peer) else { continue };
+            let Some(slot) = self.initiators.get_mut(&peer) else {
+                continue;
+            };
             if let Some(d) = slot.initiator.deadline() {
                 if now < d {
                     continue;
@@ -1127,15 +1457,20 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 continue;
             }
             // Planned pushes whose offer never came (or whose fetch ended without resolving).
-            let Some((since, pending)) = slot.initiator.pending() else { continue };
+            let Some((since, pending)) = slot.initiator.pending() else {
+                continue;
+            };
             if now.saturating_since(since) < wait {
                 continue;
             }
             let overdue: Vec<FileId> = pending
                 .filter(|(file, action)| {
-                    **action == Action::Push && self.fetches.get(file).is_none_or(|f| f.peer != peer)
+                    **action == Action::Push
+                        && self.fetches.get(file).is_none_or(|f| f.peer != peer)
                         || **action == Action::Pull
-                            && !self.files.get(file).is_some_and(|c| self.offers.contains_key(&(peer.clone(), c.instance_id())))
+                            && !self.files.get(file).is_some_and(|c| {
+                                self.offers.contains_key(&(peer.clone(), c.instance_id()))
+                            })
                 })
                 .map(|(f, _)| *f)
                 .collect();
@@ -1156,17 +1491,26 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             .map(|(k, _)| k.clone())
             .collect();
         for key in due {
-            let Some(o) = self.offers.get_mut(&key) else { continue };
+            let Some(o) = self.offers.get_mut(&key) else {
+                continue;
+            };
             if o.retries >= self.cfg.offer_retries {
                 if let Some(o) = self.offers.remove(&key) {
-                    self.events.push_back(Event::OfferClosed { peer: key.0.clone(), name: o.cert.name().into(), status: None });
+                    self.events.push_back(Event::OfferClosed {
+                        peer: key.0.clone(),
+                        name: o.cert.name().into(),
+                        status: None,
+                    });
                     self.resolve(now, &key.0, &o.cert.file_id());
                 }
                 continue;
             }
             o.retries += 1;
             o.deadline = now + self.cfg.offer_timeout;
-            let bytes = Message::Offer { cert: o.cert.encoded() }.to_vec();
+            let bytes = Message::Offer {
+                cert: o.cert.encoded(),
+            }
+            .to_vec();
             self.send(Destination::Peer(key.0.clone()), bytes);
         }
     }
@@ -1174,11 +1518,21 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     fn fetch_timers(&mut self, now: Instant, store: &mut dyn Storage) {
         let files: Vec<FileId> = self.fetches.keys().copied().collect();
         for file in files {
-            let Some(f) = self.fetches.get_mut(&file) else { continue };
+            let Some(f) = self.fetches.get_mut(&file) else {
+                continue;
+            };
             if now.saturating_since(f.segment.last_data) >= self.cfg.transfer_timeout {
-                let Some(f) = self.remove_fetch(&file) else { continue };
+                let Some(f) = self.remove_fetch(&file) else {
+                    continue;
+                };
                 // Keep what we have for a later resume, with this or another peer.
-                let _ = store.partial_persist(&f.cert, &Partial { block_size: f.layout.block_size(), received: f.received.clone() });
+                let _ = store.partial_persist(
+                    &f.cert,
+                    &Partial {
+                        block_size: f.layout.block_size(),
+                        received: f.received.clone(),
+                    },
+                );
                 self.events.push_back(Event::TransferStalled {
                     peer: f.peer.clone(),
                     name: f.cert.name().into(),
@@ -1211,7 +1565,9 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             }
             let up = self.uploads.get_mut(&key)?;
             self.last_upload = Some(key.clone());
-            let Some((rel, abs)) = up.sender.next_block() else { continue };
+            let Some((rel, abs)) = up.sender.next_block() else {
+                continue;
+            };
             let (offset, len) = up.layout.block_range(abs);
             let mut buf = vec![0u8; len];
             if let Err(e) = store.read(&up.cert, offset, &mut buf) {
@@ -1219,10 +1575,19 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 self.reject(&key.0, RejectReason::Storage(e));
                 continue;
             }
-            let payload = Message::Data { transfer: key.1, block: rel, bytes: &buf }.to_vec();
+            let payload = Message::Data {
+                transfer: key.1,
+                block: rel,
+                bytes: &buf,
+            }
+            .to_vec();
             self.counters.tx.add(PacketKind::Data, payload.len());
             self.counters.file_bytes_sent += len as u64;
-            return Some(Transmit { destination: Destination::Peer(key.0), payload, kind: PacketKind::Data });
+            return Some(Transmit {
+                destination: Destination::Peer(key.0),
+                payload,
+                kind: PacketKind::Data,
+            });
         }
     }
 
@@ -1230,9 +1595,17 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         let active = |u: &&Upload| !u.sender.is_complete();
         let after = self.last_upload.as_ref().and_then(|last| {
             use std::ops::Bound::{Excluded, Unbounded};
-            self.uploads.range((Excluded(last.clone()), Unbounded)).find(|(_, u)| active(u)).map(|(k, _)| k.clone())
+            self.uploads
+                .range((Excluded(last.clone()), Unbounded))
+                .find(|(_, u)| active(u))
+                .map(|(k, _)| k.clone())
         });
-        after.or_else(|| self.uploads.iter().find(|(_, u)| active(u)).map(|(k, _)| k.clone()))
+        after.or_else(|| {
+            self.uploads
+                .iter()
+                .find(|(_, u)| active(u))
+                .map(|(k, _)| k.clone())
+        })
     }
 }
 

@@ -51,7 +51,9 @@ pub mod wire;
 pub use bitvec::BitVec;
 pub use cert::{CertError, Certificate, ProviderKey, PublicKey, TrustedKeys};
 pub use counters::{Counters, PacketKind};
-pub use endpoint::{CloseStatus, Config, ConfigError, Destination, Endpoint, Event, RejectReason, Transmit};
+pub use endpoint::{
+    CloseStatus, Config, ConfigError, Destination, Endpoint, Event, RejectReason, Transmit,
+};
 pub use id::{ContentHasher, FileId, Id160, InstanceId};
 pub use storage::{MemStore, Partial, Storage, StorageError};
 pub use time::Instant;

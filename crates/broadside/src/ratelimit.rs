@@ -14,7 +14,12 @@ pub struct TokenBucket {
 impl TokenBucket {
     /// A full bucket.
     pub fn new(rate: f64, burst: f64, now: Instant) -> Self {
-        TokenBucket { rate, burst, tokens: burst, last: now }
+        TokenBucket {
+            rate,
+            burst,
+            tokens: burst,
+            last: now,
+        }
     }
 
     fn refill(&mut self, now: Instant) {

@@ -66,7 +66,9 @@ impl Pair {
         loop {
             for i in 0..2 {
                 for _ in 0..BURST {
-                    let Some(t) = self.nodes[i].poll_transmit(self.now, &mut self.stores[i]) else { break };
+                    let Some(t) = self.nodes[i].poll_transmit(self.now, &mut self.stores[i]) else {
+                        break;
+                    };
                     let to = match t.destination {
                         Destination::Broadcast => 1 - i as Addr,
                         Destination::Peer(p) => p,
@@ -76,7 +78,8 @@ impl Pair {
                         continue;
                     }
                     self.seq += 1;
-                    self.in_flight.push(Reverse((self.now + self.delay, self.seq, to, t.payload)));
+                    self.in_flight
+                        .push(Reverse((self.now + self.delay, self.seq, to, t.payload)));
                 }
                 while let Some(e) = self.nodes[i].poll_event() {
                     self.events.push((i as Addr, e));
@@ -85,19 +88,39 @@ impl Pair {
             if done(self) {
                 return true;
             }
-            let mut next = self.nodes.iter().filter_map(|n| n.poll_timeout()).min().unwrap_or(until);
+            let mut next = self
+                .nodes
+                .iter()
+                .filter_map(|n| n.poll_timeout())
+                .min()
+                .unwrap_or(until);
             if let Some(Reverse((t, ..))) = self.in_flight.peek() {
                 next = next.min(*t);
             }
             // A timer already due means a paced sender may go again: let time move.
-            self.now = if next > self.now { next } else { self.now + Duration::from_micros(50) };
+            self.now = if next > self.now {
+                next
+            } else {
+                self.now + Duration::from_micros(50)
+            };
             if self.now > until {
                 return false;
             }
-            while self.in_flight.peek().is_some_and(|Reverse((t, ..))| *t <= self.now) {
-                let Some(Reverse((_, _, to, bytes))) = self.in_flight.pop() else { break };
+            while self
+                .in_flight
+                .peek()
+                .is_some_and(|Reverse((t, ..))| *t <= self.now)
+            {
+                let Some(Reverse((_, _, to, bytes))) = self.in_flight.pop() else {
+                    break;
+                };
                 let to = usize::from(to);
-                self.nodes[to].handle_datagram(self.now, 1 - to as Addr, &bytes, &mut self.stores[to]);
+                self.nodes[to].handle_datagram(
+                    self.now,
+                    1 - to as Addr,
+                    &bytes,
+                    &mut self.stores[to],
+                );
             }
             for i in 0..2 {
                 if self.nodes[i].poll_timeout().is_some_and(|t| t <= self.now) {

@@ -30,15 +30,30 @@ pub struct Partial {
 /// File bytes for an endpoint.
 pub trait Storage {
     /// Reads `buf.len()` bytes at `offset` of the complete file `cert`.
-    fn read(&mut self, cert: &Certificate, offset: u64, buf: &mut [u8]) -> Result<(), StorageError>;
+    fn read(&mut self, cert: &Certificate, offset: u64, buf: &mut [u8])
+        -> Result<(), StorageError>;
     /// The stored partial state of `cert`, if a transfer of it was started before.
     fn partial_load(&mut self, cert: &Certificate) -> Result<Option<Partial>, StorageError>;
     /// Writes received bytes of `cert` at `offset` (creating the partial file).
-    fn partial_write(&mut self, cert: &Certificate, offset: u64, data: &[u8]) -> Result<(), StorageError>;
+    fn partial_write(
+        &mut self,
+        cert: &Certificate,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), StorageError>;
     /// Reads back bytes of the partial file.
-    fn partial_read(&mut self, cert: &Certificate, offset: u64, buf: &mut [u8]) -> Result<(), StorageError>;
+    fn partial_read(
+        &mut self,
+        cert: &Certificate,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), StorageError>;
     /// Durably records `partial` (blocks written so far must be durable first).
-    fn partial_persist(&mut self, cert: &Certificate, partial: &Partial) -> Result<(), StorageError>;
+    fn partial_persist(
+        &mut self,
+        cert: &Certificate,
+        partial: &Partial,
+    ) -> Result<(), StorageError>;
     /// Atomically makes the (verified) partial file the current version of its
     /// file, replacing any older version.
     fn partial_commit(&mut self, cert: &Certificate) -> Result<(), StorageError>;
@@ -55,7 +70,10 @@ pub struct MemStore {
 
 fn range(len: usize, offset: u64, n: usize) -> Result<std::ops::Range<usize>, StorageError> {
     let start = usize::try_from(offset).map_err(|_| StorageError("offset too large".into()))?;
-    let end = start.checked_add(n).filter(|&e| e <= len).ok_or_else(|| StorageError("read past end".into()))?;
+    let end = start
+        .checked_add(n)
+        .filter(|&e| e <= len)
+        .ok_or_else(|| StorageError("read past end".into()))?;
     Ok(start..end)
 }
 
@@ -87,8 +105,16 @@ impl MemStore {
 }
 
 impl Storage for MemStore {
-    fn read(&mut self, cert: &Certificate, offset: u64, buf: &mut [u8]) -> Result<(), StorageError> {
-        let (c, data) = self.files.get(&cert.file_id()).ok_or_else(|| StorageError("no such file".into()))?;
+    fn read(
+        &mut self,
+        cert: &Certificate,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), StorageError> {
+        let (c, data) = self
+            .files
+            .get(&cert.file_id())
+            .ok_or_else(|| StorageError("no such file".into()))?;
         if c.instance_id() != cert.instance_id() {
             return Err(StorageError("version replaced".into()));
         }
@@ -98,25 +124,53 @@ impl Storage for MemStore {
     fn partial_load(&mut self, cert: &Certificate) -> Result<Option<Partial>, StorageError> {
         Ok(self.partial(&cert.instance_id()).cloned())
     }
-    fn partial_write(&mut self, cert: &Certificate, offset: u64, data: &[u8]) -> Result<(), StorageError> {
-        let size = usize::try_from(cert.size()).map_err(|_| StorageError("file too large".into()))?;
-        let entry = self.partials.entry(cert.instance_id()).or_insert_with(|| (vec![0; size], None));
+    fn partial_write(
+        &mut self,
+        cert: &Certificate,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), StorageError> {
+        let size =
+            usize::try_from(cert.size()).map_err(|_| StorageError("file too large".into()))?;
+        let entry = self
+            .partials
+            .entry(cert.instance_id())
+            .or_insert_with(|| (vec![0; size], None));
         let r = range(entry.0.len(), offset, data.len())?;
         entry.0[r].copy_from_slice(data);
         Ok(())
     }
-    fn partial_read(&mut self, cert: &Certificate, offset: u64, buf: &mut [u8]) -> Result<(), StorageError> {
-        let (data, _) = self.partials.get(&cert.instance_id()).ok_or_else(|| StorageError("no partial".into()))?;
+    fn partial_read(
+        &mut self,
+        cert: &Certificate,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), StorageError> {
+        let (data, _) = self
+            .partials
+            .get(&cert.instance_id())
+            .ok_or_else(|| StorageError("no partial".into()))?;
         buf.copy_from_slice(&data[range(data.len(), offset, buf.len())?]);
         Ok(())
     }
-    fn partial_persist(&mut self, cert: &Certificate, partial: &Partial) -> Result<(), StorageError> {
-        let size = usize::try_from(cert.size()).map_err(|_| StorageError("file too large".into()))?;
-        self.partials.entry(cert.instance_id()).or_insert_with(|| (vec![0; size], None)).1 = Some(partial.clone());
+    fn partial_persist(
+        &mut self,
+        cert: &Certificate,
+        partial: &Partial,
+    ) -> Result<(), StorageError> {
+        let size =
+            usize::try_from(cert.size()).map_err(|_| StorageError("file too large".into()))?;
+        self.partials
+            .entry(cert.instance_id())
+            .or_insert_with(|| (vec![0; size], None))
+            .1 = Some(partial.clone());
         Ok(())
     }
     fn partial_commit(&mut self, cert: &Certificate) -> Result<(), StorageError> {
-        let (data, _) = self.partials.remove(&cert.instance_id()).ok_or_else(|| StorageError("no partial".into()))?;
+        let (data, _) = self
+            .partials
+            .remove(&cert.instance_id())
+            .ok_or_else(|| StorageError("no partial".into()))?;
         self.files.insert(cert.file_id(), (cert.clone(), data));
         Ok(())
     }

@@ -58,6 +58,9 @@ mod tests {
         assert_eq!((t + Duration::from_micros(7)).as_micros(), 12);
         assert_eq!((t - Duration::from_secs(1)).as_micros(), 0);
         assert_eq!(t.saturating_since(Instant::from_micros(9)), Duration::ZERO);
-        assert_eq!(Instant::from_micros(u64::MAX) + Duration::from_secs(1), Instant::from_micros(u64::MAX));
+        assert_eq!(
+            Instant::from_micros(u64::MAX) + Duration::from_secs(1),
+            Instant::from_micros(u64::MAX)
+        );
     }
 }

@@ -28,8 +28,14 @@ impl Layout {
         if block_size == 0 || segment_blocks == 0 || segment_blocks > wire::MAX_SEGMENT_BLOCKS {
             return None;
         }
-        let l = Layout { size, block_size, segment_blocks };
-        u32::try_from(size.div_ceil(u64::from(block_size))).ok().map(|_| l)
+        let l = Layout {
+            size,
+            block_size,
+            segment_blocks,
+        };
+        u32::try_from(size.div_ceil(u64::from(block_size)))
+            .ok()
+            .map(|_| l)
     }
     /// Bytes per block.
     pub fn block_size(&self) -> u32 {
@@ -42,7 +48,9 @@ impl Layout {
     }
     /// Blocks `[first, first + count)` of segment `s`, if it exists.
     pub fn segment(&self, s: u32) -> Option<(u32, u32)> {
-        let first = s.checked_mul(self.segment_blocks).filter(|&f| f < self.blocks())?;
+        let first = s
+            .checked_mul(self.segment_blocks)
+            .filter(|&f| f < self.blocks())?;
         Some((first, self.segment_blocks.min(self.blocks() - first)))
     }
     /// The segment holding `block`.
@@ -52,7 +60,12 @@ impl Layout {
     /// Byte offset and length of `block`.
     pub fn block_range(&self, block: u32) -> (u64, usize) {
         let off = u64::from(block) * u64::from(self.block_size);
-        (off, self.size.saturating_sub(off).min(u64::from(self.block_size)) as usize)
+        (
+            off,
+            self.size
+                .saturating_sub(off)
+                .min(u64::from(self.block_size)) as usize,
+        )
     }
 }
 
@@ -124,7 +137,16 @@ impl SegmentReceiver {
     pub fn new(transfer: u32, first: u32, count: u32, held: &BitVec, now: Instant) -> Self {
         let vector = held.slice(first, count);
         let policy = AckPolicy::new(count, vector.count_ones());
-        SegmentReceiver { transfer, first, at_start: vector.clone(), vector, policy, last_data: now, last_ack: now, idle_acks: 0 }
+        SegmentReceiver {
+            transfer,
+            first,
+            at_start: vector.clone(),
+            vector,
+            policy,
+            last_data: now,
+            last_ack: now,
+            idle_acks: 0,
+        }
     }
     /// First block (absolute).
     pub fn first(&self) -> u32 {
@@ -139,7 +161,9 @@ impl SegmentReceiver {
         if block >= self.vector.len() {
             BlockKind::OutOfRange
         } else if self.vector.get(block) {
-            BlockKind::Duplicate { resumed: self.at_start.get(block) }
+            BlockKind::Duplicate {
+                resumed: self.at_start.get(block),
+            }
         } else {
             BlockKind::New
         }
@@ -185,7 +209,12 @@ pub struct SegmentSender {
 impl SegmentSender {
     /// Sends blocks `[first, first + vector.len())` not set in `vector`.
     pub fn new(first: u32, vector: BitVec, now: Instant) -> Self {
-        SegmentSender { first, send: vector, cursor: 0, last_heard: now }
+        SegmentSender {
+            first,
+            send: vector,
+            cursor: 0,
+            last_heard: now,
+        }
     }
     /// Adopts the receiver's vector as send vector (bits only ever get set).
     /// Returns `false` if its length does not match the segment.

@@ -159,7 +159,10 @@ impl<'a> Packet<'a> {
         if buf[2] != FORMAT {
             return Err(WireError::BadFormat(buf[2]));
         }
-        Ok(Packet { buf, kind: MsgType::from_u8(buf[3])? })
+        Ok(Packet {
+            buf,
+            kind: MsgType::from_u8(buf[3])?,
+        })
     }
     /// The kind byte.
     pub fn kind(&self) -> MsgType {
@@ -231,16 +234,63 @@ impl CloseCode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub enum Message<'a> {
-    Beacon { node: u64, file_count: u32, content_hash: Id160 },
-    Filters { session: u32, round: u16, rounds: u16, salt: u32, k: u8, file_filter: &'a [u8], version_filter: &'a [u8] },
-    Match { session: u32, round: u16, salt: u32, k: u8, filter: &'a [u8] },
-    Records { session: u32, round: u16, seq: u16, total: u16, records: &'a [u8] },
-    Plan { session: u32, round: u16, count: u16, codes: &'a [u8] },
-    Offer { cert: &'a [u8] },
-    Want { transfer: u32, instance: InstanceId, block_size: u16, segment: u32, vector: BitVec },
-    Data { transfer: u32, block: u16, bytes: &'a [u8] },
-    Ack { transfer: u32, vector: BitVec },
-    Close { instance: InstanceId, status: CloseCode },
+    Beacon {
+        node: u64,
+        file_count: u32,
+        content_hash: Id160,
+    },
+    Filters {
+        session: u32,
+        round: u16,
+        rounds: u16,
+        salt: u32,
+        k: u8,
+        file_filter: &'a [u8],
+        version_filter: &'a [u8],
+    },
+    Match {
+        session: u32,
+        round: u16,
+        salt: u32,
+        k: u8,
+        filter: &'a [u8],
+    },
+    Records {
+        session: u32,
+        round: u16,
+        seq: u16,
+        total: u16,
+        records: &'a [u8],
+    },
+    Plan {
+        session: u32,
+        round: u16,
+        count: u16,
+        codes: &'a [u8],
+    },
+    Offer {
+        cert: &'a [u8],
+    },
+    Want {
+        transfer: u32,
+        instance: InstanceId,
+        block_size: u16,
+        segment: u32,
+        vector: BitVec,
+    },
+    Data {
+        transfer: u32,
+        block: u16,
+        bytes: &'a [u8],
+    },
+    Ack {
+        transfer: u32,
+        vector: BitVec,
+    },
+    Close {
+        instance: InstanceId,
+        status: CloseCode,
+    },
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -302,9 +352,14 @@ impl<'a> Message<'a> {
         let pkt = Packet::new_checked(buf)?;
         let mut r = Reader(pkt.payload());
         let msg = match pkt.kind() {
-            MsgType::Beacon => Message::Beacon { node: r.u64()?, file_count: r.u32()?, content_hash: r.id()? },
+            MsgType::Beacon => Message::Beacon {
+                node: r.u64()?,
+                file_count: r.u32()?,
+                content_hash: r.id()?,
+            },
             MsgType::Filters => {
-                let (session, round, rounds, salt, k) = (r.u32()?, r.u16()?, r.u16()?, r.u32()?, r.k()?);
+                let (session, round, rounds, salt, k) =
+                    (r.u32()?, r.u16()?, r.u16()?, r.u32()?, r.k()?);
                 r.flags()?;
                 let rest = r.rest();
                 if rest.is_empty() || rest.len() % 2 != 0 {
@@ -314,12 +369,26 @@ impl<'a> Message<'a> {
                     return Err(WireError::InvalidField("round"));
                 }
                 let (file_filter, version_filter) = rest.split_at(rest.len() / 2);
-                Message::Filters { session, round, rounds, salt, k, file_filter, version_filter }
+                Message::Filters {
+                    session,
+                    round,
+                    rounds,
+                    salt,
+                    k,
+                    file_filter,
+                    version_filter,
+                }
             }
             MsgType::Match => {
                 let (session, round, salt, k) = (r.u32()?, r.u16()?, r.u32()?, r.k()?);
                 r.flags()?;
-                Message::Match { session, round, salt, k, filter: r.rest() }
+                Message::Match {
+                    session,
+                    round,
+                    salt,
+                    k,
+                    filter: r.rest(),
+                }
             }
             MsgType::Records => {
                 let (session, round, seq, total) = (r.u32()?, r.u16()?, r.u16()?, r.u16()?);
@@ -330,13 +399,24 @@ impl<'a> Message<'a> {
                 if records.len() % RECORD_LEN != 0 {
                     return Err(WireError::InvalidField("records length"));
                 }
-                Message::Records { session, round, seq, total, records }
+                Message::Records {
+                    session,
+                    round,
+                    seq,
+                    total,
+                    records,
+                }
             }
             MsgType::Plan => {
                 let (session, round, count) = (r.u32()?, r.u16()?, r.u16()?);
                 let codes = r.take(usize::from(count).div_ceil(4))?;
                 r.end()?;
-                let msg = Message::Plan { session, round, count, codes };
+                let msg = Message::Plan {
+                    session,
+                    round,
+                    count,
+                    codes,
+                };
                 if plan_actions(count, codes).any(|a| a.is_none()) {
                     return Err(WireError::InvalidField("plan action"));
                 }
@@ -344,17 +424,31 @@ impl<'a> Message<'a> {
             }
             MsgType::Offer => Message::Offer { cert: r.rest() },
             MsgType::Want => {
-                let (transfer, instance, block_size, segment) = (r.u32()?, r.id()?, r.u16()?, r.u32()?);
+                let (transfer, instance, block_size, segment) =
+                    (r.u32()?, r.id()?, r.u16()?, r.u32()?);
                 if block_size == 0 {
                     return Err(WireError::InvalidField("block size"));
                 }
                 let vector = BitVec::decode(r.rest(), MAX_SEGMENT_BLOCKS)?;
-                Message::Want { transfer, instance, block_size, segment, vector }
+                Message::Want {
+                    transfer,
+                    instance,
+                    block_size,
+                    segment,
+                    vector,
+                }
             }
-            MsgType::Data => Message::Data { transfer: r.u32()?, block: r.u16()?, bytes: r.rest() },
+            MsgType::Data => Message::Data {
+                transfer: r.u32()?,
+                block: r.u16()?,
+                bytes: r.rest(),
+            },
             MsgType::Ack => {
                 let transfer = r.u32()?;
-                Message::Ack { transfer, vector: BitVec::decode(r.rest(), MAX_SEGMENT_BLOCKS)? }
+                Message::Ack {
+                    transfer,
+                    vector: BitVec::decode(r.rest(), MAX_SEGMENT_BLOCKS)?,
+                }
             }
             MsgType::Close => {
                 let instance = r.id()?;
@@ -398,12 +492,24 @@ impl<'a> Message<'a> {
         out.push(FORMAT);
         out.push(self.msg_type() as u8);
         match self {
-            Message::Beacon { node, file_count, content_hash } => {
+            Message::Beacon {
+                node,
+                file_count,
+                content_hash,
+            } => {
                 out.extend_from_slice(&node.to_be_bytes());
                 out.extend_from_slice(&file_count.to_be_bytes());
                 out.extend_from_slice(&content_hash.0);
             }
-            Message::Filters { session, round, rounds, salt, k, file_filter, version_filter } => {
+            Message::Filters {
+                session,
+                round,
+                rounds,
+                salt,
+                k,
+                file_filter,
+                version_filter,
+            } => {
                 out.extend_from_slice(&session.to_be_bytes());
                 out.extend_from_slice(&round.to_be_bytes());
                 out.extend_from_slice(&rounds.to_be_bytes());
@@ -413,7 +519,13 @@ impl<'a> Message<'a> {
                 out.extend_from_slice(file_filter);
                 out.extend_from_slice(version_filter);
             }
-            Message::Match { session, round, salt, k, filter } => {
+            Message::Match {
+                session,
+                round,
+                salt,
+                k,
+                filter,
+            } => {
                 out.extend_from_slice(&session.to_be_bytes());
                 out.extend_from_slice(&round.to_be_bytes());
                 out.extend_from_slice(&salt.to_be_bytes());
@@ -421,28 +533,49 @@ impl<'a> Message<'a> {
                 out.push(0);
                 out.extend_from_slice(filter);
             }
-            Message::Records { session, round, seq, total, records } => {
+            Message::Records {
+                session,
+                round,
+                seq,
+                total,
+                records,
+            } => {
                 out.extend_from_slice(&session.to_be_bytes());
                 out.extend_from_slice(&round.to_be_bytes());
                 out.extend_from_slice(&seq.to_be_bytes());
                 out.extend_from_slice(&total.to_be_bytes());
                 out.extend_from_slice(records);
             }
-            Message::Plan { session, round, count, codes } => {
+            Message::Plan {
+                session,
+                round,
+                count,
+                codes,
+            } => {
                 out.extend_from_slice(&session.to_be_bytes());
                 out.extend_from_slice(&round.to_be_bytes());
                 out.extend_from_slice(&count.to_be_bytes());
                 out.extend_from_slice(codes);
             }
             Message::Offer { cert } => out.extend_from_slice(cert),
-            Message::Want { transfer, instance, block_size, segment, vector } => {
+            Message::Want {
+                transfer,
+                instance,
+                block_size,
+                segment,
+                vector,
+            } => {
                 out.extend_from_slice(&transfer.to_be_bytes());
                 out.extend_from_slice(&instance.0);
                 out.extend_from_slice(&block_size.to_be_bytes());
                 out.extend_from_slice(&segment.to_be_bytes());
                 vector.encode(out);
             }
-            Message::Data { transfer, block, bytes } => {
+            Message::Data {
+                transfer,
+                block,
+                bytes,
+            } => {
                 out.extend_from_slice(&transfer.to_be_bytes());
                 out.extend_from_slice(&block.to_be_bytes());
                 out.extend_from_slice(bytes);
@@ -472,7 +605,10 @@ pub fn encode_records(records: &[FileRecord]) -> Vec<u8> {
 /// Decodes the records of a validated Records packet.
 pub fn decode_records(bytes: &[u8]) -> impl Iterator<Item = FileRecord> + '_ {
     bytes.chunks_exact(RECORD_LEN).filter_map(|c| {
-        Some(FileRecord { file_id: Id160::from_slice(c)?, version: u16::from_be_bytes([c[ID_LEN], c[ID_LEN + 1]]) })
+        Some(FileRecord {
+            file_id: Id160::from_slice(c)?,
+            version: u16::from_be_bytes([c[ID_LEN], c[ID_LEN + 1]]),
+        })
     })
 }
 
@@ -492,12 +628,14 @@ pub fn encode_plan(actions: &[Action]) -> Vec<u8> {
 
 /// Unpacks `count` actions; `None` marks an invalid code.
 pub fn plan_actions(count: u16, codes: &[u8]) -> impl Iterator<Item = Option<Action>> + '_ {
-    (0..usize::from(count)).map(move |i| match codes.get(i / 4).map(|b| (b >> (2 * (i % 4))) & 3) {
-        Some(0) => Some(Action::None),
-        Some(1) => Some(Action::Push),
-        Some(2) => Some(Action::Pull),
-        _ => None,
-    })
+    (0..usize::from(count)).map(
+        move |i| match codes.get(i / 4).map(|b| (b >> (2 * (i % 4))) & 3) {
+            Some(0) => Some(Action::None),
+            Some(1) => Some(Action::Push),
+            Some(2) => Some(Action::Pull),
+            _ => None,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -521,22 +659,79 @@ mod tests {
         v.set(0);
         v.set(12);
         let f = [7u8; 8];
-        let recs = encode_records(&[FileRecord { file_id: Id160([3; 20]), version: 9 }]);
+        let recs = encode_records(&[FileRecord {
+            file_id: Id160([3; 20]),
+            version: 9,
+        }]);
         let plan = encode_plan(&[Action::Push, Action::None, Action::Pull]);
-        roundtrip(Message::Beacon { node: 42, file_count: 7, content_hash: Id160([1; 20]) });
-        roundtrip(Message::Filters { session: 1, round: 0, rounds: 2, salt: 5, k: 12, file_filter: &f[..4], version_filter: &f[4..] });
-        roundtrip(Message::Match { session: 1, round: 1, salt: 5, k: 12, filter: &f });
-        roundtrip(Message::Match { session: 1, round: 1, salt: 5, k: 12, filter: &[] });
-        roundtrip(Message::Records { session: 1, round: 1, seq: 0, total: 1, records: &recs });
-        roundtrip(Message::Plan { session: 1, round: 1, count: 3, codes: &plan });
+        roundtrip(Message::Beacon {
+            node: 42,
+            file_count: 7,
+            content_hash: Id160([1; 20]),
+        });
+        roundtrip(Message::Filters {
+            session: 1,
+            round: 0,
+            rounds: 2,
+            salt: 5,
+            k: 12,
+            file_filter: &f[..4],
+            version_filter: &f[4..],
+        });
+        roundtrip(Message::Match {
+            session: 1,
+            round: 1,
+            salt: 5,
+            k: 12,
+            filter: &f,
+        });
+        roundtrip(Message::Match {
+            session: 1,
+            round: 1,
+            salt: 5,
+            k: 12,
+            filter: &[],
+        });
+        roundtrip(Message::Records {
+            session: 1,
+            round: 1,
+            seq: 0,
+            total: 1,
+            records: &recs,
+        });
+        roundtrip(Message::Plan {
+            session: 1,
+            round: 1,
+            count: 3,
+            codes: &plan,
+        });
         roundtrip(Message::Offer { cert: &f });
-        roundtrip(Message::Want { transfer: 9, instance: Id160([2; 20]), block_size: 2294, segment: 0, vector: v.clone() });
-        roundtrip(Message::Data { transfer: 9, block: 65535, bytes: &f });
-        roundtrip(Message::Ack { transfer: 9, vector: v });
-        roundtrip(Message::Close { instance: Id160([2; 20]), status: CloseCode::Busy });
+        roundtrip(Message::Want {
+            transfer: 9,
+            instance: Id160([2; 20]),
+            block_size: 2294,
+            segment: 0,
+            vector: v.clone(),
+        });
+        roundtrip(Message::Data {
+            transfer: 9,
+            block: 65535,
+            bytes: &f,
+        });
+        roundtrip(Message::Ack {
+            transfer: 9,
+            vector: v,
+        });
+        roundtrip(Message::Close {
+            instance: Id160([2; 20]),
+            status: CloseCode::Busy,
+        });
         assert_eq!(
             decode_records(&recs).collect::<Vec<_>>(),
-            vec![FileRecord { file_id: Id160([3; 20]), version: 9 }]
+            vec![FileRecord {
+                file_id: Id160([3; 20]),
+                version: 9
+            }]
         );
         assert_eq!(
             plan_actions(3, &plan).collect::<Vec<_>>(),
@@ -554,9 +749,21 @@ mod tests {
         assert_eq!(Message::parse(b"BS"), Err(WireError::Truncated));
         assert_eq!(Message::parse(b"XX\x01\x01"), Err(WireError::BadMagic));
         assert_eq!(Message::parse(b"BS\x02\x01"), Err(WireError::BadFormat(2)));
-        assert_eq!(Message::parse(b"BS\x01\x63"), Err(WireError::UnknownKind(0x63)));
-        let mut p = Message::Plan { session: 1, round: 0, count: 1, codes: &[3] }.to_vec();
-        assert_eq!(Message::parse(&p), Err(WireError::InvalidField("plan action")));
+        assert_eq!(
+            Message::parse(b"BS\x01\x63"),
+            Err(WireError::UnknownKind(0x63))
+        );
+        let mut p = Message::Plan {
+            session: 1,
+            round: 0,
+            count: 1,
+            codes: &[3],
+        }
+        .to_vec();
+        assert_eq!(
+            Message::parse(&p),
+            Err(WireError::InvalidField("plan action"))
+        );
         p.push(0);
         assert_eq!(Message::parse(&p), Err(WireError::Trailing));
     }

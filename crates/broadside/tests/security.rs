@@ -10,7 +10,10 @@ use ed25519_dalek::{Signer, SigningKey};
 
 const ATTACKER: Addr = 9;
 
-fn drain(ep: &mut Endpoint<Addr>, store: &mut MemStore) -> (Vec<Message<'static>>, Vec<RejectReason>) {
+fn drain(
+    ep: &mut Endpoint<Addr>,
+    store: &mut MemStore,
+) -> (Vec<Message<'static>>, Vec<RejectReason>) {
     let mut sent = Vec::new();
     while let Some(t) = ep.poll_transmit(Instant::ZERO, store) {
         // Keep only the (owned) Close messages for inspection.
@@ -38,11 +41,24 @@ fn victim() -> (Endpoint<Addr>, MemStore, broadside::ProviderKey) {
 }
 
 fn snapshot(ep: &Endpoint<Addr>, s: &MemStore) -> (Vec<Id160>, usize, usize) {
-    (ep.files().map(|c| c.instance_id()).collect(), s.partial_count(), ep.fetches().len())
+    (
+        ep.files().map(|c| c.instance_id()).collect(),
+        s.partial_count(),
+        ep.fetches().len(),
+    )
 }
 
-fn offer(ep: &mut Endpoint<Addr>, s: &mut MemStore, cert: &[u8]) -> (Vec<Message<'static>>, Vec<RejectReason>) {
-    ep.handle_datagram(Instant::ZERO, ATTACKER, &Message::Offer { cert }.to_vec(), s);
+fn offer(
+    ep: &mut Endpoint<Addr>,
+    s: &mut MemStore,
+    cert: &[u8],
+) -> (Vec<Message<'static>>, Vec<RejectReason>) {
+    ep.handle_datagram(
+        Instant::ZERO,
+        ATTACKER,
+        &Message::Offer { cert }.to_vec(),
+        s,
+    );
     drain(ep, s)
 }
 
@@ -52,8 +68,19 @@ fn certificate_from_untrusted_key_is_refused() {
     let before = snapshot(&ep, &s);
     let (c, _) = file(&key(66), "poi", 9, 5000);
     let (sent, why) = offer(&mut ep, &mut s, c.encoded());
-    assert_eq!(why, vec![RejectReason::Certificate(CertError::Untrusted(key(66).public()))]);
-    assert!(matches!(sent.as_slice(), [Message::Close { status: CloseCode::Refused, .. }]));
+    assert_eq!(
+        why,
+        vec![RejectReason::Certificate(CertError::Untrusted(
+            key(66).public()
+        ))]
+    );
+    assert!(matches!(
+        sent.as_slice(),
+        [Message::Close {
+            status: CloseCode::Refused,
+            ..
+        }]
+    ));
     assert_eq!(snapshot(&ep, &s), before);
 }
 
@@ -64,8 +91,21 @@ fn replayed_older_or_equal_version_is_refused() {
     for v in [1, 2] {
         let (c, _) = file(&k, "poi", v, 777); // same version 2 with other content is refused too
         let (sent, why) = offer(&mut ep, &mut s, c.encoded());
-        assert_eq!(why, vec![RejectReason::StaleVersion { name: "poi".into(), have: 2, offered: v }]);
-        assert!(matches!(sent.as_slice(), [Message::Close { status: CloseCode::HaveNewer, .. }]));
+        assert_eq!(
+            why,
+            vec![RejectReason::StaleVersion {
+                name: "poi".into(),
+                have: 2,
+                offered: v
+            }]
+        );
+        assert!(matches!(
+            sent.as_slice(),
+            [Message::Close {
+                status: CloseCode::HaveNewer,
+                ..
+            }]
+        ));
     }
     assert_eq!(snapshot(&ep, &s), before);
 }
@@ -95,8 +135,20 @@ fn name_with_path_separator_or_dotdot_is_refused_even_if_signed() {
     assert!(broadside::Certificate::decode(&forged([1; 32], "poi", 3)).is_ok());
     for bad in ["../../etc/passwd", "a/b", "..", "x\\y"] {
         let (sent, why) = offer(&mut ep, &mut s, &forged([1; 32], bad, 3));
-        assert!(matches!(why.as_slice(), [RejectReason::Certificate(CertError::InvalidName { .. })]), "{bad}: {why:?}");
-        assert!(matches!(sent.as_slice(), [Message::Close { status: CloseCode::Refused, .. }]));
+        assert!(
+            matches!(
+                why.as_slice(),
+                [RejectReason::Certificate(CertError::InvalidName { .. })]
+            ),
+            "{bad}: {why:?}"
+        );
+        assert!(matches!(
+            sent.as_slice(),
+            [Message::Close {
+                status: CloseCode::Refused,
+                ..
+            }]
+        ));
     }
     assert_eq!(snapshot(&ep, &s), before);
 }
@@ -105,19 +157,50 @@ fn name_with_path_separator_or_dotdot_is_refused_even_if_signed() {
 fn bit_vector_claiming_a_billion_blocks_is_refused() {
     let (mut ep, mut s, _) = victim();
     let inst = ep.files().next().unwrap().instance_id();
-    let mut pkt = Message::Want { transfer: 1, instance: inst, block_size: 2294, segment: 0, vector: BitVec::new(8) }.to_vec();
+    let mut pkt = Message::Want {
+        transfer: 1,
+        instance: inst,
+        block_size: 2294,
+        segment: 0,
+        vector: BitVec::new(8),
+    }
+    .to_vec();
     let n = pkt.len();
     pkt[n - 5..n - 1].copy_from_slice(&1_000_000_000u32.to_be_bytes());
     ep.handle_datagram(Instant::ZERO, ATTACKER, &pkt, &mut s);
     let (_, why) = drain(&mut ep, &mut s);
-    assert!(matches!(why.as_slice(), [RejectReason::Malformed(broadside::wire::WireError::BitVecTooLong { claimed: 1_000_000_000, .. })]), "{why:?}");
+    assert!(
+        matches!(
+            why.as_slice(),
+            [RejectReason::Malformed(
+                broadside::wire::WireError::BitVecTooLong {
+                    claimed: 1_000_000_000,
+                    ..
+                }
+            )]
+        ),
+        "{why:?}"
+    );
     // A well-formed vector that reaches past the end of the file is refused too.
-    let big = Message::Want { transfer: 2, instance: inst, block_size: 2294, segment: 0, vector: BitVec::new(60_000) }.to_vec();
+    let big = Message::Want {
+        transfer: 2,
+        instance: inst,
+        block_size: 2294,
+        segment: 0,
+        vector: BitVec::new(60_000),
+    }
+    .to_vec();
     ep.handle_datagram(Instant::ZERO, ATTACKER, &big, &mut s);
     let (_, why) = drain(&mut ep, &mut s);
-    assert_eq!(why, vec![RejectReason::InvalidVector("segment outside the file")]);
+    assert_eq!(
+        why,
+        vec![RejectReason::InvalidVector("segment outside the file")]
+    );
     assert_eq!(ep.upload_count(), 0);
-    assert!(ep.poll_transmit(Instant::ZERO, &mut s).is_none(), "no data may be sent");
+    assert!(
+        ep.poll_transmit(Instant::ZERO, &mut s).is_none(),
+        "no data may be sent"
+    );
 }
 
 #[test]
@@ -130,7 +213,11 @@ fn tampered_file_is_detected_and_discarded() {
     d2[12_345] ^= 0x40; // the sender's copy no longer matches its certificate
     b.insert(c2.clone(), d2);
     let mut p = pair(a, b, &[&k], 21);
-    let mismatch = |p: &broadside::sim::Pair| rejections(p, 0).iter().any(|r| matches!(r, RejectReason::ContentMismatch { .. }));
+    let mismatch = |p: &broadside::sim::Pair| {
+        rejections(p, 0)
+            .iter()
+            .any(|r| matches!(r, RejectReason::ContentMismatch { .. }))
+    };
     assert!(p.run_until(secs(20.0), mismatch), "{:?}", p.events);
     assert_eq!(verified_version(&p, 0, &k, "guide"), Some(1));
     assert_eq!(p.stores[0].get(&c1.file_id()).unwrap().1, d1);
@@ -141,21 +228,50 @@ fn tampered_file_is_detected_and_discarded() {
 fn beacon_and_discovery_floods_are_rate_limited() {
     let (mut ep, mut s, _) = victim();
     let before = snapshot(&ep, &s);
-    let beacon = Message::Beacon { node: 1, file_count: 1_000_000, content_hash: Id160([7; 20]) }.to_vec();
+    let beacon = Message::Beacon {
+        node: 1,
+        file_count: 1_000_000,
+        content_hash: Id160([7; 20]),
+    }
+    .to_vec();
     for i in 0..10_000u32 {
-        let f = Message::Filters { session: i, round: 0, rounds: 1, salt: 1, k: 12, file_filter: &[0xff; 1143], version_filter: &[0; 1143] }.to_vec();
+        let f = Message::Filters {
+            session: i,
+            round: 0,
+            rounds: 1,
+            salt: 1,
+            k: 12,
+            file_filter: &[0xff; 1143],
+            version_filter: &[0; 1143],
+        }
+        .to_vec();
         ep.handle_datagram(Instant::ZERO, ATTACKER, &beacon, &mut s);
         ep.handle_datagram(Instant::ZERO, ATTACKER, &f, &mut s);
     }
     let c = *ep.counters();
     let cfg = ep.config().clone();
-    assert!(c.rx.beacon.packets <= (2.0 * cfg.beacon_rate) as u64, "{c:?}");
-    assert!(c.rx.discovery.packets <= (2.0 * cfg.request_rate) as u64, "{c:?}");
-    assert_eq!(c.rate_limited, 20_000 - c.rx.beacon.packets - c.rx.discovery.packets);
+    assert!(
+        c.rx.beacon.packets <= (2.0 * cfg.beacon_rate) as u64,
+        "{c:?}"
+    );
+    assert!(
+        c.rx.discovery.packets <= (2.0 * cfg.request_rate) as u64,
+        "{c:?}"
+    );
+    assert_eq!(
+        c.rate_limited,
+        20_000 - c.rx.beacon.packets - c.rx.discovery.packets
+    );
     let (_, why) = drain(&mut ep, &mut s);
     assert!(why.contains(&RejectReason::RateLimited(broadside::wire::MsgType::Beacon)));
-    assert!(why.contains(&RejectReason::RateLimited(broadside::wire::MsgType::Filters)));
-    assert!(why.len() <= 4, "one log line per episode, not per packet: {}", why.len());
+    assert!(why.contains(&RejectReason::RateLimited(
+        broadside::wire::MsgType::Filters
+    )));
+    assert!(
+        why.len() <= 4,
+        "one log line per episode, not per packet: {}",
+        why.len()
+    );
     assert_eq!(snapshot(&ep, &s), before);
     // After a second, the peer is heard again.
     ep.handle_datagram(Instant::from_micros(1_000_000), ATTACKER, &beacon, &mut s);

@@ -23,14 +23,26 @@ fn both_sides_end_with_newest_versions() {
     let (c, d) = file(&k, "only-a", 1, 100);
     a.insert(c, d);
     let mut p = pair(a, b, &[&k], 1);
-    let want = |i: usize| if i < 5 { 2 } else if (10..15).contains(&i) { 3 } else { 1 };
+    let want = |i: usize| {
+        if i < 5 {
+            2
+        } else if (10..15).contains(&i) {
+            3
+        } else {
+            1
+        }
+    };
     let converged = |p: &Pair| {
         (0..20).all(|i| {
             let n = format!("f{i}");
             version(p, 0, &k, &n) == Some(want(i)) && version(p, 1, &k, &n) == Some(want(i))
         })
     };
-    assert!(p.run_until(secs(30.0), converged), "did not converge: {:?}", p.events);
+    assert!(
+        p.run_until(secs(30.0), converged),
+        "did not converge: {:?}",
+        p.events
+    );
     for i in 0..20 {
         let n = format!("f{i}");
         assert_eq!(verified_version(&p, 0, &k, &n), Some(want(i)));
@@ -38,7 +50,11 @@ fn both_sides_end_with_newest_versions() {
     }
     assert_eq!(verified_version(&p, 1, &k, "only-a"), None);
     assert!(rejections(&p, 0).is_empty() && rejections(&p, 1).is_empty());
-    let updated = p.events.iter().filter(|(_, e)| matches!(e, Event::FileUpdated { .. })).count();
+    let updated = p
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, Event::FileUpdated { .. }))
+        .count();
     assert_eq!(updated, 10);
 }
 
@@ -54,7 +70,10 @@ fn lossy_transfer(blocks: usize, loss: f64, seed: u64) -> (u64, u64, u64) {
     b.insert(c, d);
     let mut p = pair(a, b, &[&k], seed);
     p.loss = [loss, loss];
-    assert!(p.run_until(secs(120.0), |p| version(p, 0, &k, "big") == Some(2)), "transfer did not complete");
+    assert!(
+        p.run_until(secs(120.0), |p| version(p, 0, &k, "big") == Some(2)),
+        "transfer did not complete"
+    );
     assert_eq!(verified_version(&p, 0, &k, "big"), Some(2));
     let rx = p.nodes[0].counters();
     let tx = p.nodes[1].counters();
@@ -68,8 +87,14 @@ fn thirty_percent_loss_completes_with_logarithmic_acks() {
     for (blocks, seed) in [(64usize, 3u64), (512, 4), (4096, 5)] {
         let (ack_packets, ack_bytes, data_bytes) = lossy_transfer(blocks, 0.3, seed);
         let ratio = ack_bytes as f64 / data_bytes as f64;
-        println!("p={blocks}: {ack_packets} acks, ack/data bytes = {:.4}%", 100.0 * ratio);
-        assert!(ratio < 0.01, "ack bytes {ack_bytes} not under 1% of data bytes {data_bytes}");
+        println!(
+            "p={blocks}: {ack_packets} acks, ack/data bytes = {:.4}%",
+            100.0 * ratio
+        );
+        assert!(
+            ratio < 0.01,
+            "ack bytes {ack_bytes} not under 1% of data bytes {data_bytes}"
+        );
         acks.push(ack_packets as f64);
     }
     // 64x more blocks must cost far fewer than 64x the acks: like log p, not p.
@@ -89,10 +114,18 @@ fn interrupted_transfer_resumes_from_stored_vector_with_another_peer() {
     c.insert(c2.clone(), d2);
     let mut p = pair(a, b, &[&k], 7);
     // Cut the contact once some blocks are in.
-    assert!(p.run_until(secs(30.0), |p| p.stores[0].partial(&c2.instance_id()).is_some_and(|v| v.received.count_ones() > 500)));
+    assert!(p.run_until(secs(30.0), |p| p.stores[0]
+        .partial(&c2.instance_id())
+        .is_some_and(|v| v.received.count_ones() > 500)));
     p.up = false;
-    assert!(p.run_until(secs(60.0), |p| p.events.iter().any(|(_, e)| matches!(e, Event::TransferStalled { .. }))));
-    let stored = p.stores[0].partial(&c2.instance_id()).cloned().expect("partial kept");
+    assert!(p.run_until(secs(60.0), |p| p
+        .events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::TransferStalled { .. }))));
+    let stored = p.stores[0]
+        .partial(&c2.instance_id())
+        .cloned()
+        .expect("partial kept");
     assert!(stored.received.count_ones() > 500 && !stored.received.is_full());
 
     // Meet a different node with the same version; the receiver restarts too.
@@ -105,7 +138,14 @@ fn interrupted_transfer_resumes_from_stored_vector_with_another_peer() {
         _ => None,
     });
     assert_eq!(resumed, Some(stored.received.count_ones()));
-    assert_eq!(q.nodes[0].counters().resumed_blocks_resent, 0, "an acknowledged block was sent again");
+    assert_eq!(
+        q.nodes[0].counters().resumed_blocks_resent,
+        0,
+        "an acknowledged block was sent again"
+    );
     let sent_blocks = q.nodes[1].counters().tx.data.packets;
-    assert!(sent_blocks < u64::from(2000 - stored.received.count_ones()) + 50, "sent {sent_blocks} blocks");
+    assert!(
+        sent_blocks < u64::from(2000 - stored.received.count_ones()) + 50,
+        "sent {sent_blocks} blocks"
+    );
 }

@@ -19,16 +19,27 @@ pub fn key() -> ProviderKey {
 }
 
 pub fn free_port() -> SocketAddr {
-    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
 }
 
 /// Publishes `name` up to `version` in `store` (content differs per version).
-pub fn publish_to(store: &Path, scratch: &Path, k: &ProviderKey, name: &str, version: u16, size: usize) {
+pub fn publish_to(
+    store: &Path,
+    scratch: &Path,
+    k: &ProviderKey,
+    name: &str,
+    version: u16,
+    size: usize,
+) {
     let mut s = DiskStore::open(store).unwrap();
     let have = s.current(name).map_or(0, |c| c.version());
     for v in have + 1..=version {
         let mut data = vec![0u8; size];
-        Xoshiro256PlusPlus::seed_from_u64(u64::from(v) ^ name.len() as u64 * 7919).fill_bytes(&mut data);
+        Xoshiro256PlusPlus::seed_from_u64(u64::from(v) ^ (name.len() as u64 * 7919))
+            .fill_bytes(&mut data);
         let src = scratch.join(format!("{name}.v{v}"));
         std::fs::write(&src, &data).unwrap();
         s.publish(k, &src, name).unwrap();
@@ -40,16 +51,30 @@ pub fn verified_versions(store: &Path, k: &ProviderKey) -> std::collections::BTr
     let mut s = DiskStore::open_read_only(store).unwrap();
     let (certs, issues) = s.load(&TrustedKeys::new([k.public()])).unwrap();
     assert!(issues.is_empty(), "{issues:?}");
-    certs.iter().map(|c| (c.name().to_string(), c.version())).collect()
+    certs
+        .iter()
+        .map(|c| (c.name().to_string(), c.version()))
+        .collect()
 }
 
-pub fn options(store: PathBuf, bind: SocketAddr, peer: SocketAddr, k: &ProviderKey, seed: u64) -> NodeOptions {
+pub fn options(
+    store: PathBuf,
+    bind: SocketAddr,
+    peer: SocketAddr,
+    k: &ProviderKey,
+    seed: u64,
+) -> NodeOptions {
     NodeOptions {
         store,
         bind,
         beacon_to: vec![peer],
         trusted: vec![k.public()],
-        config: Config { seed, send_rate: 40_000_000, beacon_interval: Duration::from_millis(200), ..Config::default() },
+        config: Config {
+            seed,
+            send_rate: 40_000_000,
+            beacon_interval: Duration::from_millis(200),
+            ..Config::default()
+        },
         status_interval: Duration::from_millis(200),
         socket_buffer: 8 << 20,
     }
@@ -72,10 +97,14 @@ pub fn spawn(opts: NodeOptions) -> Running {
     let s = stop.clone();
     let mut node = Node::new(opts, Box::new(|_| {})).unwrap();
     let handle = std::thread::spawn(move || {
-        node.run(&s, Some(Instant::now() + Duration::from_secs(120))).unwrap();
+        node.run(&s, Some(Instant::now() + Duration::from_secs(120)))
+            .unwrap();
         node
     });
-    Running { stop, handle: Some(handle) }
+    Running {
+        stop,
+        handle: Some(handle),
+    }
 }
 
 pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {

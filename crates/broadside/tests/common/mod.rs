@@ -3,7 +3,10 @@
 #![allow(dead_code)]
 
 use broadside::sim::{Addr, Pair};
-use broadside::{Certificate, Config, ContentHasher, Endpoint, Event, Instant, MemStore, ProviderKey, TrustedKeys};
+use broadside::{
+    Certificate, Config, ContentHasher, Endpoint, Event, Instant, MemStore, ProviderKey,
+    TrustedKeys,
+};
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -26,11 +29,18 @@ pub fn file(k: &ProviderKey, name: &str, version: u16, size: usize) -> (Certific
     let data = bytes(s, size);
     let mut ch = ContentHasher::new();
     ch.update(&data);
-    (Certificate::issue(k, name, version, data.len() as u64, ch.finish()).unwrap(), data)
+    (
+        Certificate::issue(k, name, version, data.len() as u64, ch.finish()).unwrap(),
+        data,
+    )
 }
 
 pub fn config(seed: u64) -> Config {
-    Config { seed, send_rate: 20_000_000, ..Config::default() }
+    Config {
+        seed,
+        send_rate: 20_000_000,
+        ..Config::default()
+    }
 }
 
 pub fn endpoint(cfg: Config, trusted: &[&ProviderKey], store: &MemStore) -> Endpoint<Addr> {
@@ -60,7 +70,11 @@ pub fn verified_version(p: &Pair, i: usize, k: &ProviderKey, name: &str) -> Opti
     let (cert, data) = p.stores[i].get(&id)?;
     let mut h = ContentHasher::new();
     h.update(data);
-    assert_eq!(h.finish(), cert.content_hash(), "stored content of {name} does not match its certificate");
+    assert_eq!(
+        h.finish(),
+        cert.content_hash(),
+        "stored content of {name} does not match its certificate"
+    );
     assert_eq!(data.len() as u64, cert.size());
     Some(cert.version())
 }
