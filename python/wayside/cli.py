@@ -108,12 +108,41 @@ def _print_summary(result, wall: float) -> None:
     for row in s.iter_rows(named=True):
         table.add_row(*[fmt(row[key]) for _, key, fmt in cols])
     console.print(table)
+    _print_connection(result)
     frames = result.frames.num_rows
     tx = result.stats["transmissions"]
     console.print(
         f"{result.stats['events']:,} events, {tx:,} transmissions, {frames:,} frame records; "
         f"wall {wall:.2f} s ({tx / wall if wall > 0 else float('inf'):,.0f} simulated frames/s)"
     )
+
+
+def _print_connection(result) -> None:
+    """Where each connection milestone first happened, and data delivered."""
+    import polars as pl
+
+    events = pl.DataFrame(result.events)
+    if events.is_empty():
+        return
+    first = (
+        events.with_columns(pl.col("node").cast(pl.Utf8), pl.col("peer").cast(pl.Utf8), pl.col("event").cast(pl.Utf8))
+        .group_by("node", "peer", "event", maintain_order=True)
+        .agg(pl.col("time_ns").first(), pl.col("x").first(), pl.len().alias("count"))
+        .sort("time_ns")
+    )
+    table = Table(title="connection events (first occurrence)")
+    for c in ("time (s)", "node", "peer", "event", "x (m)", "count"):
+        table.add_column(c, justify="left" if c in ("node", "peer", "event") else "right")
+    for r in first.iter_rows(named=True):
+        table.add_row(f"{r['time_ns'] / 1e9:.3f}", r["node"], r["peer"], r["event"], f"{r['x']:.0f}", str(r["count"]))
+    console.print(table)
+    transport = pl.DataFrame(result.transport)
+    if not transport.is_empty():
+        per = transport.with_columns(pl.col("node").cast(pl.Utf8), pl.col("proto").cast(pl.Utf8)).group_by("node", "proto").agg(
+            (pl.col("bytes").cast(pl.UInt64).sum() / 1e6).alias("mb")
+        )
+        for r in per.sort("node").iter_rows(named=True):
+            console.print(f"delivered to {r['node']} over {r['proto']}: {r['mb']:.2f} MB")
 
 
 @app.command()
