@@ -252,11 +252,10 @@ impl Link {
         Link { shadowing, fading: FadingProcess::new(cfg.fading, &mut run_stream) }
     }
 
-    /// Received power at `rx` of a transmission at `tx_power` from `tx`.
-    pub fn budget(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> LinkBudget {
-        let lambda = cfg.wavelength();
+    /// Path loss and shadowing between the two ends: the large-scale part.
+    fn large_scale(&mut self, cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> (Meters, Db, Db) {
         let distance = tx.position.dist(rx.position);
-        let path_loss = cfg.path_loss.loss(distance, tx.height, rx.height, lambda);
+        let path_loss = cfg.path_loss.loss(distance, tx.height, rx.height, cfg.wavelength());
         let shadowing = match &mut self.shadowing {
             Some(f) => {
                 let mid = Vec2::new((tx.position.x + rx.position.x) / 2.0, (tx.position.y + rx.position.y) / 2.0);
@@ -264,6 +263,19 @@ impl Link {
             }
             None => Db(0.0),
         };
+        (distance, path_loss, shadowing)
+    }
+
+    /// Mean received power (path loss, gains and shadowing; no fast fading).
+    pub fn mean_rx_power(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> Dbm {
+        let (_, path_loss, shadowing) = self.large_scale(cfg, tx, rx);
+        tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing
+    }
+
+    /// Received power at `rx` of a transmission at `tx_power` from `tx`.
+    pub fn budget(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> LinkBudget {
+        let lambda = cfg.wavelength();
+        let (distance, path_loss, shadowing) = self.large_scale(cfg, tx, rx);
         let fading = match &self.fading {
             Some(f) => Db::from_ratio(f.power_gain(tx.odometer.0 + rx.odometer.0, lambda).max(1e-12)),
             None => Db(0.0),

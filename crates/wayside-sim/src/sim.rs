@@ -384,6 +384,14 @@ impl World {
         self.release(id);
     }
 
+    /// The mean SNR (no fast fading) of frames from `a` at `b` now.
+    pub(crate) fn mean_snr(&mut self, a: NodeId, b: NodeId, now: SimTime) -> Db {
+        let (ta, tb) = (self.endpoint(a, now), self.endpoint(b, now));
+        let power = self.nodes[a.index()].cfg.tx_power;
+        let p = self.radio_links[Self::link_index(a, b)].mean_rx_power(&self.channel, power, &ta, &tb);
+        p - self.channel.noise_floor
+    }
+
     /// Tunes `node`'s radio to `channel`: what it was receiving is lost and
     /// its MAC starts afresh there.
     pub(crate) fn retune(&mut self, now: SimTime, node: NodeId, channel: u32) {

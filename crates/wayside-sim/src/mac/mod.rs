@@ -167,6 +167,8 @@ pub struct Mac {
     response: Option<(Frame, Mode)>,
     next_seq: u16,
     last_seq: Vec<(NodeId, u16)>,
+    /// RSSI of the last frame received intact from each peer.
+    last_rssi: Vec<(NodeId, Dbm)>,
     rate_controls: Vec<(NodeId, RateControlKind)>,
     rng: Stream,
 }
@@ -202,6 +204,7 @@ impl Mac {
             response: None,
             next_seq: 0,
             last_seq: Vec::new(),
+            last_rssi: Vec::new(),
             rate_controls: Vec::new(),
             rng,
         }
@@ -398,40 +401,11 @@ impl World {
         mac.grant_armed = false;
         mac.backoff_pending = false;
         mac.backoff = 0;
-        if mac.current.is_none() {
-            let Some(msdu) = mac.queue.pop_front() else { return };
-            let psdu = msdu.bytes + DATA_OVERHEAD;
-            let chain = match (msdu.mode, msdu.dst) {
-                (Some(mode), _) => RetryChain { stages: vec![Stage { mode, tries: 1 }] },
-                (None, Dst::Broadcast) => {
-                    let mode = self.radio.standard.basic_rates()[0];
-                    RetryChain { stages: vec![Stage { mode, tries: 1 }] }
-                }
-                (None, Dst::Node(d)) => mac.rate_control(d).retry_chain(&TxRequest { now, bytes: psdu }),
-            };
-            let msdu = match (mac.cfg.fast_frames, msdu.payload, mac.queue.front()) {
-                (Some(limit), Payload::Packet(a), Some(&Msdu { payload: Payload::Packet(b), dst, mode: None, bytes, .. }))
-                    if dst == msdu.dst && msdu.mode.is_none() && matches!(dst, Dst::Node(_)) =>
-                {
-                    let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
-                    let airtime = chain.stages[0].mode.airtime(joined + DATA_OVERHEAD, self.radio.preamble, self.radio.standard);
-                    if airtime <= limit {
-                        mac.queue.pop_front();
-                        Msdu { bytes: joined, payload: Payload::FastFrame(a, b), ..msdu }
-                    } else {
-                        msdu
-                    }
-                }
-                _ => msdu,
-            };
-            let psdu = msdu.bytes + DATA_OVERHEAD;
-            let seq = mac.next_seq;
-            mac.next_seq = (mac.next_seq + 1) % 4096;
-            let rts = matches!(msdu.dst, Dst::Node(_)) && psdu > mac.cfg.rts_threshold;
-            mac.current = Some(Current { msdu, chain, seq, attempt: 0, rts });
+        if mac.current.is_none() && !self.mac_next_msdu(now, node) {
+            return;
         }
-        let cur = mac.current.as_ref().expect("current frame");
-        if cur.rts {
+        let rts = self.nodes[node.index()].mac.current.as_ref().expect("current frame").rts;
+        if rts {
             let (frame, mode) = self.rts_frame(node);
             self.nodes[node.index()].mac.waiting = Waiting::Cts;
             self.transmit(now, node, frame, mode);
@@ -439,6 +413,48 @@ impl World {
             let (frame, mode) = self.data_frame(node);
             self.transmit(now, node, frame, mode);
         }
+    }
+
+    /// Takes the next MSDU off the queue (joining two into a fast frame where
+    /// enabled) with its retry chain; false if the queue is empty.
+    fn mac_next_msdu(&mut self, now: SimTime, node: NodeId) -> bool {
+        let Some(msdu) = self.nodes[node.index()].mac.queue.pop_front() else { return false };
+        let psdu = msdu.bytes + DATA_OVERHEAD;
+        let chain = match (msdu.mode, msdu.dst) {
+            (Some(mode), _) => RetryChain { stages: vec![Stage { mode, tries: 1 }] },
+            (None, Dst::Broadcast) => {
+                let mode = self.radio.standard.basic_rates()[0];
+                RetryChain { stages: vec![Stage { mode, tries: 1 }] }
+            }
+            (None, Dst::Node(d)) => {
+                let mean_snr = self.mean_snr(node, d, now);
+                let mac = &mut self.nodes[node.index()].mac;
+                let rssi = mac.last_rssi.iter().find(|(n, _)| *n == d).map(|&(_, r)| r);
+                mac.rate_control(d).retry_chain(&TxRequest { now, bytes: psdu, rssi, mean_snr })
+            }
+        };
+        let mac = &mut self.nodes[node.index()].mac;
+        let msdu = match (mac.cfg.fast_frames, msdu.payload, mac.queue.front()) {
+            (Some(limit), Payload::Packet(a), Some(&Msdu { payload: Payload::Packet(b), dst, mode: None, bytes, .. }))
+                if dst == msdu.dst && msdu.mode.is_none() && matches!(dst, Dst::Node(_)) =>
+            {
+                let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
+                let airtime = chain.stages[0].mode.airtime(joined + DATA_OVERHEAD, self.radio.preamble, self.radio.standard);
+                if airtime <= limit {
+                    mac.queue.pop_front();
+                    Msdu { bytes: joined, payload: Payload::FastFrame(a, b), ..msdu }
+                } else {
+                    msdu
+                }
+            }
+            _ => msdu,
+        };
+        let psdu = msdu.bytes + DATA_OVERHEAD;
+        let seq = mac.next_seq;
+        mac.next_seq = (mac.next_seq + 1) % 4096;
+        let rts = matches!(msdu.dst, Dst::Node(_)) && psdu > mac.cfg.rts_threshold;
+        mac.current = Some(Current { msdu, chain, seq, attempt: 0, rts });
+        true
     }
 
     /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.
@@ -521,6 +537,10 @@ impl World {
             return;
         }
         let mac = &mut self.nodes[node.index()].mac;
+        match mac.last_rssi.iter_mut().find(|(n, _)| *n == frame.src) {
+            Some(e) => e.1 = rssi,
+            None => mac.last_rssi.push((frame.src, rssi)),
+        }
         if !frame.dst.is_for(node) {
             if frame.duration > SimTime::ZERO {
                 let until = now + frame.duration;

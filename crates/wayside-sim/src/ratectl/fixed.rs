@@ -34,7 +34,7 @@ mod tests {
     use super::super::Stage;
     use super::*;
     use crate::phy::mode::Standard;
-    use crate::units::{Bitrate, SimTime};
+    use crate::units::{Bitrate, Db, SimTime};
 
     fn chain(tries: &[(u64, u8)]) -> RetryChain {
         let g = Standard::G;
@@ -44,8 +44,8 @@ mod tests {
     #[test]
     fn picks_the_short_or_long_chain_by_frame_size() {
         let mut f = Fixed::new(chain(&[(54, 7)]), chain(&[(54, 4)]), 1000);
-        assert_eq!(f.retry_chain(&TxRequest { now: SimTime::ZERO, bytes: 1000 }).total_tries(), 7);
-        assert_eq!(f.retry_chain(&TxRequest { now: SimTime::ZERO, bytes: 1001 }).total_tries(), 4);
+        assert_eq!(f.retry_chain(&TxRequest { now: SimTime::ZERO, bytes: 1000, rssi: None, mean_snr: Db(30.0) }).total_tries(), 7);
+        assert_eq!(f.retry_chain(&TxRequest { now: SimTime::ZERO, bytes: 1001, rssi: None, mean_snr: Db(30.0) }).total_tries(), 4);
     }
 
     #[test]

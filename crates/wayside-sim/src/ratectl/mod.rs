@@ -9,7 +9,7 @@ mod fixed;
 pub use fixed::Fixed;
 
 use crate::phy::mode::Mode;
-use crate::units::SimTime;
+use crate::units::{Db, Dbm, SimTime};
 
 /// Most stages a retry chain can have (the Atheros descriptor has four).
 pub const MAX_STAGES: usize = 4;
@@ -50,6 +50,12 @@ pub struct TxRequest {
     pub now: SimTime,
     /// MAC frame (PSDU) length.
     pub bytes: u32,
+    /// RSSI of the last frame heard from the receiver, if any (what a driver
+    /// knows: SampleRate picks its initial rate from it).
+    pub rssi: Option<Dbm>,
+    /// The link's true mean SNR now (path loss and shadowing, no fading):
+    /// an oracle only the `Ideal` algorithm may use.
+    pub mean_snr: Db,
 }
 
 /// What the MAC tells rate control when a frame's chain has finished.
