@@ -14,8 +14,7 @@
 //!   experiment (Broadside against kernel TCP through the packet relay).
 //! - [`cli`]: argument parsing and the subcommands; [`run_cli`] is the entry
 //!   point for the binary and for bindings.
-// Unsafe only in `netlab` (system calls std does not wrap), which allows it.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod cli;
 #[cfg(target_os = "linux")]

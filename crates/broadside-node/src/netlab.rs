@@ -9,17 +9,16 @@
 //! own namespaces; nothing outside them is touched. Namespaces are deleted
 //! when the [`Lab`] drops (also on panic).
 //!
-//! This is the one module of the crate with `unsafe`: three system calls
-//! that std does not wrap (`ioctl(TUNSETIFF)`, `poll`, `setns`).
-#![allow(unsafe_code)]
+//! The system calls std does not wrap come from crates, so that this crate
+//! has no `unsafe` of its own: `setns` from `nix`, and the TUN device
+//! (`ioctl(TUNSETIFF)`, and `poll` for reads with a timeout) from `tun`.
 
 use crate::NodeError;
 use std::fs::File;
-use std::io::{Read, Write};
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -31,12 +30,16 @@ pub struct Host {
     pub dev: String,
     /// The host's address.
     pub addr: Ipv4Addr,
-    tun: Option<File>,
+    tun: Option<Tun>,
 }
 
+/// An open TUN device (IP packets, no packet-information header); shared by
+/// the relay's two directions, one reading from it and one writing to it.
+pub type Tun = Arc<tun::Device>;
+
 impl Host {
-    /// Takes the TUN file (once) to hand it to a relay.
-    pub fn take_tun(&mut self) -> Option<File> {
+    /// Takes the TUN device (once) to hand it to a relay.
+    pub fn take_tun(&mut self) -> Option<Tun> {
         self.tun.take()
     }
 }
@@ -162,74 +165,35 @@ pub fn spawn_in_netns<T: Send + 'static>(
     let ns = File::open(&path)
         .map_err(|e| NodeError::Runtime(format!("cannot open {}: {e}", path.display())))?;
     Ok(std::thread::spawn(move || {
-        // SAFETY: setns on a valid namespace fd affects only the calling
-        // thread (CLONE_NEWNET), which is ours.
-        let r = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
-        if r != 0 {
-            return Err(NodeError::Runtime(format!(
-                "setns: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
+        // Affects only the calling thread (a network namespace), which is ours.
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| NodeError::Runtime(format!("setns {}: {e}", path.display())))?;
         drop(ns);
         Ok(f())
     }))
 }
 
 /// Opens (creating if needed) TUN device `name` in the calling thread's
-/// network namespace: IP packets, no packet-info header.
-pub fn open_tun(name: &str) -> Result<File, NodeError> {
-    let err = |e: std::io::Error| NodeError::Runtime(format!("TUN {name}: {e}"));
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/net/tun")
-        .map_err(err)?;
-    if name.len() >= libc::IFNAMSIZ {
+/// network namespace: IP packets, no packet-info header. Only the device is
+/// created: address, MTU and state are left to `ip`.
+pub fn open_tun(name: &str) -> Result<Tun, NodeError> {
+    // IFNAMSIZ (16) with the terminating NUL.
+    if name.len() >= 16 {
         return Err(NodeError::Usage(format!("TUN name {name:?} is too long")));
     }
-    let mut req = [0u8; 40]; // struct ifreq: name[16], then a union (flags: short)
-    req[..name.len()].copy_from_slice(name.as_bytes());
-    let flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
-    req[16..18].copy_from_slice(&flags.to_ne_bytes());
-    // SAFETY: TUNSETIFF reads and writes a struct ifreq (40 bytes on Linux)
-    // through the pointer, which points at a live 40-byte buffer.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), libc::TUNSETIFF, req.as_mut_ptr()) };
-    if r < 0 {
-        return Err(err(std::io::Error::last_os_error()));
-    }
-    Ok(f)
-}
-
-/// Waits up to `wait` for `fd` to be readable.
-pub(crate) fn readable(fd: RawFd, wait: Duration) -> std::io::Result<bool> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = wait.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd, count 1.
-    let r = unsafe { libc::poll(&mut p, 1, ms) };
-    match r {
-        0 => Ok(false),
-        r if r > 0 => Ok(p.revents & libc::POLLIN != 0),
-        _ => {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            }
-        }
-    }
+    let mut cfg = tun::Configuration::default();
+    // Linux default: no packet-information header (`IFF_NO_PI`).
+    cfg.tun_name(name).layer(tun::Layer::L3);
+    tun::create(&cfg)
+        .map(Arc::new)
+        .map_err(|e| NodeError::Runtime(format!("TUN {name}: {e}")))
 }
 
 /// A TUN device as a relay port: IPv4 packets between the two lab
 /// addresses only; anything else (IPv6 router solicitations, other
 /// addresses) is reported foreign and dropped.
 pub(crate) struct TunPort {
-    pub(crate) file: File,
+    pub(crate) tun: Tun,
     pub(crate) src: Ipv4Addr,
     pub(crate) dst: Ipv4Addr,
 }
@@ -237,12 +201,16 @@ pub(crate) struct TunPort {
 impl crate::impair::Port for TunPort {
     fn recv(&mut self, buf: &mut [u8], wait: Duration) -> std::io::Result<crate::impair::Recv> {
         use crate::impair::Recv;
-        if !readable(self.file.as_raw_fd(), wait)? {
-            return Ok(Recv::Idle);
-        }
-        let n = match self.file.read(buf) {
+        use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
+        // A zero wait would not block; the relay's loop wants a short sleep.
+        let n = match self
+            .tun
+            .recv_timeout(buf, wait.max(Duration::from_millis(1)))
+        {
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Ok(Recv::Idle),
+            Err(e) if matches!(e.kind(), TimedOut | WouldBlock | Interrupted) => {
+                return Ok(Recv::Idle)
+            }
             Err(e) => return Err(e),
         };
         let p = &buf[..n];
@@ -254,6 +222,6 @@ impl crate::impair::Port for TunPort {
     }
 
     fn send(&mut self, packet: &[u8]) -> bool {
-        self.file.write(packet).is_ok()
+        self.tun.send(packet).is_ok()
     }
 }

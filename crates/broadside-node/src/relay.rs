@@ -141,10 +141,8 @@ impl Relay {
                 .ok_or_else(|| NodeError::Usage(format!("TUN of {} already in use", h.dev)))
         };
         let (ta, tb) = (taken(&mut lab.a)?, taken(&mut lab.b)?);
-        let clone =
-            |f: &std::fs::File| f.try_clone().map_err(|e| NodeError::Runtime(e.to_string()));
-        let port = |file, src, dst| TunPort { file, src, dst };
-        let a_to_b = (port(clone(&ta)?, a, b), port(clone(&tb)?, a, b));
+        let port = |tun, src, dst| TunPort { tun, src, dst };
+        let a_to_b = (port(ta.clone(), a, b), port(tb.clone(), a, b));
         let b_to_a = (port(tb, b, a), port(ta, b, a));
         Ok(Relay::spawn(impairment, a_to_b, b_to_a))
     }

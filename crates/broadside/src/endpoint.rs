@@ -74,6 +74,9 @@ pub struct Config {
     pub transfer_rate: f64,
     /// Most peers tracked at once.
     pub max_peers: usize,
+    /// Files sent to one peer at a time (at least 1). The others requested
+    /// by that peer wait their turn: see [`Endpoint::poll_transmit`].
+    pub uploads_per_peer: usize,
     /// Hash pairs remembered as synchronised.
     pub sync_cache: usize,
     /// Seed of all randomness (groups, salts, session and node ids).
@@ -100,6 +103,7 @@ impl Default for Config {
             request_rate: 200.0,
             transfer_rate: 500.0,
             max_peers: 64,
+            uploads_per_peer: 1,
             sync_cache: 1024,
             seed: 0,
         }
@@ -172,6 +176,9 @@ impl Config {
         }
         if self.max_peers == 0 {
             return err("max_peers", "0".into(), "at least 1".into());
+        }
+        if self.uploads_per_peer == 0 {
+            return err("uploads_per_peer", "0".into(), "at least 1".into());
         }
         Ok(())
     }
@@ -384,6 +391,8 @@ struct Upload {
     cert: Certificate,
     layout: Layout,
     sender: SegmentSender,
+    /// Order in which the receiver asked (its Want arrived).
+    seq: u64,
 }
 
 struct InitiatorSlot {
@@ -437,6 +446,9 @@ pub struct Endpoint<A> {
     transfer_ids: BTreeMap<u32, FileId>,
     uploads: BTreeMap<(A, u32), Upload>,
     last_upload: Option<(A, u32)>,
+    next_upload_seq: u64,
+    /// Last data block from each peer we fetch from, for any of our fetches.
+    data_from: BTreeMap<A, Instant>,
     next_transfer: u32,
     queue: VecDeque<Transmit<A>>,
     events: VecDeque<Event<A>>,
@@ -478,6 +490,8 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             transfer_ids: BTreeMap::new(),
             uploads: BTreeMap::new(),
             last_upload: None,
+            next_upload_seq: 0,
+            data_from: BTreeMap::new(),
             queue: VecDeque::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
@@ -1258,12 +1272,14 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         if let Some(o) = self.offers.get_mut(&(from.clone(), instance)) {
             o.stage = OfferStage::Sending;
         }
+        self.next_upload_seq += 1;
         self.uploads.insert(
             (from.clone(), transfer),
             Upload {
                 cert,
                 layout,
                 sender: SegmentSender::new(first, vector, now),
+                seq: self.next_upload_seq,
             },
         );
     }
@@ -1287,6 +1303,9 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             return;
         }
         let rel = u32::from(block);
+        // The peer is alive and serving us: fetches waiting their turn behind
+        // this one stay open (see `fetch_timers`).
+        self.data_from.insert(from.clone(), now);
         match f.segment.classify(rel) {
             BlockKind::OutOfRange => self.reject(from, RejectReason::BadBlock),
             BlockKind::Duplicate { resumed } => {
@@ -1381,7 +1400,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             }
         }
         for f in self.fetches.values() {
-            consider(f.segment.idle_deadline(self.cfg.ack_idle));
+            consider(f.segment.idle_deadline(self.cfg.ack_idle, self.ack_cap()));
         }
         for u in self.uploads.values() {
             consider(u.sender.last_heard + self.cfg.transfer_timeout);
@@ -1392,6 +1411,13 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             }
         }
         Some(t)
+    }
+
+    /// Longest interval between the idle acks of a fetch: three per
+    /// `transfer_timeout`, so that a fetch waiting its turn stays alive at the
+    /// sender even if one or two of them are lost.
+    fn ack_cap(&self) -> Duration {
+        self.cfg.transfer_timeout / 3
     }
 
     fn offer_wait(&self) -> Duration {
@@ -1430,6 +1456,9 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         let idle = self.cfg.transfer_timeout * 6;
         self.responders
             .retain(|_, r| now.saturating_since(r.last_active) < idle);
+        let fetches = &self.fetches;
+        self.data_from
+            .retain(|a, _| fetches.values().any(|f| f.peer == *a));
     }
 
     fn initiator_timers(&mut self, now: Instant) {
@@ -1515,13 +1544,24 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         }
     }
 
+    /// Idle acks, and stalls. A fetch stalls when its *peer* has sent no
+    /// data block for any of our fetches for `transfer_timeout`: a sender
+    /// serves one file (or `uploads_per_peer`) at a time, so a fetch waiting
+    /// its turn gets no data for as long as the files before it take, while
+    /// the sender is alive and busy for us. Its idle acks (at least three per
+    /// `transfer_timeout`) keep it alive at the sender meanwhile.
     fn fetch_timers(&mut self, now: Instant, store: &mut dyn Storage) {
         let files: Vec<FileId> = self.fetches.keys().copied().collect();
+        let cap = self.ack_cap();
         for file in files {
             let Some(f) = self.fetches.get_mut(&file) else {
                 continue;
             };
-            if now.saturating_since(f.segment.last_data) >= self.cfg.transfer_timeout {
+            let heard = self
+                .data_from
+                .get(&f.peer)
+                .map_or(f.segment.last_data, |&t| t.max(f.segment.last_data));
+            if now.saturating_since(heard) >= self.cfg.transfer_timeout {
                 let Some(f) = self.remove_fetch(&file) else {
                     continue;
                 };
@@ -1540,7 +1580,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                     total_blocks: f.received.len(),
                 });
                 self.resolve(now, &f.peer, &file);
-            } else if now >= f.segment.idle_deadline(self.cfg.ack_idle) {
+            } else if now >= f.segment.idle_deadline(self.cfg.ack_idle, cap) {
                 f.segment.idle_acks += 1;
                 self.send_ack(now, file, store);
             }
@@ -1550,7 +1590,29 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     // ---------------------------------------------------------------- output
 
     /// The next datagram to send: queued control packets first, then data
-    /// blocks round-robin over the active segments, paced by `send_rate`.
+    /// blocks, paced by `send_rate`: round-robin over peers, and for each
+    /// peer over at most `uploads_per_peer` of its files, chosen as below.
+    ///
+    /// A contact ends at a time nobody knows in advance. Serving the files
+    /// of a peer round-robin spreads the contact over all of them and, with
+    /// more requested than fit, completes none; serving them one after
+    /// another completes as many as the contact allows and leaves at most
+    /// `uploads_per_peer` partial (kept by the receiver for a later
+    /// contact). The order is *fewest unacknowledged blocks first* (ties: the
+    /// order the receiver asked in): for a single link this minimises the
+    /// number of unfinished files at every instant (shortest remaining
+    /// processing time), so whenever the contact ends it has completed the
+    /// most files it could; it finishes a file resumed from an earlier
+    /// contact before starting a fresh one; and it is sticky, since the file
+    /// being served only gets shorter, and so picks up the next segment of a
+    /// large file (a new transfer) ahead of files not started.
+    ///
+    /// A file whose pass over its missing blocks has ended
+    /// ([`SegmentSender::in_pass`]) gives way to the next one until the
+    /// receiver's vector says which blocks were lost, rather than sending
+    /// the blocks still in flight again; with nothing else to send it
+    /// starts its next pass at once. Files waiting their turn stay alive on
+    /// both sides: see `fetch_timers`.
     pub fn poll_transmit(&mut self, now: Instant, store: &mut dyn Storage) -> Option<Transmit<A>> {
         if let Some(t) = self.queue.pop_front() {
             self.counters.tx.add(t.kind, t.payload.len());
@@ -1591,21 +1653,47 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         }
     }
 
+    /// The key of the upload to send the next data block of.
     fn next_upload(&self) -> Option<(A, u32)> {
-        let active = |u: &&Upload| !u.sender.is_complete();
-        let after = self.last_upload.as_ref().and_then(|last| {
-            use std::ops::Bound::{Excluded, Unbounded};
-            self.uploads
-                .range((Excluded(last.clone()), Unbounded))
-                .find(|(_, u)| active(u))
-                .map(|(k, _)| k.clone())
-        });
-        after.or_else(|| {
-            self.uploads
-                .iter()
-                .find(|(_, u)| active(u))
-                .map(|(k, _)| k.clone())
-        })
+        // Uploads are keyed (peer, transfer): each peer's are contiguous.
+        let mut chosen: Vec<&(A, u32)> = Vec::new();
+        let mut peer: Vec<(&(A, u32), &Upload)> = Vec::new();
+        fn flush<'a, A: Ord>(
+            n: usize,
+            peer: &mut Vec<(&'a (A, u32), &'a Upload)>,
+            chosen: &mut Vec<&'a (A, u32)>,
+        ) {
+            peer.sort_by_key(|(_, u)| (u.sender.remaining(u.layout.blocks()), u.seq));
+            let before = chosen.len();
+            chosen.extend(
+                peer.iter()
+                    .filter(|(_, u)| u.sender.in_pass())
+                    .take(n)
+                    .map(|(k, _)| *k),
+            );
+            if chosen.len() == before {
+                // Every file's pass has ended: re-send rather than idle.
+                chosen.extend(peer.iter().take(n).map(|(k, _)| *k));
+            }
+            peer.clear();
+        }
+        let n = self.cfg.uploads_per_peer;
+        for (k, u) in &self.uploads {
+            if u.sender.is_complete() {
+                continue;
+            }
+            if peer.first().is_some_and(|(p, _)| p.0 != k.0) {
+                flush(n, &mut peer, &mut chosen);
+            }
+            peer.push((k, u));
+        }
+        flush(n, &mut peer, &mut chosen);
+        chosen.sort();
+        let after = self
+            .last_upload
+            .as_ref()
+            .and_then(|last| chosen.iter().find(|k| **k > last));
+        after.or(chosen.first()).map(|k| (*k).clone())
     }
 }
 

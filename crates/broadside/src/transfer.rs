@@ -186,9 +186,14 @@ impl SegmentReceiver {
         self.policy.sent(self.vector.count_ones());
         self.last_ack = now;
     }
-    /// When to re-send the vector if the sender stays silent (doubling back-off).
-    pub fn idle_deadline(&self, idle: Duration) -> Instant {
-        self.last_data.max(self.last_ack) + idle * (1u32 << self.idle_acks.min(6))
+    /// When to re-send the vector if the sender stays silent: doubling
+    /// back-off from `idle`, but never more than `cap` apart. The cap keeps a
+    /// transfer that waits its turn behind another file of the same sender
+    /// alive at the sender (which drops a transfer it has not heard about for
+    /// its `transfer_timeout`) at the cost of one small vector per `cap`.
+    pub fn idle_deadline(&self, idle: Duration, cap: Duration) -> Instant {
+        let wait = (idle * (1u32 << self.idle_acks.min(6))).min(cap.max(idle));
+        self.last_data.max(self.last_ack) + wait
     }
     /// Whether every block is held.
     pub fn is_complete(&self) -> bool {
@@ -197,11 +202,23 @@ impl SegmentReceiver {
 }
 
 /// The sending side of one segment.
+///
+/// Blocks are sent in *passes*: one pass sends every block not set in the
+/// send vector once, in order. A pass that has ended is not followed by
+/// another until the receiver's vector arrives ([`Self::in_pass`] is false
+/// until then), so the blocks of the last round trip, still in flight, are
+/// not sent twice while the sender has other work; the endpoint still starts
+/// the next pass at once when it has nothing else to send.
 #[derive(Clone, Debug)]
 pub struct SegmentSender {
     first: u32,
     send: BitVec,
+    /// Next index this pass considers.
     cursor: u32,
+    /// The next unacknowledged block at or after `cursor` (this pass), if any.
+    pending: Option<u32>,
+    /// A vector arrived since the current pass began: a new pass may start.
+    rearmed: bool,
     /// Last time the receiver's vector arrived.
     pub last_heard: Instant,
 }
@@ -209,11 +226,24 @@ pub struct SegmentSender {
 impl SegmentSender {
     /// Sends blocks `[first, first + vector.len())` not set in `vector`.
     pub fn new(first: u32, vector: BitVec, now: Instant) -> Self {
-        SegmentSender {
+        let mut s = SegmentSender {
             first,
             send: vector,
             cursor: 0,
+            pending: None,
+            rearmed: false,
             last_heard: now,
+        };
+        s.rescan();
+        s
+    }
+    fn rescan(&mut self) {
+        // Each bit is scanned at most once per pass (the cursor only advances).
+        self.pending = (self.cursor..self.send.len()).find(|&i| !self.send.get(i));
+        if let Some(i) = self.pending {
+            self.cursor = i;
+        } else {
+            self.cursor = self.send.len();
         }
     }
     /// Adopts the receiver's vector as send vector (bits only ever get set).
@@ -224,15 +254,34 @@ impl SegmentSender {
         }
         self.send.union_with(v);
         self.last_heard = now;
+        self.rearmed = true;
+        self.rescan();
         true
     }
     /// The next block to send, cycling through the unacknowledged ones:
-    /// `(segment-relative index, absolute block)`.
+    /// `(segment-relative index, absolute block)`. Starts a new pass when the
+    /// current one has ended, whether or not [`Self::in_pass`].
     pub fn next_block(&mut self) -> Option<(u16, u32)> {
-        let i = self.send.next_zero(self.cursor)?;
+        if self.pending.is_none() {
+            self.cursor = 0;
+            self.rearmed = false;
+            self.rescan();
+        }
+        let i = self.pending?;
         self.cursor = i + 1;
+        self.rescan();
         // Segments have at most 2^16 blocks, so a relative index fits in u16.
         Some((i as u16, self.first + i))
+    }
+    /// Whether the current pass has blocks left, or the receiver's vector
+    /// arrived since it began (so a new pass is worth starting).
+    pub fn in_pass(&self) -> bool {
+        !self.is_complete() && (self.pending.is_some() || self.rearmed)
+    }
+    /// Blocks of the file from this segment's start to its end that the
+    /// receiver has not acknowledged (later segments count as missing).
+    pub fn remaining(&self, file_blocks: u32) -> u32 {
+        file_blocks.saturating_sub(self.first) - self.send.count_ones()
     }
     /// Whether the receiver holds every block.
     pub fn is_complete(&self) -> bool {
@@ -298,6 +347,31 @@ mod tests {
         assert_eq!(s.next_block(), Some((1, 11)));
         assert_eq!(s.next_block(), Some((1, 11)));
         assert!(!s.on_vector(&BitVec::new(5), Instant::ZERO));
+    }
+
+    #[test]
+    fn sender_pass_ends_until_a_vector_arrives() {
+        let mut s = SegmentSender::new(0, BitVec::new(3), Instant::ZERO);
+        assert!(s.in_pass());
+        assert_eq!(s.remaining(5), 5);
+        for b in 0..3 {
+            assert_eq!(s.next_block(), Some((b, u32::from(b))));
+        }
+        // Everything sent once and no vector yet: the pass has ended.
+        assert!(!s.in_pass());
+        let mut v = BitVec::new(3);
+        v.set(0);
+        assert!(s.on_vector(&v, Instant::ZERO));
+        assert!(s.in_pass());
+        assert_eq!(s.remaining(5), 4);
+        assert_eq!(s.next_block(), Some((1, 1)));
+        assert_eq!(s.next_block(), Some((2, 2)));
+        assert!(!s.in_pass());
+        v.set(1);
+        v.set(2);
+        assert!(s.on_vector(&v, Instant::ZERO));
+        assert!(!s.in_pass() && s.is_complete());
+        assert_eq!(s.next_block(), None);
     }
 
     #[test]

@@ -149,3 +149,102 @@ fn interrupted_transfer_resumes_from_stored_vector_with_another_peer() {
         "sent {sent_blocks} blocks"
     );
 }
+
+/// A contact long enough for about 2.6 of 5 requested files: the sender
+/// serves them one after another, so at least 2 complete (round-robin over
+/// all 5 completes none); the files waiting their turn for longer than
+/// `transfer_timeout` are not abandoned; and in the next contact the
+/// partials resume without an acknowledged block being sent again.
+#[test]
+fn a_short_contact_completes_files_one_after_another() {
+    let k = key(4);
+    let blocks = 1000usize;
+    let size = blocks * (2304 - 10);
+    let (mut a, mut b) = (MemStore::new(), MemStore::new());
+    let mut newer = Vec::new();
+    for i in 0..5 {
+        let name = format!("f{i}");
+        let (c, d) = file(&k, &name, 1, size);
+        a.insert(c, d);
+        let (c, d) = file(&k, &name, 2, size);
+        newer.push(c.instance_id());
+        b.insert(c, d);
+    }
+    // 2.3 s per file: the contact outlasts `transfer_timeout` (5 s).
+    let slow = |seed| broadside::Config {
+        send_rate: 1_000_000,
+        ..config(seed)
+    };
+    let (na, nb) = (endpoint(slow(19), &[&k], &a), endpoint(slow(20), &[&k], &b));
+    let mut p = Pair::new([na, nb], [a, b], 9);
+    let contact = 2.6 * size as f64;
+    assert!(
+        p.run_until(secs(30.0), |p| p.nodes[0].counters().file_bytes_received
+            >= contact as u64)
+    );
+    let cut = p.now;
+    assert!(cut > secs(5.5), "contact of {cut:?} shorter than intended");
+    let complete = |p: &Pair| {
+        (0..5)
+            .filter(|i| version(p, 0, &k, &format!("f{i}")) == Some(2))
+            .count()
+    };
+    assert!(
+        complete(&p) >= 2,
+        "completed {} files: {:?}",
+        complete(&p),
+        p.events
+    );
+    let stalled = |p: &Pair| {
+        p.events
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::TransferStalled { .. }))
+            .count()
+    };
+    assert_eq!(
+        stalled(&p),
+        0,
+        "a waiting file was abandoned: {:?}",
+        p.events
+    );
+    let started = newer
+        .iter()
+        .filter(|i| {
+            p.stores[0]
+                .partial(i)
+                .is_some_and(|v| v.received.count_ones() > 0 && !v.received.is_full())
+        })
+        .count();
+    assert!(
+        started <= 1,
+        "{started} files partly received: one at a time"
+    );
+
+    // The link goes down; the open fetches stall and keep their partials.
+    p.up = false;
+    let sent_before = p.nodes[1].counters().tx.data.packets;
+    let at = p.now;
+    p.run_until(at + core::time::Duration::from_secs(8), |_| false);
+    assert!(p.nodes[0].fetches().is_empty());
+
+    // The next contact finishes the rest; nothing acknowledged is sent again.
+    let sent_down = p.nodes[1].counters().tx.data.packets - sent_before;
+    p.up = true;
+    assert!(
+        p.run_until(secs(120.0), |p| complete(p) == 5),
+        "{:?}",
+        p.events
+    );
+    for i in 0..5 {
+        assert_eq!(verified_version(&p, 0, &k, &format!("f{i}")), Some(2));
+    }
+    let rx = p.nodes[0].counters();
+    assert_eq!(
+        rx.resumed_blocks_resent, 0,
+        "an acknowledged block was sent again"
+    );
+    // Loss-free link: every block that crossed it crossed once.
+    assert_eq!(rx.duplicate_blocks, 0);
+    let sent = p.nodes[1].counters().tx.data.packets - sent_down;
+    assert_eq!(sent, (5 * blocks) as u64, "{sent_down} sent while down");
+}
