@@ -43,6 +43,8 @@ pub enum Event {
     Mgmt { node: NodeId, timer: MgmtTimer, generation: u32 },
     /// ARP retransmission or expiry for `peer` at `node`.
     Arp { node: NodeId, peer: NodeId, generation: u32 },
+    /// DHCP client retransmission at `node`.
+    Dhcp { node: NodeId, generation: u32 },
     /// A packet reaches `node` over a wired link.
     WireArrive { node: NodeId, packet: Packet },
     /// The timer of TCP socket `socket`.
@@ -71,7 +73,7 @@ impl Event {
             Event::RxEnd { .. } => 1,
             Event::Mac { .. } => 2,
             Event::RxStart { .. } => 3,
-            Event::Mgmt { .. } | Event::Arp { .. } | Event::WireArrive { .. } | Event::Tcp { .. } => 4,
+            Event::Mgmt { .. } | Event::Arp { .. } | Event::Dhcp { .. } | Event::WireArrive { .. } | Event::Tcp { .. } => 4,
             Event::Traffic { .. } | Event::App { .. } => 5,
         }
     }

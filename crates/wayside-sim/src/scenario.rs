@@ -595,6 +595,12 @@ pub struct NodeSection {
     /// This node's transmit queue, frames (default: mac.queue_limit).
     #[serde(default)]
     pub queue_limit: Option<u64>,
+    /// A station that gets its address by DHCP from its AP (default: static).
+    #[serde(default)]
+    pub dhcp: bool,
+    /// An AP that answers DHCP (default true).
+    #[serde(default = "yes")]
+    pub dhcp_server: bool,
 }
 
 fn independent() -> RoleName {
@@ -954,6 +960,9 @@ impl Scenario {
                 standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
             }
             n.tcp.parse::<TcpProfile>().map_err(|e| ScenarioError(format!("{}: {e}", key("tcp"))))?;
+            if n.dhcp && n.role != RoleName::Sta {
+                return err(format!("{}: only a station (role = \"sta\") gets its address by DHCP", key("dhcp")));
+            }
             if let Some(q) = n.queue_limit {
                 check_range(&key("queue_limit"), q as f64, &q.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
             }
@@ -1179,6 +1188,8 @@ impl Scenario {
                     channel: n.channel.unwrap_or(channel_no),
                     tcp: n.tcp.parse::<TcpProfile>().expect("validated").config(),
                     queue_limit: n.queue_limit.map_or(self.mac.queue_limit, |q| q) as usize,
+                    dhcp: n.dhcp,
+                    dhcp_server: n.dhcp_server,
                     arp: match n.arp {
                         ArpName::Linux => ArpProfile::Linux,
                         ArpName::WindowsXp => ArpProfile::WindowsXp,

@@ -6,6 +6,7 @@
 use crate::apps::ip::{App, AppConfig};
 use crate::apps::Source;
 use crate::mac::mgmt::{MgmtConfig, MgmtTimers, Role};
+use crate::net::dhcp::DhcpClient;
 use crate::net::{NetStack, WiredLink};
 use crate::sockets::{Listener, Socket};
 use crate::trace::{ConnEvent, EventRow};
@@ -54,6 +55,10 @@ pub struct NodeConfig {
     pub arp: crate::net::ArpProfile,
     /// Transmit queue limit, frames.
     pub queue_limit: usize,
+    /// Get an address by DHCP after association (stations only).
+    pub dhcp: bool,
+    /// Answer DHCP requests from associated stations (APs only).
+    pub dhcp_server: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,7 +161,11 @@ impl World {
                 },
                 channel: n.channel,
                 mgmt_timers: MgmtTimers::default(),
-                net: NetStack::new(n.arp, n.radio),
+                net: NetStack::new(
+                    n.arp,
+                    n.radio,
+                    n.dhcp.then(|| DhcpClient::new(Stream::new("run", cfg.seed, cfg.run, &format!("dhcp/{}", n.name)))),
+                ),
                 tcp: n.tcp.clone(),
             })
             .collect();
@@ -232,6 +241,7 @@ impl World {
             Event::Mgmt { node, timer, generation } => self.on_mgmt_timer(now, node, timer, generation),
             Event::Arp { node, peer, generation } => self.on_arp_timer(now, node, peer, generation),
             Event::WireArrive { node, packet } => self.net_send(now, node, packet),
+            Event::Dhcp { node, generation } => self.on_dhcp_timer(now, node, generation),
             Event::Tcp { socket, generation } => self.on_tcp_timer(now, socket as usize, generation),
             Event::App { app } => self.on_app(now, app),
         }

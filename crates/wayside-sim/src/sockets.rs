@@ -80,7 +80,7 @@ impl World {
                     y: pos.y as f32,
                 });
             }
-            Body::Arp { .. } => {}
+            Body::Arp { .. } | Body::Dhcp { .. } => {}
         }
     }
 

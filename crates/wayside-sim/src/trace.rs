@@ -78,6 +78,11 @@ category!(
         ArpRequest => "arp-request",
         ArpResolved => "arp-resolved",
         ArpFailed => "arp-failed",
+        /// Station: DHCP DISCOVER / REQUEST sent (value: attempt).
+        DhcpDiscover => "dhcp-discover",
+        DhcpRequest => "dhcp-request",
+        /// Station: DHCP ACK received; the station has an address.
+        DhcpBound => "dhcp-bound",
         AppStart => "app-start",
         Syn => "syn",
         SynRetransmit => "syn-retransmit",

@@ -158,3 +158,38 @@ fn drive_thru_car_stays_with_the_first_ap_and_never_hands_over() {
         assert!(out.trace.transport.len() > 1000, "{speed}: {} datagrams", out.trace.transport.len());
     }
 }
+
+#[test]
+fn a_dhcp_station_gets_its_lease_after_association_before_any_data() {
+    let out = run(BSS, &["node.car.dhcp=true"]);
+    let assoc = events(&out, "car", ConnEvent::Associated);
+    let discover = events(&out, "car", ConnEvent::DhcpDiscover);
+    let bound = events(&out, "car", ConnEvent::DhcpBound);
+    assert_eq!((assoc.len(), discover.len(), bound.len()), (1, 1, 1), "{assoc:?} {discover:?} {bound:?}");
+    assert!(assoc[0].0 <= discover[0].0 && discover[0].0 < bound[0].0 && bound[0].0 - assoc[0].0 < 0.05);
+    // The application waits for the lease (start delay 1 s after it).
+    let t = &out.trace.transport;
+    let first = (0..t.len()).filter(|&i| t.node[i] == 1).map(|i| t.time_ns[i] as f64 * 1e-9).next().unwrap();
+    assert!(first > bound[0].0 + 1.0, "first datagram {first}, bound {}", bound[0].0);
+    // Without DHCP, no DHCP traffic at all.
+    let stat = run(BSS, &[]);
+    assert!(events(&stat, "car", ConnEvent::DhcpDiscover).is_empty());
+}
+
+#[test]
+fn dhcp_retransmits_per_rfc_2131_when_unanswered() {
+    // An AP without a DHCP server: DISCOVER is repeated after ~4, 8, 16 s
+    // (each ±1 s), no lease comes, and no data flows.
+    let text = BSS.replace("duration = \"10 s\"", "duration = \"40 s\"");
+    let out = run(&text, &["node.car.dhcp=true", "node.ap.dhcp_server=false"]);
+    let d = events(&out, "car", ConnEvent::DhcpDiscover);
+    assert_eq!(d.len(), 4, "{d:?}");
+    for (k, w) in d.windows(2).enumerate() {
+        let gap = w[1].0 - w[0].0;
+        let nominal = 4.0 * 2f64.powi(k as i32);
+        assert!((gap - nominal).abs() <= 1.0 + 1e-9, "gap {gap} after attempt {k}");
+        assert_eq!(w[1].1, k as f64 + 1.0);
+    }
+    assert!(events(&out, "car", ConnEvent::DhcpBound).is_empty());
+    assert_eq!(out.trace.transport.len(), 0);
+}

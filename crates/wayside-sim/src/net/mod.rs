@@ -20,8 +20,13 @@
 //!   stays about 3.5 s, during which no new request is sent and one packet
 //!   waits (Zahn et al. 2009, §5.1).
 //! Resolved entries do not expire within a run.
+//!
+//! Addresses are static unless a station has `dhcp = true` ([`dhcp`]).
+
+pub mod dhcp;
 
 use crate::event::{Event, NodeId};
+use dhcp::{DhcpClient, DhcpOp};
 use crate::mac::mgmt::Role;
 use crate::mac::{Dst, Msdu, Payload};
 use crate::sim::World;
@@ -48,6 +53,7 @@ pub enum ArpOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Body {
     Arp { op: ArpOp },
+    Dhcp { op: DhcpOp },
     Udp { datagram: Datagram, app: u32, seq: u64, sent: SimTime },
     Tcp(Segment),
 }
@@ -77,6 +83,7 @@ impl Packet {
     pub fn bytes(&self) -> u32 {
         match self.body {
             Body::Arp { .. } => ARP_BYTES,
+            Body::Dhcp { .. } => DhcpOp::bytes(),
             Body::Udp { datagram, .. } => IP_HEADER + datagram.header_bytes() + datagram.len,
             Body::Tcp(seg) => IP_HEADER + seg.header_bytes() + seg.len,
         }
@@ -156,11 +163,13 @@ pub struct NetStack {
     pub wired: Vec<usize>,
     /// Whether the node has a radio.
     pub radio: bool,
+    /// The DHCP client, for a station that gets its address by DHCP.
+    pub dhcp: Option<DhcpClient>,
 }
 
 impl NetStack {
-    pub fn new(arp_profile: ArpProfile, radio: bool) -> Self {
-        NetStack { arp_profile, arp: Vec::new(), wired: Vec::new(), radio }
+    pub fn new(arp_profile: ArpProfile, radio: bool, dhcp: Option<DhcpClient>) -> Self {
+        NetStack { arp_profile, arp: Vec::new(), wired: Vec::new(), radio, dhcp }
     }
 }
 
@@ -196,9 +205,9 @@ impl World {
             return self.wired_route(node, dst);
         }
         match &n.role {
-            Role::Sta(_) => n.role.associated_ap().map(Route::Wireless),
+            Role::Sta(_) => n.role.associated_ap().filter(|_| self.addressed(node)).map(Route::Wireless),
             Role::Ap(_) => {
-                if n.role.has_station(dst) {
+                if self.station_reachable(node, dst) {
                     Some(Route::Wireless(dst))
                 } else if self.nodes[dst.index()].net.radio {
                     None // a radio host not associated here: no route
@@ -321,6 +330,13 @@ impl World {
 
     /// A packet arrived over the air at `node` from `from`.
     pub(crate) fn net_rx_wireless(&mut self, now: SimTime, node: NodeId, from: NodeId, p: Packet) {
+        if let Body::Dhcp { op } = p.body {
+            self.dhcp_rx(now, node, from, op);
+            return;
+        }
+        if !self.addressed(node) {
+            return; // no address yet: IP traffic is not ours
+        }
         if let Body::Arp { op } = p.body {
             // Requests teach the receiver the sender's address too.
             if p.dst == node || op == ArpOp::Reply {
@@ -353,13 +369,19 @@ impl World {
         self.queue.schedule(arrive, node.0, Event::WireArrive { node: to, packet: p });
     }
 
-    /// Association came up between `node` and `peer`.
+    /// Association came up between `node` and `peer`: applications waiting
+    /// for the connection start, unless a DHCP exchange must come first.
     pub(crate) fn net_link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId) {
+        let station_needs_lease = matches!(self.nodes[peer.index()].net.dhcp, Some(ref c) if c.state != dhcp::DhcpState::Bound);
+        if self.dhcp_start(now, node, peer) || station_needs_lease {
+            return;
+        }
         self.apps_link_up(now, node, peer);
     }
 
     /// Association with `peer` was lost: forget its ARP entry.
     pub(crate) fn net_link_down(&mut self, node: NodeId, peer: NodeId) {
         self.nodes[node.index()].net.arp.retain(|e| e.peer != peer);
+        self.dhcp_stop(node);
     }
 }

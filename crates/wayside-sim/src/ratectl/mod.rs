@@ -2,13 +2,40 @@
 //! chain before each frame and reports each frame's outcome to, in the style
 //! of the Atheros HAL (up to four (rate, tries) stages, tried in order) and of
 //! ns-3's rate managers. One file per algorithm; dispatched by
-//! [`RateControlKind`].
+//! [`RateControlKind`], built from a configuration by [`RateControlSpec`].
+//!
+//! | algorithm    | initial rate (802.11g)            | retry chain                                  |
+//! |--------------|-----------------------------------|----------------------------------------------|
+//! | `Fixed`      | the configured one                | the configured one                           |
+//! | `SampleRate` | 11, 36 or 54 Mbps by RSSI         | `[rate ×2, current ×3, lowest ×3]`           |
+//! | `Onoe`       | 36 Mbps                           | `[r ×4, r−1 ×2, r−2 ×2, lowest ×2]`          |
+//! | `Amrr`       | 36 Mbps                           | `[r ×1, r−1 ×1, r−2 ×1, lowest ×1]`          |
+//! | `Rraa`       | 54 Mbps                           | RRAA's own per-attempt prediction, 7 tries   |
+//! | `Minstrel`   | lowest (1 Mbps) until first stats | `[max_tp, max_tp2, max_prob, lowest]`        |
+//! | `Ideal`      | what the true mean SNR supports   | `[r ×4, r−1 ×2, lowest ×2]`                  |
+//!
+//! Initial rates of SampleRate, Onoe, AMRR and RRAA are those of Hadaller et
+//! al. (2007), Table 5.
 
+mod amrr;
+mod common;
 mod fixed;
+mod ideal;
+mod minstrel;
+mod onoe;
+mod rraa;
+mod samplerate;
 
+pub use amrr::{Amrr, AmrrParams};
 pub use fixed::Fixed;
+pub use ideal::{Ideal, IdealParams};
+pub use minstrel::{Minstrel, MinstrelParams};
+pub use onoe::{Onoe, OnoeParams};
+pub use rraa::{Rraa, RraaParams, Thresholds as RraaThresholds};
+pub use samplerate::{SamplePick, SampleRate, SampleRateParams};
 
 use crate::phy::mode::Mode;
+use crate::rng::Stream;
 use crate::units::{Db, Dbm, SimTime};
 
 /// Most stages a retry chain can have (the Atheros descriptor has four).
@@ -79,17 +106,146 @@ pub trait RateControl {
 #[derive(Clone, Debug)]
 pub enum RateControlKind {
     Fixed(Fixed),
+    SampleRate(SampleRate),
+    Onoe(Onoe),
+    Amrr(Amrr),
+    Rraa(Rraa),
+    Minstrel(Minstrel),
+    Ideal(Ideal),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $rc:ident => $e:expr) => {
+        match $self {
+            RateControlKind::Fixed($rc) => $e,
+            RateControlKind::SampleRate($rc) => $e,
+            RateControlKind::Onoe($rc) => $e,
+            RateControlKind::Amrr($rc) => $e,
+            RateControlKind::Rraa($rc) => $e,
+            RateControlKind::Minstrel($rc) => $e,
+            RateControlKind::Ideal($rc) => $e,
+        }
+    };
 }
 
 impl RateControl for RateControlKind {
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain {
-        match self {
-            RateControlKind::Fixed(f) => f.retry_chain(req),
-        }
+        dispatch!(self, rc => rc.retry_chain(req))
     }
     fn report(&mut self, status: &TxStatus) {
+        dispatch!(self, rc => rc.report(status))
+    }
+}
+
+/// Configuration of a link's rate control, from which each (sender,
+/// receiver) link builds its own state with [`RateControlSpec::build`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum RateControlSpec {
+    /// A static chain: `short` for frames of at most `rts_threshold` bytes,
+    /// `long` above (see [`Fixed`]).
+    Fixed { short: RetryChain, long: RetryChain, rts_threshold: u32 },
+    SampleRate(SampleRateParams),
+    Onoe(OnoeParams),
+    Amrr(AmrrParams),
+    Rraa(RraaParams),
+    Minstrel(MinstrelParams),
+    Ideal(IdealParams),
+}
+
+impl RateControlSpec {
+    /// The algorithm's name as scenario files spell it.
+    pub fn name(&self) -> &'static str {
         match self {
-            RateControlKind::Fixed(f) => f.report(status),
+            RateControlSpec::Fixed { .. } => "fixed",
+            RateControlSpec::SampleRate(_) => "samplerate",
+            RateControlSpec::Onoe(_) => "onoe",
+            RateControlSpec::Amrr(_) => "amrr",
+            RateControlSpec::Rraa(_) => "rraa",
+            RateControlSpec::Minstrel(_) => "minstrel",
+            RateControlSpec::Ideal(_) => "ideal",
         }
+    }
+
+    /// A fresh controller for one link. `modes` is the standard's mode list,
+    /// ascending ([`crate::phy::mode::Standard::modes`]); `rng` the link's
+    /// own stream (used by SampleRate's random pick and Minstrel).
+    pub fn build(&self, modes: &'static [Mode], rng: Stream) -> RateControlKind {
+        match self {
+            RateControlSpec::Fixed { short, long, rts_threshold } => {
+                RateControlKind::Fixed(Fixed::new(short.clone(), long.clone(), *rts_threshold))
+            }
+            RateControlSpec::SampleRate(p) => RateControlKind::SampleRate(SampleRate::new(modes, p.clone(), rng)),
+            RateControlSpec::Onoe(p) => RateControlKind::Onoe(Onoe::new(modes, p.clone())),
+            RateControlSpec::Amrr(p) => RateControlKind::Amrr(Amrr::new(modes, p.clone())),
+            RateControlSpec::Rraa(p) => RateControlKind::Rraa(Rraa::new(modes, p.clone())),
+            RateControlSpec::Minstrel(p) => RateControlKind::Minstrel(Minstrel::new(modes, p.clone(), rng)),
+            RateControlSpec::Ideal(p) => RateControlKind::Ideal(Ideal::new(modes, p.clone())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::common::testing::Channel;
+    use super::*;
+    use crate::phy::mode::Standard;
+
+    fn first_rate(spec: &RateControlSpec, rssi: Option<f64>, snr: f64) -> f64 {
+        let g = Standard::G.modes();
+        let mut rc = spec.build(g, Stream::new("run", 1, 0, "test/table5"));
+        let mut ch = Channel::new(g, vec![1.0; 12]);
+        ch.rssi = rssi.map(Dbm);
+        ch.mean_snr = Db(snr);
+        rc.retry_chain(&ch.request()).stages[0].mode.rate.mbps()
+    }
+
+    /// Hadaller et al. (2007), Table 5, in 802.11g.
+    #[test]
+    fn initial_rates_match_table_5() {
+        let sr = RateControlSpec::SampleRate(SampleRateParams::default_preset());
+        assert_eq!(first_rate(&sr, Some(-90.0), 0.0), 11.0);
+        assert_eq!(first_rate(&sr, Some(-60.0), 0.0), 36.0);
+        assert_eq!(first_rate(&sr, Some(-40.0), 0.0), 54.0);
+        assert_eq!(first_rate(&RateControlSpec::Onoe(OnoeParams::default()), Some(-90.0), 0.0), 36.0);
+        assert_eq!(first_rate(&RateControlSpec::Amrr(AmrrParams::default()), Some(-90.0), 0.0), 36.0);
+        assert_eq!(first_rate(&RateControlSpec::Rraa(RraaParams::default()), Some(-90.0), 0.0), 54.0);
+        // Not in Table 5: Minstrel starts at the lowest rate, Ideal at what
+        // the SNR supports.
+        let g = Standard::G.modes();
+        let mut m = RateControlSpec::Minstrel(MinstrelParams::default()).build(g, Stream::new("run", 1, 0, "m"));
+        let ch = Channel::new(g, vec![1.0; 12]);
+        let firsts: Vec<f64> = (0..20).map(|_| m.retry_chain(&ch.request()).stages[0].mode.rate.mbps()).collect();
+        assert!(firsts.iter().filter(|&&r| r == 1.0).count() >= 15, "{firsts:?}");
+        assert_eq!(first_rate(&RateControlSpec::Ideal(IdealParams::default()), None, 40.0), 54.0);
+        assert_eq!(first_rate(&RateControlSpec::Ideal(IdealParams::default()), None, -5.0), 1.0);
+    }
+
+    #[test]
+    fn every_spec_builds_and_runs_on_every_standard() {
+        let specs = [
+            RateControlSpec::SampleRate(SampleRateParams::tuned_preset()),
+            RateControlSpec::Onoe(OnoeParams::default()),
+            RateControlSpec::Amrr(AmrrParams::default()),
+            RateControlSpec::Rraa(RraaParams::default()),
+            RateControlSpec::Minstrel(MinstrelParams::default()),
+            RateControlSpec::Ideal(IdealParams::default()),
+        ];
+        for standard in Standard::ALL {
+            let modes = standard.modes();
+            for spec in &specs {
+                let mut rc = spec.build(modes, Stream::new("run", 1, 0, spec.name()));
+                let p: Vec<f64> = (0..modes.len()).map(|i| if i < modes.len() / 2 { 1.0 } else { 0.3 }).collect();
+                let mut ch = Channel::new(modes, p);
+                for _ in 0..2000 {
+                    let (c, s) = ch.send(&mut rc);
+                    assert!(!c.stages.is_empty() && c.stages.len() <= MAX_STAGES, "{} {standard}", spec.name());
+                    assert!(c.stages.iter().all(|st| st.tries > 0 && modes.contains(&st.mode)));
+                    assert!(s.attempts <= c.total_tries());
+                }
+            }
+        }
+        let fixed = RateControlSpec::Fixed { short: RetryChain::default(), long: RetryChain::default(), rts_threshold: 0 };
+        assert_eq!(fixed.clone(), fixed);
+        assert!(matches!(fixed.build(Standard::B.modes(), Stream::new("run", 1, 0, "f")), RateControlKind::Fixed(_)));
     }
 }

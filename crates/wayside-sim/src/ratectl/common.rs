@@ -1,0 +1,214 @@
+//! Helpers shared by the rate-control algorithms: which standard a mode list
+//! belongs to, the drivers' estimate of a frame's transmission time
+//! (madwifi's `calc_usecs_unicast_packet`), retry-chain building and walking
+//! a finished chain attempt by attempt.
+
+use super::{RetryChain, Stage, MAX_STAGES};
+use crate::phy::mode::{ModClass, Mode, Preamble, Standard};
+
+/// The standard a mode list (ascending, as [`Standard::modes`] returns)
+/// belongs to: an exact match first, else inferred from what it contains
+/// (10 MHz OFDM → 802.11p; DSSS and OFDM → 802.11g; DSSS only → 802.11b;
+/// 20 MHz OFDM only → 802.11a).
+pub(crate) fn standard_of(modes: &[Mode]) -> Standard {
+    if let Some(s) = Standard::ALL.into_iter().find(|s| s.modes() == modes) {
+        return s;
+    }
+    let dsss = modes.iter().any(|m| m.class == ModClass::Dsss);
+    let ofdm = modes.iter().any(|m| m.class == ModClass::Ofdm);
+    if modes.iter().any(|m| m.bandwidth_mhz == 10) {
+        Standard::P
+    } else if dsss && ofdm {
+        Standard::G
+    } else if dsss {
+        Standard::B
+    } else {
+        Standard::A
+    }
+}
+
+/// A driver-style estimate of the time, in µs, one frame of `bytes` bytes
+/// takes at `mode` when it needs `tries` transmissions (madwifi's
+/// `calc_usecs_unicast_packet` without RTS/CTS): one DIFS, then per try the
+/// data frame, SIFS and an ACK at the control-response rate, plus the mean
+/// backoff slot·CW/2 with CW doubling from CWmin each try. Timing follows the
+/// mode's class as madwifi does: DSSS/CCK modes use the 802.11b timing
+/// (20 µs slot, CWmin 31), OFDM modes the standard's own (802.11g ERP-only:
+/// 9 µs slot, CWmin 15). Long preamble throughout.
+pub(crate) fn tx_time_us(standard: Standard, mode: Mode, bytes: u32, tries: u32) -> f64 {
+    let timing = match mode.class {
+        ModClass::Dsss => Standard::B.timing(false),
+        ModClass::Ofdm if standard == Standard::B => Standard::A.timing(false),
+        ModClass::Ofdm => standard.timing(false),
+    };
+    let us = |t: crate::units::SimTime| t.as_ns() as f64 / 1_000.0;
+    let data = us(mode.airtime(bytes, Preamble::Long, standard));
+    let ack = us(standard.control_rate(mode).airtime(14, Preamble::Long, standard));
+    let slot = us(timing.slot);
+    let mut tt = us(timing.difs);
+    let mut cw = timing.cw_min;
+    for _ in 0..tries {
+        tt += data + us(timing.sifs) + ack + slot * f64::from(cw) / 2.0;
+        cw = (2 * cw + 1).min(timing.cw_max);
+    }
+    tt
+}
+
+/// Index of `mode` in `modes`, if present.
+pub(crate) fn index_of(modes: &[Mode], mode: Mode) -> Option<usize> {
+    modes.iter().position(|m| *m == mode)
+}
+
+/// Index of the highest mode of at most `mbps` (0 if none is that low).
+pub(crate) fn highest_at_most(modes: &[Mode], mbps: f64) -> usize {
+    modes.iter().rposition(|m| m.rate.mbps() <= mbps + 1e-9).unwrap_or(0)
+}
+
+/// Builds a chain from (mode index, tries) stages, skipping stages with no
+/// tries and keeping at most [`MAX_STAGES`]. Reuses `chain`'s allocation.
+pub(crate) fn fill_chain(chain: &mut RetryChain, modes: &[Mode], stages: &[(usize, u8)]) {
+    chain.stages.clear();
+    for &(i, tries) in stages {
+        if tries > 0 && chain.stages.len() < MAX_STAGES {
+            chain.stages.push(Stage { mode: modes[i], tries });
+        }
+    }
+}
+
+/// A chain from (mode index, tries) stages (see [`fill_chain`]).
+pub(crate) fn chain_of(modes: &[Mode], stages: &[(usize, u8)]) -> RetryChain {
+    let mut c = RetryChain { stages: Vec::with_capacity(MAX_STAGES) };
+    fill_chain(&mut c, modes, stages);
+    c
+}
+
+/// The stages a finished chain actually used: for each stage reached, its
+/// index, mode and the number of attempts made in it. The last item is the
+/// stage of the final attempt (the acknowledged one if the frame was acked).
+pub(crate) fn stages_used(chain: &RetryChain, attempts: u32) -> impl Iterator<Item = (usize, Mode, u32)> + '_ {
+    let mut left = attempts;
+    chain.stages.iter().enumerate().filter_map(move |(i, s)| {
+        if left == 0 {
+            return None;
+        }
+        let n = left.min(u32::from(s.tries));
+        left -= n;
+        Some((i, s.mode, n))
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A synthetic channel for driving an algorithm through
+    //! `retry_chain`/`report`: each attempt at mode index `i` succeeds with
+    //! probability `p[i]`.
+
+    use super::super::{RateControl, RetryChain, TxRequest, TxStatus};
+    use crate::phy::mode::Mode;
+    use crate::rng::Stream;
+    use crate::units::{Db, Dbm, SimTime};
+
+    pub struct Channel {
+        pub modes: &'static [Mode],
+        pub p: Vec<f64>,
+        pub rng: Stream,
+        pub now: SimTime,
+        /// Time between frames.
+        pub gap: SimTime,
+        pub bytes: u32,
+        pub rssi: Option<Dbm>,
+        pub mean_snr: Db,
+    }
+
+    impl Channel {
+        pub fn new(modes: &'static [Mode], p: Vec<f64>) -> Channel {
+            Channel {
+                modes,
+                p,
+                rng: Stream::new("run", 7, 0, "test/channel"),
+                now: SimTime::ZERO,
+                gap: SimTime::from_ms(1),
+                bytes: 1528,
+                rssi: None,
+                mean_snr: Db(30.0),
+            }
+        }
+
+        pub fn request(&self) -> TxRequest {
+            TxRequest { now: self.now, bytes: self.bytes, rssi: self.rssi, mean_snr: self.mean_snr }
+        }
+
+        /// Sends one frame: asks for a chain, walks it against the channel,
+        /// reports, advances time. Returns the chain and the status.
+        pub fn send(&mut self, rc: &mut impl RateControl) -> (RetryChain, TxStatus) {
+            let chain = rc.retry_chain(&self.request());
+            let mut attempts = 0;
+            let mut acked = false;
+            'outer: for s in &chain.stages {
+                let i = super::index_of(self.modes, s.mode).expect("mode of the list");
+                for _ in 0..s.tries {
+                    attempts += 1;
+                    if self.rng.uniform() < self.p[i] {
+                        acked = true;
+                        break 'outer;
+                    }
+                }
+            }
+            let status = TxStatus { now: self.now, bytes: self.bytes, chain: chain.clone(), attempts, acked };
+            rc.report(&status);
+            self.now += self.gap;
+            (chain, status)
+        }
+
+        /// Success probabilities that are 1 up to and including `mbps` and
+        /// 0 above.
+        pub fn cliff(modes: &[Mode], mbps: f64) -> Vec<f64> {
+            modes.iter().map(|m| if m.rate.mbps() <= mbps + 1e-9 { 1.0 } else { 0.0 }).collect()
+        }
+    }
+
+    pub fn mbps(chain: &RetryChain) -> Vec<(f64, u8)> {
+        chain.stages.iter().map(|s| (s.mode.rate.mbps(), s.tries)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standards_are_recognised() {
+        for s in Standard::ALL {
+            assert_eq!(standard_of(s.modes()), s);
+        }
+        assert_eq!(standard_of(&Standard::G.modes()[3..]), Standard::G);
+        assert_eq!(standard_of(&Standard::A.modes()[2..]), Standard::A);
+    }
+
+    #[test]
+    fn tx_time_grows_with_tries_and_falls_with_rate() {
+        let g = Standard::G.modes();
+        let t1 = tx_time_us(Standard::G, g[11], 1528, 1);
+        let t2 = tx_time_us(Standard::G, g[11], 1528, 2);
+        assert!(t2 > 2.0 * t1 - 28.0 - 1.0, "{t1} {t2}");
+        // 54 Mbps lossless: DIFS 28 + 254 µs data + SIFS 10 + ACK at 24 Mbps
+        // (20 + 2 symbols·4 + 6 = 34) + 9·15/2 = 67.5 backoff.
+        assert!((t1 - (28.0 + 254.0 + 10.0 + 34.0 + 67.5)).abs() < 1e-9, "{t1}");
+        let mut last = f64::INFINITY;
+        for m in Standard::A.modes() {
+            let t = tx_time_us(Standard::A, *m, 1528, 1);
+            assert!(t < last);
+            last = t;
+        }
+    }
+
+    #[test]
+    fn stages_used_splits_attempts() {
+        let g = Standard::G.modes();
+        let c = chain_of(g, &[(11, 2), (9, 3), (0, 3)]);
+        let v: Vec<(usize, u32)> = stages_used(&c, 4).map(|(i, _, n)| (i, n)).collect();
+        assert_eq!(v, [(0, 2), (1, 2)]);
+        assert_eq!(stages_used(&c, 0).count(), 0);
+        assert_eq!(chain_of(g, &[(11, 0), (0, 2)]).stages.len(), 1);
+    }
+}
