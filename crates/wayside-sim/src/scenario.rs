@@ -12,11 +12,13 @@ use crate::sim::NodeRole;
 use crate::transport::tcp::TcpProfile;
 use crate::channel::{ChannelConfig, FadingKind, PathLoss};
 use crate::event::NodeId;
-use crate::mac::{Dst, MacConfig, RateSpec};
+use crate::mac::{Dst, MacConfig};
 use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
 use crate::phy::error::{ClosedForm, ErrorModelKind};
 use crate::phy::mode::{Mode, Preamble, Standard};
-use crate::ratectl::{Stage, MAX_STAGES};
+use crate::ratectl::{
+    AmrrParams, IdealParams, MinstrelParams, OnoeParams, RateControlSpec, RetryChain, RraaParams, SampleRateParams, Stage, MAX_STAGES,
+};
 use crate::sim::{NodeConfig, RadioConfig, SimConfig};
 use crate::units::{parse_quantity, Bitrate, Db, Dbm, Hertz, Meters, Mps, Quantity, SimTime};
 use serde::de::{self, Deserializer};
@@ -458,6 +460,9 @@ pub struct MacSection {
     /// A static multi-rate retry chain (instead of `rate`).
     #[serde(default)]
     pub retry_chain: Option<Vec<ChainStage>>,
+    /// A rate-control algorithm instead of a fixed `rate` / `retry_chain`.
+    #[serde(default)]
+    pub rate_control: Option<RateControlSection>,
     /// Atheros fast frames (madwifi's `ff`): aggregate two packets to the
     /// same receiver when the frame's airtime stays within `fast_frame_airtime`.
     #[serde(default)]
@@ -492,8 +497,73 @@ impl Default for MacSection {
             rts_threshold: default_rts(),
             rate: None,
             retry_chain: None,
+            rate_control: None,
             fast_frames: false,
             fast_frame_airtime: default_ff_airtime(),
+        }
+    }
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlgorithmName {
+    Samplerate,
+    Onoe,
+    Amrr,
+    Rraa,
+    Minstrel,
+    Ideal,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PresetName {
+    Default,
+    Tuned,
+}
+
+/// `rate_control = { algorithm = "samplerate", preset = "tuned" }`.
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RateControlSection {
+    pub algorithm: AlgorithmName,
+    /// samplerate: Hadaller et al. Table 1's "default" (madwifi) or "tuned".
+    #[serde(default)]
+    pub preset: Option<PresetName>,
+    /// ideal: least frame success probability at the mean SNR (default 0.9).
+    #[serde(default)]
+    pub min_success: Option<f64>,
+}
+
+impl RateControlSection {
+    fn validate(&self, key: &str) -> Result<(), ScenarioError> {
+        if self.preset.is_some() && self.algorithm != AlgorithmName::Samplerate {
+            return err(format!("{key}.preset: only samplerate has presets (default, tuned)"));
+        }
+        if let Some(p) = self.min_success {
+            if self.algorithm != AlgorithmName::Ideal {
+                return err(format!("{key}.min_success: only used with algorithm = \"ideal\""));
+            }
+            check_range(&format!("{key}.min_success"), p, &p.to_string(), 0.01, 0.9999, "0.01 to 0.9999")?;
+        }
+        Ok(())
+    }
+
+    fn spec(&self, error_model: ErrorModelKind) -> RateControlSpec {
+        match self.algorithm {
+            AlgorithmName::Samplerate => RateControlSpec::SampleRate(match self.preset {
+                Some(PresetName::Tuned) => SampleRateParams::tuned_preset(),
+                _ => SampleRateParams::default_preset(),
+            }),
+            AlgorithmName::Onoe => RateControlSpec::Onoe(OnoeParams::default()),
+            AlgorithmName::Amrr => RateControlSpec::Amrr(AmrrParams::default()),
+            AlgorithmName::Rraa => RateControlSpec::Rraa(RraaParams::default()),
+            AlgorithmName::Minstrel => RateControlSpec::Minstrel(MinstrelParams::default()),
+            AlgorithmName::Ideal => RateControlSpec::Ideal(IdealParams {
+                min_success: self.min_success.unwrap_or(IdealParams::default().min_success),
+                error_model,
+                ..IdealParams::default()
+            }),
         }
     }
 }
@@ -601,6 +671,9 @@ pub struct NodeSection {
     /// An AP that answers DHCP (default true).
     #[serde(default = "yes")]
     pub dhcp_server: bool,
+    /// This node's rate control (default: the [mac] section's).
+    #[serde(default)]
+    pub rate_control: Option<RateControlSection>,
 }
 
 fn independent() -> RoleName {
@@ -839,8 +912,11 @@ impl Scenario {
         check_range("mac.rts_threshold", mac.rts_threshold.0, &format!("{} B", mac.rts_threshold.0), 0.0, 1e6, "0 B to 1 MB")?;
         let ff = mac.fast_frame_airtime.0;
         check_range("mac.fast_frame_airtime", ff, &format!("{ff} s"), 1e-5, 0.05, "10 us to 50 ms")?;
-        if mac.rate.is_some() && mac.retry_chain.is_some() {
-            return err("mac: give either rate or retry_chain, not both");
+        if [mac.rate.is_some(), mac.retry_chain.is_some(), mac.rate_control.is_some()].iter().filter(|&&b| b).count() > 1 {
+            return err("mac: give one of rate, retry_chain and rate_control");
+        }
+        if let Some(rc) = &mac.rate_control {
+            rc.validate("mac.rate_control")?;
         }
         if let Some(r) = mac.rate {
             rate_mode(standard, "mac.rate", r)?;
@@ -960,6 +1036,9 @@ impl Scenario {
                 standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
             }
             n.tcp.parse::<TcpProfile>().map_err(|e| ScenarioError(format!("{}: {e}", key("tcp"))))?;
+            if let Some(rc) = &n.rate_control {
+                rc.validate(&key("rate_control"))?;
+            }
             if n.dhcp && n.role != RoleName::Sta {
                 return err(format!("{}: only a station (role = \"sta\") gets its address by DHCP", key("dhcp")));
             }
@@ -1133,15 +1212,23 @@ impl Scenario {
             error_model: ErrorModelKind::ClosedForm(ClosedForm { implementation_loss: self.radio.implementation_loss.0 }),
         };
         let top = *standard.modes().last().expect("modes");
-        let rate = match (&self.mac.retry_chain, self.mac.rate) {
-            (Some(chain), _) => RateSpec::Chain(
-                chain
+        let fixed = |tries: u8| match (&self.mac.retry_chain, self.mac.rate) {
+            (Some(chain), _) => RetryChain {
+                stages: chain
                     .iter()
                     .map(|s| Stage { mode: rate_mode(standard, "", s.rate).expect("validated"), tries: s.tries as u8 })
                     .collect(),
-            ),
-            (None, Some(r)) => RateSpec::Fixed(rate_mode(standard, "", r).expect("validated")),
-            (None, None) => RateSpec::Fixed(top),
+            },
+            (None, Some(r)) => RetryChain { stages: vec![Stage { mode: rate_mode(standard, "", r).expect("validated"), tries }] },
+            (None, None) => RetryChain { stages: vec![Stage { mode: top, tries }] },
+        };
+        let rate = match &self.mac.rate_control {
+            Some(rc) => rc.spec(radio.error_model),
+            None => RateControlSpec::Fixed {
+                short: fixed(self.mac.short_retry_limit as u8),
+                long: fixed(self.mac.long_retry_limit as u8),
+                rts_threshold: self.mac.rts_threshold.0 as u32,
+            },
         };
         let mac = MacConfig {
             queue_limit: self.mac.queue_limit as usize,
@@ -1149,6 +1236,7 @@ impl Scenario {
             long_retry_limit: self.mac.long_retry_limit as u8,
             rts_threshold: self.mac.rts_threshold.0 as u32,
             rate,
+            modes: standard.modes(),
             fast_frames: self.mac.fast_frames.then(|| self.mac.fast_frame_airtime.time()),
         };
         let names = self.node_names();
@@ -1190,6 +1278,7 @@ impl Scenario {
                     queue_limit: n.queue_limit.map_or(self.mac.queue_limit, |q| q) as usize,
                     dhcp: n.dhcp,
                     dhcp_server: n.dhcp_server,
+                    rate_control: n.rate_control.as_ref().map(|rc| rc.spec(radio.error_model)),
                     arp: match n.arp {
                         ArpName::Linux => ArpProfile::Linux,
                         ArpName::WindowsXp => ArpProfile::WindowsXp,

@@ -59,6 +59,8 @@ pub struct NodeConfig {
     pub dhcp: bool,
     /// Answer DHCP requests from associated stations (APs only).
     pub dhcp_server: bool,
+    /// This node's rate control (default: the MAC's).
+    pub rate_control: Option<crate::ratectl::RateControlSpec>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +154,12 @@ impl World {
             .map(|n| Node {
                 cfg: n.clone(),
                 phy: Phy::new(noise, cfg.radio.cca_threshold.to_mw(), cfg.radio.capture_margin),
-                mac: Mac::new(&MacConfig { queue_limit: n.queue_limit, ..cfg.mac.clone() }, &timing, Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name))),
+                mac: Mac::new(
+                    &MacConfig { queue_limit: n.queue_limit, rate: n.rate_control.clone().unwrap_or_else(|| cfg.mac.rate.clone()), ..cfg.mac.clone() },
+                    &timing,
+                    Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name)),
+                    (cfg.seed, cfg.run, n.name.clone()),
+                ),
                 phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
                 role: match n.role {
                     NodeRole::Independent => Role::Independent,

@@ -15,7 +15,7 @@ use crate::net::Packet;
 use crate::units::Dbm;
 use mgmt::Mgmt;
 use crate::phy::mode::{Mode, Timing};
-use crate::ratectl::{Fixed, RateControl, RateControlKind, RetryChain, Stage, TxRequest, TxStatus};
+use crate::ratectl::{RateControl, RateControlKind, RateControlSpec, RetryChain, Stage, TxRequest, TxStatus};
 use crate::rng::Stream;
 use crate::sim::World;
 use crate::trace::{FrameKind, MacEvent, MacRow};
@@ -103,15 +103,6 @@ pub struct Msdu {
     pub payload: Payload,
 }
 
-/// How rate control is set up for every link of this MAC.
-#[derive(Clone, Debug)]
-pub enum RateSpec {
-    /// One rate with the MAC's retry limits.
-    Fixed(Mode),
-    /// A static multi-rate retry chain.
-    Chain(Vec<Stage>),
-}
-
 #[derive(Clone, Debug)]
 pub struct MacConfig {
     pub queue_limit: usize,
@@ -119,7 +110,10 @@ pub struct MacConfig {
     pub long_retry_limit: u8,
     /// Frames (PSDU) longer than this use RTS/CTS and the long retry limit.
     pub rts_threshold: u32,
-    pub rate: RateSpec,
+    /// The rate-control algorithm every link of this MAC runs.
+    pub rate: RateControlSpec,
+    /// The standard's modes, ascending (rate control chooses among them).
+    pub modes: &'static [Mode],
     /// Atheros fast frames: two queued packets to the same receiver go out
     /// as one frame when that frame's airtime at the chosen rate stays within
     /// this limit; `None` disables aggregation.
@@ -171,6 +165,8 @@ pub struct Mac {
     last_rssi: Vec<(NodeId, Dbm)>,
     rate_controls: Vec<(NodeId, RateControlKind)>,
     rng: Stream,
+    /// Seeds each link's rate-control stream: (seed, run, this node's name).
+    rc_seed: (u64, u64, String),
 }
 
 fn timer_slot(t: MacTimer) -> usize {
@@ -183,7 +179,7 @@ fn timer_slot(t: MacTimer) -> usize {
 }
 
 impl Mac {
-    pub fn new(cfg: &MacConfig, timing: &Timing, rng: Stream) -> Mac {
+    pub fn new(cfg: &MacConfig, timing: &Timing, rng: Stream, rc_seed: (u64, u64, String)) -> Mac {
         Mac {
             cfg: cfg.clone(),
             timing: *timing,
@@ -207,6 +203,7 @@ impl Mac {
             last_rssi: Vec::new(),
             rate_controls: Vec::new(),
             rng,
+            rc_seed,
         }
     }
 
@@ -232,12 +229,9 @@ impl Mac {
         let i = match self.rate_controls.iter().position(|(d, _)| *d == dst) {
             Some(i) => i,
             None => {
-                let chain = |tries: u8| match &self.cfg.rate {
-                    RateSpec::Fixed(mode) => RetryChain { stages: vec![Stage { mode: *mode, tries }] },
-                    RateSpec::Chain(stages) => RetryChain { stages: stages.clone() },
-                };
-                let rc = Fixed::new(chain(self.cfg.short_retry_limit), chain(self.cfg.long_retry_limit), self.cfg.rts_threshold);
-                self.rate_controls.push((dst, RateControlKind::Fixed(rc)));
+                let (seed, run, name) = &self.rc_seed;
+                let rng = Stream::new("run", *seed, *run, &format!("ratectl/{name}/{}", dst.0));
+                self.rate_controls.push((dst, self.cfg.rate.build(self.cfg.modes, rng)));
                 self.rate_controls.len() - 1
             }
         };
