@@ -45,6 +45,7 @@ impl World {
     }
 
     /// Opens a connection from `node` to `peer:port` and queues `bytes` to send.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn tcp_connect(&mut self, now: SimTime, node: NodeId, peer: NodeId, port: u16, cfg: TcpConfig, app: u32, bytes: u64) -> usize {
         let local_port = 40_000 + (self.sockets.len() % 20_000) as u16;
         let iss = self.iss(node);

@@ -255,6 +255,7 @@ impl World {
         self.queue.schedule(at, node.0, Event::Mac { node, timer, generation });
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn mac_trace(&mut self, now: SimTime, node: NodeId, peer: u32, event: MacEvent, seq: u16, bytes: u32, attempts: u32, delay: SimTime) {
         let p = self.position(node, now);
         self.trace.mac.push(MacRow {

@@ -19,6 +19,7 @@
 //! - `windows-xp`: one request, never retransmitted; the unresolved entry
 //!   stays about 3.5 s, during which no new request is sent and one packet
 //!   waits (Zahn et al. 2009, §5.1).
+//!
 //! Resolved entries do not expire within a run.
 //!
 //! Addresses are static unless a station has `dhcp = true` ([`dhcp`]).

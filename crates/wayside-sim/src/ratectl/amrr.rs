@@ -45,6 +45,7 @@
 //! `interval` 1000 ms, `min_success_threshold` 1, `max_success_threshold`
 //! 10, `reset_threshold_on_rate_change` false.
 
+use super::common::Periodic;
 use super::onoe::{madwifi_start_rate, step_down_chain};
 use super::{RateControl, RetryChain, TxRequest, TxStatus};
 use crate::phy::mode::Mode;
@@ -80,7 +81,7 @@ pub struct Amrr {
     success: u32,
     success_threshold: u32,
     recovery: bool,
-    next_check: Option<SimTime>,
+    timer: Periodic,
     chain: RetryChain,
 }
 
@@ -97,7 +98,7 @@ impl Amrr {
             try1: 0,
             success: 0,
             recovery: false,
-            next_check: None,
+            timer: Periodic::default(),
             chain: step_down_chain(modes, rate, 1, 1),
         }
     }
@@ -111,14 +112,9 @@ impl Amrr {
     }
 
     fn tick(&mut self, now: SimTime) {
-        let interval = self.params.interval.max(SimTime::from_ns(1));
-        let next = *self.next_check.get_or_insert(now + interval);
-        if now < next {
-            return;
+        if self.timer.due(now, self.params.interval) {
+            self.decide();
         }
-        let periods = (now - next).as_ns() / interval.as_ns() + 1;
-        self.next_check = Some(next + interval * periods);
-        self.decide();
     }
 
     /// madwifi `ath_rate_ctl`.

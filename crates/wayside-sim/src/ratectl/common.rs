@@ -5,11 +5,35 @@
 
 use super::{RetryChain, Stage, MAX_STAGES};
 use crate::phy::mode::{ModClass, Mode, Preamble, Standard};
+use crate::units::SimTime;
 
 /// The standard a mode list (ascending, as [`Standard::modes`] returns)
 /// belongs to: an exact match first, else inferred from what it contains
 /// (10 MHz OFDM → 802.11p; DSSS and OFDM → 802.11g; DSSS only → 802.11b;
 /// 20 MHz OFDM only → 802.11a).
+/// A periodic decision timer that, like the drivers' timers, runs on a fixed
+/// grid: the first deadline is one interval after the first frame, and a
+/// decision is due at the first frame at or after each deadline.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Periodic {
+    next: Option<SimTime>,
+}
+
+impl Periodic {
+    /// Whether a decision is due at `now`; if so, moves to the next deadline
+    /// after `now` on the grid.
+    pub(crate) fn due(&mut self, now: SimTime, interval: SimTime) -> bool {
+        let interval = interval.max(SimTime::from_ns(1));
+        let next = *self.next.get_or_insert(now + interval);
+        if now < next {
+            return false;
+        }
+        let periods = (now - next).as_ns() / interval.as_ns() + 1;
+        self.next = Some(next + interval * periods);
+        true
+    }
+}
+
 pub(crate) fn standard_of(modes: &[Mode]) -> Standard {
     if let Some(s) = Standard::ALL.into_iter().find(|s| s.modes() == modes) {
         return s;

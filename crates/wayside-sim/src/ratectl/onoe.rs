@@ -38,7 +38,7 @@
 //! # Parameters ([`OnoeParams`], madwifi defaults)
 //! `interval` 1000 ms, `raise` 10 (%), `raise_threshold` 10 (credits).
 
-use super::common::{chain_of, highest_at_most};
+use super::common::{chain_of, highest_at_most, Periodic};
 use super::{RateControl, RetryChain, TxRequest, TxStatus};
 use crate::phy::mode::{Mode, Standard};
 use crate::units::SimTime;
@@ -94,7 +94,7 @@ pub struct Onoe {
     err: u32,
     retr: u32,
     upper: u32,
-    next_check: Option<SimTime>,
+    timer: Periodic,
     chain: RetryChain,
 }
 
@@ -102,7 +102,7 @@ impl Onoe {
     pub fn new(modes: &'static [Mode], params: OnoeParams) -> Self {
         assert!(!modes.is_empty(), "Onoe needs at least one mode");
         let rate = madwifi_start_rate(modes);
-        Onoe { modes, params, rate, ok: 0, err: 0, retr: 0, upper: 0, next_check: None, chain: step_down_chain(modes, rate, 4, 2) }
+        Onoe { modes, params, rate, ok: 0, err: 0, retr: 0, upper: 0, timer: Periodic::default(), chain: step_down_chain(modes, rate, 4, 2) }
     }
 
     /// The current rate.
@@ -111,15 +111,9 @@ impl Onoe {
     }
 
     fn tick(&mut self, now: SimTime) {
-        let interval = self.params.interval.max(SimTime::from_ns(1));
-        let next = *self.next_check.get_or_insert(now + interval);
-        if now < next {
-            return;
+        if self.timer.due(now, self.params.interval) {
+            self.decide();
         }
-        // Keep the timer grid: the next deadline after `now`.
-        let periods = (now - next).as_ns() / interval.as_ns() + 1;
-        self.next_check = Some(next + interval * periods);
-        self.decide();
     }
 
     /// madwifi `ath_rate_ctl`.
