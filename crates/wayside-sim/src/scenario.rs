@@ -164,7 +164,9 @@ pub struct ManagementSection {
     pub scan_dwell: TimeQ,
     #[serde(default = "yes")]
     pub active_scan: bool,
-    /// madwifi's rssi11g default: 24 units above the -95 dBm floor.
+    /// madwifi 0.9's acceptance floor for a scan candidate, STA_RSSI_MIN = 8
+    /// units above the -95 dBm floor (Hadaller et al. cite rssi11g = 24 units,
+    /// -71 dBm, which the driver's scan module uses only for roaming).
     #[serde(default = "default_threshold")]
     pub selection_threshold: PowerQ,
     #[serde(default = "default_filter")]
@@ -184,7 +186,7 @@ fn default_dwell() -> TimeQ {
     TimeQ(0.1)
 }
 fn default_threshold() -> PowerQ {
-    PowerQ(Dbm(-71.0))
+    PowerQ(Dbm(-87.0))
 }
 fn default_filter() -> u32 {
     10

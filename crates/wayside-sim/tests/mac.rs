@@ -159,3 +159,31 @@ fn a_full_queue_drops_arrivals_and_traces_them() {
     // Offered 10000 frames at 240 Mb/s into a 6 Mbps link.
     assert!(drops > 9000 && sent > 100, "drops {drops} sent {sent}");
 }
+
+#[test]
+fn size_binned_rate_control_learns_from_fast_frames() {
+    // The static lab's bulk TCP with the client 500 m away (and loud enough
+    // for its ACKs): 54 and 48 Mbps fail there, 36 Mbps works. SampleRate
+    // keeps statistics per frame size; a fast frame joins two MSDUs after the
+    // rate was chosen for the first, and its outcome must land in the
+    // statistics the rate was chosen from — else SampleRate never sees
+    // 54 Mbps fail and stays there.
+    let out = run(
+        include_str!("../../../scenarios/static-lab.toml"),
+        &[
+            "node.client.position=[500, 0]",
+            r#"node.client.tx_power="25 dBm""#,
+            r#"node.ap.rate_control={algorithm="samplerate", preset="tuned"}"#,
+            r#"duration="6 s""#,
+        ],
+    );
+    let f = &out.trace.frames;
+    let first_tries: Vec<f32> = (0..f.len())
+        .filter(|&i| f.event[i] == PhyEvent::Tx as u8 && f.kind[i] == FrameKind::Data as u8 && f.node[i] == 0 && f.attempt[i] == 0)
+        .map(|i| f.rate_mbps[i])
+        .collect();
+    let fast = (0..f.len()).filter(|&i| f.event[i] == PhyEvent::Tx as u8 && f.node[i] == 0 && f.bytes[i] > 3000).count();
+    assert!(fast > 1000, "only {fast} fast frames");
+    let at_36 = first_tries.iter().filter(|&&r| r == 36.0).count();
+    assert!(at_36 * 10 > first_tries.len() * 9, "{at_36} of {} first tries at 36 Mbps", first_tries.len());
+}

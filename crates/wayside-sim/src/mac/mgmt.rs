@@ -7,9 +7,13 @@
 //! Driver profiles (`DriverProfile`):
 //! - `madwifi` (0.9.1, as Hadaller et al. 2007 used it, §6.2.1–6.2.2): each
 //!   scan entry keeps a low-pass-filtered RSSI seeded by the first sample
-//!   (`avg = (avg·(L−1) + new)/L`, L = 10), so one strong sample can trigger
-//!   selection early; the candidate is chosen at the end of each scan cycle
-//!   when its filtered RSSI reaches the `rssi11g` threshold (24 units ≈ −71 dBm);
+//!   (`avg = (avg·(L−1) + new)/L`, L = 10), and an entry unheard for three
+//!   scan cycles is purged and re-seeded by its next sample, so at the fringe,
+//!   where beacons get through only now and then, one strong sample can
+//!   trigger selection early; the candidate is chosen at the end of each scan cycle
+//!   when its filtered RSSI reaches the selection threshold — by default the
+//!   scan module's STA_RSSI_MIN, 8 units ≈ −87 dBm (the paper names rssi11g,
+//!   24 units ≈ −71 dBm, which madwifi 0.9 applies only when roaming);
 //!   a lost authentication or association exchange waits a hard-coded 5 s and
 //!   is retransmitted once, then AP selection restarts.
 //! - `tuned`: the same selection, but 200 ms management timeouts and up to
@@ -119,6 +123,11 @@ impl MgmtConfig {
         }
     }
 }
+
+/// A scan entry not heard for more than this many scan cycles is purged, so
+/// the next sample seeds a fresh filter (madwifi: purged when unseen for more
+/// than two scans).
+const SCAN_PURGE_CYCLES: u64 = 3;
 
 /// What a station has heard of one AP while scanning.
 #[derive(Clone, Debug)]
@@ -381,7 +390,14 @@ impl World {
             Role::Sta(sta) => {
                 if matches!(body, Mgmt::Beacon | Mgmt::ProbeResp) {
                     let filter = self.mgmt.rssi_filter as f64;
+                    let purge_after = self.mgmt.scan_dwell * (self.mgmt.scan_channels.len() as u64 * SCAN_PURGE_CYCLES);
                     match sta.entries.iter_mut().find(|e| e.ap == from) {
+                        Some(e) if now.saturating_sub(e.last_heard) > purge_after => {
+                            // The driver purged the stale entry; this sample starts a new one.
+                            e.rssi = rssi.0;
+                            e.last_heard = now;
+                            e.channel = channel;
+                        }
                         Some(e) => {
                             e.rssi = (e.rssi * (filter - 1.0) + rssi.0) / filter;
                             e.last_heard = now;

@@ -135,6 +135,10 @@ enum Waiting {
 struct Current {
     msdu: Msdu,
     chain: RetryChain,
+    /// PSDU size the chain was asked for (before any fast-frame join): the
+    /// outcome is reported at the same size, so that size-binned rate
+    /// control updates the statistics it chose from.
+    chain_bytes: u32,
     seq: u16,
     attempt: u32,
     rts: bool,
@@ -414,7 +418,7 @@ impl World {
     /// enabled) with its retry chain; false if the queue is empty.
     fn mac_next_msdu(&mut self, now: SimTime, node: NodeId) -> bool {
         let Some(msdu) = self.nodes[node.index()].mac.queue.pop_front() else { return false };
-        let psdu = msdu.bytes + DATA_OVERHEAD;
+        let chain_bytes = msdu.bytes + DATA_OVERHEAD;
         let chain = match (msdu.mode, msdu.dst) {
             (Some(mode), _) => RetryChain { stages: vec![Stage { mode, tries: 1 }] },
             (None, Dst::Broadcast) => {
@@ -425,7 +429,7 @@ impl World {
                 let mean_snr = self.mean_snr(node, d, now);
                 let mac = &mut self.nodes[node.index()].mac;
                 let rssi = mac.last_rssi.iter().find(|(n, _)| *n == d).map(|&(_, r)| r);
-                mac.rate_control(d).retry_chain(&TxRequest { now, bytes: psdu, rssi, mean_snr })
+                mac.rate_control(d).retry_chain(&TxRequest { now, bytes: chain_bytes, rssi, mean_snr })
             }
         };
         let mac = &mut self.nodes[node.index()].mac;
@@ -448,7 +452,7 @@ impl World {
         let seq = mac.next_seq;
         mac.next_seq = (mac.next_seq + 1) % 4096;
         let rts = matches!(msdu.dst, Dst::Node(_)) && psdu > mac.cfg.rts_threshold;
-        mac.current = Some(Current { msdu, chain, seq, attempt: 0, rts });
+        mac.current = Some(Current { msdu, chain, chain_bytes, seq, attempt: 0, rts });
         true
     }
 
@@ -668,7 +672,7 @@ impl World {
         let attempts = if delivered { cur.attempt + 1 } else { cur.attempt };
         if let Dst::Node(d) = cur.msdu.dst {
             if cur.msdu.mode.is_none() {
-                let status = TxStatus { now, bytes: cur.msdu.bytes + DATA_OVERHEAD, chain: std::mem::take(&mut cur.chain), attempts, acked: delivered };
+                let status = TxStatus { now, bytes: cur.chain_bytes, chain: std::mem::take(&mut cur.chain), attempts, acked: delivered };
                 mac.rate_control(d).report(&status);
             }
         }
