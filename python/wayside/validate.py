@@ -80,16 +80,14 @@ import fnmatch
 import inspect
 import json
 import math
-import multiprocessing
-import os
 import statistics
 import tomllib
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from wayside import metrics as metrics_module
+from wayside.jobs import ProgressFn, run_jobs
 
 TOLERANCE_KINDS = ("relative", "absolute", "factor", "range")
 AGGREGATES = "median, mean, min, max, pNN (percentile 0–100, e.g. p90), none"
@@ -604,14 +602,12 @@ def _monotone_row(t: Target, rows: list[Row]) -> Row:
     return row
 
 
-ProgressFn = Callable[[int, int], None]
-
-
 def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | None = None,
-                progress: ProgressFn | None = None) -> list[Row]:
+                progress: ProgressFn | None = None, executor: str = "local") -> list[Row]:
     """Runs every target (all runs of all grid points, in parallel over `jobs`
-    processes; runs with the same scenario, overrides and seed are
-    simulated once) and returns the outcome rows in file order."""
+    local processes or on a Dask cluster, see `wayside.jobs`; runs with the
+    same scenario, overrides and seed are simulated once) and returns the
+    outcome rows in file order."""
     from wayside import _native
 
     from wayside.scenario import scenario_text
@@ -636,25 +632,9 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
     work = list(jobs_by_run.values())
 
     outcomes: dict[tuple[int, int, int], tuple[str, Any]] = {}
-    if progress:
-        progress(0, len(work))
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
-    if workers == 1:
-        finished: Iterable[list] = map(execute, work)
-        pool = None
-    else:
-        ctx = multiprocessing.get_context("spawn")  # the engine may hold threads: no fork
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-        finished = (f.result() for f in as_completed([pool.submit(execute, job) for job in work]))
-    try:
-        for done, answers in enumerate(finished, 1):
-            for key, status, value in answers:
-                outcomes[key] = (status, value)
-            if progress:
-                progress(done, len(work))
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+    for _, answers in run_jobs(execute, work, executor=executor, workers=jobs, progress=progress):
+        for key, status, value in answers:
+            outcomes[key] = (status, value)
 
     rows: list[Row] = []
     for ti, t in enumerate(targets):
