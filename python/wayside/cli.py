@@ -5,6 +5,7 @@ code 2, never a traceback."""
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -287,7 +288,7 @@ def sweep(
         ok = [r for r in p["runs"] if r.get("status") == "ok"]
         failed += len(p["runs"]) - len(ok)
         mb = sorted(r["data_mb"] for r in ok if r.get("data_mb") is not None)
-        spread = f"{mb[0]:.1f} / {mb[len(mb) // 2]:.1f} / {mb[-1]:.1f}" if mb else "—"
+        spread = f"{mb[0]:.1f} / {statistics.median(mb):.1f} / {mb[-1]:.1f}" if mb else "—"
         table.add_row(escape(p["label"] or "(scenario as is)"), str(len(ok)), str(len(p["runs"]) - len(ok)), spread)
     console.print(table)
     console.print(f"{sum(len(p['runs']) for p in manifest['points'])} runs on {escape(executor)}, wall {wall:.1f} s; "

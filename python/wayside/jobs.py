@@ -87,7 +87,7 @@ def _dask(fn: Callable[[T], R], items: Sequence[T], address: str) -> Iterator[tu
     except ImportError:  # pragma: no cover - a dependency of the package
         raise ExecutorError("executor dask://: the 'distributed' package is not installed (pip install 'dask[distributed]')") from None
     try:
-        client = Client(address, timeout="10s", set_as_default=False)
+        client = Client(address, timeout="10s")
     except (OSError, TimeoutError) as e:
         raise ExecutorError(f"executor dask://{address}: no Dask scheduler answers there ({e})") from None
     try:
