@@ -170,16 +170,20 @@ _TRACK_SCHEMA = {"time_s": pl.Float64, "pos_m": pl.Float64}
 
 
 def _track(frames: pl.DataFrame, events: pl.DataFrame, node: str, ap_x: float) -> pl.DataFrame:
-    """Where `node` was (along the road from the AP) every 100 ms it recorded anything."""
+    """Where `node` was (along the road from the AP): its first record in
+    every 100 ms it recorded anything, and its last."""
     rows = pl.concat([
         frames.filter(pl.col("node") == node).select("time_ns", "x"),
         events.filter(pl.col("node") == node).select("time_ns", "x"),
     ])
     if rows.is_empty():
         raise ValueError(f"node '{node}' recorded nothing: no track to place the run on the road")
-    rows = rows.with_columns((pl.col("time_ns") // 100_000_000).alias("slot")).group_by("slot").agg(
+    rows = rows.sort("time_ns")
+    sampled = rows.with_columns((pl.col("time_ns") // 100_000_000).alias("slot")).group_by("slot").agg(
         pl.col("time_ns").first(), pl.col("x").first()
-    ).sort("time_ns")
+    ).drop("slot")
+    # The last record too, so that nothing the node did lies beyond the track.
+    rows = pl.concat([sampled, rows.tail(1)]).unique("time_ns", keep="first").sort("time_ns")
     x = rows["x"].to_numpy().astype(float)
     direction = 1.0 if x[-1] >= x[0] else -1.0
     return pl.DataFrame({"time_s": rows["time_ns"].to_numpy() / 1e9, "pos_m": (x - ap_x) * direction}, schema=_TRACK_SCHEMA)
