@@ -375,7 +375,7 @@ class Phases:
 @dataclass
 class Analysis:
     bins: pl.DataFrame  # per bin: start_m, centre_m, time_s, runs, mean/ci/sup goodput, rssi, potential
-    per_run: pl.DataFrame  # per run: data, usable/end positions, setup delay and breakdown, losses
+    per_run: pl.DataFrame  # per run: data, milestone positions, setup delay and breakdown, losses
     rates: pl.DataFrame  # per bin, who, rate: frames over all runs
     run_goodput: pl.DataFrame  # per run and bin: goodput, mean sender rate
     supremum_mb: float
@@ -483,7 +483,8 @@ def analyze(digests: Sequence[RunDigest], profile: Sequence[RateProfile], standa
         delay = d.usable_s - t0 if d.usable_s is not None else math.nan
         parts = setup_breakdown(d.intervals, t0, d.usable_s if d.usable_s is not None else t0)
         rows.append({
-            "run": d.name, "data_mb": d.data_mb, "usable_m": usable, "end_m": end, "setup_delay_s": delay,
+            "run": d.name, "data_mb": d.data_mb, "first_beacon_m": d.pos(d.milestones.get("first-beacon")),
+            "selected_m": d.pos(d.milestones.get("ap-selected")), "usable_m": usable, "end_m": end, "setup_delay_s": delay,
             **{f"setup:{k}": v for k, v in parts.items()},
             "setup_loss": _lost_fraction(bins, bin_m, usable, before=True),
             "exit_loss": _lost_fraction(bins, bin_m, end, before=False) if end is not None else math.nan,
