@@ -164,9 +164,9 @@ class RunDigest:
         )
 
 
-_BIN_SCHEMA = {"bin": pl.Int64, "start_m": pl.Float64, "time_s": pl.Float64, "bytes": pl.Int64, "rssi_sum": pl.Float64, "rssi_n": pl.Int64}
-_RATE_SCHEMA = {"bin": pl.Int64, "who": pl.Utf8, "rate_mbps": pl.Float64, "frames": pl.Int64}
-_TRACK_SCHEMA = {"time_s": pl.Float64, "pos_m": pl.Float64}
+_BIN_SCHEMA = pl.Schema({"bin": pl.Int64, "start_m": pl.Float64, "time_s": pl.Float64, "bytes": pl.Int64, "rssi_sum": pl.Float64, "rssi_n": pl.Int64})
+_RATE_SCHEMA = pl.Schema({"bin": pl.Int64, "who": pl.Utf8, "rate_mbps": pl.Float64, "frames": pl.Int64})
+_TRACK_SCHEMA = pl.Schema({"time_s": pl.Float64, "pos_m": pl.Float64})
 
 
 def _track(frames: pl.DataFrame, events: pl.DataFrame, node: str, ap_x: float) -> pl.DataFrame:

@@ -247,7 +247,7 @@ class Comparison:
     verdict: str
 
 
-def _vs(what: str, paper: float, ours: float, unit: str = "", tol: float | None = None, scale: float = 1.0,
+def _vs(what: str, paper: float, ours: float, unit: str, tol: float, scale: float = 1.0,
         absolute: bool = False) -> Comparison:
     """`ours` against `paper`; within `tol` (relative, or absolute in the
     unit with `absolute`) counts as a match."""
@@ -255,8 +255,8 @@ def _vs(what: str, paper: float, ours: float, unit: str = "", tol: float | None 
     if math.isnan(ours):
         return Comparison(what, f"{p:.3g}{unit}", "undefined", "", "no value")
     dev = f"{o - p:+.3g}{unit}" + (f" ({(ours - paper) / abs(paper):+.0%})" if paper else "")
-    ok = abs(ours - paper) <= (tol if absolute else abs(paper) * tol) if tol is not None else None
-    verdict = "" if ok is None else ("within" if ok else "outside") + (f" ±{tol * scale:g}{unit}" if absolute else f" ±{tol:.0%}")
+    ok = abs(ours - paper) <= (tol if absolute else abs(paper) * tol)
+    verdict = ("within" if ok else "outside") + (f" ±{tol * scale:g}{unit}" if absolute else f" ±{tol:.0%}")
     return Comparison(what, f"{p:.3g}{unit}", f"{o:.3g}{unit}", dev, verdict)
 
 

@@ -42,7 +42,9 @@ class SweepJob:
 def split_values(text: str) -> list[str]:
     """Splits "v1,v2,..." on the commas outside brackets, braces and quotes
     (so "[-200, 0],[-300, 0]" gives two points)."""
-    out, depth, quote, cur = [], 0, "", []
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote

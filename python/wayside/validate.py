@@ -54,12 +54,13 @@ Each point's value becomes an override `key=value` after the target's own.
 
 Command line::
 
-    wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR]
+    wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR] [--executor E]
 
 TARGETS are validation files, directories, or paper names (file stems in
 validation/); default: every file in validation/. `--runs N` replaces every
 target's runs (a quick subset for CI); `--jobs J` worker processes (default:
-the number of CPUs); `--only` selects targets by name, "paper/name" or
+the number of CPUs; `--executor dask://HOST:PORT` runs them on a Dask
+cluster instead, see `wayside.jobs`); `--only` selects targets by name, "paper/name" or
 "name [point]" (globs, repeatable); `--out DIR` also writes
 DIR/validation.json and DIR/validation.csv. Runs with the same scenario,
 overrides and seed are simulated once and measured for every target that

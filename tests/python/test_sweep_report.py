@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -214,3 +213,15 @@ def test_unreachable_dask_scheduler_is_a_clear_error(cli, tmp_path):
             timeout=120)
     assert r.returncode == 2
     assert "no Dask scheduler answers there" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_report_on_plain_run_directories(cli, tmp_path):
+    """Directories from `wayside run` (no manifest, no digest) are analyzed from their traces."""
+    for seed in (1, 2):
+        r = cli("run", "hadaller-highway", "--seed", seed, "--quiet", "--out", tmp_path / "runs" / f"s{seed}", *SET, timeout=300)
+        assert r.returncode == 0, r.stderr
+    r = cli("report", tmp_path / "runs", timeout=300)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "runs" / "report.html").read_text()
+    assert text.count("data:image/png;base64,") == 6
+    assert "<td>s1</td>" in text and "<td>s2</td>" in text
