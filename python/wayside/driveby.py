@@ -45,7 +45,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import polars as pl
@@ -127,6 +127,7 @@ class RunDigest:
     timeouts: list[float]  # times of the sender's TCP timeouts
     usable_s: float | None
     end_s: float | None
+    standard: str  # the radio standard, whose rates the theoretical potential uses
 
     def pos(self, t: float | None) -> float | None:
         if t is None:
@@ -148,6 +149,7 @@ class RunDigest:
         doc = {
             "name": self.name, "data_mb": self.data_mb, "milestones": self.milestones,
             "intervals": self.intervals, "timeouts": self.timeouts, "usable_s": self.usable_s, "end_s": self.end_s,
+            "standard": self.standard,
             "bins": self.bins.to_dict(as_series=False), "rates": self.rates.to_dict(as_series=False),
             "track": self.track.to_dict(as_series=False),
         }
@@ -159,7 +161,7 @@ class RunDigest:
         return cls(
             name=d["name"], data_mb=d["data_mb"], milestones=d["milestones"],
             intervals=[tuple(i) for i in d["intervals"]], timeouts=d["timeouts"], usable_s=d["usable_s"],
-            end_s=d["end_s"], bins=pl.DataFrame(d["bins"], schema=_BIN_SCHEMA),
+            end_s=d["end_s"], standard=d["standard"], bins=pl.DataFrame(d["bins"], schema=_BIN_SCHEMA),
             rates=pl.DataFrame(d["rates"], schema=_RATE_SCHEMA), track=pl.DataFrame(d["track"], schema=_TRACK_SCHEMA),
         )
 
@@ -312,6 +314,7 @@ def digest(result: RunResult, name: str = "run", bin_m: float = BIN_M, usable_mb
         intervals=setup_intervals(ev, frames, mac, r),
         timeouts=_times(ev, r.sender, "tcp-timeout"),
         usable_s=usable, end_s=float(times[-1]) if len(times) else None,
+        standard=str(result.scenario.get("radio", {}).get("standard", "802.11g")),
     )
 
 
@@ -439,12 +442,13 @@ def ack_rate_penalty(rates: pl.DataFrame, profile: Sequence[RateProfile], lo_m: 
     return 1 - with_acks / base
 
 
-def analyze(digests: Sequence[RunDigest], profile: Sequence[RateProfile], standard: str = "802.11g",
-            bin_m: float = BIN_M, production_mbps: float = PRODUCTION_MBPS,
+def analyze(digests: Sequence[RunDigest], profile: Sequence[RateProfile], bin_m: float = BIN_M, production_mbps: float = PRODUCTION_MBPS,
             noise_floor_dbm: float = NOISE_FLOOR_DBM) -> Analysis:
-    """The cross-run analysis of digested runs (same scenario, same road)."""
+    """The cross-run analysis of digested runs (same scenario, same road;
+    the first run's radio standard gives the rates of the potential)."""
     if not digests:
         raise ValueError("no runs to analyze")
+    standard = digests[0].standard
     run_bins = pl.concat([d.bins.with_columns(pl.lit(i).alias("run")) for i, d in enumerate(digests)]).with_columns(
         (pl.col("bytes") * 8 / 1e6 / pl.col("time_s")).fill_nan(0.0).alias("goodput_mbps")
     )
@@ -515,12 +519,4 @@ def analyze_dirs(dirs: Sequence[str | Path], static_scenario: str = "static-lab"
     if not dirs:
         raise ValueError("no run directories to analyze")
     digests = [load_digest(d) for d in dirs]
-    standard = _standard(Path(dirs[0]))
-    return analyze(digests, static_profile(static_scenario, workers=workers), standard=standard)
-
-
-def _standard(run_dir: Path) -> str:
-    import tomllib
-
-    doc: dict[str, Any] = tomllib.loads((run_dir / "scenario.toml").read_text(encoding="utf-8"))
-    return str(doc.get("radio", {}).get("standard", "802.11g"))
+    return analyze(digests, static_profile(static_scenario, workers=workers))

@@ -27,6 +27,7 @@ from wayside.result import RunResult
 __all__ = [
     "METRICS",
     "ack_rate_penalty",
+    "across_digests",
     "across_runs",
     "connection_span_m",
     "data_transferred_mb",
@@ -123,8 +124,21 @@ def across_runs(fn: Callable[..., float]) -> Callable[..., float]:
     return _metric(fn)
 
 
+def across_digests(fn: Callable[..., float]) -> Callable[..., float]:
+    """Marks an across-runs metric of the drive-by analysis: it takes every
+    run at once, each as a RunResult or as its `wayside.driveby` digest, so
+    `wayside validate` digests runs where they ran and ships only digests."""
+    fn.run_input = "digest"  # type: ignore[attr-defined]
+    return across_runs(fn)
+
+
 def is_across_runs(fn: Callable[..., float]) -> bool:
     return bool(getattr(fn, "across_runs", False))
+
+
+def run_input(fn: Callable[..., float]) -> str:
+    """What an across-runs metric takes of each run: "result" or "digest"."""
+    return str(getattr(fn, "run_input", "result"))
 
 
 # ---------------------------------------------------------------- transport
@@ -386,21 +400,22 @@ def supremum_data_mb(results: Sequence[RunResult], receiver: str, bin: float | s
 _DIGESTS: "weakref.WeakKeyDictionary[RunResult, Any]" = weakref.WeakKeyDictionary()
 
 
-def _drive_by(results: Sequence[RunResult], static: str) -> Any:
-    """The cross-run drive-by analysis of `results` (each run digested once
-    per process, however many metrics ask)."""
+def _drive_by(runs: Sequence[Any], static: str) -> Any:
+    """The cross-run drive-by analysis of `runs` (RunResults, each digested
+    once per process however many metrics ask, or digests)."""
     from wayside import driveby
     from wayside.staticlab import static_profile
 
-    if not results:
+    if not runs:
         raise ValueError("no runs to analyze")
     digests = []
-    for i, r in enumerate(results):
-        if r not in _DIGESTS:
-            _DIGESTS[r] = driveby.digest(r, name=f"run{i}")
-        digests.append(_DIGESTS[r])
-    standard = results[0].scenario.get("radio", {}).get("standard", "802.11g")
-    return driveby.analyze(digests, static_profile(static), standard=standard)
+    for i, r in enumerate(runs):
+        if isinstance(r, RunResult):
+            if r not in _DIGESTS:
+                _DIGESTS[r] = driveby.digest(r, name=f"run{i}")
+            r = _DIGESTS[r]
+        digests.append(r)
+    return driveby.analyze(digests, static_profile(static))
 
 
 def _quantile(values: Sequence[float], q: float, name: str) -> float:
@@ -415,8 +430,8 @@ def _quantile(values: Sequence[float], q: float, name: str) -> float:
     return vs[lo] + (vs[hi] - vs[lo]) * (pos - lo)
 
 
-@across_runs
-def supremum_over_median(results: Sequence[RunResult], static: str = "static-lab") -> float:
+@across_digests
+def supremum_over_median(results: Sequence[Any], static: str = "static-lab") -> float:
     """Hadaller et al. (2007) §5: supremum data transferred (best run per
     20 m of road, summed) divided by the median run's data — about 2 in the
     paper ("current protocols only achieve 50%")."""
@@ -433,8 +448,8 @@ _BOUNDARIES = {
 }
 
 
-@across_runs
-def phase_boundary_m(results: Sequence[RunResult], boundary: str, static: str = "static-lab") -> float:
+@across_digests
+def phase_boundary_m(results: Sequence[Any], boundary: str, static: str = "static-lab") -> float:
     """Hadaller et al. (2007) §6.1: a phase boundary, metres from the AP
     along the road (production where the supremum goodput exceeds 3 Mb/s;
     entry and exit out to where the supremum connection starts and ends).
@@ -446,8 +461,8 @@ def phase_boundary_m(results: Sequence[RunResult], boundary: str, static: str = 
     return float(getattr(a.phases, _BOUNDARIES[boundary])) if a.phases else math.nan
 
 
-@across_runs
-def setup_delay_s(results: Sequence[RunResult], quantile: float | None = None, static: str = "static-lab") -> float:
+@across_digests
+def setup_delay_s(results: Sequence[Any], quantile: float | None = None, static: str = "static-lab") -> float:
     """Hadaller et al. (2007) Table 4: connection setup delay, from where
     the supremum connection starts to where the run's connection became
     usable (see wayside.driveby), s: the mean over runs (paper: 13.1 s), or
@@ -459,8 +474,8 @@ def setup_delay_s(results: Sequence[RunResult], quantile: float | None = None, s
     return sum(finite) / len(finite) if finite else math.nan
 
 
-@across_runs
-def setup_loss(results: Sequence[RunResult], quantile: float = 0.5, static: str = "static-lab") -> float:
+@across_digests
+def setup_loss(results: Sequence[Any], quantile: float = 0.5, static: str = "static-lab") -> float:
     """Hadaller et al. (2007) §6.2.8: share of the supremum data lost
     because the connection became usable late (the supremum data on the road
     before the run's usable position), at `quantile` over runs (0.5: median,
@@ -468,8 +483,8 @@ def setup_loss(results: Sequence[RunResult], quantile: float = 0.5, static: str 
     return _quantile(_drive_by(results, static).per_run["setup_loss"].to_list(), quantile, "quantile")
 
 
-@across_runs
-def exit_loss(results: Sequence[RunResult], quantile: float = 0.5, static: str = "static-lab") -> float:
+@across_digests
+def exit_loss(results: Sequence[Any], quantile: float = 0.5, static: str = "static-lab") -> float:
     """Hadaller et al. (2007) §6.4.2: share of the supremum data lost
     because the connection ended early (the supremum data on the road after
     the run's last useful packet), at `quantile` over runs (0.5: median,
@@ -477,8 +492,8 @@ def exit_loss(results: Sequence[RunResult], quantile: float = 0.5, static: str =
     return _quantile(_drive_by(results, static).per_run["exit_loss"].to_list(), quantile, "quantile")
 
 
-@across_runs
-def ack_rate_penalty(results: Sequence[RunResult], static: str = "static-lab") -> float:
+@across_digests
+def ack_rate_penalty(results: Sequence[Any], static: str = "static-lab") -> float:
     """Hadaller et al. (2007) §6.3.2: goodput lost in the production phase
     because the TCP receiver sends its ACKs at its own MAC rates rather than
     at the sender's, priced with the airtime TCP ACKs take per Mbit at each

@@ -499,7 +499,7 @@ class Request:
     key: tuple[int, int, int]  # (target, point, run)
     metric: str
     metric_args: dict[str, Any]
-    keep_result: bool  # an across-runs metric: send the whole result back
+    ship: str | None  # an across-runs metric: send back the "result" or its "digest"; None: the value
 
 
 @dataclass
@@ -515,8 +515,9 @@ class Job:
 
 def execute(job: Job) -> list[tuple[tuple[int, int, int], str, Any]]:
     """Runs one job (in a worker process). For each request: (key, "ok",
-    value or RunResult) or (key, "error", message)."""
+    value, RunResult or drive-by digest) or (key, "error", message)."""
     import wayside
+    from wayside import driveby
 
     try:
         result = wayside.run(job.scenario, seed=job.seed, overrides=list(job.overrides))
@@ -527,11 +528,16 @@ def execute(job: Job) -> list[tuple[tuple[int, int, int], str, Any]]:
             raise
         return [(r.key, "error", f"run with seed {job.seed} failed: {type(e).__name__}: {e}") for r in job.requests]
     out = []
+    digest: Any = None
     for r in job.requests:
-        if r.keep_result:
+        if r.ship == "result":
             out.append((r.key, "ok", result))
             continue
         try:
+            if r.ship == "digest":
+                digest = digest or driveby.digest(result, name=f"seed{job.seed}")
+                out.append((r.key, "ok", digest))
+                continue
             out.append((r.key, "ok", float(metrics_module.METRICS[r.metric](result, **r.metric_args))))
         except ValueError as e:
             out.append((r.key, "error", f"metric {r.metric}: {e}"))
@@ -617,7 +623,8 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
     jobs_by_run: dict[tuple[str, tuple[str, ...], int], Job] = {}
     for ti, t in enumerate(targets):
         n = runs if runs is not None else t.runs
-        keep = metrics_module.is_across_runs(metrics_module.METRICS[t.metric])
+        fn = metrics_module.METRICS[t.metric]
+        ship = metrics_module.run_input(fn) if metrics_module.is_across_runs(fn) else None
         for pi, p in enumerate(t.points):
             overrides = t.overrides + p.overrides
             try:
@@ -629,7 +636,7 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
             for i in range(n):
                 seed = t.base_seed + i
                 job = jobs_by_run.setdefault((spec, overrides, seed), Job(spec, overrides, seed))
-                job.requests.append(Request((ti, pi, i), t.metric, t.metric_args, keep))
+                job.requests.append(Request((ti, pi, i), t.metric, t.metric_args, ship))
     work = list(jobs_by_run.values())
 
     outcomes: dict[tuple[int, int, int], tuple[str, Any]] = {}

@@ -159,7 +159,7 @@ def _digest(name: str, goodputs: dict[int, float], usable_m: float, end_m: float
         rates=pl.DataFrame({"bin": [0, 0, 0], "who": ["sender", "sender", "receiver"], "rate_mbps": [54.0, 48.0, 11.0],
                             "frames": [3, 1, 4]}),
         track=track, milestones={}, intervals=[],
-        timeouts=[], usable_s=(usable_m + 100) / 20, end_s=(end_m + 100) / 20,
+        timeouts=[], usable_s=(usable_m + 100) / 20, end_s=(end_m + 100) / 20, standard="802.11g",
     )
 
 
@@ -286,3 +286,32 @@ def test_static_profile_is_measured_once_and_cached(tmp_path, monkeypatch):
     r = wayside.run("static-lab", seed=1, overrides=['mac.rate="11 Mbps"'])
     assert by_rate[11.0].goodput_mbps == pytest.approx(
         metrics.tcp_goodput_mbps(r, receiver="client", sender="ap", skip="1 s", origin="first-data"))
+
+
+def test_drive_by_metrics_take_results_or_digests(highway: RunResult):
+    d = driveby.digest(highway, name="seed3")
+    cases = [(metrics.setup_loss, {}), (metrics.exit_loss, {"quantile": 0.85}), (metrics.setup_delay_s, {}),
+             (metrics.phase_boundary_m, {"boundary": "production-start"}), (metrics.supremum_over_median, {}),
+             (metrics.ack_rate_penalty, {})]
+    for fn, args in cases:
+        assert metrics.run_input(fn) == "digest"
+        a, b = fn([highway], **args), fn([d], **args)
+        assert a == pytest.approx(b, nan_ok=True), fn.__name__
+    # One run is its own supremum.
+    assert metrics.supremum_over_median([d]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="boundary: 'middle' is not a phase boundary"):
+        metrics.phase_boundary_m([d], boundary="middle")
+    with pytest.raises(ValueError, match="quantile"):
+        metrics.setup_loss([d], quantile=2)
+
+
+def test_validate_ships_digests_for_drive_by_metrics(highway: RunResult):
+    from wayside import validate
+
+    job = validate.Job("hadaller-highway", SHORT, 3, [validate.Request((0, 0, 0), "setup_loss", {}, "digest"),
+                                                      validate.Request((0, 0, 1), "data_transferred_mb", {"receiver": "car"}, None)])
+    (_, status, value), (_, status2, mb) = validate.execute(job)
+    assert status == status2 == "ok"
+    assert isinstance(value, RunDigest)
+    assert value.to_json() == driveby.digest(highway, name="seed3").to_json()
+    assert mb == pytest.approx(value.data_mb)
