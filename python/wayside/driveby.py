@@ -60,6 +60,7 @@ PRODUCTION_MBPS = 3.0
 NOISE_FLOOR_DBM = -95.0
 USABLE_WINDOW_S = 1.0
 DIGEST_FILE = "driveby.json"
+DIGEST_VERSION = 1  # bump when the digest's content changes: older files are recomputed
 
 SETUP_LABELS = (
     "AP selection",
@@ -147,7 +148,7 @@ class RunDigest:
 
     def to_json(self) -> str:
         doc = {
-            "name": self.name, "data_mb": self.data_mb, "milestones": self.milestones,
+            "version": DIGEST_VERSION, "name": self.name, "data_mb": self.data_mb, "milestones": self.milestones,
             "intervals": self.intervals, "timeouts": self.timeouts, "usable_s": self.usable_s, "end_s": self.end_s,
             "standard": self.standard,
             "bins": self.bins.to_dict(as_series=False), "rates": self.rates.to_dict(as_series=False),
@@ -158,6 +159,8 @@ class RunDigest:
     @classmethod
     def from_json(cls, text: str) -> "RunDigest":
         d = json.loads(text)
+        if d.get("version") != DIGEST_VERSION:
+            raise ValueError(f"digest version {d.get('version')!r}, not {DIGEST_VERSION}")
         return cls(
             name=d["name"], data_mb=d["data_mb"], milestones=d["milestones"],
             intervals=[tuple(i) for i in d["intervals"]], timeouts=d["timeouts"], usable_s=d["usable_s"],
@@ -319,11 +322,15 @@ def digest(result: RunResult, name: str = "run", bin_m: float = BIN_M, usable_mb
 
 
 def load_digest(run_dir: str | Path) -> RunDigest:
-    """A run directory's digest: its driveby.json, else computed from its traces."""
+    """A run directory's digest: its driveby.json, else (missing, or from
+    another version) computed from its traces."""
     d = Path(run_dir)
     f = d / DIGEST_FILE
     if f.is_file():
-        return RunDigest.from_json(f.read_text(encoding="utf-8"))
+        try:
+            return RunDigest.from_json(f.read_text(encoding="utf-8"))
+        except (ValueError, KeyError, TypeError):
+            pass
     return digest(RunResult.load(d), name=d.name)
 
 
