@@ -194,6 +194,13 @@ def _track(frames: pl.DataFrame, events: pl.DataFrame, node: str, ap_x: float) -
     return pl.DataFrame({"time_s": rows["time_ns"].to_numpy() / 1e9, "pos_m": (x - ap_x) * direction}, schema=_TRACK_SCHEMA)
 
 
+def _between(events: pl.DataFrame, r: Roles) -> pl.DataFrame:
+    """The events of this pass: the station's about the AP, and the flow's
+    ends' about each other."""
+    pairs = ((r.station, r.ap), (r.ap, r.station), (r.sender, r.receiver), (r.receiver, r.sender))
+    return events.filter(pl.any_horizontal([(pl.col("node") == a) & (pl.col("peer") == b) for a, b in pairs]))
+
+
 def _first(events: pl.DataFrame, node: str, event: str, after: float = -math.inf) -> float | None:
     t = events.filter((pl.col("node") == node) & (pl.col("event") == event) & (pl.col("t") >= after))["t"]
     return float(t.min()) if len(t) else None
@@ -221,6 +228,7 @@ def setup_intervals(events: pl.DataFrame, frames: pl.DataFrame, mac: pl.DataFram
     `events` has a column t in seconds."""
     out: list[tuple[float, float, str]] = []
     sta = r.station
+    events = _between(events, r)
     selected = _times(events, sta, "ap-selected")
     failures = _times(events, sta, "auth-timeout", "assoc-timeout", "disassociated")
     if selected:
@@ -298,7 +306,7 @@ def digest(result: RunResult, name: str = "run", bin_m: float = BIN_M, usable_mb
         rate_rows.append(binned(tx).group_by("bin", "rate_mbps").agg(pl.len().alias("frames")).with_columns(pl.lit(who).alias("who")))
     rates = pl.concat(rate_rows).select(list(_RATE_SCHEMA)).cast(_RATE_SCHEMA).sort("who", "bin", "rate_mbps")
 
-    ev = events.with_columns((pl.col("time_ns") / 1e9).alias("t"))
+    ev = _between(events.with_columns((pl.col("time_ns") / 1e9).alias("t")), r)
     times = delivered["time_ns"].to_numpy() / 1e9
     usable = usable_time(times, delivered["bytes"].to_numpy(), usable_mbps)
     milestones = {
