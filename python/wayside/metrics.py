@@ -35,6 +35,7 @@ __all__ = [
     "last_data_position_m",
     "mac_frame_loss",
     "phase_boundary_m",
+    "quantile",
     "setup_delay_s",
     "setup_loss",
     "supremum_connection_span_m",
@@ -418,9 +419,9 @@ def _drive_by(runs: Sequence[Any], static: str) -> Any:
     return driveby.analyze(digests, static_profile(static))
 
 
-def _quantile(values: Sequence[float], q: float, name: str) -> float:
-    if not 0 <= q <= 1:
-        raise ValueError(f"{name}: {q!r} is not a quantile; give a number from 0 to 1")
+def quantile(values: Sequence[float | None], q: float) -> float:
+    """The `q` quantile (0–1) of `values`, linear between order statistics;
+    None and NaN (undefined) values are left out; NaN if none is left."""
     vs = sorted(v for v in values if v is not None and not math.isnan(v))
     if not vs:
         return math.nan
@@ -428,6 +429,12 @@ def _quantile(values: Sequence[float], q: float, name: str) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(vs) - 1)
     return vs[lo] + (vs[hi] - vs[lo]) * (pos - lo)
+
+
+def _quantile(values: Sequence[float], q: float, name: str) -> float:
+    if not 0 <= q <= 1:
+        raise ValueError(f"{name}: {q!r} is not a quantile; give a number from 0 to 1")
+    return quantile(values, q)
 
 
 @across_digests

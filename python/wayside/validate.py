@@ -559,11 +559,7 @@ def aggregate(values: Sequence[float], how: str) -> float:
         return vs[0]
     if how == "max":
         return vs[-1]
-    q = float(how[1:]) / 100  # pNN, linear interpolation between order statistics
-    pos = q * (len(vs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(vs) - 1)
-    return vs[lo] + (vs[hi] - vs[lo]) * (pos - lo)
+    return metrics_module.quantile(vs, float(how[1:]) / 100)  # pNN
 
 
 def _judge(t: Target, p: Point, measured: float, values: list[float], n_runs: int) -> Row:
