@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -76,6 +77,8 @@ def _local(fn: Callable[[T], R], items: Sequence[T], workers: int | None) -> Ite
         try:
             for f in as_completed(futures):
                 yield futures[f], f.result()
+        except BrokenProcessPool as e:
+            raise ExecutorError(f"a local worker process died ({e}); its job was lost") from None
         finally:
             pool.shutdown(cancel_futures=True)
 
@@ -84,6 +87,8 @@ def _dask(fn: Callable[[T], R], items: Sequence[T], address: str) -> Iterator[tu
     try:
         from distributed import Client
         from distributed import as_completed as dask_completed
+        from distributed.comm.core import CommClosedError
+        from distributed.scheduler import KilledWorker
     except ImportError:  # pragma: no cover - a dependency of the package
         raise ExecutorError("executor dask://: the 'distributed' package is not installed (pip install 'dask[distributed]')") from None
     try:
@@ -94,6 +99,10 @@ def _dask(fn: Callable[[T], R], items: Sequence[T], address: str) -> Iterator[tu
         futures = client.map(fn, list(items), pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         for f in dask_completed(futures):
-            yield index[f.key], f.result()
+            try:
+                answer = f.result()
+            except (KilledWorker, CommClosedError) as e:
+                raise ExecutorError(f"executor dask://{address}: the cluster lost a job ({type(e).__name__}: {e})") from None
+            yield index[f.key], answer
     finally:
         client.close()

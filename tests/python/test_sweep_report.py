@@ -61,6 +61,17 @@ def test_executor_specifications():
     assert sorted(run_jobs(abs, [-3, 4, -5], workers=1)) == [(0, 3), (1, 4), (2, 5)]
 
 
+def _die_on_two(n: int) -> int:
+    if n == 2:
+        os._exit(3)  # a worker process that dies (as a crashed engine would)
+    return n
+
+
+def test_a_dead_local_worker_is_an_executor_error():
+    with pytest.raises(ExecutorError, match="a local worker process died"):
+        list(run_jobs(_die_on_two, [1, 2, 3], workers=2))
+
+
 def test_sweep_cli_errors_are_clear(cli, tmp_path):
     r = cli("sweep", "hadaller-highway", "--grid", "mac.rate", "--out", tmp_path / "x")
     assert r.returncode == 2 and "KEY=V1,V2" in r.stderr and "Traceback" not in r.stderr
@@ -197,10 +208,13 @@ def dask_cluster(tmp_path):
                 p.wait()
 
 
-def test_sweep_on_a_dask_cluster_matches_local_runs(dask_cluster, tmp_path):
-    args = ["hadaller-highway", 2, tmp_path]
-    dask = sw.sweep(args[0], args[1], tmp_path / "dask", overrides=SHORT, executor=f"dask://{dask_cluster}")
-    local = sw.sweep(args[0], args[1], tmp_path / "local", overrides=SHORT, workers=1)
+def test_sweep_on_a_dask_cluster_matches_local_runs(cli, dask_cluster, tmp_path):
+    r = cli("sweep", "hadaller-highway", "--runs", "2", "--executor", f"dask://{dask_cluster}", "--out", tmp_path / "dask",
+            *SET, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"on dask://{dask_cluster}" in r.stdout
+    dask = json.loads((tmp_path / "dask" / "manifest.json").read_text())
+    local = sw.sweep("hadaller-highway", 2, tmp_path / "local", overrides=SHORT, workers=1)
     assert [e["status"] for p in dask["points"] for e in p["runs"]] == ["ok", "ok"]
     for e in local["points"][0]["runs"]:
         a, b = tmp_path / "dask" / e["dir"], tmp_path / "local" / e["dir"]
