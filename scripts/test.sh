@@ -11,5 +11,12 @@ fi
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet -e ".[test]"
 
+# The report test opens the HTML report in headless Chromium (Debian's
+# package); install it when missing and we may (root), else that test skips.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "could not install chromium: the report rendering test will be skipped" >&2
+fi
+
 cargo test --release --workspace
 python -m pytest -q tests/python

@@ -1,10 +1,11 @@
-"""The `wayside` command line: run scenarios, list and show them.
+"""The `wayside` command line: run scenarios, sweep them, report on drive-bys, list and show them.
 
 Errors in scenarios or arguments print one clear message and exit with
 code 2, never a traceback."""
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -179,22 +180,25 @@ def validate(
         None, metavar="[TARGETS]...", show_default=False, help="Validation files, directories, or paper names in validation/ (default: every file in validation/)."
     ),
     runs: Optional[int] = typer.Option(None, "--runs", min=1, help="Runs per target (and grid point), replacing each file's runs."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Parallel worker processes (default: the number of CPUs)."),
+    n_jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Parallel worker processes (default: the number of CPUs)."),
     only: List[str] = typer.Option([], "--only", help="Only targets with this name (glob, repeatable)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the table to DIR/validation.json and DIR/validation.csv."),
+    executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
 ) -> None:
     """Reproduce the papers' published figures (validation/*.toml): run each
     target's scenario, measure, compare with the paper within its tolerance.
     Exit code 0 if all pass, 1 if any misses, 2 on bad input or errors."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from wayside import jobs
     from wayside import validate as v
 
     try:
+        jobs.check_executor(executor)
         files = v.find_files(targets or [])
         loaded = [t for f in files for t in v.load_file(f)]
         chosen = v.select(loaded, only)
-    except v.ValidationFileError as e:
+    except (v.ValidationFileError, jobs.ExecutorError) as e:
         fail(str(e))
         return
     started = time.perf_counter()
@@ -209,7 +213,11 @@ def validate(
             simulations[0] = total
             bar.update(task, completed=done, total=total)
 
-        rows = v.run_targets(chosen, runs=runs, jobs=jobs, progress=progress)
+        try:
+            rows = v.run_targets(chosen, runs=runs, jobs=n_jobs, progress=progress, executor=executor)
+        except jobs.ExecutorError as e:
+            fail(str(e))
+            return
     wall = time.perf_counter() - started
     _print_validation(rows)
     code = v.exit_code(rows)
@@ -231,6 +239,90 @@ def validate(
             name = f"{r.target} [{r.point}]" if r.point else r.target
             errors.print(f"[bold red]error:[/] {escape(r.paper)}/{escape(name)}: {escape(r.detail)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=code)
+
+
+@app.command()
+def sweep(
+    scenario: str = typer.Argument(..., help="Built-in scenario name or path to a TOML scenario file."),
+    runs: int = typer.Option(20, "--runs", "-n", min=1, help="Runs per grid point (seeds SEED .. SEED+RUNS-1)."),
+    grid: List[str] = typer.Option([], "--grid", help="KEY=V1,V2,... : run every value (repeatable; the product of all lists)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: runs/<scenario>-sweep)."),
+    executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Local worker processes (default: the number of CPUs)."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Seed of the first run."),
+    set_: List[str] = typer.Option([], "--set", help="Override a scenario key for every run: KEY=VALUE (repeatable)."),
+) -> None:
+    """Run a scenario many times (seeds x grid points), save every run and a
+    manifest for `wayside report`."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from wayside import jobs
+    from wayside import sweep as sw
+
+    try:
+        jobs.check_executor(executor)
+        parsed = sw.parse_grid(grid)
+        name = sw.plan(scenario, runs, parsed, Path("."), seed, set_)[1]["scenario"]
+    except (sw.SweepError, jobs.ExecutorError, _native.ScenarioError) as e:
+        fail(str(e))
+        return
+    directory = out or Path("runs") / f"{name}-sweep"
+    started = time.perf_counter()
+    try:
+        with Progress(
+            TextColumn("[bold]sweep[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("eta"), TimeRemainingColumn(), console=errors, transient=True, disable=not errors.is_terminal,
+        ) as bar:
+            task = bar.add_task(escape(str(name)), total=None)
+            manifest = sw.sweep(scenario, runs, directory, parsed, seed, set_, executor=executor, workers=workers,
+                                progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except (sw.SweepError, jobs.ExecutorError, _native.ScenarioError) as e:
+        fail(str(e))
+        return
+    wall = time.perf_counter() - started
+    table = Table(title=f"sweep {name}: {runs} runs per point")
+    for c in ("point", "ok", "failed", "MB per run (min / median / max)"):
+        table.add_column(c, justify="left" if c == "point" else "right")
+    failed = 0
+    for p in manifest["points"]:
+        ok = [r for r in p["runs"] if r.get("status") == "ok"]
+        failed += len(p["runs"]) - len(ok)
+        mb = sorted(r["data_mb"] for r in ok if r.get("data_mb") is not None)
+        spread = f"{mb[0]:.1f} / {statistics.median(mb):.1f} / {mb[-1]:.1f}" if mb else "—"
+        table.add_row(escape(p["label"] or "(scenario as is)"), str(len(ok)), str(len(p["runs"]) - len(ok)), spread)
+    console.print(table)
+    console.print(f"{sum(len(p['runs']) for p in manifest['points'])} runs on {escape(executor)}, wall {wall:.1f} s; "
+                  f"manifest: {escape(str(directory / sw.MANIFEST))}", soft_wrap=True, highlight=False)
+    for p in manifest["points"]:
+        for r in p["runs"]:
+            if r.get("status") != "ok":
+                errors.print(f"[bold red]error:[/] {escape(p['label'] or name)} seed {r['seed']}: {escape(r.get('message', ''))}",
+                             highlight=False, soft_wrap=True)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def report(
+    runs_dir: Path = typer.Argument(..., help="A directory written by `wayside sweep` (or holding `wayside run` directories)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: RUNS_DIR/report.html)."),
+    static: str = typer.Option("static-lab", "--static", help="Scenario measured at each fixed rate for the theoretical potential and ACK costs."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Processes for the static-rate runs when not cached."),
+) -> None:
+    """Write a self-contained HTML report of drive-by runs (figures after
+    Hadaller et al. 2007, tables, our numbers against the paper's)."""
+    from wayside import report as rp
+
+    started = time.perf_counter()
+    try:
+        path = rp.write(runs_dir, out, static_scenario=static, workers=workers)
+    except (rp.ReportError, _native.ScenarioError) as e:
+        fail(str(e))
+        return
+    except (OSError, ValueError) as e:
+        fail(f"{runs_dir}: cannot be reported on: {e}")
+        return
+    console.print(f"report: [bold]{escape(str(path))}[/] ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
 
 
 def _print_validation(rows) -> None:

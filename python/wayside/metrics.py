@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable, Sequence
+import weakref
+from typing import Any, Callable, Sequence
 
 import polars as pl
 
@@ -25,13 +26,21 @@ from wayside.result import RunResult
 
 __all__ = [
     "METRICS",
+    "ack_rate_penalty",
+    "across_digests",
     "across_runs",
     "connection_span_m",
     "data_transferred_mb",
+    "exit_loss",
     "last_data_position_m",
     "mac_frame_loss",
+    "phase_boundary_m",
+    "quantile",
+    "setup_delay_s",
+    "setup_loss",
     "supremum_connection_span_m",
     "supremum_data_mb",
+    "supremum_over_median",
     "tcp_goodput_mbps",
     "tcp_loss_rate",
     "udp_loss",
@@ -116,8 +125,21 @@ def across_runs(fn: Callable[..., float]) -> Callable[..., float]:
     return _metric(fn)
 
 
+def across_digests(fn: Callable[..., float]) -> Callable[..., float]:
+    """Marks an across-runs metric of the drive-by analysis: it takes every
+    run at once, each as a RunResult or as its `wayside.driveby` digest, so
+    `wayside validate` digests runs where they ran and ships only digests."""
+    fn.run_input = "digest"  # type: ignore[attr-defined]
+    return across_runs(fn)
+
+
 def is_across_runs(fn: Callable[..., float]) -> bool:
     return bool(getattr(fn, "across_runs", False))
+
+
+def run_input(fn: Callable[..., float]) -> str:
+    """What an across-runs metric takes of each run: "result" or "digest"."""
+    return str(getattr(fn, "run_input", "result"))
 
 
 # ---------------------------------------------------------------- transport
@@ -372,3 +394,115 @@ def supremum_data_mb(results: Sequence[RunResult], receiver: str, bin: float | s
         return 0.0
     sections = pl.concat(per_run).group_by("section").agg(pl.col("bytes").max())
     return float(sections["bytes"].sum() or 0) / 1e6
+
+
+# ---------------------------------------------------------------- drive-by analysis (wayside.driveby)
+
+_DIGESTS: "weakref.WeakKeyDictionary[RunResult, Any]" = weakref.WeakKeyDictionary()
+
+
+def _drive_by(runs: Sequence[Any], static: str) -> Any:
+    """The cross-run drive-by analysis of `runs` (RunResults, each digested
+    once per process however many metrics ask, or digests)."""
+    from wayside import driveby
+    from wayside.staticlab import static_profile
+
+    if not runs:
+        raise ValueError("no runs to analyze")
+    digests = []
+    for i, r in enumerate(runs):
+        if isinstance(r, RunResult):
+            if r not in _DIGESTS:
+                _DIGESTS[r] = driveby.digest(r, name=f"run{i}")
+            r = _DIGESTS[r]
+        digests.append(r)
+    return driveby.analyze(digests, static_profile(static))
+
+
+def quantile(values: Sequence[float | None], q: float) -> float:
+    """The `q` quantile (0–1) of `values`, linear between order statistics;
+    None and NaN (undefined) values are left out; NaN if none is left."""
+    vs = sorted(v for v in values if v is not None and not math.isnan(v))
+    if not vs:
+        return math.nan
+    pos = q * (len(vs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(vs) - 1)
+    return vs[lo] + (vs[hi] - vs[lo]) * (pos - lo)
+
+
+def _quantile(values: Sequence[float], q: float, name: str) -> float:
+    if not 0 <= q <= 1:
+        raise ValueError(f"{name}: {q!r} is not a quantile; give a number from 0 to 1")
+    return quantile(values, q)
+
+
+@across_digests
+def supremum_over_median(results: Sequence[Any], static: str = "static-lab") -> float:
+    """Hadaller et al. (2007) §5: supremum data transferred (best run per
+    20 m of road, summed) divided by the median run's data — about 2 in the
+    paper ("current protocols only achieve 50%")."""
+    a = _drive_by(results, static)
+    median = _quantile(a.per_run["data_mb"].to_list(), 0.5, "data")
+    return a.supremum_mb / median if median else math.nan
+
+
+_BOUNDARIES = {
+    "entry-start": "entry_start_m",
+    "production-start": "production_start_m",
+    "production-end": "production_end_m",
+    "exit-end": "exit_end_m",
+}
+
+
+@across_digests
+def phase_boundary_m(results: Sequence[Any], boundary: str, static: str = "static-lab") -> float:
+    """Hadaller et al. (2007) §6.1: a phase boundary, metres from the AP
+    along the road (production where the supremum goodput exceeds 3 Mb/s;
+    entry and exit out to where the supremum connection starts and ends).
+    `boundary`: entry-start, production-start, production-end or exit-end.
+    NaN if the supremum never reaches 3 Mb/s."""
+    if boundary not in _BOUNDARIES:
+        raise ValueError(f"boundary: '{boundary}' is not a phase boundary; allowed: {', '.join(_BOUNDARIES)}")
+    a = _drive_by(results, static)
+    return float(getattr(a.phases, _BOUNDARIES[boundary])) if a.phases else math.nan
+
+
+@across_digests
+def setup_delay_s(results: Sequence[Any], quantile: float | None = None, static: str = "static-lab") -> float:
+    """Hadaller et al. (2007) Table 4: connection setup delay, from where
+    the supremum connection starts to where the run's connection became
+    usable (see wayside.driveby), s: the mean over runs (paper: 13.1 s), or
+    the `quantile` (0–1) when given."""
+    values = _drive_by(results, static).per_run["setup_delay_s"].to_list()
+    if quantile is not None:
+        return _quantile(values, quantile, "quantile")
+    finite = [v for v in values if v is not None and not math.isnan(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+@across_digests
+def setup_loss(results: Sequence[Any], quantile: float = 0.5, static: str = "static-lab") -> float:
+    """Hadaller et al. (2007) §6.2.8: share of the supremum data lost
+    because the connection became usable late (the supremum data on the road
+    before the run's usable position), at `quantile` over runs (0.5: median,
+    paper 7.5%; 0.85: the worst 15% of runs, paper 22.8%)."""
+    return _quantile(_drive_by(results, static).per_run["setup_loss"].to_list(), quantile, "quantile")
+
+
+@across_digests
+def exit_loss(results: Sequence[Any], quantile: float = 0.5, static: str = "static-lab") -> float:
+    """Hadaller et al. (2007) §6.4.2: share of the supremum data lost
+    because the connection ended early (the supremum data on the road after
+    the run's last useful packet), at `quantile` over runs (0.5: median,
+    paper 2.1%; 0.85: paper 3.0%)."""
+    return _quantile(_drive_by(results, static).per_run["exit_loss"].to_list(), quantile, "quantile")
+
+
+@across_digests
+def ack_rate_penalty(results: Sequence[Any], static: str = "static-lab") -> float:
+    """Hadaller et al. (2007) §6.3.2: goodput lost in the production phase
+    because the TCP receiver sends its ACKs at its own MAC rates rather than
+    at the sender's, priced with the airtime TCP ACKs take per Mbit at each
+    rate in our static runs (see wayside.driveby; paper: 16–23%)."""
+    return _drive_by(results, static).ack_penalty

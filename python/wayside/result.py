@@ -23,6 +23,8 @@ _PRIMITIVE = {
     "f64": pa.float64(),
 }
 
+TABLES = ("frames", "mac", "events", "tcp", "transport")
+
 
 def _column(kind: str, payload: bytes, extra: Any, n: int, node_names: pa.Array) -> pa.Array:
     if kind in _PRIMITIVE:
@@ -65,6 +67,19 @@ class RunResult:
         self.events: pa.Table = _table(tables["events"], names)
         self.tcp: pa.Table = _table(tables["tcp"], names)
         self.transport: pa.Table = _table(tables["transport"], names)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "RunResult":
+        """Reads a run directory written by `save` back into a RunResult."""
+        d = Path(directory)
+        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        self = cls.__new__(cls)
+        self.resolved = (d / "scenario.toml").read_text(encoding="utf-8")
+        self.nodes = list(summary["nodes"])
+        self.stats = dict(summary["stats"])
+        for name in TABLES:
+            setattr(self, name, pq.read_table(d / f"{name}.parquet"))
+        return self
 
     @cached_property
     def scenario(self) -> dict[str, Any]:
@@ -142,7 +157,7 @@ class RunResult:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "scenario.toml").write_text(self.resolved, encoding="utf-8")
-        for name in ("frames", "mac", "events", "tcp", "transport"):
+        for name in TABLES:
             pq.write_table(getattr(self, name), d / f"{name}.parquet")
         self.per_second().write_parquet(d / "per_second.parquet")
         summary = {

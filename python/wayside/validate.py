@@ -54,12 +54,13 @@ Each point's value becomes an override `key=value` after the target's own.
 
 Command line::
 
-    wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR]
+    wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR] [--executor E]
 
 TARGETS are validation files, directories, or paper names (file stems in
 validation/); default: every file in validation/. `--runs N` replaces every
 target's runs (a quick subset for CI); `--jobs J` worker processes (default:
-the number of CPUs); `--only` selects targets by name, "paper/name" or
+the number of CPUs; `--executor dask://HOST:PORT` runs them on a Dask
+cluster instead, see `wayside.jobs`); `--only` selects targets by name, "paper/name" or
 "name [point]" (globs, repeatable); `--out DIR` also writes
 DIR/validation.json and DIR/validation.csv. Runs with the same scenario,
 overrides and seed are simulated once and measured for every target that
@@ -80,16 +81,14 @@ import fnmatch
 import inspect
 import json
 import math
-import multiprocessing
-import os
 import statistics
 import tomllib
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from wayside import metrics as metrics_module
+from wayside.jobs import ProgressFn, run_jobs
 
 TOLERANCE_KINDS = ("relative", "absolute", "factor", "range")
 AGGREGATES = "median, mean, min, max, pNN (percentile 0–100, e.g. p90), none"
@@ -500,7 +499,7 @@ class Request:
     key: tuple[int, int, int]  # (target, point, run)
     metric: str
     metric_args: dict[str, Any]
-    keep_result: bool  # an across-runs metric: send the whole result back
+    ship: str | None  # an across-runs metric: send back the "result" or its "digest"; None: the value
 
 
 @dataclass
@@ -516,8 +515,9 @@ class Job:
 
 def execute(job: Job) -> list[tuple[tuple[int, int, int], str, Any]]:
     """Runs one job (in a worker process). For each request: (key, "ok",
-    value or RunResult) or (key, "error", message)."""
+    value, RunResult or drive-by digest) or (key, "error", message)."""
     import wayside
+    from wayside import driveby
 
     try:
         result = wayside.run(job.scenario, seed=job.seed, overrides=list(job.overrides))
@@ -528,11 +528,16 @@ def execute(job: Job) -> list[tuple[tuple[int, int, int], str, Any]]:
             raise
         return [(r.key, "error", f"run with seed {job.seed} failed: {type(e).__name__}: {e}") for r in job.requests]
     out = []
+    digest: Any = None
     for r in job.requests:
-        if r.keep_result:
+        if r.ship == "result":
             out.append((r.key, "ok", result))
             continue
         try:
+            if r.ship == "digest":
+                digest = digest or driveby.digest(result, name=f"seed{job.seed}")
+                out.append((r.key, "ok", digest))
+                continue
             out.append((r.key, "ok", float(metrics_module.METRICS[r.metric](result, **r.metric_args))))
         except ValueError as e:
             out.append((r.key, "error", f"metric {r.metric}: {e}"))
@@ -554,11 +559,7 @@ def aggregate(values: Sequence[float], how: str) -> float:
         return vs[0]
     if how == "max":
         return vs[-1]
-    q = float(how[1:]) / 100  # pNN, linear interpolation between order statistics
-    pos = q * (len(vs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(vs) - 1)
-    return vs[lo] + (vs[hi] - vs[lo]) * (pos - lo)
+    return metrics_module.quantile(vs, float(how[1:]) / 100)  # pNN
 
 
 def _judge(t: Target, p: Point, measured: float, values: list[float], n_runs: int) -> Row:
@@ -604,14 +605,12 @@ def _monotone_row(t: Target, rows: list[Row]) -> Row:
     return row
 
 
-ProgressFn = Callable[[int, int], None]
-
-
 def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | None = None,
-                progress: ProgressFn | None = None) -> list[Row]:
+                progress: ProgressFn | None = None, executor: str = "local") -> list[Row]:
     """Runs every target (all runs of all grid points, in parallel over `jobs`
-    processes; runs with the same scenario, overrides and seed are
-    simulated once) and returns the outcome rows in file order."""
+    local processes or on a Dask cluster, see `wayside.jobs`; runs with the
+    same scenario, overrides and seed are simulated once) and returns the
+    outcome rows in file order."""
     from wayside import _native
 
     from wayside.scenario import scenario_text
@@ -620,7 +619,8 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
     jobs_by_run: dict[tuple[str, tuple[str, ...], int], Job] = {}
     for ti, t in enumerate(targets):
         n = runs if runs is not None else t.runs
-        keep = metrics_module.is_across_runs(metrics_module.METRICS[t.metric])
+        fn = metrics_module.METRICS[t.metric]
+        ship = metrics_module.run_input(fn) if metrics_module.is_across_runs(fn) else None
         for pi, p in enumerate(t.points):
             overrides = t.overrides + p.overrides
             try:
@@ -632,29 +632,13 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
             for i in range(n):
                 seed = t.base_seed + i
                 job = jobs_by_run.setdefault((spec, overrides, seed), Job(spec, overrides, seed))
-                job.requests.append(Request((ti, pi, i), t.metric, t.metric_args, keep))
+                job.requests.append(Request((ti, pi, i), t.metric, t.metric_args, ship))
     work = list(jobs_by_run.values())
 
     outcomes: dict[tuple[int, int, int], tuple[str, Any]] = {}
-    if progress:
-        progress(0, len(work))
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
-    if workers == 1:
-        finished: Iterable[list] = map(execute, work)
-        pool = None
-    else:
-        ctx = multiprocessing.get_context("spawn")  # the engine may hold threads: no fork
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-        finished = (f.result() for f in as_completed([pool.submit(execute, job) for job in work]))
-    try:
-        for done, answers in enumerate(finished, 1):
-            for key, status, value in answers:
-                outcomes[key] = (status, value)
-            if progress:
-                progress(done, len(work))
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+    for _, answers in run_jobs(execute, work, executor=executor, workers=jobs, progress=progress):
+        for key, status, value in answers:
+            outcomes[key] = (status, value)
 
     rows: list[Row] = []
     for ti, t in enumerate(targets):
