@@ -251,6 +251,7 @@ def sweep(
     workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Local worker processes (default: the number of CPUs)."),
     seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Seed of the first run."),
     set_: List[str] = typer.Option([], "--set", help="Override a scenario key for every run: KEY=VALUE (repeatable)."),
+    recommendations: bool = typer.Option(False, "--recommendations", help="Instead of a grid: the scenario as it is, each of Hadaller et al.'s recommendations (§7, §8) it accepts, and all combined."),
 ) -> None:
     """Run a scenario many times (seeds x grid points), save every run and a
     manifest for `wayside report`."""
@@ -262,7 +263,7 @@ def sweep(
     try:
         jobs.check_executor(executor)
         parsed = sw.parse_grid(grid)
-        name = sw.plan(scenario, runs, parsed, Path("."), seed, set_)[1]["scenario"]
+        name = sw.plan(scenario, runs, parsed, Path("."), seed, set_, recommendations)[1]["scenario"]
     except (sw.SweepError, jobs.ExecutorError, _native.ScenarioError) as e:
         fail(str(e))
         return
@@ -275,22 +276,30 @@ def sweep(
         ) as bar:
             task = bar.add_task(escape(str(name)), total=None)
             manifest = sw.sweep(scenario, runs, directory, parsed, seed, set_, executor=executor, workers=workers,
-                                progress=lambda done, total: bar.update(task, completed=done, total=total))
+                                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                                recommendations=recommendations)
     except (sw.SweepError, jobs.ExecutorError, _native.ScenarioError) as e:
         fail(str(e))
         return
     wall = time.perf_counter() - started
     table = Table(title=f"sweep {name}: {runs} runs per point")
-    for c in ("point", "ok", "failed", "MB per run (min / median / max)"):
+    for c in ("point", "ok", "failed", "MB per run (min / median / max)", "median vs first point"):
         table.add_column(c, justify="left" if c == "point" else "right")
     failed = 0
+    first_median: float | None = None
     for p in manifest["points"]:
         ok = [r for r in p["runs"] if r.get("status") == "ok"]
         failed += len(p["runs"]) - len(ok)
         mb = sorted(r["data_mb"] for r in ok if r.get("data_mb") is not None)
         spread = f"{mb[0]:.1f} / {statistics.median(mb):.1f} / {mb[-1]:.1f}" if mb else "—"
-        table.add_row(escape(p["label"] or "(scenario as is)"), str(len(ok)), str(len(p["runs"]) - len(ok)), spread)
+        median = statistics.median(mb) if mb else None
+        if p is manifest["points"][0]:
+            first_median = median
+        gain = f"{median / first_median:.2f}×" if median is not None and first_median else "—"
+        table.add_row(escape(p["label"] or "(scenario as is)"), str(len(ok)), str(len(p["runs"]) - len(ok)), spread, gain)
     console.print(table)
+    for s in manifest.get("skipped", []):
+        console.print(f"not applicable: {escape(s['name'])} ({escape(s['reason'])})", soft_wrap=True, highlight=False)
     console.print(f"{sum(len(p['runs']) for p in manifest['points'])} runs on {escape(executor)}, wall {wall:.1f} s; "
                   f"manifest: {escape(str(directory / sw.MANIFEST))}", soft_wrap=True, highlight=False)
     for p in manifest["points"]:

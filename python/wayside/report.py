@@ -392,6 +392,42 @@ def _section(title: str, group: Group, a: Analysis) -> str:
     return "\n".join(parts)
 
 
+def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[str, Any]) -> str:
+    """The sweep's points side by side, each against the first (with
+    `--recommendations`: the scenario as measured)."""
+    base = statistics.median(_finite(analyzed[0][1].per_run["data_mb"].to_list()) or [math.nan])
+    rows, labels, gains = [], [], []
+    for label, a in analyzed:
+        r = a.per_run
+        data = _finite(r["data_mb"].to_list())
+        median = statistics.median(data) if data else math.nan
+        gain = median / base if base else math.nan
+        labels.append(label)
+        gains.append(gain)
+        rows.append((html.escape(label), f"{r.height}", _mean_ci(data), _f(median, "{:.1f}"), _f(gain, "{:.2f}×"),
+                     _f(a.supremum_mb, "{:.1f}"), _f(quantile(r["usable_m"].to_list(), 0.5), "{:.0f}"),
+                     _mean_ci(r["setup_delay_s"].to_list())))
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.2))
+    ax.barh(np.arange(len(labels))[::-1], gains, color="tab:blue")
+    ax.axvline(1.0, color="black", lw=1)
+    ax.set_yticks(np.arange(len(labels))[::-1], labels)
+    ax.set_xlabel(f"median data per run relative to '{labels[0]}'")
+    fig.tight_layout()
+    caption = "Median data per run of each point relative to the first."
+    skipped = manifest.get("skipped", [])
+    note = ""
+    if manifest.get("recommendations"):
+        note = ("<p>Hadaller et al. estimate that environmental awareness could bring up to 2× (§10); "
+                "each switch is one of their recommendations (§7, §8), alone and all combined.</p>")
+    if skipped:
+        note += "<p>Not applicable to this scenario: " + html.escape("; ".join(f"{x['name']} ({x['reason']})" for x in skipped)) + "</p>"
+    return ("<h2>Points compared</h2>" + note + _table(
+        ["point", "runs", "MB per run (mean ± 95%)", "median MB", "median vs first", "supremum MB", "usable at (m, median)",
+         "setup delay (s)"], rows)
+        + f"<figure id='points'><img alt='{html.escape(caption)}' src='data:image/png;base64,{_png(fig)}'>"
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
 def _mean_ci(values: Sequence[Any]) -> str:
     v = _finite(values)
     if not v:
@@ -421,6 +457,7 @@ def render(root: str | Path, static_scenario: str = "static-lab", workers: int |
     root = Path(root)
     manifest = read_manifest(root)
     sections = []
+    analyzed: list[tuple[str, Analysis]] = []
     for g in groups(root):
         if not g.dirs:
             sections.append(f"<h2>{html.escape(g.label)}</h2><p class='err'>no successful run: {html.escape('; '.join(g.errors))}</p>")
@@ -429,7 +466,10 @@ def render(root: str | Path, static_scenario: str = "static-lab", workers: int |
             a = driveby.analyze_dirs(g.dirs, static_scenario=static_scenario, workers=workers)
         except ValueError as e:
             raise ReportError(f"{g.label or root}: {e}") from None
+        analyzed.append((g.label or "all runs", a))
         sections.append(_section(g.label or "all runs", g, a))
+    if len(analyzed) > 1:
+        sections.insert(0, _points_compared(analyzed, manifest or {}))
     name = (manifest or {}).get("scenario") or root.name
     head = (f"<h1>Drive-by report: {html.escape(str(name))}</h1><p>Runs from <code>{html.escape(str(root))}</code>. "
             "Positions are along the road relative to the AP (negative: before it). Goodput per 20 m of road; "

@@ -9,7 +9,8 @@ Layout of the output directory::
     manifest.json            scenario, grid, seeds, and every run's directory and outcome
     seed1/ seed2/ ...        without a grid
     p0/seed1/ p1/seed1/ ...  with a grid: one directory per grid point (the
-                             product of the --grid lists, first key slowest)
+                             product of the --grid lists, first key slowest),
+                             or per recommendation (--recommendations)
 """
 
 from __future__ import annotations
@@ -128,16 +129,26 @@ def execute_run(job: SweepJob) -> dict[str, Any]:
 
 
 def plan(scenario: str, runs: int, grid: Sequence[tuple[str, Sequence[str]]], out: Path,
-         base_seed: int = 1, overrides: Sequence[str] = ()) -> tuple[list[SweepJob], dict[str, Any]]:
+         base_seed: int = 1, overrides: Sequence[str] = (), recommendations: bool = False) -> tuple[list[SweepJob], dict[str, Any]]:
     """The jobs of a sweep and its manifest (outcomes not filled in yet).
-    Every grid point is resolved first, so a bad key fails before any run."""
+    With `recommendations` the points are the scenario as it is, each of
+    Hadaller's recommendations it accepts and all of them together
+    (`wayside.recommend`) instead of a grid. Every point is resolved first,
+    so a bad key fails before any run."""
+    from wayside import recommend
     from wayside.scenario import scenario_text
 
     if runs < 1:
         raise SweepError(f"--runs {runs}: give at least 1")
+    if recommendations and grid:
+        raise SweepError("--recommendations and --grid: give one or the other")
     spec = scenario_spec(scenario)
     text = scenario_text(spec)
-    points = grid_points(grid)
+    skipped: list[tuple[str, str]] = []
+    if recommendations:
+        points, skipped = recommend.points(text, tuple(overrides))
+    else:
+        points = grid_points(grid)
     jobs: list[SweepJob] = []
     manifest_points = []
     name = None
@@ -151,7 +162,7 @@ def plan(scenario: str, runs: int, grid: Sequence[tuple[str, Sequence[str]]], ou
             import tomllib
 
             name = tomllib.loads(resolved).get("name", Path(scenario).stem)
-        sub = f"p{i}" if grid else ""
+        sub = f"p{i}" if len(points) > 1 else ""
         entries = []
         for k in range(runs):
             seed = base_seed + k
@@ -162,17 +173,19 @@ def plan(scenario: str, runs: int, grid: Sequence[tuple[str, Sequence[str]]], ou
     manifest = {
         "scenario": name, "source": scenario, "runs": runs, "base_seed": base_seed,
         "grid": {k: list(v) for k, v in grid}, "overrides": list(overrides), "points": manifest_points,
+        "recommendations": recommendations, "skipped": [{"name": n, "reason": r} for n, r in skipped],
     }
     return jobs, manifest
 
 
 def sweep(scenario: str, runs: int, out: str | Path, grid: Sequence[tuple[str, Sequence[str]]] = (),
           base_seed: int = 1, overrides: Sequence[str] = (), executor: str = "local",
-          workers: int | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
+          workers: int | None = None, progress: ProgressFn | None = None,
+          recommendations: bool = False) -> dict[str, Any]:
     """Runs a sweep (see the module doc) and returns its manifest, also
     written to OUT/manifest.json."""
     out = Path(out)
-    jobs, manifest = plan(scenario, runs, grid, out, base_seed, overrides)
+    jobs, manifest = plan(scenario, runs, grid, out, base_seed, overrides, recommendations)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
