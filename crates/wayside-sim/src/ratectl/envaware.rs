@@ -265,7 +265,7 @@ impl RateControl for EnvAware {
         self.successes = 0;
         self.failures = 0;
         if self.from_map {
-            self.adjust = (self.adjust + step).min(0);
+            self.adjust += step; // kept at or below the map rate when next used
         } else {
             self.fallback = (self.fallback as i64 + step).clamp(0, self.top()) as usize;
         }
@@ -388,6 +388,30 @@ mod tests {
         assert_eq!(firsts[16], 48.0);
         assert_eq!(firsts[26], 54.0);
         assert!(firsts[27..].iter().all(|&r| r == 54.0), "{firsts:?}");
+    }
+
+    #[test]
+    fn the_map_rate_is_a_ceiling() {
+        let g = Standard::G.modes();
+        let snr = threshold(g, 8) + 0.05; // 24 Mbps
+        let mut rc = EnvAware::new(g, EnvAwareParams { map: map_with(snr, 3), ..EnvAwareParams::default() });
+        let mut ch = channel(g, vec![1.0; 12]);
+        let firsts: Vec<f64> = (0..50).map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps()).collect();
+        assert!(firsts.iter().all(|&r| r == 24.0), "{firsts:?}");
+    }
+
+    #[test]
+    fn leaving_the_map_keeps_the_last_rate() {
+        let g = Standard::G.modes();
+        let mut rc = EnvAware::new(g, EnvAwareParams { map: map_with(40.0, 3), ..EnvAwareParams::default() });
+        let mut ch = channel(g, vec![1.0; 12]);
+        assert_eq!(ch.send(&mut rc).0.stages[0].mode.rate.mbps(), 54.0);
+        // Far from any mapped cell: carry on at the map's last rate, not the lowest.
+        ch.peer_position = Some(Vec2::new(500.0, 0.0));
+        assert_eq!(ch.send(&mut rc).0.stages[0].mode.rate.mbps(), 54.0);
+        ch.p = Channel::cliff(g, 36.0);
+        let firsts: Vec<f64> = (0..5).map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps()).collect();
+        assert_eq!(firsts, [54.0, 54.0, 48.0, 48.0, 36.0]);
     }
 
     #[test]
