@@ -81,7 +81,7 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="output directory")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--workers", type=int, default=2)
