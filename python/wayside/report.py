@@ -407,7 +407,7 @@ def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[st
         rows.append((html.escape(label), f"{r.height}", _mean_ci(data), _f(median, "{:.1f}"), _f(gain, "{:.2f}×"),
                      _f(a.supremum_mb, "{:.1f}"), _f(quantile(r["usable_m"].to_list(), 0.5), "{:.0f}"),
                      _mean_ci(r["setup_delay_s"].to_list())))
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.2))
+    fig, ax = plt.subplots(figsize=(8, max(2.6, 0.45 * len(labels) + 1.2)))
     ax.barh(np.arange(len(labels))[::-1], gains, color="tab:blue")
     ax.axvline(1.0, color="black", lw=1)
     ax.set_yticks(np.arange(len(labels))[::-1], labels)

@@ -52,6 +52,13 @@ point), and measured and checked per point::
 Several grid keys vary together (zipped, equal lengths), not as a product.
 Each point's value becomes an override `key=value` after the target's own.
 
+A grid target may also check the ratio of two of its points' measured
+values (the points named by their labels), with its own expected value and
+tolerance; it adds one row::
+
+    grid = { "node.ap.rate_control.preset" = ["default", "tuned"] }
+    ratio = { of = "default", to = "tuned", expected = 0.25, tolerance = { range = [0.15, 0.5] } }
+
 Command line::
 
     wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR] [--executor E]
@@ -83,7 +90,7 @@ import json
 import math
 import statistics
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -94,7 +101,7 @@ TOLERANCE_KINDS = ("relative", "absolute", "factor", "range")
 AGGREGATES = "median, mean, min, max, pNN (percentile 0–100, e.g. p90), none"
 TARGET_KEYS = {
     "name", "source", "scenario", "overrides", "runs", "base_seed", "metric", "metric_args",
-    "aggregate", "expected", "tolerance", "grid", "monotone", "unit", "notes",
+    "aggregate", "expected", "tolerance", "grid", "monotone", "ratio", "unit", "notes",
 }
 META_KEYS = {"paper", "title", "base_seed", "notes"}
 
@@ -143,6 +150,16 @@ class Point:
 
 
 @dataclass(frozen=True)
+class Ratio:
+    """Measured value at grid point `of` over that at grid point `to`."""
+
+    of: str
+    to: str
+    expected: float | None
+    tolerance: Tolerance
+
+
+@dataclass(frozen=True)
 class Target:
     file: str
     paper: str
@@ -159,6 +176,7 @@ class Target:
     points: tuple[Point, ...]
     monotone: str | None
     unit: str
+    ratio: Ratio | None = None
 
     def display(self, point: Point) -> str:
         return f"{self.name} [{point.label}]" if point.label else self.name
@@ -184,7 +202,7 @@ class Row:
     detail: str
     runs: int
     values: list[float] = field(default_factory=list)
-    kind: str = "value"  # "value", or "monotone": the grid's trend (then `shown` holds the sequence)
+    kind: str = "value"  # "value", "ratio" (of two grid points), or "monotone": the grid's trend (then `shown` holds the sequence)
     shown: str = ""
 
     @property
@@ -302,6 +320,26 @@ def _grid_points(where: str, grid: Any) -> list[tuple[str, tuple[str, ...]]]:
     return points
 
 
+def _parse_ratio(where: str, raw: Any, labels: list[str]) -> Ratio | None:
+    if raw is None:
+        return None
+    usage = "give { of = POINT, to = POINT, expected = R, tolerance = {...} } with POINT a grid label"
+    if not isinstance(raw, dict) or set(raw) - {"of", "to", "expected", "tolerance"} or not {"of", "to", "tolerance"} <= set(raw):
+        raise ValidationFileError(f"{where}ratio: {raw!r} is not usable; {usage}")
+    if len(labels) < 2:
+        raise ValidationFileError(f"{where}ratio: needs a grid of at least 2 points")
+    for key in ("of", "to"):
+        if raw[key] not in labels:
+            raise ValidationFileError(f"{where}ratio.{key}: {raw[key]!r} is not a grid point; points: {', '.join(labels)}")
+    tolerance = _parse_tolerance(f"{where}ratio.", raw["tolerance"])
+    expected = raw.get("expected")
+    if expected is not None and not _is_number(expected):
+        raise ValidationFileError(f"{where}ratio.expected: {expected!r} is not a number")
+    if expected is None and tolerance.kind != "range":
+        raise ValidationFileError(f"{where}ratio.expected: missing; required unless the tolerance is a range")
+    return Ratio(raw["of"], raw["to"], None if expected is None else float(expected), tolerance)
+
+
 def _load_target(path: Path, paper: str, meta: dict, defaults: dict, raw: Any, index: int) -> Target:
     if not isinstance(raw, dict):
         raise ValidationFileError(f"{path}: target[{index}] is not a table; write [[target]] sections")
@@ -356,6 +394,7 @@ def _load_target(path: Path, paper: str, meta: dict, defaults: dict, raw: Any, i
             raise ValidationFileError(f"{where}monotone: {monotone!r} is not allowed; allowed: increasing, decreasing")
         if len(points) < 2:
             raise ValidationFileError(f"{where}monotone: needs a grid of at least 2 points")
+    ratio = _parse_ratio(where, t.get("ratio"), [label for label, _ in points])
     unit = t.get("unit", "")
     source = t.get("source", "")
     if not isinstance(unit, str) or not isinstance(source, str):
@@ -376,6 +415,7 @@ def _load_target(path: Path, paper: str, meta: dict, defaults: dict, raw: Any, i
         points=tuple(Point(label, ov, e) for (label, ov), e in zip(points, values)),
         monotone=monotone,
         unit=unit,
+        ratio=ratio,
     )
 
 
@@ -605,6 +645,23 @@ def _monotone_row(t: Target, rows: list[Row]) -> Row:
     return row
 
 
+def _ratio_row(t: Target, rows: list[Row]) -> Row:
+    r = t.ratio
+    assert r is not None
+    by_label = {row.point: row for row in rows}
+    of, to = by_label[r.of], by_label[r.to]
+    label = f"{r.of} / {r.to}"
+    ratio_target = replace(t, tolerance=r.tolerance, unit="")
+    if of.status == "ERROR" or to.status == "ERROR":
+        row = _error_row(ratio_target, Point(label, (), r.expected), "not checked: a grid point failed")
+    else:
+        a, b = of.measured, to.measured
+        measured = a / b if a is not None and b not in (None, 0) else math.nan
+        row = _judge(ratio_target, Point(label, (), r.expected), measured, [measured], of.runs)
+    row.kind = "ratio"
+    return row
+
+
 def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | None = None,
                 progress: ProgressFn | None = None, executor: str = "local") -> list[Row]:
     """Runs every target (all runs of all grid points, in parallel over `jobs`
@@ -669,6 +726,8 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
         rows.extend(point_rows)
         if t.monotone:
             rows.append(_monotone_row(t, point_rows))
+        if t.ratio:
+            rows.append(_ratio_row(t, point_rows))
     return rows
 
 

@@ -127,7 +127,8 @@ def test_report_is_self_contained_with_every_figure(swept):
     assert "http://" not in text and "https://" not in text
     for fig in ("fig5", "fig9", "fig12", "fig14", "fig18-19", "fig22"):
         assert text.count(f"id='{fig}'") == 2  # one per grid point
-    assert text.count("data:image/png;base64,") == 12
+    assert text.count("id='points'") == 1  # the grid points side by side
+    assert text.count("data:image/png;base64,") == 13
     for label in ("80 km/h", "100 km/h"):
         assert label in text
     for claim in ("21.6 MB", "32.6 MB", "51.1 MB", "-640 m", "13.1 s", "7.5%", "22.8%", "2.1%", "16–23%"):
@@ -159,7 +160,7 @@ def test_report_renders_in_headless_chromium(swept, tmp_path):
     m = re.search(r"<pre id=\"probe\">(.*?)</pre>", r.stdout, re.S)
     assert m, f"the page did not finish loading: {r.stderr[-2000:]}"
     images = json.loads(m.group(1).replace("&quot;", '"'))
-    assert len(images) == 12
+    assert len(images) == 13
     for fig, complete, w, h in images:
         assert complete and w > 300 and h > 200, (fig, w, h)
     shot = tmp_path / "report.png"

@@ -309,10 +309,44 @@ def test_grid_points_become_overrides(tmp_path):
     assert [p.expected for p in target.points] == [0.2, 0.1, 0.05]
 
 
+RATIO = {"of": "40 ms", "to": "10 ms", "expected": 0.25, "tolerance": {"relative": 0.01}}
+
+
+def test_ratio_of_two_grid_points_adds_a_row(tmp_path):
+    miss = {**{k: v for k, v in GRID.items() if k != "monotone"}, "name": "udp-interval-half", "ratio": {**RATIO, "expected": 0.5}}
+    targets = V.load_file(write_validation(tmp_path, [{**GRID, "ratio": RATIO}, miss]))
+    assert targets[0].ratio == V.Ratio("40 ms", "10 ms", 0.25, V.Tolerance("relative", 0.01))
+    rows = V.run_targets(targets, jobs=1)
+    ratio_rows = [r for r in rows if r.kind == "ratio"]
+    assert [r.point for r in ratio_rows] == ["40 ms / 10 ms", "40 ms / 10 ms"]
+    # 0.05 MB at 40 ms over 0.2 MB at 10 ms.
+    assert ratio_rows[0].measured == pytest.approx(0.25) and ratio_rows[0].status == "PASS"
+    assert ratio_rows[1].status == "MISS" and ratio_rows[1].expected == 0.5
+    assert [r.kind for r in rows] == ["value", "value", "value", "monotone", "ratio", "value", "value", "value", "ratio"]
+
+
+@pytest.mark.parametrize(
+    ("ratio", "message"),
+    [
+        ({**RATIO, "of": "15 ms"}, "ratio.of: '15 ms' is not a grid point; points: 10 ms, 20 ms, 40 ms"),
+        ({"of": "40 ms", "to": "10 ms"}, "ratio: .* is not usable"),
+        ({**RATIO, "tolerance": {"wobble": 1}}, "ratio.tolerance: unknown kind 'wobble'"),
+        ({**RATIO, "expected": "a lot"}, "ratio.expected: 'a lot' is not a number"),
+    ],
+)
+def test_bad_ratios_are_named(tmp_path, ratio, message):
+    path = write_validation(tmp_path, [{**GRID, "ratio": ratio}])
+    with pytest.raises(V.ValidationFileError, match=message):
+        V.load_file(path)
+    path = write_validation(tmp_path, [{**UDP_OK, "ratio": RATIO}])
+    with pytest.raises(V.ValidationFileError, match="ratio: needs a grid"):
+        V.load_file(path)
+
+
 def test_the_shipped_validation_files_load():
     files = V.find_files([])
     names = {f.stem for f in files}
-    assert {"hadaller-2007", "ott-kutscher-2004"} <= names
+    assert {"hadaller-2007", "hadaller-2007-ratecontrol", "ott-kutscher-2004"} <= names
     targets = [t for f in files for t in V.load_file(f)]
     table3 = next(t for t in targets if t.name == "table3-static-tcp-goodput")
     assert len(table3.points) == 12 and table3.points[-1].expected == 29.3

@@ -17,13 +17,15 @@ use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
 use crate::phy::error::{ClosedForm, ErrorModelKind};
 use crate::phy::mode::{Mode, Preamble, Standard};
 use crate::ratectl::{
-    AmrrParams, IdealParams, MinstrelParams, OnoeParams, RateControlSpec, RetryChain, RraaParams, SampleRateParams, Stage, MAX_STAGES,
+    AmrrParams, EnvAwareParams, IdealParams, MinstrelParams, OnoeParams, RateControlSpec, RetryChain, RraaParams, SampleRateParams, SnrMap,
+    Stage, MAX_STAGES,
 };
 use crate::sim::{NodeConfig, RadioConfig, SimConfig};
 use crate::units::{parse_quantity, Bitrate, Db, Dbm, Hertz, Meters, Mps, Quantity, SimTime};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::fmt;
+use std::sync::Arc;
 
 /// Most nodes a scenario may define.
 pub const MAX_NODES: usize = 10_000;
@@ -515,6 +517,7 @@ pub enum AlgorithmName {
     Rraa,
     Minstrel,
     Ideal,
+    EnvironmentAware,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -532,23 +535,68 @@ pub struct RateControlSection {
     /// samplerate: Hadaller et al. Table 1's "default" (madwifi) or "tuned".
     #[serde(default)]
     pub preset: Option<PresetName>,
-    /// ideal: least frame success probability at the mean SNR (default 0.9).
+    /// ideal, environment-aware: least frame success probability at the
+    /// (estimated) mean SNR (default 0.9).
     #[serde(default)]
     pub min_success: Option<f64>,
+    /// environment-aware: earlier passes simulated to fill the map (AP).
+    #[serde(default)]
+    pub training_passes: Option<u32>,
+    /// environment-aware: map cell size (default 10 m).
+    #[serde(default)]
+    pub bin: Option<LengthQ>,
+    /// environment-aware: subtracted from the map's SNR estimate (default 0 dB).
+    #[serde(default)]
+    pub margin: Option<RatioQ>,
+    /// environment-aware: use the map the AP advertises in its beacons (station).
+    #[serde(default)]
+    pub beacon_hints: Option<bool>,
 }
 
 impl RateControlSection {
-    fn validate(&self, key: &str) -> Result<(), ScenarioError> {
+    /// Checks the section; `role` is the node's role, or `None` for the
+    /// `[mac]` default (checked again against every node that uses it).
+    fn validate(&self, key: &str, role: Option<RoleName>) -> Result<(), ScenarioError> {
         if self.preset.is_some() && self.algorithm != AlgorithmName::Samplerate {
             return err(format!("{key}.preset: only samplerate has presets (default, tuned)"));
         }
+        let env = self.algorithm == AlgorithmName::EnvironmentAware;
         if let Some(p) = self.min_success {
-            if self.algorithm != AlgorithmName::Ideal {
-                return err(format!("{key}.min_success: only used with algorithm = \"ideal\""));
+            if !matches!(self.algorithm, AlgorithmName::Ideal | AlgorithmName::EnvironmentAware) {
+                return err(format!("{key}.min_success: only used with algorithm = \"ideal\" or \"environment-aware\""));
             }
             check_range(&format!("{key}.min_success"), p, &p.to_string(), 0.01, 0.9999, "0.01 to 0.9999")?;
         }
-        Ok(())
+        let given = [
+            ("training_passes", self.training_passes.is_some()),
+            ("bin", self.bin.is_some()),
+            ("margin", self.margin.is_some()),
+            ("beacon_hints", self.beacon_hints.is_some()),
+        ];
+        if let Some((name, _)) = given.iter().find(|(_, g)| *g && !env) {
+            return err(format!("{key}.{name}: only used with algorithm = \"environment-aware\""));
+        }
+        if let Some(n) = self.training_passes {
+            check_range(&format!("{key}.training_passes"), f64::from(n), &n.to_string(), 0.0, 100.0, "0 to 100")?;
+        }
+        if let Some(b) = self.bin {
+            check_range(&format!("{key}.bin"), b.0 .0, &format!("{} m", b.0 .0), 0.1, 10_000.0, "0.1 m to 10 km")?;
+        }
+        if let Some(m) = self.margin {
+            check_range(&format!("{key}.margin"), m.0 .0, &format!("{} dB", m.0 .0), -20.0, 30.0, "-20 dB to 30 dB")?;
+        }
+        let hints = self.beacon_hints == Some(true);
+        match role {
+            Some(RoleName::Sta) if env && !hints => err(format!(
+                "{key}: environment-aware keys its map by the client's position and learns at the access point; \
+                 on a station set beacon_hints = true to use the map the AP advertises"
+            )),
+            Some(RoleName::Ap | RoleName::Independent) if hints => {
+                err(format!("{key}.beacon_hints: only a station (role = \"sta\") takes hints from beacons"))
+            }
+            None if hints => err(format!("{key}.beacon_hints: set it on the station's own rate_control ([[node]] with role = \"sta\")")),
+            _ => Ok(()),
+        }
     }
 
     fn spec(&self, error_model: ErrorModelKind) -> RateControlSpec {
@@ -561,12 +609,25 @@ impl RateControlSection {
             AlgorithmName::Amrr => RateControlSpec::Amrr(AmrrParams::default()),
             AlgorithmName::Rraa => RateControlSpec::Rraa(RraaParams::default()),
             AlgorithmName::Minstrel => RateControlSpec::Minstrel(MinstrelParams::default()),
-            AlgorithmName::Ideal => RateControlSpec::Ideal(IdealParams {
-                min_success: self.min_success.unwrap_or(IdealParams::default().min_success),
-                error_model,
-                ..IdealParams::default()
-            }),
+            AlgorithmName::Ideal => RateControlSpec::Ideal(self.ideal(error_model)),
+            AlgorithmName::EnvironmentAware => {
+                let d = EnvAwareParams::default();
+                let bin = self.bin.map_or(d.bin, |b| b.0);
+                RateControlSpec::EnvAware(EnvAwareParams {
+                    training_passes: self.training_passes.unwrap_or(d.training_passes),
+                    bin,
+                    margin: self.margin.map_or(d.margin, |m| m.0),
+                    ideal: self.ideal(error_model),
+                    beacon_hints: self.beacon_hints.unwrap_or(d.beacon_hints),
+                    map: Arc::new(SnrMap::new(bin)),
+                    ..d
+                })
+            }
         }
+    }
+
+    fn ideal(&self, error_model: ErrorModelKind) -> IdealParams {
+        IdealParams { min_success: self.min_success.unwrap_or(IdealParams::default().min_success), error_model, ..IdealParams::default() }
     }
 }
 
@@ -918,7 +979,10 @@ impl Scenario {
             return err("mac: give one of rate, retry_chain and rate_control");
         }
         if let Some(rc) = &mac.rate_control {
-            rc.validate("mac.rate_control")?;
+            rc.validate("mac.rate_control", None)?;
+            for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.rate_control.is_none() && n.radio) {
+                rc.validate(&format!("mac.rate_control (used by node[{i}] '{}')", n.name), Some(n.role))?;
+            }
         }
         if let Some(r) = mac.rate {
             rate_mode(standard, "mac.rate", r)?;
@@ -1039,7 +1103,7 @@ impl Scenario {
             }
             n.tcp.parse::<TcpProfile>().map_err(|e| ScenarioError(format!("{}: {e}", key("tcp"))))?;
             if let Some(rc) = &n.rate_control {
-                rc.validate(&key("rate_control"))?;
+                rc.validate(&key("rate_control"), Some(n.role))?;
             }
             if n.dhcp && n.role != RoleName::Sta {
                 return err(format!("{}: only a station (role = \"sta\") gets its address by DHCP", key("dhcp")));

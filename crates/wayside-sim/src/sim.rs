@@ -18,8 +18,10 @@ use crate::mobility::{Mobility, MobilityModel, Vec2};
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{ModClass, Mode, Preamble, Standard, Timing};
 use crate::phy::state::{Phy, RxStart, Signal};
+use crate::ratectl::RateControlSpec;
 use crate::rng::Stream;
-use crate::trace::{DropReason, FrameRow, PhyEvent, Trace};
+use std::sync::Arc;
+use crate::trace::{DropReason, FrameRow, PhyEvent, Trace, TxOutcome};
 use crate::units::{Db, Dbm, Meters, MilliWatt, SimTime};
 
 /// Signals weaker than the noise floor by more than this are not delivered
@@ -225,6 +227,15 @@ impl World {
 
     /// Runs to the configured duration and returns the trace.
     pub fn run(mut self) -> (Trace, RunStats) {
+        self.run_events();
+        self.sockets_finish();
+        self.stats.events = self.queue.processed();
+        self.stats.simulated = self.duration;
+        (self.trace, self.stats)
+    }
+
+    /// Processes events up to the configured duration.
+    fn run_events(&mut self) {
         while let Some(t) = self.queue.peek_time() {
             if t > self.duration {
                 break;
@@ -232,10 +243,6 @@ impl World {
             let (now, ev) = self.queue.pop().expect("peeked");
             self.dispatch(now, ev);
         }
-        self.sockets_finish();
-        self.stats.events = self.queue.processed();
-        self.stats.simulated = self.duration;
-        (self.trace, self.stats)
     }
 
     fn dispatch(&mut self, now: SimTime, ev: Event) {
@@ -293,7 +300,8 @@ impl World {
         if let Some(lost) = self.nodes[src.index()].phy.start_tx(end) {
             self.trace_drop(now, src, lost, DropReason::Transmitting);
         }
-        self.trace_frame(now, src, &frame, &mode, PhyEvent::Tx, DropReason::None, None);
+        let row = self.trace_frame(now, src, &frame, &mode, PhyEvent::Tx, DropReason::None, None);
+        self.mac_sent(src, &frame, row);
         let tx_ep = self.endpoint(src, now);
         let tx_power = self.nodes[src.index()].cfg.tx_power;
         let floor = self.channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
@@ -447,9 +455,10 @@ impl World {
         event: PhyEvent,
         reason: DropReason,
         signal: Option<(Dbm, Db, Db)>,
-    ) {
+    ) -> usize {
         let pos = self.position(node, now);
         let peer = if event == PhyEvent::Tx { frame.dst.trace_id() } else { frame.src.0 };
+        let peer_pos = if peer == u32::MAX { Vec2::new(f64::NAN, f64::NAN) } else { self.position(NodeId(peer), now) };
         let (rssi, snr, sinr) = signal.map_or((f32::NAN, f32::NAN, f32::NAN), |(r, s, i)| (r.0 as f32, s.0 as f32, i.0 as f32));
         self.trace.frames.push(FrameRow {
             time_ns: now.as_ns(),
@@ -464,10 +473,14 @@ impl World {
             attempt: frame.attempt,
             x: pos.x as f32,
             y: pos.y as f32,
+            peer_x: peer_pos.x as f32,
+            peer_y: peer_pos.y as f32,
             rssi_dbm: rssi,
             snr_db: snr,
             sinr_db: sinr,
+            outcome: TxOutcome::None,
         });
+        self.trace.frames.len() - 1
     }
 }
 
@@ -483,8 +496,39 @@ pub struct RunOutput {
 /// Loads `scenario` (TOML text), applies `overrides`, and runs it once.
 pub fn run_scenario(scenario: &str, overrides: &[String], seed: Option<u64>, run: u64) -> Result<RunOutput, crate::scenario::ScenarioError> {
     let (resolved, s) = crate::scenario::load(scenario, overrides)?;
-    let world = World::new(&s.to_sim_config(seed, run));
+    let mut cfg = s.to_sim_config(seed, run);
+    train_rate_maps(&mut cfg);
+    let world = World::new(&cfg);
     let node_names = world.node_names();
     let (trace, stats) = world.run();
     Ok(RunOutput { resolved, node_names, trace, stats })
+}
+
+/// Simulates the earlier passes environment-aware rate control asks for
+/// (`training_passes`, the most any node asks) and installs what they
+/// learned as each such node's map. Pass k runs the same scenario with the
+/// same environment seed (same shadowing) and a run seed drawn from
+/// (seed, run, k), so fading, backoff and traffic differ from the measured
+/// run's and from each other; each pass starts from the map learned so far.
+fn train_rate_maps(cfg: &mut SimConfig) {
+    let spec = |c: &SimConfig, i: usize| c.nodes[i].rate_control.clone().unwrap_or_else(|| c.mac.rate.clone());
+    let passes = (0..cfg.nodes.len())
+        .filter_map(|i| match spec(cfg, i) {
+            RateControlSpec::EnvAware(p) => Some(p.training_passes),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    for k in 0..passes {
+        let mut draw = Stream::new("run", cfg.seed, cfg.run, &format!("ratectl/training/{k}"));
+        let pass_run = (u64::from(draw.integer_inclusive(u32::MAX)) << 32) | u64::from(draw.integer_inclusive(u32::MAX));
+        let mut world = World::new(&SimConfig { run: pass_run, ..cfg.clone() });
+        world.run_events();
+        for i in 0..cfg.nodes.len() {
+            if let (RateControlSpec::EnvAware(mut p), Some(map)) = (spec(cfg, i), world.nodes[i].mac.learned_map()) {
+                p.map = Arc::new(map);
+                cfg.nodes[i].rate_control = Some(RateControlSpec::EnvAware(p));
+            }
+        }
+    }
 }

@@ -42,6 +42,11 @@ category!(
         Error => "error",
     });
 category!(
+    /// Whether a transmission got its response: on `tx` rows of unicast
+    /// data, management and RTS frames, `acked` when the ACK (for RTS: the
+    /// CTS) arrived, `unacked` when it did not; empty on every other row.
+    TxOutcome { None => "", Acked => "acked", Unacked => "unacked" });
+category!(
     /// 802.11 frame kinds.
     FrameKind {
         Data => "data",
@@ -164,15 +169,29 @@ table!(
         bytes: u32 => u32 = Column::U32,
         seq: u16 => u16 = Column::U16,
         attempt: u8 => u8 = Column::U8,
+        /// Where the recording node was.
         x: f32 => f32 = Column::F32,
         y: f32 => f32 = Column::F32,
+        /// Where the peer was (NaN for broadcast): with `x`, `y` a row
+        /// places both ends of the link, e.g. the car for an AP's `tx` rows.
+        peer_x: f32 => f32 = Column::F32,
+        peer_y: f32 => f32 = Column::F32,
         /// NaN for transmissions.
         rssi_dbm: f32 => f32 = Column::F32,
         snr_db: f32 => f32 = Column::F32,
         /// Lowest SINR over the frame (NaN where not received).
         sinr_db: f32 => f32 = Column::F32,
+        /// Filled in when the response is due (see [`TxOutcome`]).
+        outcome: TxOutcome => u8 = |v| Column::Category(v, TxOutcome::NAMES),
     }
 );
+
+impl FrameTable {
+    /// Records the outcome of the transmission in row `row`.
+    pub fn set_outcome(&mut self, row: usize, outcome: TxOutcome) {
+        self.outcome[row] = outcome.cell();
+    }
+}
 
 table!(
     /// The `mac` table: one row per MSDU outcome.

@@ -413,6 +413,7 @@ impl World {
                 match (sta.state.clone(), body) {
                     (StaState::Associated { ap, .. }, Mgmt::Beacon) if ap == from => {
                         sta.state = StaState::Associated { ap, last_beacon: now };
+                        self.mac_beacon_hint(node, ap);
                     }
                     (StaState::Authenticating { ap, .. }, Mgmt::Auth { seq: 2 }) if ap == from => {
                         self.conn_event(now, node, ap.0, ConnEvent::AuthOk, rssi.0);

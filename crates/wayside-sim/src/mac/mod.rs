@@ -15,10 +15,11 @@ use crate::net::Packet;
 use crate::units::Dbm;
 use mgmt::Mgmt;
 use crate::phy::mode::{Mode, Timing};
-use crate::ratectl::{RateControl, RateControlKind, RateControlSpec, RetryChain, Stage, TxRequest, TxStatus};
+use crate::mobility::Vec2;
+use crate::ratectl::{RateControl, RateControlKind, RateControlSpec, RetryChain, RxObservation, SnrMap, Stage, TxRequest, TxStatus};
 use crate::rng::Stream;
 use crate::sim::World;
-use crate::trace::{FrameKind, MacEvent, MacRow};
+use crate::trace::{FrameKind, MacEvent, MacRow, TxOutcome};
 use crate::units::SimTime;
 use std::collections::VecDeque;
 
@@ -165,8 +166,12 @@ pub struct Mac {
     response: Option<(Frame, Mode)>,
     next_seq: u16,
     last_seq: Vec<(NodeId, u16)>,
-    /// RSSI of the last frame received intact from each peer.
-    last_rssi: Vec<(NodeId, Dbm)>,
+    /// RSSI of the last frame received intact from each peer, and the
+    /// position the peer was at (carried in the frame, for rate control).
+    last_heard: Vec<(NodeId, Dbm, Vec2)>,
+    /// Row of the `frames` trace recording the transmission now awaiting
+    /// its ACK or CTS, to fill in its outcome.
+    awaiting_row: Option<usize>,
     rate_controls: Vec<(NodeId, RateControlKind)>,
     rng: Stream,
     /// Seeds each link's rate-control stream: (seed, run, this node's name).
@@ -204,7 +209,8 @@ impl Mac {
             response: None,
             next_seq: 0,
             last_seq: Vec::new(),
-            last_rssi: Vec::new(),
+            last_heard: Vec::new(),
+            awaiting_row: None,
             rate_controls: Vec::new(),
             rng,
             rc_seed,
@@ -240,6 +246,17 @@ impl Mac {
             }
         };
         &mut self.rate_controls[i].1
+    }
+
+    /// What an environment-aware MAC knows after this pass: the map it
+    /// started from merged with what each of its links observed (`None`
+    /// for other algorithms).
+    pub(crate) fn learned_map(&self) -> Option<SnrMap> {
+        let mut map = SnrMap::clone(self.cfg.rate.prior_map()?);
+        for seen in self.rate_controls.iter().filter_map(|(_, rc)| rc.observed_map()) {
+            map.merge(seen);
+        }
+        Some(map)
     }
 
     fn arm(&mut self, timer: MacTimer) -> u32 {
@@ -308,6 +325,7 @@ impl World {
 
     /// Drops everything queued or in progress (the radio is changing channel).
     pub(crate) fn mac_flush(&mut self, now: SimTime, node: NodeId) {
+        self.mac_answer(node, TxOutcome::Unacked);
         let mac = &mut self.nodes[node.index()].mac;
         let dropped: Vec<Msdu> = mac.queue.drain(..).chain(mac.current.take().map(|c| c.msdu)).collect();
         mac.waiting = Waiting::None;
@@ -427,9 +445,12 @@ impl World {
             }
             (None, Dst::Node(d)) => {
                 let mean_snr = self.mean_snr(node, d, now);
-                let mac = &mut self.nodes[node.index()].mac;
-                let rssi = mac.last_rssi.iter().find(|(n, _)| *n == d).map(|&(_, r)| r);
-                mac.rate_control(d).retry_chain(&TxRequest { now, bytes: chain_bytes, rssi, mean_snr })
+                let position = self.position(node, now);
+                let n = &mut self.nodes[node.index()];
+                let tx_power = n.cfg.tx_power;
+                let heard = n.mac.last_heard.iter().find(|(p, ..)| *p == d);
+                let (rssi, peer_position) = (heard.map(|h| h.1), heard.map(|h| h.2));
+                n.mac.rate_control(d).retry_chain(&TxRequest { now, bytes: chain_bytes, rssi, mean_snr, tx_power, position, peer_position })
             }
         };
         let mac = &mut self.nodes[node.index()].mac;
@@ -535,11 +556,22 @@ impl World {
         if !ok {
             return;
         }
-        let mac = &mut self.nodes[node.index()].mac;
-        match mac.last_rssi.iter_mut().find(|(n, _)| *n == frame.src) {
-            Some(e) => e.1 = rssi,
-            None => mac.last_rssi.push((frame.src, rssi)),
+        let peer_position = self.position(frame.src, now);
+        let noise = self.channel.noise_floor;
+        let n = &mut self.nodes[node.index()];
+        match n.mac.last_heard.iter_mut().find(|(p, ..)| *p == frame.src) {
+            Some(e) => *e = (frame.src, rssi, peer_position),
+            None => n.mac.last_heard.push((frame.src, rssi, peer_position)),
         }
+        if frame.dst == Dst::Node(node) {
+            let peer_tx_power = self.nodes[frame.src.index()].cfg.tx_power;
+            let obs = RxObservation { now, snr: rssi - noise, peer_tx_power, peer_position };
+            self.nodes[node.index()].mac.rate_control(frame.src).observe(&obs);
+        }
+        if awaited {
+            self.mac_answer(node, TxOutcome::Acked);
+        }
+        let mac = &mut self.nodes[node.index()].mac;
         if !frame.dst.is_for(node) {
             if frame.duration > SimTime::ZERO {
                 let until = now + frame.duration;
@@ -645,8 +677,36 @@ impl World {
         }
     }
 
+    /// Records in the `frames` trace whether the transmission awaiting a
+    /// response got it.
+    fn mac_answer(&mut self, node: NodeId, outcome: TxOutcome) {
+        if let Some(row) = self.nodes[node.index()].mac.awaiting_row.take() {
+            self.trace.frames.set_outcome(row, outcome);
+        }
+    }
+
+    /// Notes the `frames` row of a unicast data, management or RTS frame
+    /// just sent, whose outcome the ACK or CTS (or its absence) decides.
+    pub(crate) fn mac_sent(&mut self, node: NodeId, frame: &Frame, row: usize) {
+        if matches!(frame.dst, Dst::Node(_)) && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts) {
+            self.nodes[node.index()].mac.awaiting_row = Some(row);
+        }
+    }
+
+    /// Station `node` heard a beacon from `ap`: an environment-aware AP's
+    /// beacon carries its map, which the station's controller for the AP
+    /// takes as a hint if it is set to.
+    pub(crate) fn mac_beacon_hint(&mut self, node: NodeId, ap: NodeId) {
+        let Some(map) = self.nodes[ap.index()].mac.cfg.rate.advertised_map().cloned() else { return };
+        let mac = &mut self.nodes[node.index()].mac;
+        if matches!(&mac.cfg.rate, RateControlSpec::EnvAware(p) if p.beacon_hints) {
+            mac.rate_control(ap).beacon_hint(&map);
+        }
+    }
+
     /// The current attempt got no response.
     fn mac_attempt_failed(&mut self, now: SimTime, node: NodeId) {
+        self.mac_answer(node, TxOutcome::Unacked);
         let mac = &mut self.nodes[node.index()].mac;
         mac.waiting = Waiting::None;
         mac.timeout_deferred = false;

@@ -128,6 +128,7 @@ pub(crate) mod testing {
     //! probability `p[i]`.
 
     use super::super::{RateControl, RetryChain, TxRequest, TxStatus};
+    use crate::mobility::Vec2;
     use crate::phy::mode::Mode;
     use crate::rng::Stream;
     use crate::units::{Db, Dbm, SimTime};
@@ -142,6 +143,9 @@ pub(crate) mod testing {
         pub bytes: u32,
         pub rssi: Option<Dbm>,
         pub mean_snr: Db,
+        pub tx_power: Dbm,
+        pub position: Vec2,
+        pub peer_position: Option<Vec2>,
     }
 
     impl Channel {
@@ -155,11 +159,22 @@ pub(crate) mod testing {
                 bytes: 1528,
                 rssi: None,
                 mean_snr: Db(30.0),
+                tx_power: Dbm(15.0),
+                position: Vec2::default(),
+                peer_position: None,
             }
         }
 
         pub fn request(&self) -> TxRequest {
-            TxRequest { now: self.now, bytes: self.bytes, rssi: self.rssi, mean_snr: self.mean_snr }
+            TxRequest {
+                now: self.now,
+                bytes: self.bytes,
+                rssi: self.rssi,
+                mean_snr: self.mean_snr,
+                tx_power: self.tx_power,
+                position: self.position,
+                peer_position: self.peer_position,
+            }
         }
 
         /// Sends one frame: asks for a chain, walks it against the channel,

@@ -34,18 +34,31 @@ mod tests {
     use super::super::Stage;
     use super::*;
     use crate::phy::mode::Standard;
-    use crate::units::{Bitrate, Db, SimTime};
+    use crate::mobility::Vec2;
+    use crate::units::{Bitrate, Db, Dbm, SimTime};
 
     fn chain(tries: &[(u64, u8)]) -> RetryChain {
         let g = Standard::G;
         RetryChain { stages: tries.iter().map(|&(r, t)| Stage { mode: g.mode(Bitrate(r * 1_000_000)).unwrap(), tries: t }).collect() }
     }
 
+    fn req(bytes: u32) -> TxRequest {
+        TxRequest {
+            now: SimTime::ZERO,
+            bytes,
+            rssi: None,
+            mean_snr: Db(30.0),
+            tx_power: Dbm(15.0),
+            position: Vec2::default(),
+            peer_position: None,
+        }
+    }
+
     #[test]
     fn picks_the_short_or_long_chain_by_frame_size() {
         let mut f = Fixed::new(chain(&[(54, 7)]), chain(&[(54, 4)]), 1000);
-        assert_eq!(f.retry_chain(&TxRequest { now: SimTime::ZERO, bytes: 1000, rssi: None, mean_snr: Db(30.0) }).total_tries(), 7);
-        assert_eq!(f.retry_chain(&TxRequest { now: SimTime::ZERO, bytes: 1001, rssi: None, mean_snr: Db(30.0) }).total_tries(), 4);
+        assert_eq!(f.retry_chain(&req(1000)).total_tries(), 7);
+        assert_eq!(f.retry_chain(&req(1001)).total_tries(), 4);
     }
 
     #[test]

@@ -65,19 +65,23 @@ impl Ideal {
     }
 }
 
+/// The chain `[r × t0, r−1 × t1, lowest × t2]` with consecutive stages at
+/// the same rate merged (at the lowest rate `[lowest × (t0+t1+t2)]`).
+pub(crate) fn rate_lower_lowest(modes: &[Mode], r: usize, [t0, t1, t2]: [u8; 3]) -> RetryChain {
+    let mut stages = [(r, t0), (r.saturating_sub(1), t1), (0, t2)];
+    for k in (1..stages.len()).rev() {
+        if stages[k].0 == stages[k - 1].0 {
+            stages[k - 1].1 = stages[k - 1].1.saturating_add(stages[k].1);
+            stages[k].1 = 0;
+        }
+    }
+    chain_of(modes, &stages)
+}
+
 impl RateControl for Ideal {
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain {
         let r = self.pick(req.mean_snr, req.bytes);
-        let [t0, t1, t2] = self.params.tries;
-        let mut stages = [(r, t0), (r.saturating_sub(1), t1), (0, t2)];
-        // Merge consecutive stages at the same rate.
-        for k in (1..stages.len()).rev() {
-            if stages[k].0 == stages[k - 1].0 {
-                stages[k - 1].1 = stages[k - 1].1.saturating_add(stages[k].1);
-                stages[k].1 = 0;
-            }
-        }
-        chain_of(self.modes, &stages)
+        rate_lower_lowest(self.modes, r, self.params.tries)
     }
 
     fn report(&mut self, _status: &TxStatus) {}

@@ -13,12 +13,14 @@
 //! | `Rraa`       | 54 Mbps                           | RRAA's own per-attempt prediction, 7 tries   |
 //! | `Minstrel`   | lowest (1 Mbps) until first stats | `[max_tp, max_tp2, max_prob, lowest]`        |
 //! | `Ideal`      | what the true mean SNR supports   | `[r ×4, r−1 ×2, lowest ×2]`                  |
+//! | `EnvAware`   | the map's rate at the client's position, else lowest | `[r ×4, r−1 ×2, lowest ×2]` |
 //!
 //! Initial rates of SampleRate, Onoe, AMRR and RRAA are those of Hadaller et
 //! al. (2007), Table 5.
 
 mod amrr;
 mod common;
+mod envaware;
 mod fixed;
 mod ideal;
 mod minstrel;
@@ -27,6 +29,7 @@ mod rraa;
 mod samplerate;
 
 pub use amrr::{Amrr, AmrrParams};
+pub use envaware::{EnvAware, EnvAwareParams, SnrMap};
 pub use fixed::Fixed;
 pub use ideal::{Ideal, IdealParams};
 pub use minstrel::{Minstrel, MinstrelParams};
@@ -34,9 +37,11 @@ pub use onoe::{Onoe, OnoeParams};
 pub use rraa::{Rraa, RraaParams, Thresholds as RraaThresholds};
 pub use samplerate::{SamplePick, SampleRate, SampleRateParams};
 
+use crate::mobility::Vec2;
 use crate::phy::mode::Mode;
 use crate::rng::Stream;
 use crate::units::{Db, Dbm, SimTime};
+use std::sync::Arc;
 
 /// Most stages a retry chain can have (the Atheros descriptor has four).
 pub const MAX_STAGES: usize = 4;
@@ -83,6 +88,27 @@ pub struct TxRequest {
     /// The link's true mean SNR now (path loss and shadowing, no fading):
     /// an oracle only the `Ideal` algorithm may use.
     pub mean_snr: Db,
+    /// This node's transmit power.
+    pub tx_power: Dbm,
+    /// This node's own position (its GPS).
+    pub position: Vec2,
+    /// The position the receiver carried in the last frame heard from it,
+    /// if any (environment-aware selection assumes clients send their GPS
+    /// position in their frames).
+    pub peer_position: Option<Vec2>,
+}
+
+/// A frame heard intact from the peer of a link (unicast to this node):
+/// what it tells an algorithm that learns from receptions.
+#[derive(Clone, Copy, Debug)]
+pub struct RxObservation {
+    pub now: SimTime,
+    /// SNR of the frame (received power over the noise floor).
+    pub snr: Db,
+    /// The sender's transmit power, as its frame carried it.
+    pub peer_tx_power: Dbm,
+    /// The sender's position, as its frame carried it.
+    pub peer_position: Vec2,
 }
 
 /// What the MAC tells rate control when a frame's chain has finished.
@@ -100,6 +126,9 @@ pub struct TxStatus {
 pub trait RateControl {
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain;
     fn report(&mut self, status: &TxStatus);
+    /// A frame from the peer arrived intact; only algorithms that learn from
+    /// receptions (environment-aware) use it.
+    fn observe(&mut self, _obs: &RxObservation) {}
 }
 
 /// The implemented algorithms.
@@ -112,6 +141,7 @@ pub enum RateControlKind {
     Rraa(Rraa),
     Minstrel(Minstrel),
     Ideal(Ideal),
+    EnvAware(EnvAware),
 }
 
 macro_rules! dispatch {
@@ -124,6 +154,7 @@ macro_rules! dispatch {
             RateControlKind::Rraa($rc) => $e,
             RateControlKind::Minstrel($rc) => $e,
             RateControlKind::Ideal($rc) => $e,
+            RateControlKind::EnvAware($rc) => $e,
         }
     };
 }
@@ -134,6 +165,28 @@ impl RateControl for RateControlKind {
     }
     fn report(&mut self, status: &TxStatus) {
         dispatch!(self, rc => rc.report(status))
+    }
+    fn observe(&mut self, obs: &RxObservation) {
+        dispatch!(self, rc => rc.observe(obs))
+    }
+}
+
+impl RateControlKind {
+    /// What an environment-aware controller observed this pass; `None` for
+    /// the other algorithms.
+    pub fn observed_map(&self) -> Option<&SnrMap> {
+        match self {
+            RateControlKind::EnvAware(e) => Some(e.observed()),
+            _ => None,
+        }
+    }
+
+    /// Hands a map an AP advertised in its beacon to an environment-aware
+    /// controller (which uses it if it takes hints); others ignore it.
+    pub fn beacon_hint(&mut self, map: &Arc<SnrMap>) {
+        if let RateControlKind::EnvAware(e) = self {
+            e.hint(Arc::clone(map));
+        }
     }
 }
 
@@ -150,6 +203,7 @@ pub enum RateControlSpec {
     Rraa(RraaParams),
     Minstrel(MinstrelParams),
     Ideal(IdealParams),
+    EnvAware(EnvAwareParams),
 }
 
 impl RateControlSpec {
@@ -163,6 +217,24 @@ impl RateControlSpec {
             RateControlSpec::Rraa(_) => "rraa",
             RateControlSpec::Minstrel(_) => "minstrel",
             RateControlSpec::Ideal(_) => "ideal",
+            RateControlSpec::EnvAware(_) => "environment-aware",
+        }
+    }
+
+    /// The map an environment-aware controller starts a pass from.
+    pub fn prior_map(&self) -> Option<&Arc<SnrMap>> {
+        match self {
+            RateControlSpec::EnvAware(p) => Some(&p.map),
+            _ => None,
+        }
+    }
+
+    /// The map an environment-aware AP advertises in its beacons (not a
+    /// station's, which takes hints instead of learning).
+    pub fn advertised_map(&self) -> Option<&Arc<SnrMap>> {
+        match self {
+            RateControlSpec::EnvAware(p) if !p.beacon_hints => Some(&p.map),
+            _ => None,
         }
     }
 
@@ -180,6 +252,7 @@ impl RateControlSpec {
             RateControlSpec::Rraa(p) => RateControlKind::Rraa(Rraa::new(modes, p.clone())),
             RateControlSpec::Minstrel(p) => RateControlKind::Minstrel(Minstrel::new(modes, p.clone(), rng)),
             RateControlSpec::Ideal(p) => RateControlKind::Ideal(Ideal::new(modes, p.clone())),
+            RateControlSpec::EnvAware(p) => RateControlKind::EnvAware(EnvAware::new(modes, p.clone())),
         }
     }
 }
@@ -218,6 +291,8 @@ mod tests {
         assert!(firsts.iter().filter(|&&r| r == 1.0).count() >= 15, "{firsts:?}");
         assert_eq!(first_rate(&RateControlSpec::Ideal(IdealParams::default()), None, 40.0), 54.0);
         assert_eq!(first_rate(&RateControlSpec::Ideal(IdealParams::default()), None, -5.0), 1.0);
+        // Environment-aware without a map: the lowest rate (with one, see envaware.rs).
+        assert_eq!(first_rate(&RateControlSpec::EnvAware(EnvAwareParams::default()), Some(-40.0), 40.0), 1.0);
     }
 
     #[test]
@@ -229,6 +304,7 @@ mod tests {
             RateControlSpec::Rraa(RraaParams::default()),
             RateControlSpec::Minstrel(MinstrelParams::default()),
             RateControlSpec::Ideal(IdealParams::default()),
+            RateControlSpec::EnvAware(EnvAwareParams::default()),
         ];
         for standard in Standard::ALL {
             let modes = standard.modes();
