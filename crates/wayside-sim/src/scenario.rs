@@ -7,9 +7,9 @@
 use crate::apps::ip::{AppConfig, AppKind, AppStart};
 use crate::apps::{SourceConfig, SourceKind};
 use crate::mac::mgmt::{DriverProfile, MgmtConfig};
-use crate::net::{ArpProfile, WiredLink};
+use crate::net::{ArpConfig, ArpProfile, WiredLink};
 use crate::sim::NodeRole;
-use crate::transport::tcp::TcpProfile;
+use crate::transport::tcp::{TcpConfig, TcpProfile};
 use crate::channel::{ChannelConfig, FadingKind, PathLoss};
 use crate::event::NodeId;
 use crate::mac::{Dst, MacConfig};
@@ -660,8 +660,14 @@ pub struct NodeSection {
     /// TCP behaviour: linux-2.6, linux-modern or windows-xp.
     #[serde(default = "default_tcp")]
     pub tcp: String,
+    /// Overrides of the TCP profile's timers (Hadaller et al. 2007 §7.3 (e), (f)).
+    #[serde(default)]
+    pub tcp_params: TcpParams,
     #[serde(default = "default_arp")]
     pub arp: ArpName,
+    /// Replaces the ARP profile's retransmission timeout (§7.3 (c)).
+    #[serde(default)]
+    pub arp_retransmit: Option<TimeQ>,
     /// This node's transmit queue, frames (default: mac.queue_limit).
     #[serde(default)]
     pub queue_limit: Option<u64>,
@@ -674,6 +680,76 @@ pub struct NodeSection {
     /// This node's rate control (default: the [mac] section's).
     #[serde(default)]
     pub rate_control: Option<RateControlSection>,
+}
+
+/// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
+/// replaces one value of the node's TCP profile.
+#[derive(Deserialize, Debug, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct TcpParams {
+    /// RTO before the first RTT sample; also the SYN retransmission timeout.
+    #[serde(default)]
+    pub initial_rto: Option<TimeQ>,
+    #[serde(default)]
+    pub min_rto: Option<TimeQ>,
+    #[serde(default)]
+    pub max_rto: Option<TimeQ>,
+    /// Most doublings of the RTO in a row; 0: no exponential backoff.
+    #[serde(default)]
+    pub backoff_limit: Option<u32>,
+    #[serde(default)]
+    pub syn_retries: Option<u32>,
+    #[serde(default)]
+    pub data_retries: Option<u32>,
+}
+
+impl TcpParams {
+    fn validate(&self, key: &str) -> Result<(), ScenarioError> {
+        let time = |k: &str, t: Option<TimeQ>, lo: f64, hi: f64, allowed: &str| match t {
+            Some(t) => check_range(&format!("{key}.{k}"), t.0, &format!("{} s", t.0), lo, hi, allowed),
+            None => Ok(()),
+        };
+        time("initial_rto", self.initial_rto, 1e-3, 600.0, "1 ms to 600 s")?;
+        time("min_rto", self.min_rto, 1e-3, 600.0, "1 ms to 600 s")?;
+        time("max_rto", self.max_rto, 1e-3, 3600.0, "1 ms to 1 h")?;
+        if let (Some(lo), Some(hi)) = (self.min_rto, self.max_rto) {
+            if lo.0 > hi.0 {
+                return err(format!("{key}.min_rto: {} s is above max_rto ({} s)", lo.0, hi.0));
+            }
+        }
+        for (k, v) in [("backoff_limit", self.backoff_limit), ("syn_retries", self.syn_retries), ("data_retries", self.data_retries)] {
+            if let Some(v) = v {
+                check_range(&format!("{key}.{k}"), v as f64, &v.to_string(), 0.0, 100.0, "0 to 100")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `cfg` with these overrides.
+    fn apply(&self, mut cfg: TcpConfig) -> TcpConfig {
+        if let Some(t) = self.initial_rto {
+            cfg.initial_rto = t.time();
+        }
+        if let Some(t) = self.min_rto {
+            cfg.min_rto = t.time();
+        }
+        if let Some(t) = self.max_rto {
+            cfg.max_rto = t.time();
+        }
+        if let Some(n) = self.backoff_limit {
+            cfg.backoff_limit = n;
+        }
+        if let Some(n) = self.syn_retries {
+            cfg.syn_retries = n;
+        }
+        if let Some(n) = self.data_retries {
+            cfg.data_retries = n;
+        }
+        if cfg.min_rto > cfg.max_rto {
+            cfg.max_rto = cfg.min_rto;
+        }
+        cfg
+    }
 }
 
 fn independent() -> RoleName {
@@ -1036,6 +1112,10 @@ impl Scenario {
                 standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
             }
             n.tcp.parse::<TcpProfile>().map_err(|e| ScenarioError(format!("{}: {e}", key("tcp"))))?;
+            n.tcp_params.validate(&key("tcp_params"))?;
+            if let Some(t) = n.arp_retransmit {
+                check_range(&key("arp_retransmit"), t.0, &format!("{} s", t.0), 1e-3, 60.0, "1 ms to 60 s")?;
+            }
             if let Some(rc) = &n.rate_control {
                 rc.validate(&key("rate_control"))?;
             }
@@ -1274,14 +1354,18 @@ impl Scenario {
                         RoleName::Sta => NodeRole::Sta,
                     },
                     channel: n.channel.unwrap_or(channel_no),
-                    tcp: n.tcp.parse::<TcpProfile>().expect("validated").config(),
+                    tcp: n.tcp_params.apply(n.tcp.parse::<TcpProfile>().expect("validated").config()),
                     queue_limit: n.queue_limit.map_or(self.mac.queue_limit, |q| q) as usize,
                     dhcp: n.dhcp,
                     dhcp_server: n.dhcp_server,
                     rate_control: n.rate_control.as_ref().map(|rc| rc.spec(radio.error_model)),
-                    arp: match n.arp {
-                        ArpName::Linux => ArpProfile::Linux,
-                        ArpName::WindowsXp => ArpProfile::WindowsXp,
+                    arp: {
+                        let profile = match n.arp {
+                            ArpName::Linux => ArpProfile::Linux,
+                            ArpName::WindowsXp => ArpProfile::WindowsXp,
+                        };
+                        let cfg = profile.config();
+                        ArpConfig { retransmit: n.arp_retransmit.map_or(cfg.retransmit, |t| t.time()), ..cfg }
                     },
                 });
             }

@@ -52,7 +52,7 @@ pub struct NodeConfig {
     /// Operating channel (an AP's; a station's until it scans).
     pub channel: u32,
     pub tcp: TcpConfig,
-    pub arp: crate::net::ArpProfile,
+    pub arp: crate::net::ArpConfig,
     /// Transmit queue limit, frames.
     pub queue_limit: usize,
     /// Get an address by DHCP after association (stations only).

@@ -20,6 +20,10 @@
 //!   stays about 3.5 s, during which no new request is sent and one packet
 //!   waits (Zahn et al. 2009, §5.1).
 //!
+//! A node's `arp_retransmit` replaces its profile's retransmission timeout
+//! (for `windows-xp`: how long the failed entry is held) — Hadaller et al.
+//! (2007) §7.3 (c), "reducing the ARP timeout".
+//!
 //! Resolved entries do not expire within a run.
 //!
 //! Addresses are static unless a station has `dhcp = true` ([`dhcp`]).
@@ -98,24 +102,24 @@ pub enum ArpProfile {
 }
 
 impl ArpProfile {
-    fn requests(self) -> u32 {
+    /// The profile's timers and limits.
+    pub fn config(self) -> ArpConfig {
         match self {
-            ArpProfile::Linux => 3,
-            ArpProfile::WindowsXp => 1,
+            ArpProfile::Linux => ArpConfig { requests: 3, retransmit: SimTime::from_ms(1000), queue: 3 },
+            ArpProfile::WindowsXp => ArpConfig { requests: 1, retransmit: SimTime::from_ms(3500), queue: 1 },
         }
     }
-    fn retransmit(self) -> SimTime {
-        match self {
-            ArpProfile::Linux => SimTime::from_ms(1000),
-            ArpProfile::WindowsXp => SimTime::from_ms(3500),
-        }
-    }
-    fn queue(self) -> usize {
-        match self {
-            ArpProfile::Linux => 3,
-            ArpProfile::WindowsXp => 1,
-        }
-    }
+}
+
+/// ARP behaviour of one node (see [`ArpProfile`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArpConfig {
+    /// Requests sent before the entry fails.
+    pub requests: u32,
+    /// Time between requests (and after the last, before the entry fails).
+    pub retransmit: SimTime,
+    /// Packets that wait for the answer; older ones are dropped.
+    pub queue: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -158,7 +162,7 @@ impl WiredLink {
 /// A node's network layer.
 #[derive(Clone, Debug)]
 pub struct NetStack {
-    pub arp_profile: ArpProfile,
+    pub arp_cfg: ArpConfig,
     arp: Vec<ArpEntry>,
     /// Indices of this node's wired links.
     pub wired: Vec<usize>,
@@ -169,8 +173,8 @@ pub struct NetStack {
 }
 
 impl NetStack {
-    pub fn new(arp_profile: ArpProfile, radio: bool, dhcp: Option<DhcpClient>) -> Self {
-        NetStack { arp_profile, arp: Vec::new(), wired: Vec::new(), radio, dhcp }
+    pub fn new(arp_cfg: ArpConfig, radio: bool, dhcp: Option<DhcpClient>) -> Self {
+        NetStack { arp_cfg, arp: Vec::new(), wired: Vec::new(), radio, dhcp }
     }
 }
 
@@ -253,7 +257,7 @@ impl World {
 
     /// Sends over the air to `hop` once ARP has resolved it.
     fn arp_send(&mut self, now: SimTime, node: NodeId, hop: NodeId, p: Packet) {
-        let profile = self.nodes[node.index()].net.arp_profile;
+        let profile = self.nodes[node.index()].net.arp_cfg;
         let arp = &mut self.nodes[node.index()].net.arp;
         let i = match arp.iter().position(|e| e.peer == hop) {
             Some(i) => i,
@@ -267,7 +271,7 @@ impl World {
             ArpState::Pending { requests, waiting } => {
                 let first = *requests == 0;
                 waiting.push_back(p);
-                if waiting.len() > profile.queue() {
+                if waiting.len() > profile.queue {
                     waiting.pop_front();
                 }
                 if first {
@@ -278,7 +282,7 @@ impl World {
     }
 
     fn arp_request(&mut self, now: SimTime, node: NodeId, hop: NodeId) {
-        let profile = self.nodes[node.index()].net.arp_profile;
+        let profile = self.nodes[node.index()].net.arp_cfg;
         let entry = self.nodes[node.index()].net.arp.iter_mut().find(|e| e.peer == hop).expect("arp entry");
         let ArpState::Pending { requests, .. } = &mut entry.state else { return };
         *requests += 1;
@@ -289,16 +293,16 @@ impl World {
         let p = Packet::new(node, hop, Body::Arp { op: ArpOp::Request });
         let msdu = Msdu { dst: Dst::Broadcast, bytes: ARP_BYTES + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
         self.mac_enqueue(now, node, msdu);
-        self.queue.schedule(now + profile.retransmit(), node.0, Event::Arp { node, peer: hop, generation });
+        self.queue.schedule(now + profile.retransmit, node.0, Event::Arp { node, peer: hop, generation });
     }
 
     /// ARP retransmission timer for `peer`.
     pub(crate) fn on_arp_timer(&mut self, now: SimTime, node: NodeId, peer: NodeId, generation: u32) {
-        let profile = self.nodes[node.index()].net.arp_profile;
+        let profile = self.nodes[node.index()].net.arp_cfg;
         let arp = &mut self.nodes[node.index()].net.arp;
         let Some(i) = arp.iter().position(|e| e.peer == peer && e.generation == generation) else { return };
         let ArpState::Pending { requests, .. } = &arp[i].state else { return };
-        if *requests < profile.requests() {
+        if *requests < profile.requests {
             self.arp_request(now, node, peer);
             return;
         }

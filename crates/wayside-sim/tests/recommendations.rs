@@ -1,0 +1,127 @@
+//! Hadaller et al. (2007) §7 recommendations as scenario switches: each test
+//! fails if its switch is ignored.
+
+use wayside_sim::sim::{run_scenario, RunOutput};
+use wayside_sim::trace::ConnEvent;
+
+fn run(text: &str, overrides: &[&str]) -> RunOutput {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    run_scenario(text, &o, Some(3), 0).unwrap()
+}
+
+fn events(out: &RunOutput, node: &str, ev: ConnEvent) -> Vec<(f64, f64)> {
+    let n = out.node_names.iter().position(|x| x == node).unwrap() as u32;
+    let e = &out.trace.events;
+    (0..e.len()).filter(|&i| e.node[i] == n && e.event[i] == ev as u8).map(|i| (e.time_ns[i] as f64 * 1e-9, e.value[i])).collect()
+}
+
+fn gaps(times: &[(f64, f64)]) -> Vec<f64> {
+    times.windows(2).map(|w| ((w[1].0 - w[0].0) * 1e3).round() / 1e3).collect()
+}
+
+/// A server whose SYNs never get through: the car is out of the AP's range.
+const UNREACHABLE: &str = r#"
+duration = "12 s"
+[environment]
+path_loss = "free-space"
+[radio]
+standard = "802.11g"
+[[node]]
+name = "ap"
+role = "ap"
+[[node]]
+name = "car"
+role = "sta"
+position = [100000, 0]
+[[node]]
+name = "server"
+radio = false
+[[link]]
+a = "ap"
+b = "server"
+[[app]]
+kind = "tcp-bulk"
+from = "server"
+to = "car"
+start = "1 s"
+"#;
+
+#[test]
+fn tcp_initial_rto_backoff_limit_and_max_rto_set_the_syn_schedule() {
+    let syn_times = |o: &[&str]| {
+        let out = run(UNREACHABLE, o);
+        let mut t = events(&out, "server", ConnEvent::Syn);
+        t.extend(events(&out, "server", ConnEvent::SynRetransmit));
+        t.sort_by(|a, b| a.0.total_cmp(&b.0));
+        gaps(&t)
+    };
+    // linux-2.6: 3 s, doubling.
+    assert_eq!(syn_times(&[]), vec![3.0, 6.0]);
+    assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\""]), vec![1.0, 2.0, 4.0]);
+    assert_eq!(
+        syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.backoff_limit=0"]),
+        vec![1.0; 5]
+    );
+    assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.max_rto=\"2 s\""]), vec![1.0, 2.0, 2.0, 2.0, 2.0]);
+    // syn_retries (5 for linux-2.6) ends the attempts.
+    assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.backoff_limit=0", "node.server.tcp_params.syn_retries=3"]), vec![1.0; 3]);
+}
+
+#[test]
+fn tcp_params_errors_name_the_key() {
+    for (o, want) in [
+        ("node.server.tcp_params.initial_rto=\"0 s\"", "node[2].tcp_params.initial_rto: 0 s is out of range"),
+        ("node.server.tcp_params.min_rto=\"5 s\"", "node[2].tcp_params.min_rto: 5 s is above max_rto"),
+        ("node.server.tcp_params.rto=\"1 s\"", "unknown field `rto`"),
+        ("node.server.tcp_params.backoff_limit=-1", "backoff_limit"),
+        ("node.server.arp_retransmit=\"1 h\"", "node[2].arp_retransmit: 3600 s is out of range; allowed: 1 ms to 60 s"),
+    ] {
+        let mut ov = vec![o.to_string()];
+        if o.contains("min_rto") {
+            ov.push("node.server.tcp_params.max_rto=\"1 s\"".into());
+        }
+        let e = run_scenario(UNREACHABLE, &ov, None, 0).err().unwrap_or_else(|| panic!("{o} accepted")).0;
+        assert!(e.contains(want), "{o}: {e}");
+    }
+}
+
+/// Two ad hoc nodes out of range of each other: every ARP request goes unanswered.
+const ARP_LOST: &str = r#"
+duration = "10 s"
+[environment]
+path_loss = "free-space"
+[radio]
+standard = "802.11g"
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+position = [100000, 0]
+[[app]]
+kind = "udp-cbr"
+from = "a"
+to = "b"
+payload = "100 B"
+interval = "6 s"
+start = "1 s"
+"#;
+
+#[test]
+fn arp_retransmit_sets_the_request_spacing() {
+    let linux = run(ARP_LOST, &[]);
+    let req = events(&linux, "a", ConnEvent::ArpRequest);
+    assert_eq!(gaps(&req[..3]), vec![1.0, 1.0]);
+    let failed = events(&linux, "a", ConnEvent::ArpFailed);
+    assert!((failed[0].0 - req[2].0 - 1.0).abs() < 1e-6);
+    let tuned = run(ARP_LOST, &["node.a.arp_retransmit=\"200 ms\""]);
+    let req = events(&tuned, "a", ConnEvent::ArpRequest);
+    assert_eq!(gaps(&req[..3]), vec![0.2, 0.2]);
+    let failed = events(&tuned, "a", ConnEvent::ArpFailed);
+    assert!((failed[0].0 - req[2].0 - 0.2).abs() < 1e-6);
+    // windows-xp: one request; the failed entry is held for arp_retransmit.
+    let xp = run(ARP_LOST, &["node.a.arp=\"windows-xp\"", "node.a.arp_retransmit=\"500 ms\""]);
+    let req = events(&xp, "a", ConnEvent::ArpRequest);
+    let failed = events(&xp, "a", ConnEvent::ArpFailed);
+    assert_eq!(req.len(), 2, "{req:?}");
+    assert!((failed[0].0 - req[0].0 - 0.5).abs() < 1e-6);
+}
