@@ -238,6 +238,7 @@ fn default_bandwidth() -> RateQ {
 pub enum AppKindName {
     TcpBulk,
     UdpCbr,
+    RequestResponse,
 }
 
 /// An application over IP.
@@ -269,10 +270,28 @@ pub struct AppSection {
     /// udp-cbr: wait for room in the sender's MAC queue instead of losing datagrams.
     #[serde(default)]
     pub blocking: bool,
+    /// request-response: bytes the client sends per exchange.
+    #[serde(default)]
+    pub request: Option<SizeQ>,
+    /// request-response: bytes the server answers each request with.
+    #[serde(default)]
+    pub response: Option<SizeQ>,
+    /// request-response: exchanges to make; default without end.
+    #[serde(default)]
+    pub exchanges: Option<u64>,
+    /// request-response: time between the server's multicast triggers.
+    #[serde(default)]
+    pub trigger_interval: Option<TimeQ>,
+    /// request-response: the trigger datagram's payload.
+    #[serde(default)]
+    pub trigger_size: Option<SizeQ>,
     /// false: defined but not run (scenarios with several experiment variants).
     #[serde(default = "yes")]
     pub enabled: bool,
 }
+
+/// request-response: the trigger's payload unless `trigger_size` is given.
+const DEFAULT_TRIGGER_BYTES: u32 = 32;
 
 fn default_port() -> u16 {
     5001
@@ -680,6 +699,9 @@ pub struct NodeSection {
     /// This node's rate control (default: the [mac] section's).
     #[serde(default)]
     pub rate_control: Option<RateControlSection>,
+    /// An AP that splits the TCP connections it forwards (I-TCP; Hadaller et al. 2007 §7.3).
+    #[serde(default)]
+    pub split_tcp: bool,
 }
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
@@ -1119,6 +1141,9 @@ impl Scenario {
             if let Some(rc) = &n.rate_control {
                 rc.validate(&key("rate_control"))?;
             }
+            if n.split_tcp && n.role != RoleName::Ap {
+                return err(format!("{}: only an access point (role = \"ap\") splits TCP", key("split_tcp")));
+            }
             if n.dhcp && n.role != RoleName::Sta {
                 return err(format!("{}: only a station (role = \"sta\") gets its address by DHCP", key("dhcp")));
             }
@@ -1166,10 +1191,43 @@ impl Scenario {
             }
             let sd = a.start_delay.0;
             check_range(&key("start_delay"), sd, &format!("{sd} s"), 0.0, 3600.0, "0 s to 1 h")?;
+            let rr_keys = [
+                ("request", a.request.is_some()),
+                ("response", a.response.is_some()),
+                ("exchanges", a.exchanges.is_some()),
+                ("trigger_interval", a.trigger_interval.is_some()),
+                ("trigger_size", a.trigger_size.is_some()),
+            ];
+            if a.kind != AppKindName::RequestResponse {
+                if let Some((k, _)) = rr_keys.iter().find(|(_, given)| *given) {
+                    return err(format!("{}: only used with kind = \"request-response\"", key(k)));
+                }
+            }
             match a.kind {
                 AppKindName::TcpBulk => {
                     if a.payload.is_some() || a.interval.is_some() {
                         return err(format!("{}: payload and interval are for kind = \"udp-cbr\"", key("kind")));
+                    }
+                }
+                AppKindName::RequestResponse => {
+                    let (Some(rq), Some(rs)) = (a.request, a.response) else {
+                        return err(format!("{}: kind = \"request-response\" needs request and response (sizes, e.g. \"1 kB\")", key("kind")));
+                    };
+                    check_range(&key("request"), rq.0, &format!("{} B", rq.0), 1.0, 1e9, "1 B to 1 GB")?;
+                    check_range(&key("response"), rs.0, &format!("{} B", rs.0), 1.0, 1e9, "1 B to 1 GB")?;
+                    if let Some(n) = a.exchanges {
+                        check_range(&key("exchanges"), n as f64, &n.to_string(), 1.0, 1e9, "1 to 1000000000")?;
+                    }
+                    if let Some(t) = a.trigger_interval {
+                        check_range(&key("trigger_interval"), t.0, &format!("{} s", t.0), 1e-3, 3600.0, "1 ms to 1 h")?;
+                    }
+                    if let Some(b) = a.trigger_size {
+                        check_range(&key("trigger_size"), b.0, &format!("{} B", b.0), 1.0, 1472.0, "1 B to 1472 B (one 1500-byte IP packet)")?;
+                    }
+                    for (k, given) in [("payload", a.payload.is_some()), ("interval", a.interval.is_some()), ("bytes", a.bytes.is_some()), ("blocking", a.blocking)] {
+                        if given {
+                            return err(format!("{}: not used with kind = \"request-response\" (use request, response, exchanges, trigger_interval)", key(k)));
+                        }
                     }
                 }
                 AppKindName::UdpCbr => {
@@ -1359,6 +1417,7 @@ impl Scenario {
                     dhcp: n.dhcp,
                     dhcp_server: n.dhcp_server,
                     rate_control: n.rate_control.as_ref().map(|rc| rc.spec(radio.error_model)),
+                    split_tcp: n.split_tcp,
                     arp: {
                         let profile = match n.arp {
                             ArpName::Linux => ArpProfile::Linux,
@@ -1427,6 +1486,13 @@ impl Scenario {
                     AppKindName::UdpCbr => AppKind::UdpCbr {
                         payload: a.payload.expect("validated").0 as u32,
                         interval: a.interval.expect("validated").time(),
+                    },
+                    AppKindName::RequestResponse => AppKind::RequestResponse {
+                        request: a.request.expect("validated").0 as u64,
+                        response: a.response.expect("validated").0 as u64,
+                        exchanges: a.exchanges.unwrap_or(u64::MAX),
+                        trigger: a.trigger_size.map_or(DEFAULT_TRIGGER_BYTES, |b| b.0 as u32),
+                        trigger_interval: a.trigger_interval.map_or(SimTime::from_ms(1000), |t| t.time()),
                     },
                 },
                 from: id(&a.from),

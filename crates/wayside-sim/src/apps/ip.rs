@@ -1,8 +1,9 @@
-//! Applications over IP: a bulk TCP sender (iperf-like) and a constant
-//! bit rate UDP sender (rtpsend-like, with every arrival logged at the
-//! receiver as rtpspy does). Either starts at a fixed time or when its
-//! endpoints associate, after an application start delay (Hadaller et al.
-//! §6.2.3: the AP's script launched iperf 1–2 s after association).
+//! Applications over IP: a bulk TCP sender (iperf-like), a constant bit rate
+//! UDP sender (rtpsend-like, with every arrival logged at the receiver as
+//! rtpspy does) and a request-response exchange started by a multicast
+//! trigger (tcpx-like, [`super::reqresp`]). Each starts at a fixed time or
+//! when its endpoints associate, after an application start delay (Hadaller
+//! et al. §6.2.3: the AP's script launched iperf 1–2 s after association).
 //!
 //! A UDP sender can be `blocking`: when its node's MAC queue is full the
 //! application waits until a frame leaves instead of losing the datagram —
@@ -22,6 +23,11 @@ pub enum AppKind {
     TcpBulk { bytes: u64 },
     /// One `payload`-byte datagram every `interval`.
     UdpCbr { payload: u32, interval: SimTime },
+    /// tcpx: the sender (`from`, the server) multicasts a `trigger`-byte UDP
+    /// datagram every `trigger_interval`; the receiver (`to`, the client)
+    /// connects on hearing one and makes `exchanges` requests of `request`
+    /// bytes, each answered with `response` bytes.
+    RequestResponse { request: u64, response: u64, exchanges: u64, trigger: u32, trigger_interval: SimTime },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,16 +56,27 @@ pub struct App {
     started: bool,
     /// Waiting for room in the MAC queue.
     blocked: bool,
-    seq: u64,
+    pub(crate) seq: u64,
+    /// Request-response: the client's connection of the current session.
+    pub(crate) session: Option<usize>,
+    /// Request-response: exchanges the client has completed.
+    pub(crate) completed: u64,
 }
 
 impl World {
     pub(crate) fn add_app(&mut self, index: u32, cfg: &AppConfig) {
         let at_time = matches!(cfg.start, AppStart::At(_));
-        self.apps.push(App { cfg: cfg.clone(), scheduled: at_time, started: false, blocked: false, seq: 0 });
-        if let AppKind::TcpBulk { .. } = cfg.kind {
-            let tcp = self.nodes[cfg.to.index()].tcp.clone();
-            self.tcp_listen(cfg.to, cfg.port, tcp, index);
+        self.apps.push(App { cfg: cfg.clone(), scheduled: at_time, started: false, blocked: false, seq: 0, session: None, completed: 0 });
+        match cfg.kind {
+            AppKind::TcpBulk { .. } => {
+                let tcp = self.nodes[cfg.to.index()].tcp.clone();
+                self.tcp_listen(cfg.to, cfg.port, tcp, index);
+            }
+            AppKind::RequestResponse { .. } => {
+                let tcp = self.nodes[cfg.from.index()].tcp.clone();
+                self.tcp_listen(cfg.from, cfg.port, tcp, index);
+            }
+            AppKind::UdpCbr { .. } => {}
         }
         if let AppStart::At(t) = cfg.start {
             self.queue.schedule(t, cfg.from.0, Event::App { app: index });
@@ -112,6 +129,15 @@ impl World {
                 let p = Packet::new(cfg.from, cfg.to, Body::Udp { datagram, app: index, seq, sent: now });
                 self.net_send(now, cfg.from, p);
                 self.queue.schedule(now + interval, cfg.from.0, Event::App { app: index });
+            }
+            AppKind::RequestResponse { trigger, trigger_interval, .. } => {
+                let app = &mut self.apps[index as usize];
+                if !app.started {
+                    app.started = true;
+                    self.conn_event(now, cfg.from, cfg.to.0, ConnEvent::AppStart, 0.0);
+                }
+                self.send_trigger(now, index, trigger);
+                self.queue.schedule(now + trigger_interval, cfg.from.0, Event::App { app: index });
             }
         }
     }

@@ -27,6 +27,18 @@
 //! Resolved entries do not expire within a run.
 //!
 //! Addresses are static unless a station has `dhcp = true` ([`dhcp`]).
+//!
+//! Multicast: a packet to [`ALL_HOSTS`] (a group every host has joined, as
+//! tcpx's trigger group; Ott & Kutscher 2004, §III-A) goes out as an 802.11
+//! broadcast frame (basic rate, no ACK, no retry, no ARP) from a node with a
+//! radio, and over every wired link from the host that sent it. A receiver
+//! takes it if it runs an application of that group (see
+//! [`World::multicast_member`]); an AP passes group packets from its wired
+//! side on to the air, but not from the air to the wire, and a station takes
+//! them only from the AP it is associated with.
+//!
+//! An AP with `split_tcp` terminates TCP connections it forwards
+//! ([`crate::apps::split`]).
 
 pub mod dhcp;
 
@@ -73,6 +85,10 @@ pub struct Packet {
     pub ttl: u8,
     pub body: Body,
 }
+
+/// The multicast group every application trigger is sent to (stands for an
+/// IPv4 group address; traces show it as peer `u32::MAX`, like broadcast).
+pub const ALL_HOSTS: NodeId = NodeId(u32::MAX);
 
 /// The initial TTL of every packet (Linux and Windows XP default).
 pub const DEFAULT_TTL: u8 = 64;
@@ -233,6 +249,10 @@ impl World {
     /// Sends (or forwards) packet `id` from `node` towards its destination.
     /// Packets without a route are dropped.
     pub(crate) fn net_send(&mut self, now: SimTime, node: NodeId, mut p: Packet) {
+        if p.dst == ALL_HOSTS {
+            self.multicast_send(now, node, p, p.src == node);
+            return;
+        }
         if p.dst == node {
             self.transport_rx(now, node, p);
             return;
@@ -247,6 +267,41 @@ impl World {
             Some(Route::Wired(link)) => self.wire_send(now, node, link, p),
             Some(Route::Wireless(hop)) => self.arp_send(now, node, hop, p),
             None => {}
+        }
+    }
+
+    /// A group packet at `node`, sent here (`local`) or arrived over a wire:
+    /// out on the air as a broadcast frame, and, if sent here, over every wired link.
+    fn multicast_send(&mut self, now: SimTime, node: NodeId, p: Packet, local: bool) {
+        let n = &self.nodes[node.index()];
+        let on_air = n.net.radio && self.addressed(node) && (!matches!(n.role, Role::Sta(_)) || n.role.associated_ap().is_some());
+        if on_air {
+            let msdu = Msdu { dst: Dst::Broadcast, bytes: p.bytes() + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
+            self.mac_enqueue(now, node, msdu);
+        }
+        if local {
+            for link in self.nodes[node.index()].net.wired.clone() {
+                self.wire_send(now, node, link, p);
+            }
+        }
+    }
+
+    /// A group packet arrived at `node` (over the air if `from_air`).
+    fn multicast_rx(&mut self, now: SimTime, node: NodeId, p: Packet, from_air: bool) {
+        if self.multicast_member(node, &p) {
+            self.transport_rx(now, node, p);
+        }
+        if !from_air && p.ttl > 1 {
+            self.multicast_send(now, node, Packet { ttl: p.ttl - 1, ..p }, false);
+        }
+    }
+
+    /// A packet arrived at `node` over a wired link.
+    pub(crate) fn net_rx_wired(&mut self, now: SimTime, node: NodeId, p: Packet) {
+        if p.dst == ALL_HOSTS {
+            self.multicast_rx(now, node, p, false);
+        } else if p.dst == node || !self.split_intercept(now, node, &p) {
+            self.net_send(now, node, p);
         }
     }
 
@@ -353,7 +408,20 @@ impl World {
             }
             return;
         }
-        self.net_send(now, node, p);
+        if p.dst == ALL_HOSTS {
+            let from_bss = match &self.nodes[node.index()].role {
+                Role::Sta(_) => self.nodes[node.index()].role.associated_ap() == Some(from),
+                Role::Ap(_) => self.nodes[node.index()].role.has_station(from),
+                Role::Independent => true,
+            };
+            if from_bss {
+                self.multicast_rx(now, node, p, true);
+            }
+            return;
+        }
+        if p.dst == node || !self.split_intercept(now, node, &p) {
+            self.net_send(now, node, p);
+        }
     }
 
     fn wire_send(&mut self, now: SimTime, node: NodeId, link: usize, p: Packet) {
