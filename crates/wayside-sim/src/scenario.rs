@@ -46,6 +46,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("drive-by", include_str!("../../../scenarios/drive-by.toml")),
     ("static-lab", include_str!("../../../scenarios/static-lab.toml")),
     ("hadaller-highway", include_str!("../../../scenarios/hadaller-highway.toml")),
+    ("hadaller-highway-remote", include_str!("../../../scenarios/hadaller-highway-remote.toml")),
     ("drivethru-autobahn", include_str!("../../../scenarios/drivethru-autobahn.toml")),
 ];
 
@@ -723,6 +724,10 @@ pub struct TcpParams {
     pub syn_retries: Option<u32>,
     #[serde(default)]
     pub data_retries: Option<u32>,
+    /// Receive window (above 64 KB with window scaling); at a split-TCP AP
+    /// also the relay buffer per direction.
+    #[serde(default)]
+    pub rcv_wnd: Option<SizeQ>,
 }
 
 impl TcpParams {
@@ -738,6 +743,9 @@ impl TcpParams {
             if lo.0 > hi.0 {
                 return err(format!("{key}.min_rto: {} s is above max_rto ({} s)", lo.0, hi.0));
             }
+        }
+        if let Some(w) = self.rcv_wnd {
+            check_range(&format!("{key}.rcv_wnd"), w.0, &format!("{} B", w.0), 1024.0, 1073741824.0, "1 KiB to 1 GiB")?;
         }
         for (k, v) in [("backoff_limit", self.backoff_limit), ("syn_retries", self.syn_retries), ("data_retries", self.data_retries)] {
             if let Some(v) = v {
@@ -766,6 +774,9 @@ impl TcpParams {
         }
         if let Some(n) = self.data_retries {
             cfg.data_retries = n;
+        }
+        if let Some(w) = self.rcv_wnd {
+            cfg.rcv_wnd = w.0 as u32;
         }
         if cfg.min_rto > cfg.max_rto {
             cfg.max_rto = cfg.min_rto;
