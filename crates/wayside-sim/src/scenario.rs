@@ -251,12 +251,21 @@ pub struct AppSection {
     pub to: String,
     #[serde(default = "default_port")]
     pub port: u16,
-    /// A time (`"5 s"`) or `"on-association"`.
+    /// A time (`"5 s"`), `"on-association"` or `"on-production"`.
     #[serde(default = "default_app_start")]
     pub start: String,
-    /// With `start = "on-association"`: the application start delay.
+    /// With `start = "on-association"` or `"on-production"`: the application start delay.
     #[serde(default = "zero_time")]
     pub start_delay: TimeQ,
+    /// on-production: least fraction of the AP's beacons heard over `production_window` (default 0.9).
+    #[serde(default)]
+    pub production_ratio: Option<f64>,
+    /// on-production: the window the beacon fraction is measured over (default 1 s).
+    #[serde(default)]
+    pub production_window: Option<TimeQ>,
+    /// on-production: least filtered beacon RSSI as well (default: none).
+    #[serde(default)]
+    pub production_rssi: Option<PowerQ>,
     #[serde(default)]
     pub stop: Option<TimeQ>,
     /// tcp-bulk: bytes to send; default without end.
@@ -1195,10 +1204,31 @@ impl Scenario {
             if a.from == a.to {
                 return err(format!("{}: an application cannot send to its own node", key("to")));
             }
-            if a.start != "on-association" {
+            if a.start != "on-association" && a.start != "on-production" {
                 let t = parse_quantity(&a.start, Quantity::Time)
-                    .map_err(|e| ScenarioError(format!("{}: '{}': {e}, or \"on-association\"", key("start"), a.start)))?;
-                check_range(&key("start"), t, &a.start, 0.0, MAX_DURATION_S, "0 s to 24 h, or \"on-association\"")?;
+                    .map_err(|e| ScenarioError(format!("{}: '{}': {e}, or \"on-association\" or \"on-production\"", key("start"), a.start)))?;
+                check_range(&key("start"), t, &a.start, 0.0, MAX_DURATION_S, "0 s to 24 h, or \"on-association\" or \"on-production\"")?;
+            }
+            if a.start == "on-production" {
+                if !self.nodes.iter().any(|n| n.role == RoleName::Sta && (n.name == a.from || n.name == a.to)) {
+                    return err(format!("{}: \"on-production\" needs a station (role = \"sta\") at one end to measure its AP's beacons", key("start")));
+                }
+                if let Some(r) = a.production_ratio {
+                    check_range(&key("production_ratio"), r, &r.to_string(), 0.01, 1.0, "0.01 to 1")?;
+                }
+                if let Some(w) = a.production_window {
+                    let bi = self.management.beacon_interval.0;
+                    check_range(&key("production_window"), w.0, &format!("{} s", w.0), bi, crate::mac::mgmt::BEACON_HISTORY.as_secs_f64(), &format!("one beacon interval ({bi} s) to 10 s"))?;
+                }
+                if let Some(p) = a.production_rssi {
+                    check_range(&key("production_rssi"), p.0 .0, &format!("{} dBm", p.0 .0), -110.0, 0.0, "-110 dBm to 0 dBm")?;
+                }
+            } else {
+                for (k, given) in [("production_ratio", a.production_ratio.is_some()), ("production_window", a.production_window.is_some()), ("production_rssi", a.production_rssi.is_some())] {
+                    if given {
+                        return err(format!("{}: only used with start = \"on-production\"", key(k)));
+                    }
+                }
             }
             let sd = a.start_delay.0;
             check_range(&key("start_delay"), sd, &format!("{sd} s"), 0.0, 3600.0, "0 s to 1 h")?;
@@ -1511,6 +1541,13 @@ impl Scenario {
                 port: a.port,
                 start: if a.start == "on-association" {
                     AppStart::OnAssociation { delay: a.start_delay.time() }
+                } else if a.start == "on-production" {
+                    AppStart::OnProduction {
+                        delay: a.start_delay.time(),
+                        window: a.production_window.map_or(SimTime::from_ms(1000), |w| w.time()),
+                        ratio: a.production_ratio.unwrap_or(0.9),
+                        rssi: a.production_rssi.map(|p| p.0),
+                    }
                 } else {
                     AppStart::At(SimTime::from_secs_f64(parse_quantity(&a.start, Quantity::Time).expect("validated")))
                 },

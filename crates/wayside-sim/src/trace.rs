@@ -96,6 +96,9 @@ category!(
         TriggerHeard => "trigger-heard",
         /// Request-response client: an exchange completed (value: seconds from request to the whole response).
         Exchange => "exchange",
+        /// Station: an application waiting for the production phase may start
+        /// (value: fraction of the AP's beacons heard over the window).
+        Production => "production",
     });
 category!(
     /// Outcome of one MSDU at the MAC.

@@ -125,3 +125,55 @@ fn arp_retransmit_sets_the_request_spacing() {
     assert_eq!(req.len(), 2, "{req:?}");
     assert!((failed[0].0 - req[0].0 - 0.5).abs() < 1e-6);
 }
+
+fn frames_beacons_heard(out: &RunOutput, from: &str, at: &str, after: f64, until: f64) -> usize {
+    use wayside_sim::trace::{FrameKind, PhyEvent};
+    let (a, b) = (out.node_names.iter().position(|x| x == from).unwrap() as u32, out.node_names.iter().position(|x| x == at).unwrap() as u32);
+    let f = &out.trace.frames;
+    (0..f.len())
+        .filter(|&i| {
+            let t = f.time_ns[i] as f64 * 1e-9;
+            f.node[i] == b && f.peer[i] == a && f.event[i] == PhyEvent::Rx as u8 && f.kind[i] == FrameKind::Beacon as u8 && t > after && t <= until + 1e-9
+        })
+        .count()
+}
+
+#[test]
+fn on_production_waits_for_good_beacon_delivery() {
+    let text = wayside_sim::scenario::builtin("hadaller-highway").unwrap();
+    let base = run(text, &[]);
+    let prod = run(text, &["app.0.start=\"on-production\"", "app.0.production_ratio=1.0", "app.0.production_window=\"3 s\""]);
+    let (assoc, start) = (events(&prod, "car", ConnEvent::Associated), events(&prod, "ap", ConnEvent::AppStart));
+    let base_start = events(&base, "ap", ConnEvent::AppStart);
+    let production = events(&prod, "car", ConnEvent::Production);
+    assert_eq!(production.len(), 1);
+    assert_eq!(production[0].1, 1.0);
+    // Same association (the run seed drives both alike); production needs
+    // 30 beacons after it (29 intervals at least), and the 1.5 s start delay
+    // follows production.
+    assert_eq!(assoc, events(&base, "car", ConnEvent::Associated));
+    assert!(production[0].0 >= assoc[0].0 + 2.9 - 1e-9, "{production:?} {assoc:?}");
+    assert!((start[0].0 - production[0].0 - 1.5).abs() < 1e-6);
+    assert!(start[0].0 > base_start[0].0 + 1.5, "{start:?} {base_start:?}");
+    // The car heard all 30 beacons of the window before production.
+    assert_eq!(frames_beacons_heard(&prod, "ap", "car", production[0].0 - 3.0, production[0].0), 30);
+    // An RSSI requirement can only delay it further.
+    let strong = run(text, &["app.0.start=\"on-production\"", "app.0.production_ratio=1.0", "app.0.production_window=\"3 s\"", "app.0.production_rssi=\"-60 dBm\""]);
+    let p2 = events(&strong, "car", ConnEvent::Production);
+    assert!(p2[0].0 > production[0].0, "{p2:?} {production:?}");
+}
+
+#[test]
+fn on_production_keys_are_checked() {
+    let text = wayside_sim::scenario::builtin("hadaller-highway").unwrap();
+    for (o, want) in [
+        (vec!["app.0.production_ratio=0.5"], "app[0].production_ratio: only used with start = \"on-production\""),
+        (vec!["app.0.start=\"on-production\"", "app.0.production_ratio=1.5"], "app[0].production_ratio: 1.5 is out of range; allowed: 0.01 to 1"),
+        (vec!["app.0.start=\"on-production\"", "app.0.production_window=\"50 ms\""], "app[0].production_window: 0.05 s is out of range; allowed: one beacon interval (0.1 s) to 10 s"),
+        (vec!["app.0.start=\"on-fringe\""], "or \"on-association\" or \"on-production\""),
+    ] {
+        let ov: Vec<String> = o.iter().map(|s| s.to_string()).collect();
+        let e = run_scenario(text, &ov, None, 0).err().unwrap_or_else(|| panic!("{o:?} accepted")).0;
+        assert!(e.contains(want), "{o:?}: {e}");
+    }
+}

@@ -15,7 +15,8 @@ use crate::net::{Body, Packet};
 use crate::sim::World;
 use crate::trace::ConnEvent;
 use crate::transport::udp::Datagram;
-use crate::units::SimTime;
+use crate::mac::mgmt::Role;
+use crate::units::{Dbm, SimTime};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum AppKind {
@@ -35,6 +36,13 @@ pub enum AppStart {
     At(SimTime),
     /// When the sender and receiver become connected (association), plus a delay.
     OnAssociation { delay: SimTime },
+    /// "Avoid the fringe" (Hadaller et al. 2007, §7.1): once the station
+    /// end of the application is in the production phase — it heard at least
+    /// `ratio` of the beacons its AP sent in the last `window` since it
+    /// associated, and (if given) its filtered beacon RSSI reaches `rssi` —
+    /// plus a delay. The station measures; the AP-side end is assumed to
+    /// learn of it at once (as from a hint in the station's next frame).
+    OnProduction { delay: SimTime, window: SimTime, ratio: f64, rssi: Option<Dbm> },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -139,6 +147,35 @@ impl World {
                 self.send_trigger(now, index, trigger);
                 self.queue.schedule(now + trigger_interval, cfg.from.0, Event::App { app: index });
             }
+        }
+    }
+
+    /// Station `sta` heard a beacon from its AP `ap`: start the applications
+    /// waiting for the production phase whose condition now holds.
+    pub(crate) fn apps_beacon(&mut self, now: SimTime, sta: NodeId, ap: NodeId) {
+        if !self.addressed(sta) {
+            return;
+        }
+        let Role::Sta(station) = &self.nodes[sta.index()].role else { return };
+        let interval = self.mgmt.beacon_interval;
+        let mut start = Vec::new();
+        for (i, a) in self.apps.iter().enumerate() {
+            let AppStart::OnProduction { delay, window, ratio, rssi } = a.cfg.start else { continue };
+            if a.scheduled || (a.cfg.from != sta && a.cfg.to != sta) {
+                continue;
+            }
+            let expected = (window.as_ns() / interval.as_ns()).max(1);
+            let heard = station.beacons_after(now.saturating_sub(window)) as u64;
+            let strong = rssi.is_none_or(|r| station.filtered_rssi(ap).is_some_and(|f| f.0 >= r.0));
+            if heard as f64 >= ratio * expected as f64 && strong {
+                start.push((i, delay, heard as f64 / expected as f64));
+            }
+        }
+        for (i, delay, measured) in start {
+            self.apps[i].scheduled = true;
+            self.conn_event(now, sta, ap.0, ConnEvent::Production, measured);
+            let from = self.apps[i].cfg.from;
+            self.queue.schedule(now + delay, from.0, Event::App { app: i as u32 });
         }
     }
 
