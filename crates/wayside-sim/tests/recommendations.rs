@@ -177,3 +177,37 @@ fn on_production_keys_are_checked() {
         assert!(e.contains(want), "{o:?}: {e}");
     }
 }
+
+/// The RSSI of the last beacon or probe response `at` heard from
+/// `from` up to `until`, as the frames trace recorded it.
+fn last_mgmt_rssi(out: &RunOutput, from: &str, at: &str, until: f64) -> f32 {
+    use wayside_sim::trace::{FrameKind, PhyEvent};
+    let (a, b) = (out.node_names.iter().position(|x| x == from).unwrap() as u32, out.node_names.iter().position(|x| x == at).unwrap() as u32);
+    let f = &out.trace.frames;
+    let i = (0..f.len())
+        .rev()
+        .find(|&i| {
+            let kind_ok = f.kind[i] == FrameKind::Beacon as u8 || f.kind[i] == FrameKind::ProbeResp as u8;
+            f.node[i] == b && f.peer[i] == a && f.event[i] == PhyEvent::Rx as u8 && kind_ok && f.time_ns[i] as f64 * 1e-9 <= until + 1e-9
+        })
+        .unwrap();
+    f.rssi_dbm[i]
+}
+
+#[test]
+fn selection_threshold_and_rssi_filter_decide_where_the_car_selects_the_ap() {
+    let text = wayside_sim::scenario::builtin("hadaller-highway").unwrap();
+    let short = ["duration=\"70 s\""];
+    let base = run(text, &short);
+    let strict = run(text, &[short[0], "management.selection_threshold=\"-60 dBm\""]);
+    let (b, s) = (events(&base, "car", ConnEvent::ApSelected), events(&strict, "car", ConnEvent::ApSelected));
+    assert!(b[0].1 >= -71.0 && s[0].1 >= -60.0, "{b:?} {s:?}");
+    // A higher threshold is met later, nearer the AP.
+    assert!(s[0].0 > b[0].0 + 1.0, "{b:?} {s:?}");
+    // Without the filter (length 1) the selection RSSI is the last sample;
+    // with madwifi's (length 10) it is an average that differs from it.
+    let raw = run(text, &[short[0], "management.rssi_filter=1"]);
+    let r = events(&raw, "car", ConnEvent::ApSelected);
+    assert!((r[0].1 as f32 - last_mgmt_rssi(&raw, "ap", "car", r[0].0)).abs() < 1e-3, "{r:?}");
+    assert!((b[0].1 as f32 - last_mgmt_rssi(&base, "ap", "car", b[0].0)).abs() > 0.1, "{b:?}");
+}
