@@ -148,3 +148,66 @@ fn request_response_keys_are_checked() {
     let e = run_scenario(&text, &[], None, 0).err().unwrap().0;
     assert!(e.contains("app[0].kind: kind = \"request-response\" needs request and response"), "{e}");
 }
+
+/// The car leaves mid-request, its TCP gives up, and when it is back a
+/// trigger starts a new connection that carries on with the exchanges.
+const AWAY_AND_BACK: &str = r#"
+duration = "40 s"
+[environment]
+path_loss = "log-distance"
+path_loss_exponent = 4.0
+[radio]
+standard = "802.11g"
+channel = 6
+[mac]
+rate = "6 Mbps"
+[management]
+scan_channels = [6]
+scan_dwell = "50 ms"
+[[node]]
+name = "ap"
+role = "ap"
+[[node]]
+name = "car"
+role = "sta"
+position = [10, 0]
+tcp_params = { data_retries = 3 }
+mobility = { model = "waypoints", depart = "3 s", waypoints = [
+  { position = [2000, 0], speed = "200 m/s", pause = "8 s" },
+  { position = [10, 0], speed = "200 m/s" },
+] }
+[[node]]
+name = "server"
+radio = false
+[[link]]
+a = "ap"
+b = "server"
+delay = "5 ms"
+[[app]]
+kind = "request-response"
+from = "server"
+to = "car"
+request = "50 kB"
+response = "100 B"
+trigger_interval = "500 ms"
+"#;
+
+#[test]
+fn a_lost_connection_is_reopened_at_the_next_trigger() {
+    let out = run(AWAY_AND_BACK, &[]);
+    let gave_up = events(&out, "car", ConnEvent::TcpGaveUp);
+    let assoc = events(&out, "car", ConnEvent::Associated);
+    let syn = events(&out, "car", ConnEvent::Syn);
+    let heard = events(&out, "car", ConnEvent::TriggerHeard);
+    let ex = events(&out, "car", ConnEvent::Exchange);
+    assert_eq!(gave_up.len(), 1, "{gave_up:?}");
+    assert_eq!(assoc.len(), 2, "{assoc:?}");
+    assert_eq!(syn.len(), 2, "{syn:?}");
+    // The second connection opens at the first trigger after re-association.
+    let first_back = heard.iter().find(|h| h.0 > assoc[1].0).unwrap();
+    assert_eq!(syn[1].0, first_back.0);
+    // Exchanges before leaving and after coming back, none in between.
+    let before = ex.iter().filter(|e| e.0 < 3.5).count();
+    let after = ex.iter().filter(|e| e.0 > syn[1].0).count();
+    assert!(before >= 3 && after >= 3 && before + after == ex.len(), "{ex:?}");
+}
