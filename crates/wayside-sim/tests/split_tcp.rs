@@ -129,3 +129,17 @@ fn hadaller_highway_remote_keeps_hadaller_highway_settings() {
     let ap = remote["node"].as_array().unwrap().iter().find(|n| n["name"].as_str() == Some("ap")).unwrap();
     assert_eq!(ap["split_tcp"].as_bool(), Some(false));
 }
+
+#[test]
+fn split_runs_are_deterministic() {
+    let text = wayside_sim::scenario::builtin("hadaller-highway-remote").unwrap();
+    let o = ["node.ap.split_tcp=true", "duration=\"70 s\""];
+    let (a, b) = (run(text, &o), run(text, &o));
+    assert!(a.trace.tcp.len() > 1000);
+    assert_eq!(a.trace.events.time_ns, b.trace.events.time_ns);
+    assert_eq!(a.trace.events.value, b.trace.events.value);
+    assert_eq!(a.trace.transport.time_ns, b.trace.transport.time_ns);
+    assert_eq!(a.trace.transport.seq, b.trace.transport.seq);
+    assert_eq!(a.trace.tcp.cwnd, b.trace.tcp.cwnd);
+    assert_eq!(a.trace.frames.time_ns, b.trace.frames.time_ns);
+}
