@@ -211,3 +211,20 @@ fn a_lost_connection_is_reopened_at_the_next_trigger() {
     let after = ex.iter().filter(|e| e.0 > syn[1].0).count();
     assert!(before >= 3 && after >= 3 && before + after == ex.len(), "{ex:?}");
 }
+
+#[test]
+fn exchanges_cross_a_split_tcp_ap_in_both_directions() {
+    let plain = run(TCPX, &[]);
+    let split = run(TCPX, &["node.ap.split_tcp=true", "app.0.request=\"30 kB\""]);
+    let ex = events(&split, "car", ConnEvent::Exchange);
+    assert_eq!(ex.len(), 5, "{ex:?}");
+    assert_eq!(tcp_received(&split, "server"), 5 * 30_000);
+    assert_eq!(tcp_received(&split, "car"), 5 * 20_000);
+    // The AP held both halves: it sent to the car and to the server.
+    let t = &split.trace.tcp;
+    let ap = id(&split, "ap");
+    for peer in ["car", "server"] {
+        assert!((0..t.len()).any(|i| t.node[i] == ap && t.peer[i] == id(&split, peer)), "no AP sender towards {peer}");
+    }
+    assert!((0..plain.trace.tcp.len()).all(|i| plain.trace.tcp.node[i] != ap));
+}
