@@ -58,13 +58,13 @@ fn tcp_initial_rto_backoff_limit_and_max_rto_set_the_syn_schedule() {
     // linux-2.6: 3 s, doubling.
     assert_eq!(syn_times(&[]), vec![3.0, 6.0]);
     assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\""]), vec![1.0, 2.0, 4.0]);
-    assert_eq!(
-        syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.backoff_limit=0"]),
-        vec![1.0; 5]
-    );
+    assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.backoff_limit=0"]), vec![1.0; 5]);
     assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.max_rto=\"2 s\""]), vec![1.0, 2.0, 2.0, 2.0, 2.0]);
     // syn_retries (5 for linux-2.6) ends the attempts.
-    assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.backoff_limit=0", "node.server.tcp_params.syn_retries=3"]), vec![1.0; 3]);
+    assert_eq!(
+        syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.backoff_limit=0", "node.server.tcp_params.syn_retries=3"]),
+        vec![1.0; 3]
+    );
 }
 
 #[test]
@@ -158,7 +158,8 @@ fn on_production_waits_for_good_beacon_delivery() {
     // The car heard all 30 beacons of the window before production.
     assert_eq!(frames_beacons_heard(&prod, "ap", "car", production[0].0 - 3.0, production[0].0), 30);
     // An RSSI requirement can only delay it further.
-    let strong = run(text, &["app.0.start=\"on-production\"", "app.0.production_ratio=1.0", "app.0.production_window=\"3 s\"", "app.0.production_rssi=\"-60 dBm\""]);
+    let strong =
+        run(text, &["app.0.start=\"on-production\"", "app.0.production_ratio=1.0", "app.0.production_window=\"3 s\"", "app.0.production_rssi=\"-60 dBm\""]);
     let p2 = events(&strong, "car", ConnEvent::Production);
     assert!(p2[0].0 > production[0].0, "{p2:?} {production:?}");
 }
@@ -169,7 +170,10 @@ fn on_production_keys_are_checked() {
     for (o, want) in [
         (vec!["app.0.production_ratio=0.5"], "app[0].production_ratio: only used with start = \"on-production\""),
         (vec!["app.0.start=\"on-production\"", "app.0.production_ratio=1.5"], "app[0].production_ratio: 1.5 is out of range; allowed: 0.01 to 1"),
-        (vec!["app.0.start=\"on-production\"", "app.0.production_window=\"50 ms\""], "app[0].production_window: 0.05 s is out of range; allowed: one beacon interval (0.1 s) to 10 s"),
+        (
+            vec!["app.0.start=\"on-production\"", "app.0.production_window=\"50 ms\""],
+            "app[0].production_window: 0.05 s is out of range; allowed: one beacon interval (0.1 s) to 10 s",
+        ),
         (vec!["app.0.start=\"on-fringe\""], "or \"on-association\" or \"on-production\""),
     ] {
         let ov: Vec<String> = o.iter().map(|s| s.to_string()).collect();

@@ -125,7 +125,10 @@ fn hadaller_highway_remote_keeps_hadaller_highway_settings() {
     let server = remote["node"].as_array().unwrap().iter().find(|n| n["name"].as_str() == Some("server")).unwrap();
     assert_eq!(server["radio"].as_bool(), Some(false));
     let link = &remote["link"].as_array().unwrap()[0];
-    assert_eq!((link["a"].as_str(), link["b"].as_str(), link["delay"].as_str(), link["bandwidth"].as_str()), (Some("ap"), Some("server"), Some("25 ms"), Some("100 Mbps")));
+    assert_eq!(
+        (link["a"].as_str(), link["b"].as_str(), link["delay"].as_str(), link["bandwidth"].as_str()),
+        (Some("ap"), Some("server"), Some("25 ms"), Some("100 Mbps"))
+    );
     let ap = remote["node"].as_array().unwrap().iter().find(|n| n["name"].as_str() == Some("ap")).unwrap();
     assert_eq!(ap["split_tcp"].as_bool(), Some(false));
 }
