@@ -7,9 +7,9 @@
 use crate::apps::ip::{AppConfig, AppKind, AppStart};
 use crate::apps::{SourceConfig, SourceKind};
 use crate::mac::mgmt::{DriverProfile, MgmtConfig};
-use crate::net::{ArpProfile, WiredLink};
+use crate::net::{ArpConfig, ArpProfile, WiredLink};
 use crate::sim::NodeRole;
-use crate::transport::tcp::TcpProfile;
+use crate::transport::tcp::{TcpConfig, TcpProfile};
 use crate::channel::{ChannelConfig, FadingKind, PathLoss};
 use crate::event::NodeId;
 use crate::mac::{Dst, MacConfig};
@@ -48,6 +48,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("drive-by", include_str!("../../../scenarios/drive-by.toml")),
     ("static-lab", include_str!("../../../scenarios/static-lab.toml")),
     ("hadaller-highway", include_str!("../../../scenarios/hadaller-highway.toml")),
+    ("hadaller-highway-remote", include_str!("../../../scenarios/hadaller-highway-remote.toml")),
     ("drivethru-autobahn", include_str!("../../../scenarios/drivethru-autobahn.toml")),
 ];
 
@@ -242,6 +243,7 @@ fn default_bandwidth() -> RateQ {
 pub enum AppKindName {
     TcpBulk,
     UdpCbr,
+    RequestResponse,
 }
 
 /// An application over IP.
@@ -253,12 +255,21 @@ pub struct AppSection {
     pub to: String,
     #[serde(default = "default_port")]
     pub port: u16,
-    /// A time (`"5 s"`) or `"on-association"`.
+    /// A time (`"5 s"`), `"on-association"` or `"on-production"`.
     #[serde(default = "default_app_start")]
     pub start: String,
-    /// With `start = "on-association"`: the application start delay.
+    /// With `start = "on-association"` or `"on-production"`: the application start delay.
     #[serde(default = "zero_time")]
     pub start_delay: TimeQ,
+    /// on-production: least fraction of the AP's beacons heard over `production_window` (default 0.9).
+    #[serde(default)]
+    pub production_ratio: Option<f64>,
+    /// on-production: the window the beacon fraction is measured over (default 1 s).
+    #[serde(default)]
+    pub production_window: Option<TimeQ>,
+    /// on-production: least filtered beacon RSSI as well (default: none).
+    #[serde(default)]
+    pub production_rssi: Option<PowerQ>,
     #[serde(default)]
     pub stop: Option<TimeQ>,
     /// tcp-bulk: bytes to send; default without end.
@@ -273,10 +284,28 @@ pub struct AppSection {
     /// udp-cbr: wait for room in the sender's MAC queue instead of losing datagrams.
     #[serde(default)]
     pub blocking: bool,
+    /// request-response: bytes the client sends per exchange.
+    #[serde(default)]
+    pub request: Option<SizeQ>,
+    /// request-response: bytes the server answers each request with.
+    #[serde(default)]
+    pub response: Option<SizeQ>,
+    /// request-response: exchanges to make; default without end.
+    #[serde(default)]
+    pub exchanges: Option<u64>,
+    /// request-response: time between the server's multicast triggers.
+    #[serde(default)]
+    pub trigger_interval: Option<TimeQ>,
+    /// request-response: the trigger datagram's payload.
+    #[serde(default)]
+    pub trigger_size: Option<SizeQ>,
     /// false: defined but not run (scenarios with several experiment variants).
     #[serde(default = "yes")]
     pub enabled: bool,
 }
+
+/// request-response: the trigger's payload unless `trigger_size` is given.
+const DEFAULT_TRIGGER_BYTES: u32 = 32;
 
 fn default_port() -> u16 {
     5001
@@ -723,8 +752,14 @@ pub struct NodeSection {
     /// TCP behaviour: linux-2.6, linux-modern or windows-xp.
     #[serde(default = "default_tcp")]
     pub tcp: String,
+    /// Overrides of the TCP profile's timers (Hadaller et al. 2007 §7.3 (e), (f)).
+    #[serde(default)]
+    pub tcp_params: TcpParams,
     #[serde(default = "default_arp")]
     pub arp: ArpName,
+    /// Replaces the ARP profile's retransmission timeout (§7.3 (c)).
+    #[serde(default)]
+    pub arp_retransmit: Option<TimeQ>,
     /// This node's transmit queue, frames (default: mac.queue_limit).
     #[serde(default)]
     pub queue_limit: Option<u64>,
@@ -737,6 +772,89 @@ pub struct NodeSection {
     /// This node's rate control (default: the [mac] section's).
     #[serde(default)]
     pub rate_control: Option<RateControlSection>,
+    /// An AP that splits the TCP connections it forwards (I-TCP; Hadaller et al. 2007 §7.3).
+    #[serde(default)]
+    pub split_tcp: bool,
+}
+
+/// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
+/// replaces one value of the node's TCP profile.
+#[derive(Deserialize, Debug, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct TcpParams {
+    /// RTO before the first RTT sample; also the SYN retransmission timeout.
+    #[serde(default)]
+    pub initial_rto: Option<TimeQ>,
+    #[serde(default)]
+    pub min_rto: Option<TimeQ>,
+    #[serde(default)]
+    pub max_rto: Option<TimeQ>,
+    /// Most doublings of the RTO in a row; 0: no exponential backoff.
+    #[serde(default)]
+    pub backoff_limit: Option<u32>,
+    #[serde(default)]
+    pub syn_retries: Option<u32>,
+    #[serde(default)]
+    pub data_retries: Option<u32>,
+    /// Receive window (above 64 KB with window scaling); at a split-TCP AP
+    /// also the relay buffer per direction.
+    #[serde(default)]
+    pub rcv_wnd: Option<SizeQ>,
+}
+
+impl TcpParams {
+    fn validate(&self, key: &str) -> Result<(), ScenarioError> {
+        let time = |k: &str, t: Option<TimeQ>, lo: f64, hi: f64, allowed: &str| match t {
+            Some(t) => check_range(&format!("{key}.{k}"), t.0, &format!("{} s", t.0), lo, hi, allowed),
+            None => Ok(()),
+        };
+        time("initial_rto", self.initial_rto, 1e-3, 600.0, "1 ms to 600 s")?;
+        time("min_rto", self.min_rto, 1e-3, 600.0, "1 ms to 600 s")?;
+        time("max_rto", self.max_rto, 1e-3, 3600.0, "1 ms to 1 h")?;
+        if let (Some(lo), Some(hi)) = (self.min_rto, self.max_rto) {
+            if lo.0 > hi.0 {
+                return err(format!("{key}.min_rto: {} s is above max_rto ({} s)", lo.0, hi.0));
+            }
+        }
+        if let Some(w) = self.rcv_wnd {
+            check_range(&format!("{key}.rcv_wnd"), w.0, &format!("{} B", w.0), 1024.0, 1073741824.0, "1 KiB to 1 GiB")?;
+        }
+        for (k, v) in [("backoff_limit", self.backoff_limit), ("syn_retries", self.syn_retries), ("data_retries", self.data_retries)] {
+            if let Some(v) = v {
+                check_range(&format!("{key}.{k}"), v as f64, &v.to_string(), 0.0, 100.0, "0 to 100")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `cfg` with these overrides.
+    fn apply(&self, mut cfg: TcpConfig) -> TcpConfig {
+        if let Some(t) = self.initial_rto {
+            cfg.initial_rto = t.time();
+        }
+        if let Some(t) = self.min_rto {
+            cfg.min_rto = t.time();
+        }
+        if let Some(t) = self.max_rto {
+            cfg.max_rto = t.time();
+        }
+        if let Some(n) = self.backoff_limit {
+            cfg.backoff_limit = n;
+        }
+        if let Some(n) = self.syn_retries {
+            cfg.syn_retries = n;
+        }
+        if let Some(n) = self.data_retries {
+            cfg.data_retries = n;
+        }
+        if let Some(w) = self.rcv_wnd {
+            cfg.rcv_wnd = w.0 as u32;
+        }
+        if cfg.min_rto > cfg.max_rto {
+            cfg.max_rto = cfg.min_rto;
+        }
+        cfg
+    }
 }
 
 fn independent() -> RoleName {
@@ -1102,8 +1220,15 @@ impl Scenario {
                 standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
             }
             n.tcp.parse::<TcpProfile>().map_err(|e| ScenarioError(format!("{}: {e}", key("tcp"))))?;
+            n.tcp_params.validate(&key("tcp_params"))?;
+            if let Some(t) = n.arp_retransmit {
+                check_range(&key("arp_retransmit"), t.0, &format!("{} s", t.0), 1e-3, 60.0, "1 ms to 60 s")?;
+            }
             if let Some(rc) = &n.rate_control {
                 rc.validate(&key("rate_control"), Some(n.role))?;
+            }
+            if n.split_tcp && n.role != RoleName::Ap {
+                return err(format!("{}: only an access point (role = \"ap\") splits TCP", key("split_tcp")));
             }
             if n.dhcp && n.role != RoleName::Sta {
                 return err(format!("{}: only a station (role = \"sta\") gets its address by DHCP", key("dhcp")));
@@ -1145,17 +1270,71 @@ impl Scenario {
             if a.from == a.to {
                 return err(format!("{}: an application cannot send to its own node", key("to")));
             }
-            if a.start != "on-association" {
+            if a.start != "on-association" && a.start != "on-production" {
                 let t = parse_quantity(&a.start, Quantity::Time)
-                    .map_err(|e| ScenarioError(format!("{}: '{}': {e}, or \"on-association\"", key("start"), a.start)))?;
-                check_range(&key("start"), t, &a.start, 0.0, MAX_DURATION_S, "0 s to 24 h, or \"on-association\"")?;
+                    .map_err(|e| ScenarioError(format!("{}: '{}': {e}, or \"on-association\" or \"on-production\"", key("start"), a.start)))?;
+                check_range(&key("start"), t, &a.start, 0.0, MAX_DURATION_S, "0 s to 24 h, or \"on-association\" or \"on-production\"")?;
+            }
+            if a.start == "on-production" {
+                if !self.nodes.iter().any(|n| n.role == RoleName::Sta && (n.name == a.from || n.name == a.to)) {
+                    return err(format!("{}: \"on-production\" needs a station (role = \"sta\") at one end to measure its AP's beacons", key("start")));
+                }
+                if let Some(r) = a.production_ratio {
+                    check_range(&key("production_ratio"), r, &r.to_string(), 0.01, 1.0, "0.01 to 1")?;
+                }
+                if let Some(w) = a.production_window {
+                    let bi = self.management.beacon_interval.0;
+                    check_range(&key("production_window"), w.0, &format!("{} s", w.0), bi, crate::mac::mgmt::BEACON_HISTORY.as_secs_f64(), &format!("one beacon interval ({bi} s) to 10 s"))?;
+                }
+                if let Some(p) = a.production_rssi {
+                    check_range(&key("production_rssi"), p.0 .0, &format!("{} dBm", p.0 .0), -110.0, 0.0, "-110 dBm to 0 dBm")?;
+                }
+            } else {
+                for (k, given) in [("production_ratio", a.production_ratio.is_some()), ("production_window", a.production_window.is_some()), ("production_rssi", a.production_rssi.is_some())] {
+                    if given {
+                        return err(format!("{}: only used with start = \"on-production\"", key(k)));
+                    }
+                }
             }
             let sd = a.start_delay.0;
             check_range(&key("start_delay"), sd, &format!("{sd} s"), 0.0, 3600.0, "0 s to 1 h")?;
+            let rr_keys = [
+                ("request", a.request.is_some()),
+                ("response", a.response.is_some()),
+                ("exchanges", a.exchanges.is_some()),
+                ("trigger_interval", a.trigger_interval.is_some()),
+                ("trigger_size", a.trigger_size.is_some()),
+            ];
+            if a.kind != AppKindName::RequestResponse {
+                if let Some((k, _)) = rr_keys.iter().find(|(_, given)| *given) {
+                    return err(format!("{}: only used with kind = \"request-response\"", key(k)));
+                }
+            }
             match a.kind {
                 AppKindName::TcpBulk => {
                     if a.payload.is_some() || a.interval.is_some() {
                         return err(format!("{}: payload and interval are for kind = \"udp-cbr\"", key("kind")));
+                    }
+                }
+                AppKindName::RequestResponse => {
+                    let (Some(rq), Some(rs)) = (a.request, a.response) else {
+                        return err(format!("{}: kind = \"request-response\" needs request and response (sizes, e.g. \"1 kB\")", key("kind")));
+                    };
+                    check_range(&key("request"), rq.0, &format!("{} B", rq.0), 1.0, 1e9, "1 B to 1 GB")?;
+                    check_range(&key("response"), rs.0, &format!("{} B", rs.0), 1.0, 1e9, "1 B to 1 GB")?;
+                    if let Some(n) = a.exchanges {
+                        check_range(&key("exchanges"), n as f64, &n.to_string(), 1.0, 1e9, "1 to 1000000000")?;
+                    }
+                    if let Some(t) = a.trigger_interval {
+                        check_range(&key("trigger_interval"), t.0, &format!("{} s", t.0), 1e-3, 3600.0, "1 ms to 1 h")?;
+                    }
+                    if let Some(b) = a.trigger_size {
+                        check_range(&key("trigger_size"), b.0, &format!("{} B", b.0), 1.0, 1472.0, "1 B to 1472 B (one 1500-byte IP packet)")?;
+                    }
+                    for (k, given) in [("payload", a.payload.is_some()), ("interval", a.interval.is_some()), ("bytes", a.bytes.is_some()), ("blocking", a.blocking)] {
+                        if given {
+                            return err(format!("{}: not used with kind = \"request-response\" (use request, response, exchanges, trigger_interval)", key(k)));
+                        }
                     }
                 }
                 AppKindName::UdpCbr => {
@@ -1340,14 +1519,19 @@ impl Scenario {
                         RoleName::Sta => NodeRole::Sta,
                     },
                     channel: n.channel.unwrap_or(channel_no),
-                    tcp: n.tcp.parse::<TcpProfile>().expect("validated").config(),
+                    tcp: n.tcp_params.apply(n.tcp.parse::<TcpProfile>().expect("validated").config()),
                     queue_limit: n.queue_limit.map_or(self.mac.queue_limit, |q| q) as usize,
                     dhcp: n.dhcp,
                     dhcp_server: n.dhcp_server,
                     rate_control: n.rate_control.as_ref().map(|rc| rc.spec(radio.error_model)),
-                    arp: match n.arp {
-                        ArpName::Linux => ArpProfile::Linux,
-                        ArpName::WindowsXp => ArpProfile::WindowsXp,
+                    split_tcp: n.split_tcp,
+                    arp: {
+                        let profile = match n.arp {
+                            ArpName::Linux => ArpProfile::Linux,
+                            ArpName::WindowsXp => ArpProfile::WindowsXp,
+                        };
+                        let cfg = profile.config();
+                        ArpConfig { retransmit: n.arp_retransmit.map_or(cfg.retransmit, |t| t.time()), ..cfg }
                     },
                 });
             }
@@ -1410,12 +1594,26 @@ impl Scenario {
                         payload: a.payload.expect("validated").0 as u32,
                         interval: a.interval.expect("validated").time(),
                     },
+                    AppKindName::RequestResponse => AppKind::RequestResponse {
+                        request: a.request.expect("validated").0 as u64,
+                        response: a.response.expect("validated").0 as u64,
+                        exchanges: a.exchanges.unwrap_or(u64::MAX),
+                        trigger: a.trigger_size.map_or(DEFAULT_TRIGGER_BYTES, |b| b.0 as u32),
+                        trigger_interval: a.trigger_interval.map_or(SimTime::from_ms(1000), |t| t.time()),
+                    },
                 },
                 from: id(&a.from),
                 to: id(&a.to),
                 port: a.port,
                 start: if a.start == "on-association" {
                     AppStart::OnAssociation { delay: a.start_delay.time() }
+                } else if a.start == "on-production" {
+                    AppStart::OnProduction {
+                        delay: a.start_delay.time(),
+                        window: a.production_window.map_or(SimTime::from_ms(1000), |w| w.time()),
+                        ratio: a.production_ratio.unwrap_or(0.9),
+                        rssi: a.production_rssi.map(|p| p.0),
+                    }
                 } else {
                     AppStart::At(SimTime::from_secs_f64(parse_quantity(&a.start, Quantity::Time).expect("validated")))
                 },

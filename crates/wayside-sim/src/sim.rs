@@ -54,7 +54,7 @@ pub struct NodeConfig {
     /// Operating channel (an AP's; a station's until it scans).
     pub channel: u32,
     pub tcp: TcpConfig,
-    pub arp: crate::net::ArpProfile,
+    pub arp: crate::net::ArpConfig,
     /// Transmit queue limit, frames.
     pub queue_limit: usize,
     /// Get an address by DHCP after association (stations only).
@@ -63,6 +63,8 @@ pub struct NodeConfig {
     pub dhcp_server: bool,
     /// This node's rate control (default: the MAC's).
     pub rate_control: Option<crate::ratectl::RateControlSpec>,
+    /// An AP that splits the TCP connections it forwards (I-TCP).
+    pub split_tcp: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,7 +256,7 @@ impl World {
             Event::Traffic { source } => self.on_source(now, source),
             Event::Mgmt { node, timer, generation } => self.on_mgmt_timer(now, node, timer, generation),
             Event::Arp { node, peer, generation } => self.on_arp_timer(now, node, peer, generation),
-            Event::WireArrive { node, packet } => self.net_send(now, node, packet),
+            Event::WireArrive { node, packet } => self.net_rx_wired(now, node, packet),
             Event::Dhcp { node, generation } => self.on_dhcp_timer(now, node, generation),
             Event::Tcp { socket, generation } => self.on_tcp_timer(now, socket as usize, generation),
             Event::App { app } => self.on_app(now, app),

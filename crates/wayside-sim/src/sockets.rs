@@ -4,6 +4,11 @@
 //! followed by draining `poll_transmit` and `poll_event`, and its next timer
 //! is scheduled from `poll_timeout`. ACK samples go to the `tcp` trace table,
 //! connection milestones to `events`, in-order data deliveries to `transport`.
+//!
+//! A socket belongs to an application or is one half of a split-TCP proxy
+//! ([`crate::apps::split`]); a proxy half speaks with the address of the
+//! host it stands in for, and its data is relayed, not delivered (no
+//! `transport` rows, no first/last-data events).
 
 use crate::event::{Event, NodeId};
 use crate::net::{Body, Packet};
@@ -13,20 +18,56 @@ use crate::trace::{ConnEvent, Proto, TcpRow, TransportRow};
 use crate::transport::tcp::{Segment, Tcp, TcpConfig, TcpEvent};
 use crate::units::SimTime;
 
+/// Who a socket's data is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// An application (index into the world's apps).
+    App(u32),
+    /// A split-TCP proxy half; `twin` is the socket of the other half.
+    Proxy { twin: usize },
+}
+
 /// One TCP connection endpoint.
 pub struct Socket {
+    /// The node that runs it.
     pub node: NodeId,
+    /// The address it sends from and answers to: `node`, except for a proxy
+    /// half, which stands in for the far host.
+    pub addr: NodeId,
     pub peer: NodeId,
     pub local_port: u16,
     pub remote_port: u16,
     pub tcp: Tcp,
-    /// Application that owns it (index into the world's apps).
-    pub app: u32,
+    pub owner: Owner,
+    /// Application messages completed on this connection (request-response).
+    pub exchanges: u64,
+    /// When the message now awaited was requested (request-response client).
+    pub exchange_start: SimTime,
     /// Generation of the scheduled timer; stale timer events are ignored.
     generation: u32,
     armed: Option<SimTime>,
     received: u64,
     last_data: Option<SimTime>,
+}
+
+impl Socket {
+    pub(crate) fn new(node: NodeId, addr: NodeId, peer: NodeId, ports: (u16, u16), tcp: Tcp, owner: Owner, now: SimTime) -> Socket {
+        Socket {
+            node,
+            addr,
+            peer,
+            local_port: ports.0,
+            remote_port: ports.1,
+            tcp,
+            owner,
+            exchanges: 0,
+            exchange_start: now,
+            generation: 0,
+            armed: None,
+            received: 0,
+            last_data: None,
+        }
+    }
 }
 
 /// A listening port: a new connection is accepted for every SYN.
@@ -38,9 +79,10 @@ pub struct Listener {
 }
 
 impl World {
-    fn iss(&mut self, node: NodeId) -> u32 {
+    /// The initial sequence number of socket number `socket` at `node`.
+    pub(crate) fn iss(&mut self, node: NodeId, socket: usize) -> u32 {
         let name = format!("tcp-iss/{}", self.nodes[node.index()].cfg.name);
-        let mut s = Stream::new("run", self.seed, self.run_index, &format!("{name}/{}", self.sockets.len()));
+        let mut s = Stream::new("run", self.seed, self.run_index, &format!("{name}/{socket}"));
         (s.uniform() * u32::MAX as f64) as u32
     }
 
@@ -48,10 +90,10 @@ impl World {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn tcp_connect(&mut self, now: SimTime, node: NodeId, peer: NodeId, port: u16, cfg: TcpConfig, app: u32, bytes: u64) -> usize {
         let local_port = 40_000 + (self.sockets.len() % 20_000) as u16;
-        let iss = self.iss(node);
+        let iss = self.iss(node, self.sockets.len());
         let mut tcp = Tcp::connect(now, cfg, local_port, port, iss);
         tcp.send(bytes);
-        self.sockets.push(Socket { node, peer, local_port, remote_port: port, tcp, app, generation: 0, armed: None, received: 0, last_data: None });
+        self.sockets.push(Socket::new(node, node, peer, (local_port, port), tcp, Owner::App(app), now));
         let i = self.sockets.len() - 1;
         self.conn_event(now, node, peer.0, ConnEvent::Syn, 0.0);
         self.tcp_drive(now, i);
@@ -65,7 +107,10 @@ impl World {
     /// A packet for `node` itself.
     pub(crate) fn transport_rx(&mut self, now: SimTime, node: NodeId, p: Packet) {
         match p.body {
-            Body::Tcp(seg) => self.tcp_rx(now, node, p.src, seg),
+            Body::Tcp(seg) => {
+                let found = self.tcp_find(node, p.dst, p.src, &seg);
+                self.tcp_rx(now, node, found, p.src, seg)
+            }
             Body::Udp { datagram, app, seq, sent } => {
                 let pos = self.position(node, now);
                 self.trace.transport.push(TransportRow {
@@ -80,16 +125,23 @@ impl World {
                     x: pos.x as f32,
                     y: pos.y as f32,
                 });
+                if p.dst == crate::net::ALL_HOSTS {
+                    self.app_trigger(now, node, app, seq);
+                }
             }
             Body::Arp { .. } | Body::Dhcp { .. } => {}
         }
     }
 
-    fn tcp_rx(&mut self, now: SimTime, node: NodeId, from: NodeId, seg: Segment) {
-        let found = self
-            .sockets
+    /// The socket at `node` for a segment from `from` to address `addr`.
+    pub(crate) fn tcp_find(&self, node: NodeId, addr: NodeId, from: NodeId, seg: &Segment) -> Option<usize> {
+        self.sockets
             .iter()
-            .position(|s| s.node == node && s.peer == from && s.local_port == seg.dst_port && s.remote_port == seg.src_port);
+            .position(|s| s.node == node && s.addr == addr && s.peer == from && s.local_port == seg.dst_port && s.remote_port == seg.src_port)
+    }
+
+    /// A segment for `node` itself: to its socket `found`, or to a listener.
+    fn tcp_rx(&mut self, now: SimTime, node: NodeId, found: Option<usize>, from: NodeId, seg: Segment) {
         let i = match found {
             Some(i) => i,
             None => {
@@ -98,23 +150,17 @@ impl World {
                     return;
                 }
                 let (cfg, app) = (l.cfg.clone(), l.app);
-                let iss = self.iss(node);
+                let iss = self.iss(node, self.sockets.len());
                 let tcp = Tcp::listen(cfg, seg.dst_port, iss);
-                self.sockets.push(Socket {
-                    node,
-                    peer: from,
-                    local_port: seg.dst_port,
-                    remote_port: seg.src_port,
-                    tcp,
-                    app,
-                    generation: 0,
-                    armed: None,
-                    received: 0,
-                    last_data: None,
-                });
+                self.sockets.push(Socket::new(node, node, from, (seg.dst_port, seg.src_port), tcp, Owner::App(app), now));
                 self.sockets.len() - 1
             }
         };
+        self.tcp_segment(now, i, seg);
+    }
+
+    /// Feeds `seg` to socket `i`.
+    pub(crate) fn tcp_segment(&mut self, now: SimTime, i: usize, seg: Segment) {
         self.sockets[i].tcp.handle_segment(now, &seg);
         self.tcp_drive(now, i);
     }
@@ -129,11 +175,31 @@ impl World {
         self.tcp_drive(now, socket);
     }
 
+    /// After an input to socket `i`: drains its output, lets its owner act on
+    /// what arrived (an application's next message, a proxy's relay), and
+    /// drains again whatever that queued.
+    pub(crate) fn tcp_drive(&mut self, now: SimTime, i: usize) {
+        self.tcp_output(now, i);
+        match self.sockets[i].owner {
+            Owner::App(app) => {
+                if self.app_tcp_progress(now, app, i) {
+                    self.tcp_output(now, i);
+                }
+            }
+            Owner::Proxy { twin } => {
+                if self.split_relay(i, twin) | self.split_relay(twin, i) {
+                    self.tcp_output(now, i);
+                    self.tcp_output(now, twin);
+                }
+            }
+        }
+    }
+
     /// Drains a socket's transmissions and events and re-arms its timer.
-    fn tcp_drive(&mut self, now: SimTime, i: usize) {
+    pub(crate) fn tcp_output(&mut self, now: SimTime, i: usize) {
         while let Some(seg) = self.sockets[i].tcp.poll_transmit(now) {
-            let (node, peer) = (self.sockets[i].node, self.sockets[i].peer);
-            self.net_send(now, node, Packet::new(node, peer, Body::Tcp(seg)));
+            let (node, addr, peer) = (self.sockets[i].node, self.sockets[i].addr, self.sockets[i].peer);
+            self.net_send(now, node, Packet::new(addr, peer, Body::Tcp(seg)));
         }
         let (node, peer) = (self.sockets[i].node, self.sockets[i].peer);
         while let Some(ev) = self.sockets[i].tcp.poll_event() {
@@ -163,7 +229,7 @@ impl World {
             }
         }
         let received = self.sockets[i].tcp.bytes_received();
-        if received > self.sockets[i].received {
+        if let (Owner::App(app), true) = (self.sockets[i].owner, received > self.sockets[i].received) {
             let new = received - self.sockets[i].received;
             if self.sockets[i].received == 0 {
                 self.conn_event(now, node, peer.0, ConnEvent::FirstData, 0.0);
@@ -171,7 +237,6 @@ impl World {
             self.sockets[i].received = received;
             self.sockets[i].last_data = Some(now);
             let pos = self.position(node, now);
-            let app = self.sockets[i].app;
             self.trace.transport.push(TransportRow {
                 time_ns: now.as_ns(),
                 node: node.0,

@@ -97,6 +97,13 @@ category!(
         /// TCP retransmission timeout (value: new RTO in seconds).
         TcpTimeout => "tcp-timeout",
         TcpGaveUp => "tcp-gave-up",
+        /// Request-response client: a multicast trigger heard (value: its sequence number).
+        TriggerHeard => "trigger-heard",
+        /// Request-response client: an exchange completed (value: seconds from request to the whole response).
+        Exchange => "exchange",
+        /// Station: an application waiting for the production phase may start
+        /// (value: fraction of the AP's beacons heard over the window).
+        Production => "production",
     });
 category!(
     /// Outcome of one MSDU at the MAC.

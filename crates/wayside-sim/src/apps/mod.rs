@@ -1,10 +1,13 @@
-//! Applications. For now: frame sources that exercise the link directly on
+//! Applications. Here: frame sources that exercise the link directly on
 //! the MAC — a saturating source (always a frame waiting), constant bit rate,
 //! and a sounder that broadcasts probes cycling through a list of rates (to
 //! measure delivery ratio per rate against distance, as measurement studies
-//! do with broadcast probes).
+//! do with broadcast probes). Applications over IP are in [`ip`] and
+//! [`reqresp`]; the split-TCP proxy in [`split`].
 
 pub mod ip;
+pub mod reqresp;
+pub mod split;
 
 use crate::event::{Event, NodeId};
 use crate::mac::{Dst, Msdu, Payload};

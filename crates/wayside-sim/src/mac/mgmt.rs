@@ -19,6 +19,10 @@
 //! - `tuned`: the same selection, but 200 ms management timeouts and up to
 //!   four retransmissions.
 //!
+//! An associated station remembers when it heard its AP's beacons (the last
+//! [`BEACON_HISTORY`]) so that applications can wait for the production
+//! phase: a run of good beacon delivery ([`crate::apps::ip::AppStart`]).
+//!
 //! A station does not scan while associated (no background scan): like the
 //! cards of Ott & Kutscher (2004, §IV-C) it stays with its AP until it misses
 //! `beacon_miss_limit` beacons, which is why a second AP on another channel
@@ -30,6 +34,7 @@ use crate::rng::Stream;
 use crate::sim::World;
 use crate::trace::{ConnEvent, FrameKind};
 use crate::units::{Dbm, SimTime};
+use std::collections::VecDeque;
 
 /// A management frame body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,6 +134,9 @@ impl MgmtConfig {
 /// than two scans).
 const SCAN_PURGE_CYCLES: u64 = 3;
 
+/// How far back an associated station remembers its AP's beacons.
+pub const BEACON_HISTORY: SimTime = SimTime::from_ms(10_000);
+
 /// What a station has heard of one AP while scanning.
 #[derive(Clone, Debug)]
 struct ScanEntry {
@@ -151,6 +159,20 @@ enum StaState {
 pub struct Station {
     state: StaState,
     entries: Vec<ScanEntry>,
+    /// When beacons from the associated AP arrived since association, within
+    /// the last [`BEACON_HISTORY`], oldest first.
+    beacons: VecDeque<SimTime>,
+}
+
+impl Station {
+    /// Beacons from the associated AP heard after `since`.
+    pub fn beacons_after(&self, since: SimTime) -> usize {
+        self.beacons.iter().rev().take_while(|&&t| t > since).count()
+    }
+    /// The filtered RSSI of `ap`'s beacons, dBm.
+    pub fn filtered_rssi(&self, ap: NodeId) -> Option<Dbm> {
+        self.entries.iter().find(|e| e.ap == ap).map(|e| Dbm(e.rssi))
+    }
 }
 
 /// Access point management state.
@@ -171,7 +193,7 @@ pub enum Role {
 
 impl Role {
     pub fn station() -> Role {
-        Role::Sta(Station { state: StaState::Scanning { index: 0 }, entries: Vec::new() })
+        Role::Sta(Station { state: StaState::Scanning { index: 0 }, entries: Vec::new(), beacons: VecDeque::new() })
     }
     pub fn access_point() -> Role {
         Role::Ap(AccessPoint::default())
@@ -413,7 +435,12 @@ impl World {
                 match (sta.state.clone(), body) {
                     (StaState::Associated { ap, .. }, Mgmt::Beacon) if ap == from => {
                         sta.state = StaState::Associated { ap, last_beacon: now };
+                        sta.beacons.push_back(now);
+                        while sta.beacons.front().is_some_and(|&t| now.saturating_sub(t) > BEACON_HISTORY) {
+                            sta.beacons.pop_front();
+                        }
                         self.mac_beacon_hint(node, ap);
+                        self.apps_beacon(now, node, ap);
                     }
                     (StaState::Authenticating { ap, .. }, Mgmt::Auth { seq: 2 }) if ap == from => {
                         self.conn_event(now, node, ap.0, ConnEvent::AuthOk, rssi.0);
@@ -421,6 +448,7 @@ impl World {
                     }
                     (StaState::Associating { ap, .. }, Mgmt::AssocResp) if ap == from => {
                         sta.state = StaState::Associated { ap, last_beacon: now };
+                        sta.beacons.clear();
                         self.conn_event(now, node, ap.0, ConnEvent::Associated, rssi.0);
                         let interval = self.mgmt.beacon_interval;
                         self.schedule_mgmt(now + interval, node, MgmtTimer::Watchdog);

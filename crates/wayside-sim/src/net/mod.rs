@@ -20,9 +20,25 @@
 //!   stays about 3.5 s, during which no new request is sent and one packet
 //!   waits (Zahn et al. 2009, §5.1).
 //!
+//! A node's `arp_retransmit` replaces its profile's retransmission timeout
+//! (for `windows-xp`: how long the failed entry is held) — Hadaller et al.
+//! (2007) §7.3 (c), "reducing the ARP timeout".
+//!
 //! Resolved entries do not expire within a run.
 //!
 //! Addresses are static unless a station has `dhcp = true` ([`dhcp`]).
+//!
+//! Multicast: a packet to [`ALL_HOSTS`] (a group every host has joined, as
+//! tcpx's trigger group; Ott & Kutscher 2004, §III-A) goes out as an 802.11
+//! broadcast frame (basic rate, no ACK, no retry, no ARP) from a node with a
+//! radio, and over every wired link from the host that sent it. A receiver
+//! takes it if it runs an application of that group (see
+//! [`World::multicast_member`]); an AP passes group packets from its wired
+//! side on to the air, but not from the air to the wire, and a station takes
+//! them only from the AP it is associated with.
+//!
+//! An AP with `split_tcp` terminates TCP connections it forwards
+//! ([`crate::apps::split`]).
 
 pub mod dhcp;
 
@@ -70,6 +86,10 @@ pub struct Packet {
     pub body: Body,
 }
 
+/// The multicast group every application trigger is sent to (stands for an
+/// IPv4 group address; traces show it as peer `u32::MAX`, like broadcast).
+pub const ALL_HOSTS: NodeId = NodeId(u32::MAX);
+
 /// The initial TTL of every packet (Linux and Windows XP default).
 pub const DEFAULT_TTL: u8 = 64;
 
@@ -98,24 +118,24 @@ pub enum ArpProfile {
 }
 
 impl ArpProfile {
-    fn requests(self) -> u32 {
+    /// The profile's timers and limits.
+    pub fn config(self) -> ArpConfig {
         match self {
-            ArpProfile::Linux => 3,
-            ArpProfile::WindowsXp => 1,
+            ArpProfile::Linux => ArpConfig { requests: 3, retransmit: SimTime::from_ms(1000), queue: 3 },
+            ArpProfile::WindowsXp => ArpConfig { requests: 1, retransmit: SimTime::from_ms(3500), queue: 1 },
         }
     }
-    fn retransmit(self) -> SimTime {
-        match self {
-            ArpProfile::Linux => SimTime::from_ms(1000),
-            ArpProfile::WindowsXp => SimTime::from_ms(3500),
-        }
-    }
-    fn queue(self) -> usize {
-        match self {
-            ArpProfile::Linux => 3,
-            ArpProfile::WindowsXp => 1,
-        }
-    }
+}
+
+/// ARP behaviour of one node (see [`ArpProfile`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArpConfig {
+    /// Requests sent before the entry fails.
+    pub requests: u32,
+    /// Time between requests (and after the last, before the entry fails).
+    pub retransmit: SimTime,
+    /// Packets that wait for the answer; older ones are dropped.
+    pub queue: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -158,7 +178,7 @@ impl WiredLink {
 /// A node's network layer.
 #[derive(Clone, Debug)]
 pub struct NetStack {
-    pub arp_profile: ArpProfile,
+    pub arp_cfg: ArpConfig,
     arp: Vec<ArpEntry>,
     /// Indices of this node's wired links.
     pub wired: Vec<usize>,
@@ -169,8 +189,8 @@ pub struct NetStack {
 }
 
 impl NetStack {
-    pub fn new(arp_profile: ArpProfile, radio: bool, dhcp: Option<DhcpClient>) -> Self {
-        NetStack { arp_profile, arp: Vec::new(), wired: Vec::new(), radio, dhcp }
+    pub fn new(arp_cfg: ArpConfig, radio: bool, dhcp: Option<DhcpClient>) -> Self {
+        NetStack { arp_cfg, arp: Vec::new(), wired: Vec::new(), radio, dhcp }
     }
 }
 
@@ -229,6 +249,10 @@ impl World {
     /// Sends (or forwards) packet `id` from `node` towards its destination.
     /// Packets without a route are dropped.
     pub(crate) fn net_send(&mut self, now: SimTime, node: NodeId, mut p: Packet) {
+        if p.dst == ALL_HOSTS {
+            self.multicast_send(now, node, p, p.src == node);
+            return;
+        }
         if p.dst == node {
             self.transport_rx(now, node, p);
             return;
@@ -246,6 +270,41 @@ impl World {
         }
     }
 
+    /// A group packet at `node`, sent here (`local`) or arrived over a wire:
+    /// out on the air as a broadcast frame, and, if sent here, over every wired link.
+    fn multicast_send(&mut self, now: SimTime, node: NodeId, p: Packet, local: bool) {
+        let n = &self.nodes[node.index()];
+        let on_air = n.net.radio && self.addressed(node) && (!matches!(n.role, Role::Sta(_)) || n.role.associated_ap().is_some());
+        if on_air {
+            let msdu = Msdu { dst: Dst::Broadcast, bytes: p.bytes() + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
+            self.mac_enqueue(now, node, msdu);
+        }
+        if local {
+            for link in self.nodes[node.index()].net.wired.clone() {
+                self.wire_send(now, node, link, p);
+            }
+        }
+    }
+
+    /// A group packet arrived at `node` (over the air if `from_air`).
+    fn multicast_rx(&mut self, now: SimTime, node: NodeId, p: Packet, from_air: bool) {
+        if self.multicast_member(node, &p) {
+            self.transport_rx(now, node, p);
+        }
+        if !from_air && p.ttl > 1 {
+            self.multicast_send(now, node, Packet { ttl: p.ttl - 1, ..p }, false);
+        }
+    }
+
+    /// A packet arrived at `node` over a wired link.
+    pub(crate) fn net_rx_wired(&mut self, now: SimTime, node: NodeId, p: Packet) {
+        if p.dst == ALL_HOSTS {
+            self.multicast_rx(now, node, p, false);
+        } else if p.dst == node || !self.split_intercept(now, node, &p) {
+            self.net_send(now, node, p);
+        }
+    }
+
     fn wireless_send(&mut self, now: SimTime, node: NodeId, hop: NodeId, p: Packet) {
         let msdu = Msdu { dst: Dst::Node(hop), bytes: p.bytes() + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
         self.mac_enqueue(now, node, msdu);
@@ -253,7 +312,7 @@ impl World {
 
     /// Sends over the air to `hop` once ARP has resolved it.
     fn arp_send(&mut self, now: SimTime, node: NodeId, hop: NodeId, p: Packet) {
-        let profile = self.nodes[node.index()].net.arp_profile;
+        let profile = self.nodes[node.index()].net.arp_cfg;
         let arp = &mut self.nodes[node.index()].net.arp;
         let i = match arp.iter().position(|e| e.peer == hop) {
             Some(i) => i,
@@ -267,7 +326,7 @@ impl World {
             ArpState::Pending { requests, waiting } => {
                 let first = *requests == 0;
                 waiting.push_back(p);
-                if waiting.len() > profile.queue() {
+                if waiting.len() > profile.queue {
                     waiting.pop_front();
                 }
                 if first {
@@ -278,7 +337,7 @@ impl World {
     }
 
     fn arp_request(&mut self, now: SimTime, node: NodeId, hop: NodeId) {
-        let profile = self.nodes[node.index()].net.arp_profile;
+        let profile = self.nodes[node.index()].net.arp_cfg;
         let entry = self.nodes[node.index()].net.arp.iter_mut().find(|e| e.peer == hop).expect("arp entry");
         let ArpState::Pending { requests, .. } = &mut entry.state else { return };
         *requests += 1;
@@ -289,16 +348,16 @@ impl World {
         let p = Packet::new(node, hop, Body::Arp { op: ArpOp::Request });
         let msdu = Msdu { dst: Dst::Broadcast, bytes: ARP_BYTES + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
         self.mac_enqueue(now, node, msdu);
-        self.queue.schedule(now + profile.retransmit(), node.0, Event::Arp { node, peer: hop, generation });
+        self.queue.schedule(now + profile.retransmit, node.0, Event::Arp { node, peer: hop, generation });
     }
 
     /// ARP retransmission timer for `peer`.
     pub(crate) fn on_arp_timer(&mut self, now: SimTime, node: NodeId, peer: NodeId, generation: u32) {
-        let profile = self.nodes[node.index()].net.arp_profile;
+        let profile = self.nodes[node.index()].net.arp_cfg;
         let arp = &mut self.nodes[node.index()].net.arp;
         let Some(i) = arp.iter().position(|e| e.peer == peer && e.generation == generation) else { return };
         let ArpState::Pending { requests, .. } = &arp[i].state else { return };
-        if *requests < profile.requests() {
+        if *requests < profile.requests {
             self.arp_request(now, node, peer);
             return;
         }
@@ -349,7 +408,20 @@ impl World {
             }
             return;
         }
-        self.net_send(now, node, p);
+        if p.dst == ALL_HOSTS {
+            let from_bss = match &self.nodes[node.index()].role {
+                Role::Sta(_) => self.nodes[node.index()].role.associated_ap() == Some(from),
+                Role::Ap(_) => self.nodes[node.index()].role.has_station(from),
+                Role::Independent => true,
+            };
+            if from_bss {
+                self.multicast_rx(now, node, p, true);
+            }
+            return;
+        }
+        if p.dst == node || !self.split_intercept(now, node, &p) {
+            self.net_send(now, node, p);
+        }
     }
 
     fn wire_send(&mut self, now: SimTime, node: NodeId, link: usize, p: Packet) {

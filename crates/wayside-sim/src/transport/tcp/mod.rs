@@ -14,8 +14,11 @@
 //! congestion control (Reno RFC 5681, CUBIC RFC 9438), the persist timer, and
 //! the per-OS profiles in [`TcpProfile`]. Windows are counted in segments as
 //! Linux does. Not modelled: timestamps, Nagle, urgent data, ECN, RACK/TLP,
-//! F-RTO, undo, D-SACK, path MTU discovery, the application read side (data
-//! is consumed as it arrives in order, so the advertised window is constant).
+//! F-RTO, undo, D-SACK, path MTU discovery. The application read side is
+//! optional: by default data is consumed as it arrives in order (the
+//! advertised window is constant); after [`Tcp::set_manual_read`] in-order
+//! data waits in the receive buffer, shrinking the advertised window, until
+//! the owner calls [`Tcp::read`] (a relay that must not buffer without end).
 
 mod assembler;
 mod congestion;
@@ -226,6 +229,9 @@ pub struct Tcp {
     // Receive side.
     rcv_nxt: SeqNum,
     received: u64,
+    /// In-order bytes handed to the application (`received` unless reads are manual).
+    read_total: u64,
+    manual_read: bool,
     asm: Assembler,
     /// Peer's FIN seen out of order, consumed when `rcv_nxt` reaches it.
     rcv_fin: Option<SeqNum>,
@@ -291,6 +297,8 @@ impl Tcp {
             syn_retransmitted: false,
             rcv_nxt: SeqNum(0),
             received: 0,
+            read_total: 0,
+            manual_read: false,
             asm: Assembler::default(),
             rcv_fin: None,
             ack_now: false,
@@ -370,6 +378,43 @@ impl Tcp {
     /// Payload bytes received in order (delivered to the application).
     pub fn bytes_received(&self) -> u64 {
         self.received
+    }
+    /// Bytes passed to `send` that the peer has not acknowledged yet.
+    pub fn bytes_unacked(&self) -> u64 {
+        self.app_total - self.acked_total
+    }
+    /// From now on, in-order data stays in the receive buffer (and out of
+    /// the advertised window) until [`Tcp::read`] takes it.
+    pub fn set_manual_read(&mut self) {
+        self.manual_read = true;
+        self.read_total = self.received;
+    }
+    /// In-order bytes received but not yet read (always 0 unless reads are manual).
+    pub fn unread(&self) -> u64 {
+        if self.manual_read {
+            self.received - self.read_total
+        } else {
+            0
+        }
+    }
+    /// Takes up to `bytes` of unread data and returns how many were taken.
+    /// If that opens a window the peer may be stalled on (under one segment
+    /// before, and by at least a segment or half the buffer; RFC 1122
+    /// §4.2.3.3 receiver SWS avoidance), a window update goes out at once.
+    pub fn read(&mut self, bytes: u64) -> u64 {
+        let n = bytes.min(self.unread());
+        let before = self.adv_window();
+        self.read_total += n;
+        let after = self.adv_window();
+        let step = self.rcv_mss.min(self.cfg.rcv_wnd / 2).max(1);
+        let synchronized = matches!(
+            self.state,
+            State::Established | State::FinWait1 | State::FinWait2
+        );
+        if synchronized && before < self.rcv_mss && after >= before + step {
+            self.ack_now = true;
+        }
+        n
     }
     /// The sending MSS in effect (after the handshake: the smaller of ours and
     /// the peer's).
@@ -960,7 +1005,8 @@ impl Tcp {
         } else {
             65535
         };
-        self.cfg.rcv_wnd.min(cap)
+        let unread = self.unread().min(u64::from(u32::MAX)) as u32;
+        self.cfg.rcv_wnd.saturating_sub(unread).min(cap)
     }
 
     // ----------------------------------------------------------------------

@@ -68,6 +68,11 @@ pub struct TcpConfig {
     pub rto_var_floor: SimTime,
     /// Upper clamp of the RTO, backoff included.
     pub max_rto: SimTime,
+    /// Most consecutive doublings of the RTO (exponential backoff); 0 keeps
+    /// retransmitting at the base RTO ("more aggressive retransmission",
+    /// Hadaller et al. 2007 §7.3 (f)). The reference stacks do not limit it
+    /// (`u32::MAX`; `max_rto` caps the result).
+    pub backoff_limit: u32,
     /// SYN retransmissions before `connect` gives up.
     pub syn_retries: u32,
     /// SYN-ACK retransmissions before a half-open connection is dropped.
@@ -182,6 +187,7 @@ impl TcpProfile {
             min_rto: SimTime::from_ms(200),
             rto_var_floor: SimTime::from_ms(200),
             max_rto: SimTime::from_ms(120_000),
+            backoff_limit: u32::MAX,
             syn_retries: 5,
             synack_retries: 5,
             data_retries: 15,

@@ -19,6 +19,7 @@ pub(crate) struct RttEstimator {
     min_rto: SimTime,
     max_rto: SimTime,
     var_floor: SimTime,
+    backoff_limit: u32,
 }
 
 impl RttEstimator {
@@ -31,6 +32,7 @@ impl RttEstimator {
             min_rto: cfg.min_rto,
             max_rto: cfg.max_rto,
             var_floor: cfg.rto_var_floor,
+            backoff_limit: cfg.backoff_limit,
         }
     }
 
@@ -65,9 +67,10 @@ impl RttEstimator {
     pub fn min_rtt(&self) -> Option<SimTime> {
         self.min_rtt
     }
-    /// The RTO after `backoff` doublings, capped at the maximum.
+    /// The RTO after `backoff` doublings (at most `backoff_limit`), capped
+    /// at the maximum.
     pub fn backed_off(&self, backoff: u32) -> SimTime {
-        let factor = 1u64 << backoff.min(32);
+        let factor = 1u64 << backoff.min(self.backoff_limit).min(32);
         SimTime(self.rto.0.saturating_mul(factor)).min(self.max_rto)
     }
 }
@@ -104,5 +107,20 @@ mod tests {
         assert_eq!(e.backed_off(0), SimTime::from_ms(220));
         assert_eq!(e.backed_off(3), SimTime::from_ms(1760));
         assert_eq!(e.backed_off(40), cfg.max_rto);
+    }
+
+    #[test]
+    fn test_backoff_limit_caps_doublings() {
+        let mut cfg = TcpProfile::Linux26.config();
+        cfg.backoff_limit = 1;
+        let mut e = RttEstimator::new(&cfg);
+        for _ in 0..50 {
+            e.sample(SimTime::from_ms(20));
+        }
+        assert_eq!(e.backed_off(1), SimTime::from_ms(440));
+        assert_eq!(e.backed_off(5), SimTime::from_ms(440));
+        cfg.backoff_limit = 0;
+        let e = RttEstimator::new(&cfg);
+        assert_eq!(e.backed_off(7), cfg.initial_rto);
     }
 }

@@ -399,6 +399,36 @@ fn test_established_delayed_ack_timing() {
 }
 
 #[test]
+fn test_established_manual_read_closes_and_reopens_window() {
+    let (mut t, mut seq) = server(TcpProfile::Linux26, 1000);
+    t.set_manual_read();
+    assert_eq!(t.unread(), 0);
+    let wnd = TcpProfile::Linux26.config().rcv_wnd;
+    for _ in 0..4 {
+        t.handle_segment(ms(20), &data_to_b(seq, 1460));
+        seq += 1460;
+    }
+    let out = drain(&mut t, ms(20));
+    assert_eq!(out.last().unwrap().window, wnd - 4 * 1460);
+    assert_eq!(t.unread(), 4 * 1460);
+    // Fill the buffer: the window falls to nothing.
+    let room = wnd - 4 * 1460;
+    t.handle_segment(ms(21), &data_to_b(seq, room));
+    let out = drain(&mut t, ms(21));
+    assert_eq!(out.last().unwrap().window, 0);
+    assert_eq!(t.bytes_received(), wnd as u64);
+    // Reading a little does not announce a window; reading a segment's worth does.
+    assert_eq!(t.read(100), 100);
+    assert!(drain(&mut t, ms(23)).is_empty());
+    assert_eq!(t.read(2000), 2000);
+    let out = drain(&mut t, ms(24));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].window, 2100);
+    assert_eq!(t.read(u64::MAX), wnd as u64 - 2100);
+    assert_eq!(t.unread(), 0);
+}
+
+#[test]
 fn test_established_out_of_order_sack_and_hole_fill() {
     let (mut t, seq) = server(TcpProfile::WindowsXp, u32::MAX - 2000);
     // Segment 0 lost; 1 and 3 arrive: immediate duplicate ACKs with SACK.
