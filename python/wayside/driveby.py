@@ -91,22 +91,31 @@ class Roles:
     station: str  # the AP's peer
     sender: str  # of the bulk TCP flow
     receiver: str
+    air_tx: str  # who sends the flow's data over the air (the sender, or the AP for a host behind it)
+    air_rx: str  # who receives it over the air (the receiver, or the AP for a host behind it)
 
 
 def roles(result: RunResult) -> Roles:
     """The AP, the station and the bulk TCP flow's ends, from the scenario:
-    the first tcp-bulk application between an AP and a station."""
+    the first tcp-bulk application between a station and its AP or a host
+    behind the AP (a node without a radio, reached over a wired link)."""
     scenario = result.scenario
-    kinds = {n["name"]: n.get("role") for n in scenario.get("node", [])}
+    nodes = scenario.get("node", [])
+    kinds = {n["name"]: ("host" if n.get("radio") is False else n.get("role")) for n in nodes}
+    aps = [n["name"] for n in nodes if n.get("role") == "ap"]
     for app in scenario.get("app", []):
         ends = (app.get("from"), app.get("to"))
-        if app.get("kind") == "tcp-bulk" and sorted(kinds.get(e) or "" for e in ends) == ["ap", "sta"]:
-            ap = ends[0] if kinds[ends[0]] == "ap" else ends[1]
-            station = ends[1] if ap == ends[0] else ends[0]
-            return Roles(ap, station, ends[0], ends[1])
+        roles_of = sorted(kinds.get(e) or "" for e in ends)
+        if app.get("kind") != "tcp-bulk" or roles_of not in (["ap", "sta"], ["host", "sta"]) or not aps:
+            continue
+        station = ends[0] if kinds[ends[0]] == "sta" else ends[1]
+        other = ends[1] if station == ends[0] else ends[0]
+        ap = other if kinds[other] == "ap" else aps[0]
+        air = {station: station, other: ap}
+        return Roles(ap, station, ends[0], ends[1], air[ends[0]], air[ends[1]])
     raise ValueError(
-        f"scenario {scenario.get('name', '?')}: no tcp-bulk application between an AP and a station; "
-        "the drive-by analysis needs one"
+        f"scenario {scenario.get('name', '?')}: no tcp-bulk application between a station and its AP "
+        "(or a host behind it); the drive-by analysis needs one"
     )
 
 
@@ -197,7 +206,8 @@ def _track(frames: pl.DataFrame, events: pl.DataFrame, node: str, ap_x: float) -
 def _between(events: pl.DataFrame, r: Roles) -> pl.DataFrame:
     """The events of this pass: the station's about the AP, and the flow's
     ends' about each other."""
-    pairs = ((r.station, r.ap), (r.ap, r.station), (r.sender, r.receiver), (r.receiver, r.sender))
+    pairs = ((r.station, r.ap), (r.ap, r.station), (r.sender, r.receiver), (r.receiver, r.sender),
+             (r.air_tx, r.air_rx), (r.air_rx, r.air_tx))
     return events.filter(pl.any_horizontal([(pl.col("node") == a) & (pl.col("peer") == b) for a, b in pairs]))
 
 
@@ -242,29 +252,31 @@ def setup_intervals(events: pl.DataFrame, frames: pl.DataFrame, mac: pl.DataFram
         before = [q for q in requests if q <= t]
         if before:
             out.append((before[-1], t, "MAC management timeouts"))
-    assoc = _first(events, r.sender, "associated")
+    assoc = _first(events, r.ap, "associated")
     start = _first(events, r.sender, "app-start", assoc if assoc is not None else -math.inf)
     if assoc is not None and start is not None:
         out.append((assoc, start, "application start"))
-    arp = _first(events, r.sender, "arp-request", start if start is not None else -math.inf)
+    arp = _first(events, r.air_tx, "arp-request", start if start is not None else -math.inf)
     if arp is not None:
-        resolved = _first(events, r.sender, "arp-resolved", arp)
+        resolved = _first(events, r.air_tx, "arp-resolved", arp)
         if resolved is not None:
             out.append((arp, resolved, "ARP"))
-    for row in events.filter((pl.col("node") == r.sender) & (pl.col("event") == "tcp-timeout")).iter_rows(named=True):
+    tcp_ends = (pl.col("node") == r.sender) | (pl.col("node") == r.air_tx)  # the AP's own half when it splits TCP
+    for row in events.filter(tcp_ends & (pl.col("event") == "tcp-timeout")).iter_rows(named=True):
         out.append((row["t"] - row["value"] / 2, row["t"], "early TCP timeouts"))  # value: the doubled RTO
-    syns = _times(events, r.sender, "syn", "syn-retransmit")
-    for prev, nxt in zip(syns, syns[1:]):
-        out.append((prev, nxt, "early TCP timeouts"))
+    for node in sorted({r.sender, r.air_tx}):
+        syns = _times(events, node, "syn", "syn-retransmit")
+        for prev, nxt in zip(syns, syns[1:]):
+            out.append((prev, nxt, "early TCP timeouts"))
     data = frames.filter(
-        (pl.col("node") == r.sender) & (pl.col("peer") == r.receiver) & (pl.col("event") == "tx") & (pl.col("kind") == "data")
+        (pl.col("node") == r.air_tx) & (pl.col("peer") == r.air_rx) & (pl.col("event") == "tx") & (pl.col("kind") == "data")
     )
     if assoc is not None:
         data = data.filter(pl.col("time_ns") >= int(assoc * 1e9))
     if not data.is_empty():
         first_tx = float(data["time_ns"].min()) / 1e9
         clean = mac.filter(
-            (pl.col("node") == r.sender) & (pl.col("peer") == r.receiver) & (pl.col("event") == "delivered")
+            (pl.col("node") == r.air_tx) & (pl.col("peer") == r.air_rx) & (pl.col("event") == "delivered")
             & (pl.col("attempts") == 1) & (pl.col("time_ns") >= int(first_tx * 1e9))
         )
         if not clean.is_empty():
@@ -301,7 +313,7 @@ def digest(result: RunResult, name: str = "run", bin_m: float = BIN_M, usable_mb
     bins = bins.join(by_bin, on="bin", how="left").join(rssi, on="bin", how="left").fill_null(0).select(list(_BIN_SCHEMA)).cast(_BIN_SCHEMA)
 
     rate_rows = []
-    for who, src, dst in (("sender", r.sender, r.receiver), ("receiver", r.receiver, r.sender)):
+    for who, src, dst in (("sender", r.air_tx, r.air_rx), ("receiver", r.air_rx, r.air_tx)):
         tx = frames.filter((pl.col("node") == src) & (pl.col("peer") == dst) & (pl.col("event") == "tx") & (pl.col("kind") == "data"))
         rate_rows.append(binned(tx).group_by("bin", "rate_mbps").agg(pl.len().alias("frames")).with_columns(pl.lit(who).alias("who")))
     rates = pl.concat(rate_rows).select(list(_RATE_SCHEMA)).cast(_RATE_SCHEMA).sort("who", "bin", "rate_mbps")
@@ -314,7 +326,7 @@ def digest(result: RunResult, name: str = "run", bin_m: float = BIN_M, usable_mb
         "ap-selected": _first(ev, r.station, "ap-selected"),
         "associated": _first(ev, r.station, "associated"),
         "app-start": _first(ev, r.sender, "app-start"),
-        "arp-resolved": _first(ev, r.sender, "arp-resolved"),
+        "arp-resolved": _first(ev, r.air_tx, "arp-resolved"),
         "established": _first(ev, r.sender, "established"),
         "first-data": float(times[0]) if len(times) else None,
     }

@@ -142,8 +142,19 @@ def test_digest_round_trips_through_json(synthetic: RunDigest):
 
 
 def test_roles_need_a_bulk_tcp_flow_between_ap_and_station(saturation):
-    with pytest.raises(ValueError, match="no tcp-bulk application between an AP and a station"):
+    with pytest.raises(ValueError, match="no tcp-bulk application between a station and its AP"):
         driveby.digest(saturation)
+
+
+def test_a_server_behind_the_ap_is_analyzed_over_the_air_hop():
+    r = wayside.run("hadaller-highway-remote", 1, overrides=['duration="75 s"'])
+    roles = driveby.roles(r)
+    assert (roles.sender, roles.receiver, roles.air_tx, roles.air_rx) == ("server", "car", "ap", "car")
+    d = driveby.digest(r)
+    assert d.data_mb > 1
+    # The data frames over the air are the AP's, and the setup has its ARP (the AP's, for the car).
+    assert set(d.rates.filter(pl.col("who") == "sender")["rate_mbps"].to_list()) - {1.0}
+    assert any(label == "ARP" for _, _, label in d.intervals)
 
 
 def _digest(name: str, goodputs: dict[int, float], usable_m: float, end_m: float) -> RunDigest:
