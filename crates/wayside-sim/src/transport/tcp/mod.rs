@@ -577,12 +577,16 @@ impl Tcp {
         }
     }
 
+    fn offers_window_scale(&self) -> bool {
+        self.cfg.window_scaling || self.cfg.rcv_wnd > 65535
+    }
+
     /// Options from the peer's SYN.
     fn negotiate(&mut self, syn: &Segment) {
         let peer_mss = syn.mss.map_or(DEFAULT_MSS, u32::from).max(MIN_MSS);
         self.mss = self.cfg.mss().min(peer_mss);
         self.sack_ok = self.cfg.sack && syn.sack_permitted;
-        self.wscale_ok = self.cfg.rcv_wnd > 65535 && syn.window_scale;
+        self.wscale_ok = self.offers_window_scale() && syn.window_scale;
     }
 
     fn establish(&mut self, now: SimTime) {
@@ -1115,7 +1119,7 @@ impl Tcp {
                 s.window = s.window.min(65535);
                 s.mss = Some(self.cfg.mss().min(u16::MAX as u32) as u16);
                 s.sack_permitted = self.cfg.sack && (!ack || self.sack_ok);
-                s.window_scale = self.cfg.rcv_wnd > 65535 && (!ack || self.wscale_ok);
+                s.window_scale = self.offers_window_scale() && (!ack || self.wscale_ok);
                 return Some(s);
             }
             _ => {}

@@ -54,6 +54,11 @@ pub struct TcpConfig {
     /// Receive window in bytes. Above 65535, window scaling is offered in
     /// the SYN and used if the peer offers it too.
     pub rcv_wnd: u32,
+    /// Offer window scaling in the SYN whatever the receive window (Linux:
+    /// on by default since 2.6.8), so that a peer with a window above
+    /// 64 KB can use it; without it, only a window above 65535 offers it
+    /// (Windows XP's RFC 1323 default).
+    pub window_scaling: bool,
     /// Offer (and use, if the peer offers it) SACK (RFC 2018).
     pub sack: bool,
     /// Initial congestion window, segments.
@@ -177,6 +182,7 @@ impl TcpProfile {
         let linux = TcpConfig {
             mtu: 1500,
             rcv_wnd: 65535,
+            window_scaling: true,
             sack: true,
             initial_cwnd: 3,
             congestion: Congestion::Reno,
@@ -207,6 +213,7 @@ impl TcpProfile {
                 ..linux
             },
             TcpProfile::WindowsXp => TcpConfig {
+                window_scaling: false,
                 initial_cwnd: 2,
                 recovery: LossRecovery::NewReno,
                 min_rto: SimTime::from_ms(300),
