@@ -1,18 +1,13 @@
 //! Infrastructure mode: scanning, AP selection, authentication and
 //! association, ARP, forwarding to a wired server, UDP and TCP applications.
 
-use wayside_sim::sim::{run_scenario, RunOutput};
+mod common;
+use common::events;
+use wayside_sim::sim::RunOutput;
 use wayside_sim::trace::{ConnEvent, Proto};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    run_scenario(text, &o, Some(2), 0).unwrap()
-}
-
-fn events(out: &RunOutput, node: &str, ev: ConnEvent) -> Vec<(f64, f64)> {
-    let n = out.node_names.iter().position(|x| x == node).unwrap() as u32;
-    let e = &out.trace.events;
-    (0..e.len()).filter(|&i| e.node[i] == n && e.event[i] == ev as u8).map(|i| (e.time_ns[i] as f64 * 1e-9, e.value[i])).collect()
+    common::run(text, overrides, 2)
 }
 
 const BSS: &str = r#"

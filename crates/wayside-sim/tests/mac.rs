@@ -1,12 +1,12 @@
 //! MAC behaviour at scenario level: retry chains, contention, hidden
 //! terminals and RTS/CTS, duplicate filtering, queue overflow.
 
-use wayside_sim::sim::{run_scenario, RunOutput};
+mod common;
+use wayside_sim::sim::RunOutput;
 use wayside_sim::trace::{FrameKind, MacEvent, PhyEvent};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    run_scenario(text, &o, Some(5), 0).unwrap()
+    common::run(text, overrides, 5)
 }
 
 fn count(out: &RunOutput, node: u32, event: MacEvent) -> usize {

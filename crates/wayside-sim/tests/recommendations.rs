@@ -1,18 +1,13 @@
 //! Hadaller et al. (2007) §7 recommendations as scenario switches: each test
 //! fails if its switch is ignored.
 
+mod common;
+use common::events;
 use wayside_sim::sim::{run_scenario, RunOutput};
 use wayside_sim::trace::ConnEvent;
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    run_scenario(text, &o, Some(3), 0).unwrap()
-}
-
-fn events(out: &RunOutput, node: &str, ev: ConnEvent) -> Vec<(f64, f64)> {
-    let n = out.node_names.iter().position(|x| x == node).unwrap() as u32;
-    let e = &out.trace.events;
-    (0..e.len()).filter(|&i| e.node[i] == n && e.event[i] == ev as u8).map(|i| (e.time_ns[i] as f64 * 1e-9, e.value[i])).collect()
+    common::run(text, overrides, 3)
 }
 
 fn gaps(times: &[(f64, f64)]) -> Vec<f64> {

@@ -1,22 +1,13 @@
 //! The tcpx-like request-response application: a multicast trigger from a
 //! server behind the AP, then request→response exchanges over TCP.
 
+mod common;
+use common::{events, id};
 use wayside_sim::sim::{run_scenario, RunOutput};
 use wayside_sim::trace::{ConnEvent, FrameKind, PhyEvent, Proto};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    run_scenario(text, &o, Some(5), 0).unwrap()
-}
-
-fn id(out: &RunOutput, node: &str) -> u32 {
-    out.node_names.iter().position(|x| x == node).unwrap() as u32
-}
-
-fn events(out: &RunOutput, node: &str, ev: ConnEvent) -> Vec<(f64, f64)> {
-    let n = id(out, node);
-    let e = &out.trace.events;
-    (0..e.len()).filter(|&i| e.node[i] == n && e.event[i] == ev as u8).map(|i| (e.time_ns[i] as f64 * 1e-9, e.value[i])).collect()
+    common::run(text, overrides, 5)
 }
 
 /// Bytes received in order over TCP at `node` by the end.

@@ -1,16 +1,13 @@
 //! Split TCP at the AP (I-TCP): the remote server's connection ends at the
 //! AP and sees only the wired path; the car still gets every byte in order.
 
-use wayside_sim::sim::{run_scenario, RunOutput};
+mod common;
+use common::id;
+use wayside_sim::sim::RunOutput;
 use wayside_sim::trace::{ConnEvent, Proto};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    run_scenario(text, &o, Some(4), 0).unwrap()
-}
-
-fn id(out: &RunOutput, node: &str) -> u32 {
-    out.node_names.iter().position(|x| x == node).unwrap() as u32
+    common::run(text, overrides, 4)
 }
 
 /// Smoothed RTTs (ms) a node's TCP sender reported, towards `peer`.
