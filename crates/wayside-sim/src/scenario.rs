@@ -547,6 +547,7 @@ pub enum AlgorithmName {
     Minstrel,
     Ideal,
     EnvironmentAware,
+    Fixed,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -556,11 +557,15 @@ pub enum PresetName {
     Tuned,
 }
 
-/// `rate_control = { algorithm = "samplerate", preset = "tuned" }`.
+/// `rate_control = { algorithm = "samplerate", preset = "tuned" }`, or
+/// `{ algorithm = "fixed", rate = "11 Mbps" }` for one node at one rate.
 #[derive(Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct RateControlSection {
     pub algorithm: AlgorithmName,
+    /// fixed: the rate, tried up to the MAC's retry limits.
+    #[serde(default)]
+    pub rate: Option<RateQ>,
     /// samplerate: Hadaller et al. Table 1's "default" (madwifi) or "tuned".
     #[serde(default)]
     pub preset: Option<PresetName>,
@@ -585,7 +590,15 @@ pub struct RateControlSection {
 impl RateControlSection {
     /// Checks the section; `role` is the node's role, or `None` for the
     /// `[mac]` default (checked again against every node that uses it).
-    fn validate(&self, key: &str, role: Option<RoleName>) -> Result<(), ScenarioError> {
+    fn validate(&self, key: &str, role: Option<RoleName>, standard: Standard) -> Result<(), ScenarioError> {
+        match (self.algorithm, self.rate) {
+            (AlgorithmName::Fixed, None) => return err(format!("{key}: algorithm = \"fixed\" needs rate, for example rate = \"11 Mbps\"")),
+            (AlgorithmName::Fixed, Some(r)) => {
+                rate_mode(standard, &format!("{key}.rate"), r)?;
+            }
+            (_, Some(_)) => return err(format!("{key}.rate: only used with algorithm = \"fixed\"")),
+            _ => {}
+        }
         if self.preset.is_some() && self.algorithm != AlgorithmName::Samplerate {
             return err(format!("{key}.preset: only samplerate has presets (default, tuned)"));
         }
@@ -628,8 +641,10 @@ impl RateControlSection {
         }
     }
 
-    fn spec(&self, error_model: ErrorModelKind) -> RateControlSpec {
+    /// The algorithm to build; `fixed` gives the chain of a fixed rate.
+    fn spec(&self, error_model: ErrorModelKind, fixed: impl Fn(Option<RateQ>) -> RateControlSpec) -> RateControlSpec {
         match self.algorithm {
+            AlgorithmName::Fixed => fixed(self.rate),
             AlgorithmName::Samplerate => RateControlSpec::SampleRate(match self.preset {
                 Some(PresetName::Tuned) => SampleRateParams::tuned_preset(),
                 _ => SampleRateParams::default_preset(),
@@ -1097,9 +1112,9 @@ impl Scenario {
             return err("mac: give one of rate, retry_chain and rate_control");
         }
         if let Some(rc) = &mac.rate_control {
-            rc.validate("mac.rate_control", None)?;
+            rc.validate("mac.rate_control", None, standard)?;
             for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.rate_control.is_none() && n.radio) {
-                rc.validate(&format!("mac.rate_control (used by node[{i}] '{}')", n.name), Some(n.role))?;
+                rc.validate(&format!("mac.rate_control (used by node[{i}] '{}')", n.name), Some(n.role), standard)?;
             }
         }
         if let Some(r) = mac.rate {
@@ -1225,7 +1240,7 @@ impl Scenario {
                 check_range(&key("arp_retransmit"), t.0, &format!("{} s", t.0), 1e-3, 60.0, "1 ms to 60 s")?;
             }
             if let Some(rc) = &n.rate_control {
-                rc.validate(&key("rate_control"), Some(n.role))?;
+                rc.validate(&key("rate_control"), Some(n.role), standard)?;
             }
             if n.split_tcp && n.role != RoleName::Ap {
                 return err(format!("{}: only an access point (role = \"ap\") splits TCP", key("split_tcp")));
@@ -1457,23 +1472,24 @@ impl Scenario {
             error_model: ErrorModelKind::ClosedForm(ClosedForm { implementation_loss: self.radio.implementation_loss.0 }),
         };
         let top = *standard.modes().last().expect("modes");
-        let fixed = |tries: u8| match (&self.mac.retry_chain, self.mac.rate) {
-            (Some(chain), _) => RetryChain {
+        let chain = |rate: Option<RateQ>, tries: u8| match (&self.mac.retry_chain, rate) {
+            (Some(chain), None) => RetryChain {
                 stages: chain
                     .iter()
                     .map(|s| Stage { mode: rate_mode(standard, "", s.rate).expect("validated"), tries: s.tries as u8 })
                     .collect(),
             },
-            (None, Some(r)) => RetryChain { stages: vec![Stage { mode: rate_mode(standard, "", r).expect("validated"), tries }] },
+            (_, Some(r)) => RetryChain { stages: vec![Stage { mode: rate_mode(standard, "", r).expect("validated"), tries }] },
             (None, None) => RetryChain { stages: vec![Stage { mode: top, tries }] },
         };
+        let fixed = |rate: Option<RateQ>| RateControlSpec::Fixed {
+            short: chain(rate, self.mac.short_retry_limit as u8),
+            long: chain(rate, self.mac.long_retry_limit as u8),
+            rts_threshold: self.mac.rts_threshold.0 as u32,
+        };
         let rate = match &self.mac.rate_control {
-            Some(rc) => rc.spec(radio.error_model),
-            None => RateControlSpec::Fixed {
-                short: fixed(self.mac.short_retry_limit as u8),
-                long: fixed(self.mac.long_retry_limit as u8),
-                rts_threshold: self.mac.rts_threshold.0 as u32,
-            },
+            Some(rc) => rc.spec(radio.error_model, fixed),
+            None => fixed(self.mac.rate),
         };
         let mac = MacConfig {
             queue_limit: self.mac.queue_limit as usize,
@@ -1523,7 +1539,7 @@ impl Scenario {
                     queue_limit: n.queue_limit.map_or(self.mac.queue_limit, |q| q) as usize,
                     dhcp: n.dhcp,
                     dhcp_server: n.dhcp_server,
-                    rate_control: n.rate_control.as_ref().map(|rc| rc.spec(radio.error_model)),
+                    rate_control: n.rate_control.as_ref().map(|rc| rc.spec(radio.error_model, fixed)),
                     split_tcp: n.split_tcp,
                     arp: {
                         let profile = match n.arp {

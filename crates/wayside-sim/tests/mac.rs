@@ -187,3 +187,28 @@ fn size_binned_rate_control_learns_from_fast_frames() {
     let at_36 = first_tries.iter().filter(|&&r| r == 36.0).count();
     assert!(at_36 * 10 > first_tries.len() * 9, "{at_36} of {} first tries at 36 Mbps", first_tries.len());
 }
+
+#[test]
+fn one_node_can_send_at_a_fixed_rate_of_its_own() {
+    // The static lab at 54 Mbps, the client's TCP ACKs at 11 Mbps: the
+    // set-up of Hadaller et al.'s Table 6.
+    let lab = include_str!("../../../scenarios/static-lab.toml");
+    let out = run(lab, &[r#"node.client.rate_control={algorithm="fixed", rate="11 Mbps"}"#, r#"duration="4 s""#]);
+    let f = &out.trace.frames;
+    let rates = |node: u32| -> std::collections::BTreeSet<u32> {
+        (0..f.len())
+            .filter(|&i| f.event[i] == PhyEvent::Tx as u8 && f.kind[i] == FrameKind::Data as u8 && f.node[i] == node && f.peer[i] == 1 - node)
+            .map(|i| f.rate_mbps[i] as u32)
+            .collect()
+    };
+    assert_eq!(rates(0), [54].into(), "the AP keeps the scenario's rate");
+    assert_eq!(rates(1), [11].into(), "the client sends at its own");
+    for (o, want) in [
+        (r#"node.client.rate_control={algorithm="fixed"}"#, "needs rate"),
+        (r#"node.client.rate_control={algorithm="fixed", rate="7 Mbps"}"#, "node[1].rate_control.rate: 7 Mbps is not a rate of 802.11g"),
+        (r#"node.client.rate_control={algorithm="onoe", rate="11 Mbps"}"#, "rate: only used with algorithm = \"fixed\""),
+    ] {
+        let e = wayside_sim::sim::run_scenario(lab, &[o.to_string()], None, 0).err().unwrap_or_else(|| panic!("{o} accepted")).0;
+        assert!(e.contains(want), "{o}: {e}");
+    }
+}
