@@ -64,34 +64,24 @@ def _forward(command: str, ctx: typer.Context) -> None:
     raise typer.Exit(code=code)
 
 
-@app.command(context_settings=_FORWARD, add_help_option=False)
-def keygen(ctx: typer.Context) -> None:
-    """Generate a provider key: --out FILE (secret seed); prints the public key."""
-    _forward("keygen", ctx)
+_COMMANDS = {
+    "keygen": "Generate a provider key: --out FILE (secret seed); prints the public key.",
+    "publish": "Sign a new version of FILE into a store: FILE --store DIR --key FILE [--name NAME].",
+    "serve": "Serve a store directory: beacon, discover and exchange files with peers.",
+    "status": "Print a store's files, versions, partial transfers, peers and counters as JSON.",
+    "relay": "Run a seeded lossy UDP relay between two nodes on loopback.",
+}
 
 
-@app.command(context_settings=_FORWARD, add_help_option=False)
-def publish(ctx: typer.Context) -> None:
-    """Sign a new version of FILE into a store: FILE --store DIR --key FILE [--name NAME]."""
-    _forward("publish", ctx)
+def _forwarder(command: str) -> Callable[[typer.Context], None]:
+    def forward(ctx: typer.Context) -> None:
+        _forward(command, ctx)
+
+    return forward
 
 
-@app.command(context_settings=_FORWARD, add_help_option=False)
-def serve(ctx: typer.Context) -> None:
-    """Serve a store directory: beacon, discover and exchange files with peers."""
-    _forward("serve", ctx)
-
-
-@app.command(context_settings=_FORWARD, add_help_option=False)
-def status(ctx: typer.Context) -> None:
-    """Print a store's files, versions, partial transfers, peers and counters as JSON."""
-    _forward("status", ctx)
-
-
-@app.command(context_settings=_FORWARD, add_help_option=False)
-def relay(ctx: typer.Context) -> None:
-    """Run a seeded lossy UDP relay between two nodes on loopback."""
-    _forward("relay", ctx)
+for _name, _help in _COMMANDS.items():
+    app.command(name=_name, help=_help, context_settings=_FORWARD, add_help_option=False)(_forwarder(_name))
 
 
 def main() -> None:

@@ -162,7 +162,7 @@ def plan(scenario: str, runs: int, grid: Sequence[tuple[str, Sequence[str]]], ou
             import tomllib
 
             name = tomllib.loads(resolved).get("name", Path(scenario).stem)
-        sub = f"p{i}" if len(points) > 1 else ""
+        sub = f"p{i}" if grid or recommendations else ""
         entries = []
         for k in range(runs):
             seed = base_seed + k

@@ -167,8 +167,9 @@ pub struct Mac {
     next_seq: u16,
     last_seq: Vec<(NodeId, u16)>,
     /// RSSI of the last frame received intact from each peer, and the
-    /// position the peer was at (carried in the frame, for rate control).
-    last_heard: Vec<(NodeId, Dbm, Vec2)>,
+    /// position the peer was at (carried in the frame; kept only when the
+    /// rate control learns per position).
+    last_heard: Vec<(NodeId, Dbm, Option<Vec2>)>,
     /// Row of the `frames` trace recording the transmission now awaiting
     /// its ACK or CTS, to fill in its outcome.
     awaiting_row: Option<usize>,
@@ -449,7 +450,7 @@ impl World {
                 let n = &mut self.nodes[node.index()];
                 let tx_power = n.cfg.tx_power;
                 let heard = n.mac.last_heard.iter().find(|(p, ..)| *p == d);
-                let (rssi, peer_position) = (heard.map(|h| h.1), heard.map(|h| h.2));
+                let (rssi, peer_position) = (heard.map(|h| h.1), heard.and_then(|h| h.2));
                 n.mac.rate_control(d).retry_chain(&TxRequest { now, bytes: chain_bytes, rssi, mean_snr, tx_power, position, peer_position })
             }
         };
@@ -556,17 +557,20 @@ impl World {
         if !ok {
             return;
         }
-        let peer_position = self.position(frame.src, now);
-        let noise = self.channel.noise_floor;
+        // Only a controller that learns per position needs where the peer was.
+        let learns = self.nodes[node.index()].mac.cfg.rate.prior_map().is_some();
+        let peer_position = learns.then(|| self.position(frame.src, now));
         let n = &mut self.nodes[node.index()];
         match n.mac.last_heard.iter_mut().find(|(p, ..)| *p == frame.src) {
             Some(e) => *e = (frame.src, rssi, peer_position),
             None => n.mac.last_heard.push((frame.src, rssi, peer_position)),
         }
-        if frame.dst == Dst::Node(node) {
-            let peer_tx_power = self.nodes[frame.src.index()].cfg.tx_power;
-            let obs = RxObservation { now, snr: rssi - noise, peer_tx_power, peer_position };
-            self.nodes[node.index()].mac.rate_control(frame.src).observe(&obs);
+        if let (Some(peer_position), Dst::Node(to)) = (peer_position, frame.dst) {
+            if to == node {
+                let peer_tx_power = self.nodes[frame.src.index()].cfg.tx_power;
+                let obs = RxObservation { now, snr: rssi - self.channel.noise_floor, peer_tx_power, peer_position };
+                self.nodes[node.index()].mac.rate_control(frame.src).observe(&obs);
+            }
         }
         if awaited {
             self.mac_answer(node, TxOutcome::Acked);
