@@ -20,7 +20,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::time::Instant;
 use wayside_sim::scenario::builtin;
-use wayside_sim::sim::run_scenario;
+use wayside_sim::run_scenario;
 
 const CASES: &[(&str, &str)] =
     &[("saturation", "duration=\"2 s\""), ("drive-by", "duration=\"140 s\""), ("hadaller-highway", "duration=\"135 s\"")];

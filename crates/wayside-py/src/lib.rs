@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use wayside_sim::phy::error::{snr_threshold, ErrorModelKind};
 use wayside_sim::phy::mode::Standard;
 use wayside_sim::scenario::{self, ScenarioError};
-use wayside_sim::sim::{run_scenario, RunOutput};
+use wayside_sim::{run_scenario, RunOutput};
 use wayside_sim::trace::Column;
 
 create_exception!(_native, WaysideScenarioError, PyValueError, "A scenario that cannot be used; the message names the key, the value and what is allowed.");

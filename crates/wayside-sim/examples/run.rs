@@ -6,7 +6,7 @@
 
 use sha2::{Digest, Sha256};
 use wayside_sim::scenario::builtin;
-use wayside_sim::sim::run_scenario;
+use wayside_sim::run_scenario;
 use wayside_sim::trace::{Column, Trace};
 
 fn digest(trace: &Trace) -> String {

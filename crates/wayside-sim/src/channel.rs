@@ -116,6 +116,47 @@ impl ChannelConfig {
     pub fn wavelength(&self) -> f64 {
         SPEED_OF_LIGHT / self.frequency.0
     }
+
+    /// The most shadowing and fast fading together can add to the mean
+    /// received power: every component of the shadowing sum and every
+    /// fading path at its peak at once (σ·√(2N) for N shadowing components;
+    /// (√(K/(K+1)) + √(M/(K+1)))² for M scattered paths, K = 0 if Rayleigh).
+    pub fn max_excess_gain(&self) -> Db {
+        let shadowing = self.shadowing_sigma.0 * (2.0 * SHADOWING_COMPONENTS as f64).sqrt();
+        let m = FADING_PATHS as f64;
+        let fading = match self.fading {
+            FadingKind::None => 0.0,
+            FadingKind::Rayleigh => 10.0 * m.log10(),
+            FadingKind::Rician { k } => {
+                let k = k.ratio();
+                10.0 * ((k / (k + 1.0)).sqrt() + (m / (k + 1.0)).sqrt()).powi(2).log10()
+            }
+        };
+        Db(shadowing + fading)
+    }
+
+    /// The distance beyond which no signal can arrive above `floor`: a
+    /// sender of at most `eirp` (power plus antenna gain), a receiver
+    /// antenna of at most `rx_gain`, antennas at most `height` high (the
+    /// least path loss), and shadowing and fading at their peak.
+    pub fn reach(&self, eirp: Dbm, rx_gain: Db, height: Meters, floor: Dbm) -> Meters {
+        let budget = eirp.0 + rx_gain.0 + self.max_excess_gain().0 - floor.0;
+        let loss = |d: f64| self.path_loss.loss(Meters(d), height, height, self.wavelength()).0;
+        let (mut lo, mut hi) = (MIN_DISTANCE, 1e7);
+        if loss(hi) <= budget {
+            return Meters(hi);
+        }
+        // Path loss grows with distance in every model: bisect.
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if loss(mid) <= budget {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Meters(hi)
+    }
 }
 
 /// A frozen spatial Gaussian field with exponential correlation.
@@ -455,6 +496,28 @@ mod tests {
         for i in 0..200 {
             let g = f.power_gain(i as f64 * 0.37, c.wavelength());
             assert!(Db::from_ratio(g).0.abs() < 2.5);
+        }
+    }
+
+    #[test]
+    fn reach_bounds_every_arrival_above_the_floor() {
+        // Rayleigh fading and 6 dB shadowing over many links: no sample
+        // beyond the reach clears the floor, and the reach is where the
+        // mean power plus the largest excess meets it.
+        let mut c = shadow_cfg();
+        c.fading = FadingKind::Rayleigh;
+        c.path_loss = PathLoss::LogDistance { exponent: 3.0, reference: Meters(1.0) };
+        let floor = Dbm(-125.0);
+        let reach = c.reach(Dbm(20.0), Db(0.0), Meters(1.5), floor);
+        let mean_at_reach = 20.0 - c.path_loss.loss(reach, Meters(1.5), Meters(1.5), c.wavelength()).0;
+        assert!((mean_at_reach + c.max_excess_gain().0 - floor.0).abs() < 1e-6);
+        for i in 0..200 {
+            let mut link = Link::new(&c, "ap", &format!("car{i}"), 1, 0);
+            for k in 0..20 {
+                let d = reach.0 * (1.0 + 0.01 * k as f64);
+                let b = link.budget(&c, Dbm(20.0), &at(0.0), &at(d));
+                assert!(b.rx_power.0 < floor.0, "{} dBm at {d} m beyond reach {}", b.rx_power.0, reach.0);
+            }
         }
     }
 

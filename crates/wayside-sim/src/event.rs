@@ -2,39 +2,13 @@
 //! (time, rank, source node, per-source sequence) so that simultaneous events
 //! always run in the same order, and time never goes backwards.
 
+use crate::ids::{NodeId, TxId};
+use crate::mac::dcf::MacTimer;
 use crate::mac::mgmt::MgmtTimer;
 use crate::net::Packet;
 use crate::units::SimTime;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-
-/// Index of a node in the world's arena.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodeId(pub u32);
-
-impl NodeId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-/// Index of an in-flight transmission in the world's transmission slab.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TxId(pub u32);
-
-/// Which MAC timer fired; each carries the generation it was armed with so a
-/// re-armed or cancelled timer is recognised as stale.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum MacTimer {
-    /// Backoff has counted down: the station may transmit.
-    AccessGrant,
-    /// No ACK (or CTS) arrived in time.
-    ResponseTimeout,
-    /// SIFS has elapsed: send the pending ACK, CTS or the data after a CTS.
-    SifsResponse,
-    /// The network allocation vector has expired.
-    NavEnd,
-}
 
 /// Everything that can happen in a simulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

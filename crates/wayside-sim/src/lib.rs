@@ -3,16 +3,23 @@
 
 pub mod apps;
 pub mod channel;
+pub mod config;
 pub mod event;
+pub mod ids;
 pub mod mac;
+pub mod medium;
 pub mod mobility;
 pub mod net;
+pub mod node;
 pub mod phy;
 pub mod ratectl;
 pub mod rng;
+pub mod run;
 pub mod scenario;
-pub mod sim;
 pub mod sockets;
 pub mod trace;
 pub mod transport;
 pub mod units;
+pub mod world;
+
+pub use run::{run_scenario, RunOutput};

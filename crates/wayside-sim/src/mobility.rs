@@ -37,6 +37,9 @@ pub trait Mobility {
     fn velocity(&self, t: SimTime) -> Vec2;
     /// Distance travelled since t = 0; drives the phase of fast fading.
     fn odometer(&self, t: SimTime) -> Meters;
+    /// The highest speed the model ever moves at, m/s (bounds how far a
+    /// node can get between two updates of the medium's spatial index).
+    fn max_speed(&self) -> f64;
 }
 
 /// One leg: at `t0` the node is at `p0`, moving linearly to `p1` at `t1`.
@@ -128,6 +131,11 @@ impl Trajectory {
 }
 
 impl Mobility for Trajectory {
+    fn max_speed(&self) -> f64 {
+        let legs = self.legs.iter().filter(|l| l.t1 > l.t0).map(|l| l.p0.dist(l.p1).0 / (l.t1 - l.t0));
+        legs.fold(self.tail_velocity.norm(), f64::max)
+    }
+
     fn position(&self, t: SimTime) -> Vec2 {
         let t = t.as_secs_f64();
         let Some(last) = self.last() else { return self.start };
@@ -201,6 +209,11 @@ impl Mobility for MobilityModel {
     fn odometer(&self, t: SimTime) -> Meters {
         match self {
             MobilityModel::Trajectory(m) => m.odometer(t),
+        }
+    }
+    fn max_speed(&self) -> f64 {
+        match self {
+            MobilityModel::Trajectory(m) => m.max_speed(),
         }
     }
 }

@@ -8,10 +8,9 @@ use crate::apps::ip::{AppConfig, AppKind, AppStart};
 use crate::apps::{SourceConfig, SourceKind};
 use crate::mac::mgmt::{DriverProfile, MgmtConfig};
 use crate::net::{ArpConfig, ArpProfile, WiredLink};
-use crate::sim::NodeRole;
 use crate::transport::tcp::{TcpConfig, TcpProfile};
 use crate::channel::{ChannelConfig, FadingKind, PathLoss};
-use crate::event::NodeId;
+use crate::ids::NodeId;
 use crate::mac::{Dst, MacConfig};
 use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
 use crate::phy::error::{ClosedForm, ErrorModelKind};
@@ -20,7 +19,7 @@ use crate::ratectl::{
     AmrrParams, EnvAwareParams, IdealParams, MinstrelParams, OnoeParams, RateControlSpec, RetryChain, RraaParams, SampleRateParams, SnrMap,
     Stage, MAX_STAGES,
 };
-use crate::sim::{NodeConfig, RadioConfig, SimConfig};
+use crate::config::{NodeConfig, RadioConfig, Role, SimConfig};
 use crate::units::{parse_quantity, Bitrate, Db, Dbm, Hertz, Meters, Mps, Quantity, SimTime};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
@@ -316,14 +315,6 @@ fn default_app_start() -> String {
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
-pub enum RoleName {
-    Independent,
-    Ap,
-    Sta,
-}
-
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
-#[serde(rename_all = "kebab-case")]
 pub enum ArpName {
     Linux,
     WindowsXp,
@@ -590,7 +581,7 @@ pub struct RateControlSection {
 impl RateControlSection {
     /// Checks the section; `role` is the node's role, or `None` for the
     /// `[mac]` default (checked again against every node that uses it).
-    fn validate(&self, key: &str, role: Option<RoleName>, standard: Standard) -> Result<(), ScenarioError> {
+    fn validate(&self, key: &str, role: Option<Role>, standard: Standard) -> Result<(), ScenarioError> {
         match (self.algorithm, self.rate) {
             (AlgorithmName::Fixed, None) => return err(format!("{key}: algorithm = \"fixed\" needs rate, for example rate = \"11 Mbps\"")),
             (AlgorithmName::Fixed, Some(r)) => {
@@ -629,11 +620,11 @@ impl RateControlSection {
         }
         let hints = self.beacon_hints == Some(true);
         match role {
-            Some(RoleName::Sta) if env && !hints => err(format!(
+            Some(Role::Sta) if env && !hints => err(format!(
                 "{key}: environment-aware keys its map by the client's position and learns at the access point; \
                  on a station set beacon_hints = true to use the map the AP advertises"
             )),
-            Some(RoleName::Ap | RoleName::Independent) if hints => {
+            Some(Role::Ap | Role::Independent) if hints => {
                 err(format!("{key}.beacon_hints: only a station (role = \"sta\") takes hints from beacons"))
             }
             None if hints => err(format!("{key}.beacon_hints: set it on the station's own rate_control ([[node]] with role = \"sta\")")),
@@ -760,7 +751,7 @@ pub struct NodeSection {
     #[serde(default = "yes")]
     pub radio: bool,
     #[serde(default = "independent")]
-    pub role: RoleName,
+    pub role: Role,
     /// An AP's channel; default the radio's.
     #[serde(default)]
     pub channel: Option<u32>,
@@ -872,8 +863,8 @@ impl TcpParams {
     }
 }
 
-fn independent() -> RoleName {
-    RoleName::Independent
+fn independent() -> Role {
+    Role::Independent
 }
 fn default_tcp() -> String {
     "linux-2.6".into()
@@ -1227,10 +1218,10 @@ impl Scenario {
         let mut has_ap = false;
         for (i, n) in self.nodes.iter().enumerate() {
             let key = |k: &str| format!("node[{i}].{k}");
-            if !n.radio && n.role != RoleName::Independent {
+            if !n.radio && n.role != Role::Independent {
                 return err(format!("{}: a node without a radio cannot be an {:?}", key("role"), n.role).to_lowercase());
             }
-            has_ap |= n.role == RoleName::Ap;
+            has_ap |= n.role == Role::Ap;
             if let Some(c) = n.channel {
                 standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
             }
@@ -1242,17 +1233,17 @@ impl Scenario {
             if let Some(rc) = &n.rate_control {
                 rc.validate(&key("rate_control"), Some(n.role), standard)?;
             }
-            if n.split_tcp && n.role != RoleName::Ap {
+            if n.split_tcp && n.role != Role::Ap {
                 return err(format!("{}: only an access point (role = \"ap\") splits TCP", key("split_tcp")));
             }
-            if n.dhcp && n.role != RoleName::Sta {
+            if n.dhcp && n.role != Role::Sta {
                 return err(format!("{}: only a station (role = \"sta\") gets its address by DHCP", key("dhcp")));
             }
             if let Some(q) = n.queue_limit {
                 check_range(&key("queue_limit"), q as f64, &q.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
             }
         }
-        if !has_ap && self.nodes.iter().any(|n| n.role == RoleName::Sta) {
+        if !has_ap && self.nodes.iter().any(|n| n.role == Role::Sta) {
             return err("node: stations (role = \"sta\") need at least one node with role = \"ap\"");
         }
         let mut pairs: Vec<(&str, &str)> = Vec::new();
@@ -1291,7 +1282,7 @@ impl Scenario {
                 check_range(&key("start"), t, &a.start, 0.0, MAX_DURATION_S, "0 s to 24 h, or \"on-association\" or \"on-production\"")?;
             }
             if a.start == "on-production" {
-                if !self.nodes.iter().any(|n| n.role == RoleName::Sta && (n.name == a.from || n.name == a.to)) {
+                if !self.nodes.iter().any(|n| n.role == Role::Sta && (n.name == a.from || n.name == a.to)) {
                     return err(format!("{}: \"on-production\" needs a station (role = \"sta\") at one end to measure its AP's beacons", key("start")));
                 }
                 if let Some(r) = a.production_ratio {
@@ -1501,6 +1492,13 @@ impl Scenario {
             fast_frames: self.mac.fast_frames.then(|| self.mac.fast_frame_airtime.time()),
         };
         let names = self.node_names();
+        // Where a controller learns per position, every node's frames carry
+        // its position and power (the cooperating deployment environment-
+        // aware selection assumes).
+        let learns = |rc: &Option<RateControlSection>| {
+            rc.as_ref().or(self.mac.rate_control.as_ref()).is_some_and(|rc| rc.algorithm == AlgorithmName::EnvironmentAware)
+        };
+        let reports_position = self.nodes.iter().any(|n| n.radio && learns(&n.rate_control));
         let mut nodes = Vec::with_capacity(names.len());
         for n in &self.nodes {
             let spacing = n.spacing.map_or(Vec2::default(), |s| s.0);
@@ -1529,11 +1527,7 @@ impl Scenario {
                     antenna_gain: n.antenna_gain.0,
                     antenna_height: n.antenna_height.0,
                     radio: n.radio,
-                    role: match n.role {
-                        RoleName::Independent => NodeRole::Independent,
-                        RoleName::Ap => NodeRole::Ap,
-                        RoleName::Sta => NodeRole::Sta,
-                    },
+                    role: n.role,
                     channel: n.channel.unwrap_or(channel_no),
                     tcp: n.tcp_params.apply(n.tcp.parse::<TcpProfile>().expect("validated").config()),
                     queue_limit: n.queue_limit.map_or(self.mac.queue_limit, |q| q) as usize,
@@ -1541,6 +1535,7 @@ impl Scenario {
                     dhcp_server: n.dhcp_server,
                     rate_control: n.rate_control.as_ref().map(|rc| rc.spec(radio.error_model, fixed)),
                     split_tcp: n.split_tcp,
+                    reports_position,
                     arp: {
                         let profile = match n.arp {
                             ArpName::Linux => ArpProfile::Linux,

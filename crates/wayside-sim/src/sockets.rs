@@ -10,10 +10,11 @@
 //! host it stands in for, and its data is relayed, not delivered (no
 //! `transport` rows, no first/last-data events).
 
-use crate::event::{Event, NodeId};
+use crate::event::Event;
+use crate::ids::NodeId;
 use crate::net::{Body, Packet};
 use crate::rng::Stream;
-use crate::sim::World;
+use crate::world::World;
 use crate::trace::{ConnEvent, Proto, TcpRow, TransportRow};
 use crate::transport::tcp::{Segment, Tcp, TcpConfig, TcpEvent};
 use crate::units::SimTime;

@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 use wayside_sim::scenario::builtin;
-use wayside_sim::sim::run_scenario;
+use wayside_sim::run_scenario;
 use wayside_sim::trace::Column;
 
 fn trace_hash(seed: u64, run: u64) -> [u8; 32] {

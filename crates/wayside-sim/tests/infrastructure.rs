@@ -3,7 +3,7 @@
 
 mod common;
 use common::events;
-use wayside_sim::sim::RunOutput;
+use wayside_sim::RunOutput;
 use wayside_sim::trace::{ConnEvent, Proto};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
@@ -135,7 +135,7 @@ fn drive_thru_car_stays_with_the_first_ap_and_never_hands_over() {
     // channels: the card does not scan while associated.
     for speed in ["80 km/h", "180 km/h"] {
         let o = format!("node.car.mobility.speed=\"{speed}\"");
-        let out = wayside_sim::sim::run_scenario(
+        let out = wayside_sim::run_scenario(
             wayside_sim::scenario::builtin("drivethru-autobahn").unwrap(),
             &[o],
             Some(1),

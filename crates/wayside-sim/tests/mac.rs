@@ -2,7 +2,7 @@
 //! terminals and RTS/CTS, duplicate filtering, queue overflow.
 
 mod common;
-use wayside_sim::sim::RunOutput;
+use wayside_sim::RunOutput;
 use wayside_sim::trace::{FrameKind, MacEvent, PhyEvent};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
@@ -208,7 +208,7 @@ fn one_node_can_send_at_a_fixed_rate_of_its_own() {
         (r#"node.client.rate_control={algorithm="fixed", rate="7 Mbps"}"#, "node[1].rate_control.rate: 7 Mbps is not a rate of 802.11g"),
         (r#"node.client.rate_control={algorithm="onoe", rate="11 Mbps"}"#, "rate: only used with algorithm = \"fixed\""),
     ] {
-        let e = wayside_sim::sim::run_scenario(lab, &[o.to_string()], None, 0).err().unwrap_or_else(|| panic!("{o} accepted")).0;
+        let e = wayside_sim::run_scenario(lab, &[o.to_string()], None, 0).err().unwrap_or_else(|| panic!("{o} accepted")).0;
         assert!(e.contains(want), "{o}: {e}");
     }
 }

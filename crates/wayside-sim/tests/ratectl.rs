@@ -3,7 +3,7 @@
 //! earlier passes, beacon hints, and the scenario keys' errors.
 
 use wayside_sim::scenario::{builtin, load};
-use wayside_sim::sim::{run_scenario, RunOutput};
+use wayside_sim::{run_scenario, RunOutput};
 use wayside_sim::trace::{FrameKind, MacEvent, PhyEvent, TxOutcome};
 
 const AP: u32 = 0;

@@ -3,7 +3,7 @@
 
 mod common;
 use common::events;
-use wayside_sim::sim::{run_scenario, RunOutput};
+use wayside_sim::{run_scenario, RunOutput};
 use wayside_sim::trace::ConnEvent;
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {

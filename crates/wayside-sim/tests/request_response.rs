@@ -3,7 +3,7 @@
 
 mod common;
 use common::{events, id};
-use wayside_sim::sim::{run_scenario, RunOutput};
+use wayside_sim::{run_scenario, RunOutput};
 use wayside_sim::trace::{ConnEvent, FrameKind, PhyEvent, Proto};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {

@@ -5,7 +5,7 @@
 use wayside_sim::mac::{ACK_BYTES, DATA_OVERHEAD};
 use wayside_sim::phy::mode::{Preamble, Standard};
 use wayside_sim::scenario::builtin;
-use wayside_sim::sim::run_scenario;
+use wayside_sim::run_scenario;
 use wayside_sim::trace::MacEvent;
 
 const PAYLOAD: u32 = 1500;

@@ -1,7 +1,7 @@
 //! Every built-in scenario runs to completion and records traffic.
 
 use wayside_sim::scenario::BUILTIN;
-use wayside_sim::sim::run_scenario;
+use wayside_sim::run_scenario;
 
 #[test]
 fn every_builtin_scenario_runs() {

@@ -3,7 +3,7 @@
 
 mod common;
 use common::id;
-use wayside_sim::sim::RunOutput;
+use wayside_sim::RunOutput;
 use wayside_sim::trace::{ConnEvent, Proto};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {

@@ -10,12 +10,12 @@
 //! the implicit flow control Ott & Kutscher (2004, §IV-A) saw from their
 //! Orinoco card, which throttles a mobile sender to what DCF can carry.
 
-use crate::event::{Event, NodeId};
+use crate::event::Event;
+use crate::ids::NodeId;
 use crate::net::{Body, Packet};
-use crate::sim::World;
+use crate::world::World;
 use crate::trace::ConnEvent;
 use crate::transport::udp::Datagram;
-use crate::mac::mgmt::Role;
 use crate::units::{Dbm, SimTime};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -156,7 +156,10 @@ impl World {
         if !self.addressed(sta) {
             return;
         }
-        let Role::Sta(station) = &self.nodes[sta.index()].role else { return };
+        let station = &self.nodes[sta.index()].mgmt;
+        if !station.is_station() {
+            return;
+        }
         let interval = self.mgmt.beacon_interval;
         let mut start = Vec::new();
         for (i, a) in self.apps.iter().enumerate() {

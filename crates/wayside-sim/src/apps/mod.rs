@@ -9,10 +9,11 @@ pub mod ip;
 pub mod reqresp;
 pub mod split;
 
-use crate::event::{Event, NodeId};
+use crate::event::Event;
+use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
 use crate::phy::mode::Mode;
-use crate::sim::World;
+use crate::world::World;
 use crate::units::SimTime;
 
 /// Frames a saturating source keeps queued at its MAC.

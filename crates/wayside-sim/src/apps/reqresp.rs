@@ -16,9 +16,9 @@
 //! specification) is not modelled: both sides know it from the scenario.
 
 use crate::apps::ip::AppKind;
-use crate::event::NodeId;
+use crate::ids::NodeId;
 use crate::net::{Body, Packet, ALL_HOSTS};
-use crate::sim::World;
+use crate::world::World;
 use crate::trace::ConnEvent;
 use crate::transport::tcp::State;
 use crate::transport::udp::Datagram;

@@ -20,9 +20,9 @@
 //! usual. The applications here never close their connections, so FIN is
 //! not relayed.
 
-use crate::event::NodeId;
+use crate::ids::NodeId;
 use crate::net::{Body, Packet};
-use crate::sim::World;
+use crate::world::World;
 use crate::sockets::{Owner, Socket};
 use crate::trace::ConnEvent;
 use crate::transport::tcp::Tcp;

@@ -1,8 +1,16 @@
-//! 802.11 management in infrastructure mode: the access point (beacons,
-//! probe responses, open authentication, association, inactivity) and the
-//! station (passive and active scanning, AP selection on a filtered RSSI,
-//! authentication and association with a driver's management timeouts,
-//! disassociation after missed beacons).
+//! 802.11 management in infrastructure mode, as a sans-IO state machine
+//! ([`Mgmt`]): the access point (beacons, probe responses, open
+//! authentication, association, inactivity) and the station (passive and
+//! active scanning, AP selection on a filtered RSSI, authentication and
+//! association with a driver's management timeouts, disassociation after
+//! missed beacons).
+//!
+//! Inputs: [`Mgmt::start`], [`Mgmt::handle_frame`] (a management frame
+//! heard intact), [`Mgmt::handle_heard`] (any frame from a peer),
+//! [`Mgmt::handle_timeout`]. Outputs, drained after every input: the
+//! channel the radio should be on ([`Mgmt::channel`]), frames to send
+//! ([`Mgmt::poll_transmit`]), timers to arm ([`Mgmt::poll_timer`]) and
+//! events ([`Mgmt::poll_event`]).
 //!
 //! Driver profiles (`DriverProfile`):
 //! - `madwifi` (0.9.1, as Hadaller et al. 2007 used it, §6.2.1–6.2.2): each
@@ -28,18 +36,21 @@
 //! `beacon_miss_limit` beacons, which is why a second AP on another channel
 //! 100 m away never sees a handover.
 
-use crate::event::{Event, NodeId};
-use crate::mac::{Dst, Msdu, Payload};
+use crate::config::Role;
+use crate::ids::NodeId;
+use crate::mac::Dst;
+use crate::ratectl::SnrMap;
 use crate::rng::Stream;
-use crate::sim::World;
 use crate::trace::{ConnEvent, FrameKind};
 use crate::units::{Dbm, SimTime};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// A management frame body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mgmt {
-    Beacon,
+#[derive(Clone, Debug, PartialEq)]
+pub enum MgmtBody {
+    /// `map`: an environment-aware AP's SNR map, in a vendor element.
+    Beacon { map: Option<Arc<SnrMap>> },
     ProbeReq,
     ProbeResp,
     /// Open system authentication, transaction sequence 1 (request) or 2 (response).
@@ -49,28 +60,28 @@ pub enum Mgmt {
     Disassoc,
 }
 
-impl Mgmt {
-    pub fn kind(self) -> FrameKind {
+impl MgmtBody {
+    pub fn kind(&self) -> FrameKind {
         match self {
-            Mgmt::Beacon => FrameKind::Beacon,
-            Mgmt::ProbeReq => FrameKind::ProbeReq,
-            Mgmt::ProbeResp => FrameKind::ProbeResp,
-            Mgmt::Auth { .. } => FrameKind::Auth,
-            Mgmt::AssocReq => FrameKind::AssocReq,
-            Mgmt::AssocResp => FrameKind::AssocResp,
-            Mgmt::Disassoc => FrameKind::Disassoc,
+            MgmtBody::Beacon { .. } => FrameKind::Beacon,
+            MgmtBody::ProbeReq => FrameKind::ProbeReq,
+            MgmtBody::ProbeResp => FrameKind::ProbeResp,
+            MgmtBody::Auth { .. } => FrameKind::Auth,
+            MgmtBody::AssocReq => FrameKind::AssocReq,
+            MgmtBody::AssocResp => FrameKind::AssocResp,
+            MgmtBody::Disassoc => FrameKind::Disassoc,
         }
     }
 
     /// Frame body bytes (typical 802.11g information elements).
-    pub fn body_bytes(self) -> u32 {
+    pub fn body_bytes(&self) -> u32 {
         match self {
-            Mgmt::Beacon | Mgmt::ProbeResp => 80,
-            Mgmt::ProbeReq => 40,
-            Mgmt::Auth { .. } => 6,
-            Mgmt::AssocReq => 50,
-            Mgmt::AssocResp => 30,
-            Mgmt::Disassoc => 2,
+            MgmtBody::Beacon { .. } | MgmtBody::ProbeResp => 80,
+            MgmtBody::ProbeReq => 40,
+            MgmtBody::Auth { .. } => 6,
+            MgmtBody::AssocReq => 50,
+            MgmtBody::AssocResp => 30,
+            MgmtBody::Disassoc => 2,
         }
     }
 }
@@ -156,7 +167,7 @@ enum StaState {
 
 /// Station management state.
 #[derive(Clone, Debug)]
-pub struct Station {
+struct Station {
     state: StaState,
     entries: Vec<ScanEntry>,
     /// When beacons from the associated AP arrived since association, within
@@ -164,255 +175,248 @@ pub struct Station {
     beacons: VecDeque<SimTime>,
 }
 
-impl Station {
-    /// Beacons from the associated AP heard after `since`.
-    pub fn beacons_after(&self, since: SimTime) -> usize {
-        self.beacons.iter().rev().take_while(|&&t| t > since).count()
-    }
-    /// The filtered RSSI of `ap`'s beacons, dBm.
-    pub fn filtered_rssi(&self, ap: NodeId) -> Option<Dbm> {
-        self.entries.iter().find(|e| e.ap == ap).map(|e| Dbm(e.rssi))
-    }
-}
-
 /// Access point management state.
 #[derive(Clone, Debug, Default)]
-pub struct AccessPoint {
+struct AccessPoint {
     /// Associated stations and when each was last heard from.
     stations: Vec<(NodeId, SimTime)>,
 }
 
-/// A node's role in the BSS.
+/// Management state of a node, by its role in the BSS.
 #[derive(Clone, Debug)]
-pub enum Role {
+enum Bss {
     /// No association: frames go straight to any node (ad hoc / OCB).
     Independent,
     Ap(AccessPoint),
     Sta(Station),
 }
 
-impl Role {
-    pub fn station() -> Role {
-        Role::Sta(Station { state: StaState::Scanning { index: 0 }, entries: Vec::new(), beacons: VecDeque::new() })
+
+
+
+/// What management tells the rest of the node and the trace.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MgmtEvent {
+    /// A connection event concerning `peer`, for the trace.
+    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    /// Association with `peer` came up.
+    LinkUp(NodeId),
+    /// Association with `peer` was lost.
+    LinkDown(NodeId),
+    /// An associated station heard its AP's beacon, which carried `map`.
+    Beacon { ap: NodeId, map: Option<Arc<SnrMap>> },
+}
+
+/// A management frame to send: destination, body, and whether it goes
+/// ahead of everything queued (beacons, probe requests).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MgmtFrame {
+    pub dst: Dst,
+    pub body: MgmtBody,
+    pub front: bool,
+}
+
+/// One node's management.
+#[derive(Debug)]
+pub struct Mgmt {
+    cfg: MgmtConfig,
+    bss: Bss,
+    /// The channel the radio should be tuned to.
+    channel: u32,
+    /// First target beacon transmission time (an AP's phase).
+    first_beacon: SimTime,
+    generation: [u32; 4],
+    transmits: VecDeque<MgmtFrame>,
+    timers: VecDeque<(MgmtTimer, SimTime, u32)>,
+    events: VecDeque<MgmtEvent>,
+}
+
+impl Mgmt {
+    /// Management for a node of `role` on `channel`. An AP's first target
+    /// beacon time is drawn from `rng` at a random phase of the interval
+    /// (APs booted at unrelated times).
+    pub fn new(role: Role, cfg: MgmtConfig, channel: u32, mut rng: Stream) -> Mgmt {
+        let bss = match role {
+            Role::Independent => Bss::Independent,
+            Role::Ap => Bss::Ap(AccessPoint::default()),
+            Role::Sta => Bss::Sta(Station { state: StaState::Scanning { index: 0 }, entries: Vec::new(), beacons: VecDeque::new() }),
+        };
+        let first_beacon = match role {
+            Role::Ap => SimTime::from_secs_f64(rng.uniform() * cfg.beacon_interval.as_secs_f64()),
+            _ => SimTime::ZERO,
+        };
+        Mgmt { cfg, bss, channel, first_beacon, generation: [0; 4], transmits: VecDeque::new(), timers: VecDeque::new(), events: VecDeque::new() }
     }
-    pub fn access_point() -> Role {
-        Role::Ap(AccessPoint::default())
+
+    // ------------------------------------------------------------ queries
+
+    /// The channel the radio should be tuned to.
+    pub fn channel(&self) -> u32 {
+        self.channel
     }
+
     /// The AP a station is associated with.
     pub fn associated_ap(&self) -> Option<NodeId> {
-        match self {
-            Role::Sta(Station { state: StaState::Associated { ap, .. }, .. }) => Some(*ap),
+        match &self.bss {
+            Bss::Sta(Station { state: StaState::Associated { ap, .. }, .. }) => Some(*ap),
             _ => None,
         }
     }
-    /// Whether an AP has `sta` associated.
+
+    /// Whether this is an AP with `sta` associated.
     pub fn has_station(&self, sta: NodeId) -> bool {
-        matches!(self, Role::Ap(a) if a.stations.iter().any(|s| s.0 == sta))
+        matches!(&self.bss, Bss::Ap(a) if a.stations.iter().any(|s| s.0 == sta))
     }
-}
 
-/// Per-node management timers' generations.
-#[derive(Clone, Debug, Default)]
-pub struct MgmtTimers([u32; 4]);
+    pub fn is_ap(&self) -> bool {
+        matches!(self.bss, Bss::Ap(_))
+    }
 
-impl World {
-    fn schedule_mgmt(&mut self, at: SimTime, node: NodeId, timer: MgmtTimer) {
-        let g = &mut self.nodes[node.index()].mgmt_timers.0[timer_slot(timer)];
+    pub fn is_station(&self) -> bool {
+        matches!(self.bss, Bss::Sta(_))
+    }
+
+    /// A station's beacons from its AP heard after `since`.
+    pub fn beacons_after(&self, since: SimTime) -> usize {
+        match &self.bss {
+            Bss::Sta(sta) => sta.beacons.iter().rev().take_while(|&&t| t > since).count(),
+            _ => 0,
+        }
+    }
+
+    /// A station's filtered RSSI of `ap`'s beacons.
+    pub fn filtered_rssi(&self, ap: NodeId) -> Option<Dbm> {
+        match &self.bss {
+            Bss::Sta(sta) => sta.entries.iter().find(|e| e.ap == ap).map(|e| Dbm(e.rssi)),
+            _ => None,
+        }
+    }
+
+    // ------------------------------------------------------------ outputs
+
+    pub fn poll_transmit(&mut self) -> Option<MgmtFrame> {
+        self.transmits.pop_front()
+    }
+
+    /// A timer to arm at a time, with the generation its expiry must carry.
+    pub fn poll_timer(&mut self) -> Option<(MgmtTimer, SimTime, u32)> {
+        self.timers.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<MgmtEvent> {
+        self.events.pop_front()
+    }
+
+    /// Whether an expiry of `timer` armed with `generation` is still current.
+    pub fn is_current(&self, timer: MgmtTimer, generation: u32) -> bool {
+        self.generation[timer_slot(timer)] == generation
+    }
+
+    fn arm(&mut self, at: SimTime, timer: MgmtTimer) {
+        let g = &mut self.generation[timer_slot(timer)];
         *g = g.wrapping_add(1);
-        let generation = *g;
-        self.queue.schedule(at, node.0, Event::Mgmt { node, timer, generation });
+        self.timers.push_back((timer, at, *g));
     }
 
-    fn send_mgmt(&mut self, now: SimTime, node: NodeId, dst: Dst, body: Mgmt, front: bool) {
-        let mode = self.radio.standard.basic_rates()[0];
-        let msdu = Msdu { dst, bytes: body.body_bytes(), enqueued: now, mode: Some(mode), source: None, payload: Payload::Mgmt(body) };
-        self.mac_enqueue_mgmt(now, node, msdu, front);
+    fn cancel(&mut self, timer: MgmtTimer) {
+        let g = &mut self.generation[timer_slot(timer)];
+        *g = g.wrapping_add(1);
     }
 
-    /// Starts management at time zero: APs beacon (the first target beacon
-    /// time at a random phase of the interval, as for APs that booted at
-    /// unrelated times), stations scan.
-    pub(crate) fn mgmt_start(&mut self, node: NodeId) {
-        match &self.nodes[node.index()].role {
-            Role::Ap(_) => {
-                let name = format!("beacon/{}", self.nodes[node.index()].cfg.name);
-                let phase = Stream::new("run", self.seed, self.run_index, &name).uniform();
-                let first = SimTime::from_secs_f64(phase * self.mgmt.beacon_interval.as_secs_f64());
-                self.schedule_mgmt(first, node, MgmtTimer::Beacon);
-                let t = self.mgmt.inactivity_timeout;
-                self.schedule_mgmt(t, node, MgmtTimer::Watchdog);
+    fn send(&mut self, dst: Dst, body: MgmtBody, front: bool) {
+        self.transmits.push_back(MgmtFrame { dst, body, front });
+    }
+
+    fn conn(&mut self, peer: NodeId, event: ConnEvent, value: f64) {
+        self.events.push_back(MgmtEvent::Conn { peer, event, value });
+    }
+
+    fn sta(&mut self) -> &mut Station {
+        match &mut self.bss {
+            Bss::Sta(s) => s,
+            _ => unreachable!("station state on a non-station"),
+        }
+    }
+
+    // ------------------------------------------------------------ inputs
+
+    /// Starts management at time zero: APs beacon, stations scan.
+    pub fn start(&mut self, now: SimTime) {
+        match self.bss {
+            Bss::Ap(_) => {
+                self.arm(self.first_beacon, MgmtTimer::Beacon);
+                self.arm(self.cfg.inactivity_timeout, MgmtTimer::Watchdog);
             }
-            Role::Sta(_) => self.scan_channel(SimTime::ZERO, node, 0),
-            Role::Independent => {}
+            Bss::Sta(_) => self.scan_channel(now, 0),
+            Bss::Independent => {}
         }
     }
 
-    pub(crate) fn on_mgmt_timer(&mut self, now: SimTime, node: NodeId, timer: MgmtTimer, generation: u32) {
-        if self.nodes[node.index()].mgmt_timers.0[timer_slot(timer)] != generation {
-            return;
-        }
+    /// A timer armed with a current generation expired. `map`: what an AP
+    /// advertises in its beacons.
+    pub fn handle_timeout(&mut self, now: SimTime, timer: MgmtTimer, map: Option<Arc<SnrMap>>) {
         match timer {
             MgmtTimer::Beacon => {
-                self.send_mgmt(now, node, Dst::Broadcast, Mgmt::Beacon, true);
-                let next = now + self.mgmt.beacon_interval;
-                self.schedule_mgmt(next, node, MgmtTimer::Beacon);
+                self.send(Dst::Broadcast, MgmtBody::Beacon { map }, true);
+                self.arm(now + self.cfg.beacon_interval, MgmtTimer::Beacon);
             }
             MgmtTimer::ScanDwell => {
-                let Role::Sta(sta) = &self.nodes[node.index()].role else { return };
+                let Bss::Sta(sta) = &self.bss else { return };
                 let StaState::Scanning { index } = sta.state else { return };
                 let next = index + 1;
-                if next < self.mgmt.scan_channels.len() {
-                    self.scan_channel(now, node, next);
+                if next < self.cfg.scan_channels.len() {
+                    self.scan_channel(now, next);
                 } else {
-                    self.select_ap(now, node);
+                    self.select_ap(now);
                 }
             }
-            MgmtTimer::Response => self.sta_response_timeout(now, node),
-            MgmtTimer::Watchdog => self.watchdog(now, node),
+            MgmtTimer::Response => self.response_timeout(now),
+            MgmtTimer::Watchdog => self.watchdog(now),
         }
     }
 
-    fn sta_mut(&mut self, node: NodeId) -> &mut Station {
-        match &mut self.nodes[node.index()].role {
-            Role::Sta(s) => s,
-            _ => unreachable!("station timer on a non-station"),
-        }
-    }
-
-    /// Tunes to scan channel `index`, probes, and arms the dwell timer.
-    fn scan_channel(&mut self, now: SimTime, node: NodeId, index: usize) {
-        self.sta_mut(node).state = StaState::Scanning { index };
-        let channel = self.mgmt.scan_channels[index];
-        self.retune(now, node, channel);
-        if self.mgmt.active_scan {
-            self.send_mgmt(now, node, Dst::Broadcast, Mgmt::ProbeReq, true);
-        }
-        let dwell = self.mgmt.scan_dwell;
-        self.schedule_mgmt(now + dwell, node, MgmtTimer::ScanDwell);
-    }
-
-    /// End of a scan cycle: pick the strongest AP whose filtered RSSI reaches
-    /// the threshold and that was heard in this cycle, or scan again.
-    fn select_ap(&mut self, now: SimTime, node: NodeId) {
-        let cycle = self.mgmt.scan_dwell * self.mgmt.scan_channels.len() as u64;
-        let threshold = self.mgmt.selection_threshold.0;
-        let sta = self.sta_mut(node);
-        let best = sta
-            .entries
-            .iter()
-            .filter(|e| e.rssi >= threshold && now.saturating_sub(e.last_heard) <= cycle)
-            .max_by(|a, b| a.rssi.total_cmp(&b.rssi).then(b.ap.cmp(&a.ap)))
-            .map(|e| (e.ap, e.channel, e.rssi));
-        match best {
-            Some((ap, channel, rssi)) => {
-                self.conn_event(now, node, ap.0, ConnEvent::ApSelected, rssi);
-                self.retune(now, node, channel);
-                self.sta_authenticate(now, node, ap, 0);
+    /// Any frame from `from` was received: an AP keeps the station from
+    /// timing out.
+    pub fn handle_heard(&mut self, now: SimTime, from: NodeId) {
+        if let Bss::Ap(ap) = &mut self.bss {
+            if let Some(s) = ap.stations.iter_mut().find(|s| s.0 == from) {
+                s.1 = now;
             }
-            None => self.scan_channel(now, node, 0),
         }
     }
 
-    fn sta_authenticate(&mut self, now: SimTime, node: NodeId, ap: NodeId, attempt: u32) {
-        self.sta_mut(node).state = StaState::Authenticating { ap, attempt };
-        self.conn_event(now, node, ap.0, ConnEvent::AuthRequest, attempt as f64);
-        self.send_mgmt(now, node, Dst::Node(ap), Mgmt::Auth { seq: 1 }, false);
-        let t = self.mgmt.response_timeout();
-        self.schedule_mgmt(now + t, node, MgmtTimer::Response);
-    }
-
-    fn sta_associate(&mut self, now: SimTime, node: NodeId, ap: NodeId, attempt: u32) {
-        self.sta_mut(node).state = StaState::Associating { ap, attempt };
-        self.conn_event(now, node, ap.0, ConnEvent::AssocRequest, attempt as f64);
-        self.send_mgmt(now, node, Dst::Node(ap), Mgmt::AssocReq, false);
-        let t = self.mgmt.response_timeout();
-        self.schedule_mgmt(now + t, node, MgmtTimer::Response);
-    }
-
-    fn sta_response_timeout(&mut self, now: SimTime, node: NodeId) {
-        let state = self.sta_mut(node).state.clone();
-        let retries = self.mgmt.retransmissions();
-        match state {
-            StaState::Authenticating { ap, attempt } => {
-                self.conn_event(now, node, ap.0, ConnEvent::AuthTimeout, attempt as f64);
-                if attempt < retries {
-                    self.sta_authenticate(now, node, ap, attempt + 1);
-                } else {
-                    self.scan_channel(now, node, 0);
-                }
-            }
-            StaState::Associating { ap, attempt } => {
-                self.conn_event(now, node, ap.0, ConnEvent::AssocTimeout, attempt as f64);
-                if attempt < retries {
-                    self.sta_associate(now, node, ap, attempt + 1);
-                } else {
-                    self.scan_channel(now, node, 0);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn watchdog(&mut self, now: SimTime, node: NodeId) {
-        match &mut self.nodes[node.index()].role {
-            Role::Sta(sta) => {
-                let StaState::Associated { ap, last_beacon } = sta.state else { return };
-                let limit = self.mgmt.beacon_interval * self.mgmt.beacon_miss_limit as u64;
-                if now.saturating_sub(last_beacon) >= limit {
-                    self.conn_event(now, node, ap.0, ConnEvent::Disassociated, 0.0);
-                    self.net_link_down(node, ap);
-                    self.scan_channel(now, node, 0);
-                } else {
-                    let interval = self.mgmt.beacon_interval;
-                    self.schedule_mgmt(now + interval, node, MgmtTimer::Watchdog);
-                }
-            }
-            Role::Ap(ap) => {
-                let timeout = self.mgmt.inactivity_timeout;
-                let (gone, kept): (Vec<_>, Vec<_>) = ap.stations.iter().partition(|s| now.saturating_sub(s.1) >= timeout);
-                ap.stations = kept;
-                for (sta, _) in gone {
-                    self.conn_event(now, node, sta.0, ConnEvent::Disassociated, 1.0);
-                    self.net_link_down(node, sta);
-                }
-                self.schedule_mgmt(now + SimTime(timeout.as_ns() / 4), node, MgmtTimer::Watchdog);
-            }
-            Role::Independent => {}
-        }
-    }
-
-    /// A management frame was received correctly at `node` from `from`.
-    pub(crate) fn mgmt_rx(&mut self, now: SimTime, node: NodeId, from: NodeId, body: Mgmt, rssi: Dbm) {
-        let channel = self.nodes[node.index()].channel;
-        match &mut self.nodes[node.index()].role {
-            Role::Ap(ap) => {
+    /// A management frame `body` from `from` was received intact at `rssi`
+    /// on the radio's current `channel`.
+    pub fn handle_frame(&mut self, now: SimTime, from: NodeId, body: MgmtBody, rssi: Dbm, channel: u32) {
+        match &mut self.bss {
+            Bss::Ap(ap) => {
                 let reply = match body {
-                    Mgmt::ProbeReq => Some(Mgmt::ProbeResp),
-                    Mgmt::Auth { seq: 1 } => Some(Mgmt::Auth { seq: 2 }),
-                    Mgmt::AssocReq => {
+                    MgmtBody::ProbeReq => Some(MgmtBody::ProbeResp),
+                    MgmtBody::Auth { seq: 1 } => Some(MgmtBody::Auth { seq: 2 }),
+                    MgmtBody::AssocReq => {
                         if !ap.stations.iter().any(|s| s.0 == from) {
                             ap.stations.push((from, now));
                         }
-                        Some(Mgmt::AssocResp)
+                        Some(MgmtBody::AssocResp)
                     }
-                    Mgmt::Disassoc => {
+                    MgmtBody::Disassoc => {
                         ap.stations.retain(|s| s.0 != from);
                         None
                     }
                     _ => None,
                 };
                 if let Some(r) = reply {
-                    self.send_mgmt(now, node, Dst::Node(from), r, false);
+                    self.send(Dst::Node(from), r, false);
                 }
-                if body == Mgmt::AssocReq {
-                    self.conn_event(now, node, from.0, ConnEvent::Associated, rssi.0);
-                    self.net_link_up(now, node, from);
+                if body == MgmtBody::AssocReq {
+                    self.conn(from, ConnEvent::Associated, rssi.0);
+                    self.events.push_back(MgmtEvent::LinkUp(from));
                 }
             }
-            Role::Sta(sta) => {
-                if matches!(body, Mgmt::Beacon | Mgmt::ProbeResp) {
-                    let filter = self.mgmt.rssi_filter as f64;
-                    let purge_after = self.mgmt.scan_dwell * (self.mgmt.scan_channels.len() as u64 * SCAN_PURGE_CYCLES);
+            Bss::Sta(sta) => {
+                if matches!(body, MgmtBody::Beacon { .. } | MgmtBody::ProbeResp) {
+                    let filter = f64::from(self.cfg.rssi_filter);
+                    let purge_after = self.cfg.scan_dwell * (self.cfg.scan_channels.len() as u64 * SCAN_PURGE_CYCLES);
                     match sta.entries.iter_mut().find(|e| e.ap == from) {
                         Some(e) if now.saturating_sub(e.last_heard) > purge_after => {
                             // The driver purged the stale entry; this sample starts a new one.
@@ -427,48 +431,351 @@ impl World {
                         }
                         None => {
                             sta.entries.push(ScanEntry { ap: from, channel, rssi: rssi.0, last_heard: now });
-                            self.conn_event(now, node, from.0, ConnEvent::FirstBeacon, rssi.0);
+                            self.events.push_back(MgmtEvent::Conn { peer: from, event: ConnEvent::FirstBeacon, value: rssi.0 });
                         }
                     }
                 }
-                let Role::Sta(sta) = &mut self.nodes[node.index()].role else { unreachable!() };
+                let sta = self.sta();
                 match (sta.state.clone(), body) {
-                    (StaState::Associated { ap, .. }, Mgmt::Beacon) if ap == from => {
+                    (StaState::Associated { ap, .. }, MgmtBody::Beacon { map }) if ap == from => {
                         sta.state = StaState::Associated { ap, last_beacon: now };
                         sta.beacons.push_back(now);
                         while sta.beacons.front().is_some_and(|&t| now.saturating_sub(t) > BEACON_HISTORY) {
                             sta.beacons.pop_front();
                         }
-                        self.mac_beacon_hint(node, ap);
-                        self.apps_beacon(now, node, ap);
+                        self.events.push_back(MgmtEvent::Beacon { ap, map });
                     }
-                    (StaState::Authenticating { ap, .. }, Mgmt::Auth { seq: 2 }) if ap == from => {
-                        self.conn_event(now, node, ap.0, ConnEvent::AuthOk, rssi.0);
-                        self.sta_associate(now, node, ap, 0);
+                    (StaState::Authenticating { ap, .. }, MgmtBody::Auth { seq: 2 }) if ap == from => {
+                        self.conn(ap, ConnEvent::AuthOk, rssi.0);
+                        self.associate(now, ap, 0);
                     }
-                    (StaState::Associating { ap, .. }, Mgmt::AssocResp) if ap == from => {
+                    (StaState::Associating { ap, .. }, MgmtBody::AssocResp) if ap == from => {
                         sta.state = StaState::Associated { ap, last_beacon: now };
                         sta.beacons.clear();
-                        self.conn_event(now, node, ap.0, ConnEvent::Associated, rssi.0);
-                        let interval = self.mgmt.beacon_interval;
-                        self.schedule_mgmt(now + interval, node, MgmtTimer::Watchdog);
-                        let g = &mut self.nodes[node.index()].mgmt_timers.0[timer_slot(MgmtTimer::Response)];
-                        *g = g.wrapping_add(1);
-                        self.net_link_up(now, node, ap);
+                        self.conn(ap, ConnEvent::Associated, rssi.0);
+                        self.arm(now + self.cfg.beacon_interval, MgmtTimer::Watchdog);
+                        self.cancel(MgmtTimer::Response);
+                        self.events.push_back(MgmtEvent::LinkUp(ap));
                     }
                     _ => {}
                 }
             }
-            Role::Independent => {}
+            Bss::Independent => {}
         }
     }
 
-    /// The AP heard from station `from` (any frame): keeps it from timing out.
-    pub(crate) fn mgmt_heard(&mut self, now: SimTime, node: NodeId, from: NodeId) {
-        if let Role::Ap(ap) = &mut self.nodes[node.index()].role {
-            if let Some(s) = ap.stations.iter_mut().find(|s| s.0 == from) {
-                s.1 = now;
-            }
+    // ------------------------------------------------------------ station
+
+    /// Tunes to scan channel `index`, probes, and arms the dwell timer.
+    fn scan_channel(&mut self, now: SimTime, index: usize) {
+        self.sta().state = StaState::Scanning { index };
+        self.channel = self.cfg.scan_channels[index];
+        if self.cfg.active_scan {
+            self.send(Dst::Broadcast, MgmtBody::ProbeReq, true);
         }
+        self.arm(now + self.cfg.scan_dwell, MgmtTimer::ScanDwell);
+    }
+
+    /// End of a scan cycle: pick the strongest AP whose filtered RSSI reaches
+    /// the threshold and that was heard in this cycle, or scan again.
+    fn select_ap(&mut self, now: SimTime) {
+        let cycle = self.cfg.scan_dwell * self.cfg.scan_channels.len() as u64;
+        let threshold = self.cfg.selection_threshold.0;
+        let best = self
+            .sta()
+            .entries
+            .iter()
+            .filter(|e| e.rssi >= threshold && now.saturating_sub(e.last_heard) <= cycle)
+            .max_by(|a, b| a.rssi.total_cmp(&b.rssi).then(b.ap.cmp(&a.ap)))
+            .map(|e| (e.ap, e.channel, e.rssi));
+        match best {
+            Some((ap, channel, rssi)) => {
+                self.conn(ap, ConnEvent::ApSelected, rssi);
+                self.channel = channel;
+                self.authenticate(now, ap, 0);
+            }
+            None => self.scan_channel(now, 0),
+        }
+    }
+
+    fn authenticate(&mut self, now: SimTime, ap: NodeId, attempt: u32) {
+        self.sta().state = StaState::Authenticating { ap, attempt };
+        self.conn(ap, ConnEvent::AuthRequest, f64::from(attempt));
+        self.send(Dst::Node(ap), MgmtBody::Auth { seq: 1 }, false);
+        self.arm(now + self.cfg.response_timeout(), MgmtTimer::Response);
+    }
+
+    fn associate(&mut self, now: SimTime, ap: NodeId, attempt: u32) {
+        self.sta().state = StaState::Associating { ap, attempt };
+        self.conn(ap, ConnEvent::AssocRequest, f64::from(attempt));
+        self.send(Dst::Node(ap), MgmtBody::AssocReq, false);
+        self.arm(now + self.cfg.response_timeout(), MgmtTimer::Response);
+    }
+
+    fn response_timeout(&mut self, now: SimTime) {
+        let retries = self.cfg.retransmissions();
+        match self.sta().state.clone() {
+            StaState::Authenticating { ap, attempt } => {
+                self.conn(ap, ConnEvent::AuthTimeout, f64::from(attempt));
+                if attempt < retries {
+                    self.authenticate(now, ap, attempt + 1);
+                } else {
+                    self.scan_channel(now, 0);
+                }
+            }
+            StaState::Associating { ap, attempt } => {
+                self.conn(ap, ConnEvent::AssocTimeout, f64::from(attempt));
+                if attempt < retries {
+                    self.associate(now, ap, attempt + 1);
+                } else {
+                    self.scan_channel(now, 0);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn watchdog(&mut self, now: SimTime) {
+        let interval = self.cfg.beacon_interval;
+        match &mut self.bss {
+            Bss::Sta(sta) => {
+                let StaState::Associated { ap, last_beacon } = sta.state else { return };
+                let limit = interval * u64::from(self.cfg.beacon_miss_limit);
+                if now.saturating_sub(last_beacon) >= limit {
+                    self.conn(ap, ConnEvent::Disassociated, 0.0);
+                    self.events.push_back(MgmtEvent::LinkDown(ap));
+                    self.scan_channel(now, 0);
+                } else {
+                    self.arm(now + interval, MgmtTimer::Watchdog);
+                }
+            }
+            Bss::Ap(ap) => {
+                let timeout = self.cfg.inactivity_timeout;
+                let (gone, kept): (Vec<_>, Vec<_>) = ap.stations.iter().partition(|s| now.saturating_sub(s.1) >= timeout);
+                ap.stations = kept;
+                for (sta, _) in gone {
+                    self.conn(sta, ConnEvent::Disassociated, 1.0);
+                    self.events.push_back(MgmtEvent::LinkDown(sta));
+                }
+                self.arm(now + SimTime(timeout.as_ns() / 4), MgmtTimer::Watchdog);
+            }
+            Bss::Independent => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AP: NodeId = NodeId(0);
+    const STA: NodeId = NodeId(1);
+
+    fn cfg(driver: DriverProfile) -> MgmtConfig {
+        MgmtConfig {
+            beacon_interval: SimTime::from_ms(100),
+            scan_channels: vec![1, 6, 11],
+            scan_dwell: SimTime::from_ms(100),
+            active_scan: true,
+            selection_threshold: Dbm(-87.0),
+            rssi_filter: 10,
+            driver,
+            beacon_miss_limit: 7,
+            inactivity_timeout: SimTime::from_secs_f64(300.0),
+        }
+    }
+
+    fn station(driver: DriverProfile) -> Mgmt {
+        let mut m = Mgmt::new(Role::Sta, cfg(driver), 1, Stream::new("run", 1, 0, "t"));
+        m.start(SimTime::ZERO);
+        m
+    }
+
+    fn ms(n: u64) -> SimTime {
+        SimTime::from_ms(n)
+    }
+
+    fn sent(m: &mut Mgmt) -> Vec<(Dst, MgmtBody)> {
+        std::iter::from_fn(|| m.poll_transmit()).map(|f| (f.dst, f.body)).collect()
+    }
+
+    fn timers(m: &mut Mgmt) -> Vec<(MgmtTimer, SimTime)> {
+        std::iter::from_fn(|| m.poll_timer()).map(|(t, at, _)| (t, at)).collect()
+    }
+
+    fn events(m: &mut Mgmt) -> Vec<MgmtEvent> {
+        std::iter::from_fn(|| m.poll_event()).collect()
+    }
+
+    fn drain(m: &mut Mgmt) {
+        sent(m);
+        timers(m);
+        events(m);
+    }
+
+    fn beacon() -> MgmtBody {
+        MgmtBody::Beacon { map: None }
+    }
+
+    /// A station that has selected the AP on channel 6 and sent its
+    /// authentication request at 300 ms.
+    fn authenticating() -> Mgmt {
+        let mut m = station(DriverProfile::Madwifi);
+        m.handle_timeout(ms(100), MgmtTimer::ScanDwell, None);
+        m.handle_frame(ms(150), AP, beacon(), Dbm(-60.0), 6);
+        m.handle_timeout(ms(200), MgmtTimer::ScanDwell, None);
+        m.handle_timeout(ms(300), MgmtTimer::ScanDwell, None);
+        drain(&mut m);
+        m
+    }
+
+    fn associated() -> Mgmt {
+        let mut m = authenticating();
+        m.handle_frame(ms(310), AP, MgmtBody::Auth { seq: 2 }, Dbm(-60.0), 6);
+        m.handle_frame(ms(320), AP, MgmtBody::AssocResp, Dbm(-60.0), 6);
+        drain(&mut m);
+        m
+    }
+
+    #[test]
+    fn test_scanning_start_probes_the_first_channel() {
+        let mut m = station(DriverProfile::Madwifi);
+        assert_eq!(m.channel(), 1);
+        assert_eq!(sent(&mut m), vec![(Dst::Broadcast, MgmtBody::ProbeReq)]);
+        assert_eq!(timers(&mut m), vec![(MgmtTimer::ScanDwell, ms(100))]);
+    }
+
+    #[test]
+    fn test_scanning_dwell_moves_to_the_next_channel() {
+        let mut m = station(DriverProfile::Madwifi);
+        drain(&mut m);
+        m.handle_timeout(ms(100), MgmtTimer::ScanDwell, None);
+        assert_eq!(m.channel(), 6);
+        assert_eq!(timers(&mut m), vec![(MgmtTimer::ScanDwell, ms(200))]);
+    }
+
+    #[test]
+    fn test_scanning_beacon_creates_an_entry() {
+        let mut m = station(DriverProfile::Madwifi);
+        m.handle_frame(ms(50), AP, beacon(), Dbm(-70.0), 1);
+        assert_eq!(events(&mut m), vec![MgmtEvent::Conn { peer: AP, event: ConnEvent::FirstBeacon, value: -70.0 }]);
+        assert_eq!(m.filtered_rssi(AP), Some(Dbm(-70.0)));
+        m.handle_frame(ms(150), AP, beacon(), Dbm(-60.0), 1);
+        assert_eq!(m.filtered_rssi(AP), Some(Dbm(-69.0)), "low-pass filtered with L = 10");
+    }
+
+    #[test]
+    fn test_scanning_cycle_end_selects_the_ap_and_authenticates() {
+        let mut m = station(DriverProfile::Madwifi);
+        m.handle_timeout(ms(100), MgmtTimer::ScanDwell, None);
+        m.handle_frame(ms(150), AP, beacon(), Dbm(-60.0), 6);
+        m.handle_timeout(ms(200), MgmtTimer::ScanDwell, None);
+        m.handle_timeout(ms(300), MgmtTimer::ScanDwell, None);
+        assert_eq!(m.channel(), 6, "back to the AP's channel");
+        assert_eq!(sent(&mut m).last(), Some(&(Dst::Node(AP), MgmtBody::Auth { seq: 1 })));
+        let ev = events(&mut m);
+        assert!(ev.contains(&MgmtEvent::Conn { peer: AP, event: ConnEvent::ApSelected, value: -60.0 }));
+        assert_eq!(timers(&mut m).last(), Some(&(MgmtTimer::Response, ms(5300))));
+    }
+
+    #[test]
+    fn test_scanning_cycle_end_without_candidates_scans_again() {
+        let mut m = station(DriverProfile::Madwifi);
+        m.handle_frame(ms(50), AP, beacon(), Dbm(-90.0), 1);
+        drain(&mut m);
+        for t in [100, 200, 300] {
+            m.handle_timeout(ms(t), MgmtTimer::ScanDwell, None);
+        }
+        assert_eq!(m.channel(), 1);
+        assert_eq!(sent(&mut m).last(), Some(&(Dst::Broadcast, MgmtBody::ProbeReq)));
+    }
+
+    #[test]
+    fn test_authenticating_response_starts_association() {
+        let mut m = authenticating();
+        m.handle_frame(ms(310), AP, MgmtBody::Auth { seq: 2 }, Dbm(-60.0), 6);
+        assert_eq!(sent(&mut m), vec![(Dst::Node(AP), MgmtBody::AssocReq)]);
+        assert!(events(&mut m).contains(&MgmtEvent::Conn { peer: AP, event: ConnEvent::AuthOk, value: -60.0 }));
+    }
+
+    #[test]
+    fn test_authenticating_timeout_retries_once_then_scans() {
+        let mut m = authenticating();
+        m.handle_timeout(ms(5300), MgmtTimer::Response, None);
+        assert_eq!(sent(&mut m), vec![(Dst::Node(AP), MgmtBody::Auth { seq: 1 })]);
+        m.handle_timeout(ms(10_300), MgmtTimer::Response, None);
+        assert_eq!(sent(&mut m), vec![(Dst::Broadcast, MgmtBody::ProbeReq)]);
+        assert_eq!(m.channel(), 1);
+    }
+
+    #[test]
+    fn test_associating_response_brings_the_link_up() {
+        let mut m = authenticating();
+        m.handle_frame(ms(310), AP, MgmtBody::Auth { seq: 2 }, Dbm(-60.0), 6);
+        drain(&mut m);
+        m.handle_frame(ms(320), AP, MgmtBody::AssocResp, Dbm(-61.0), 6);
+        assert_eq!(events(&mut m), vec![MgmtEvent::Conn { peer: AP, event: ConnEvent::Associated, value: -61.0 }, MgmtEvent::LinkUp(AP)]);
+        assert_eq!(m.associated_ap(), Some(AP));
+        assert_eq!(timers(&mut m), vec![(MgmtTimer::Watchdog, ms(420))]);
+    }
+
+    #[test]
+    fn test_associated_beacon_is_remembered() {
+        let mut m = associated();
+        m.handle_frame(ms(400), AP, beacon(), Dbm(-60.0), 6);
+        m.handle_frame(ms(500), AP, beacon(), Dbm(-60.0), 6);
+        assert_eq!(m.beacons_after(ms(350)), 2);
+        assert_eq!(events(&mut m).last(), Some(&MgmtEvent::Beacon { ap: AP, map: None }));
+    }
+
+    #[test]
+    fn test_associated_missed_beacons_disassociate() {
+        let mut m = associated();
+        m.handle_timeout(ms(420), MgmtTimer::Watchdog, None);
+        assert_eq!(timers(&mut m), vec![(MgmtTimer::Watchdog, ms(520))]);
+        m.handle_timeout(ms(1020), MgmtTimer::Watchdog, None);
+        let ev = events(&mut m);
+        assert_eq!(ev[..2], [MgmtEvent::Conn { peer: AP, event: ConnEvent::Disassociated, value: 0.0 }, MgmtEvent::LinkDown(AP)]);
+        assert_eq!(m.associated_ap(), None);
+        assert_eq!(m.channel(), 1, "scanning again");
+    }
+
+    #[test]
+    fn test_ap_start_beacons_at_a_random_phase() {
+        let mut m = Mgmt::new(Role::Ap, cfg(DriverProfile::Madwifi), 6, Stream::new("run", 1, 0, "t"));
+        m.start(SimTime::ZERO);
+        let t = timers(&mut m);
+        assert_eq!(t[0].0, MgmtTimer::Beacon);
+        assert!(t[0].1 < ms(100));
+        m.handle_timeout(t[0].1, MgmtTimer::Beacon, None);
+        assert_eq!(sent(&mut m), vec![(Dst::Broadcast, beacon())]);
+        assert_eq!(timers(&mut m), vec![(MgmtTimer::Beacon, t[0].1 + ms(100))]);
+    }
+
+    #[test]
+    fn test_ap_answers_probe_auth_and_association() {
+        let mut m = Mgmt::new(Role::Ap, cfg(DriverProfile::Madwifi), 6, Stream::new("run", 1, 0, "t"));
+        m.handle_frame(ms(1), STA, MgmtBody::ProbeReq, Dbm(-60.0), 6);
+        m.handle_frame(ms(2), STA, MgmtBody::Auth { seq: 1 }, Dbm(-60.0), 6);
+        m.handle_frame(ms(3), STA, MgmtBody::AssocReq, Dbm(-60.0), 6);
+        let replies: Vec<MgmtBody> = sent(&mut m).into_iter().map(|(_, b)| b).collect();
+        assert_eq!(replies, vec![MgmtBody::ProbeResp, MgmtBody::Auth { seq: 2 }, MgmtBody::AssocResp]);
+        assert!(m.has_station(STA));
+        assert_eq!(events(&mut m).last(), Some(&MgmtEvent::LinkUp(STA)));
+    }
+
+    #[test]
+    fn test_ap_inactive_station_is_dropped() {
+        let mut m = Mgmt::new(Role::Ap, cfg(DriverProfile::Madwifi), 6, Stream::new("run", 1, 0, "t"));
+        m.handle_frame(ms(3), STA, MgmtBody::AssocReq, Dbm(-60.0), 6);
+        drain(&mut m);
+        m.handle_timeout(SimTime::from_secs_f64(100.0), MgmtTimer::Watchdog, None);
+        assert!(m.has_station(STA));
+        m.handle_heard(SimTime::from_secs_f64(200.0), STA);
+        m.handle_timeout(SimTime::from_secs_f64(400.0), MgmtTimer::Watchdog, None);
+        assert!(m.has_station(STA), "heard 200 s ago, within the 300 s timeout");
+        m.handle_timeout(SimTime::from_secs_f64(600.0), MgmtTimer::Watchdog, None);
+        assert!(!m.has_station(STA));
+        assert_eq!(events(&mut m).last(), Some(&MgmtEvent::LinkDown(STA)));
     }
 }

@@ -7,12 +7,12 @@
 //! traffic, and applications waiting for the connection do not start. A lease
 //! is kept across re-associations (no INIT-REBOOT exchange is modelled).
 
-use crate::event::{Event, NodeId};
-use crate::mac::mgmt::Role;
+use crate::event::Event;
+use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
 use crate::net::{Body, Packet, IP_HEADER, LLC_SNAP};
 use crate::rng::Stream;
-use crate::sim::World;
+use crate::world::World;
 use crate::trace::ConnEvent;
 use crate::units::SimTime;
 
@@ -135,7 +135,7 @@ impl World {
     pub(crate) fn dhcp_rx(&mut self, now: SimTime, node: NodeId, from: NodeId, op: DhcpOp) {
         match op {
             DhcpOp::Discover | DhcpOp::Request => {
-                if !self.nodes[node.index()].cfg.dhcp_server || !self.nodes[node.index()].role.has_station(from) {
+                if !self.nodes[node.index()].cfg.dhcp_server || !self.nodes[node.index()].mgmt.has_station(from) {
                     return;
                 }
                 let reply = if op == DhcpOp::Discover { DhcpOp::Offer } else { DhcpOp::Ack };
@@ -165,6 +165,6 @@ impl World {
 
     /// Whether `node` is a station whose AP should treat it as reachable.
     pub(crate) fn station_reachable(&self, ap: NodeId, sta: NodeId) -> bool {
-        matches!(self.nodes[ap.index()].role, Role::Ap(_)) && self.nodes[ap.index()].role.has_station(sta) && self.addressed(sta)
+        self.nodes[ap.index()].mgmt.has_station(sta) && self.addressed(sta)
     }
 }

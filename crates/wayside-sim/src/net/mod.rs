@@ -42,11 +42,12 @@
 
 pub mod dhcp;
 
-use crate::event::{Event, NodeId};
+use crate::event::Event;
+use crate::ids::NodeId;
 use dhcp::{DhcpClient, DhcpOp};
-use crate::mac::mgmt::Role;
+use crate::config::Role;
 use crate::mac::{Dst, Msdu, Payload};
-use crate::sim::World;
+use crate::world::World;
 use crate::trace::ConnEvent;
 use crate::transport::tcp::Segment;
 use crate::transport::udp::Datagram;
@@ -215,7 +216,7 @@ impl World {
         links
             .iter()
             .copied()
-            .find(|&l| far(l) == dst || self.nodes[far(l).index()].role.has_station(dst))
+            .find(|&l| far(l) == dst || self.nodes[far(l).index()].mgmt.has_station(dst))
             .or_else(|| links.first().copied())
             .map(Route::Wired)
     }
@@ -225,9 +226,9 @@ impl World {
         if !n.net.radio {
             return self.wired_route(node, dst);
         }
-        match &n.role {
-            Role::Sta(_) => n.role.associated_ap().filter(|_| self.addressed(node)).map(Route::Wireless),
-            Role::Ap(_) => {
+        match n.cfg.role {
+            Role::Sta => n.mgmt.associated_ap().filter(|_| self.addressed(node)).map(Route::Wireless),
+            Role::Ap => {
                 if self.station_reachable(node, dst) {
                     Some(Route::Wireless(dst))
                 } else if self.nodes[dst.index()].net.radio {
@@ -274,7 +275,7 @@ impl World {
     /// out on the air as a broadcast frame, and, if sent here, over every wired link.
     fn multicast_send(&mut self, now: SimTime, node: NodeId, p: Packet, local: bool) {
         let n = &self.nodes[node.index()];
-        let on_air = n.net.radio && self.addressed(node) && (!matches!(n.role, Role::Sta(_)) || n.role.associated_ap().is_some());
+        let on_air = n.net.radio && self.addressed(node) && (n.cfg.role != Role::Sta || n.mgmt.associated_ap().is_some());
         if on_air {
             let msdu = Msdu { dst: Dst::Broadcast, bytes: p.bytes() + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
             self.mac_enqueue(now, node, msdu);
@@ -409,9 +410,10 @@ impl World {
             return;
         }
         if p.dst == ALL_HOSTS {
-            let from_bss = match &self.nodes[node.index()].role {
-                Role::Sta(_) => self.nodes[node.index()].role.associated_ap() == Some(from),
-                Role::Ap(_) => self.nodes[node.index()].role.has_station(from),
+            let n = &self.nodes[node.index()];
+            let from_bss = match n.cfg.role {
+                Role::Sta => n.mgmt.associated_ap() == Some(from),
+                Role::Ap => n.mgmt.has_station(from),
                 Role::Independent => true,
             };
             if from_bss {

@@ -9,7 +9,7 @@
 //! (the earlier one is lost); otherwise it only interferes. Energy above the
 //! CCA threshold, a locked reception, or a transmission makes the medium busy.
 
-use crate::event::TxId;
+use crate::ids::TxId;
 use crate::phy::error::{ErrorModel, ErrorModelKind};
 use crate::phy::mode::Mode;
 use crate::rng::Stream;

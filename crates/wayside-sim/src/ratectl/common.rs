@@ -170,7 +170,7 @@ pub(crate) mod testing {
                 now: self.now,
                 bytes: self.bytes,
                 rssi: self.rssi,
-                mean_snr: self.mean_snr,
+                mean_snr: Some(self.mean_snr),
                 tx_power: self.tx_power,
                 position: self.position,
                 peer_position: self.peer_position,

@@ -56,7 +56,7 @@
 //! each with its own run-stream seed drawn from (seed, run) but the same
 //! environment seed — same shadowing, new fading, backoff and traffic —
 //! and hands each pass the map learned so far (see
-//! `sim::train_rate_maps`). We chose this over a map file written by one
+//! `run::train_rate_maps`). We chose this over a map file written by one
 //! run and read by another because a run stays one self-contained,
 //! deterministic call: a sweep over seeds needs no ordering between runs
 //! and no files, and (seed, run) alone reproduces the result.

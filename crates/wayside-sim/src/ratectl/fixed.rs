@@ -47,7 +47,7 @@ mod tests {
             now: SimTime::ZERO,
             bytes,
             rssi: None,
-            mean_snr: Db(30.0),
+            mean_snr: Some(Db(30.0)),
             tx_power: Dbm(15.0),
             position: Vec2::default(),
             peer_position: None,

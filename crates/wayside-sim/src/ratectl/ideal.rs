@@ -80,7 +80,7 @@ pub(crate) fn rate_lower_lowest(modes: &[Mode], r: usize, [t0, t1, t2]: [u8; 3])
 
 impl RateControl for Ideal {
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain {
-        let r = self.pick(req.mean_snr, req.bytes);
+        let r = self.pick(req.mean_snr.expect("the MAC gives Ideal its oracle SNR"), req.bytes);
         rate_lower_lowest(self.modes, r, self.params.tries)
     }
 

@@ -86,8 +86,9 @@ pub struct TxRequest {
     /// knows: SampleRate picks its initial rate from it).
     pub rssi: Option<Dbm>,
     /// The link's true mean SNR now (path loss and shadowing, no fading):
-    /// an oracle only the `Ideal` algorithm may use.
-    pub mean_snr: Db,
+    /// an oracle, given only to algorithms that ask for one
+    /// ([`RateControlSpec::needs_oracle`]).
+    pub mean_snr: Option<Db>,
     /// This node's transmit power.
     pub tx_power: Dbm,
     /// This node's own position (its GPS).
@@ -227,6 +228,17 @@ impl RateControlSpec {
             RateControlSpec::EnvAware(p) => Some(&p.map),
             _ => None,
         }
+    }
+
+    /// Whether the algorithm chooses from the link's true mean SNR (an
+    /// oracle the MAC must then compute for every frame).
+    pub fn needs_oracle(&self) -> bool {
+        matches!(self, RateControlSpec::Ideal(_))
+    }
+
+    /// Whether a station's controller takes the map its AP advertises.
+    pub fn takes_hints(&self) -> bool {
+        matches!(self, RateControlSpec::EnvAware(p) if p.beacon_hints)
     }
 
     /// The map an environment-aware AP advertises in its beacons (not a

@@ -2,7 +2,7 @@
 //! overrides, and reading a node's connection events from the trace.
 #![allow(dead_code)] // each test file uses its own subset
 
-use wayside_sim::sim::{run_scenario, RunOutput};
+use wayside_sim::{run_scenario, RunOutput};
 use wayside_sim::trace::ConnEvent;
 
 /// Runs `text` with `overrides` and run seed `seed`; panics on an error.

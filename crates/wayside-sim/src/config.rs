@@ -1,0 +1,87 @@
+//! What a world is built from: the radio, channel, MAC and management
+//! settings shared by every node, and each node's own description. The
+//! scenario module lowers a scenario file into a [`SimConfig`].
+
+use crate::apps::ip::AppConfig;
+use crate::channel::ChannelConfig;
+use crate::mac::mgmt::MgmtConfig;
+use crate::mac::MacConfig;
+use crate::mobility::MobilityModel;
+use crate::net::WiredLink;
+use crate::phy::error::ErrorModelKind;
+use crate::phy::mode::{Preamble, Standard};
+use crate::transport::tcp::TcpConfig;
+use crate::units::{Db, Dbm, Meters, SimTime};
+use serde::Deserialize;
+
+/// Radio settings shared by every node.
+#[derive(Clone, Debug)]
+pub struct RadioConfig {
+    pub standard: Standard,
+    /// 802.11g only: long slot and CWmin 31 for coexistence with 802.11b.
+    pub b_compatible: bool,
+    pub preamble: Preamble,
+    pub cca_threshold: Dbm,
+    pub capture_margin: Option<Db>,
+    pub error_model: ErrorModelKind,
+}
+
+/// One node's fixed description.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub name: String,
+    pub mobility: MobilityModel,
+    pub tx_power: Dbm,
+    pub antenna_gain: Db,
+    pub antenna_height: Meters,
+    /// Whether the node has a radio (a wired-only server has none).
+    pub radio: bool,
+    pub role: Role,
+    /// Operating channel (an AP's; a station's until it scans).
+    pub channel: u32,
+    pub tcp: TcpConfig,
+    pub arp: crate::net::ArpConfig,
+    /// Transmit queue limit, frames.
+    pub queue_limit: usize,
+    /// Get an address by DHCP after association (stations only).
+    pub dhcp: bool,
+    /// Answer DHCP requests from associated stations (APs only).
+    pub dhcp_server: bool,
+    /// This node's rate control (default: the MAC's).
+    pub rate_control: Option<crate::ratectl::RateControlSpec>,
+    /// An AP that splits the TCP connections it forwards (I-TCP).
+    pub split_tcp: bool,
+    /// Its frames carry its position and transmit power (a cooperating
+    /// client's vendor element; see [`crate::mac::SenderReport`]).
+    pub reports_position: bool,
+}
+
+/// A node's part in a BSS: the one type the scenario file, the
+/// configuration and management share (management's state per role is
+/// [`crate::mac::mgmt::Bss`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// No association: frames go straight to any node (ad hoc / OCB).
+    Independent,
+    /// An access point: beacons, answers probes, authenticates, associates.
+    Ap,
+    /// A station: scans, selects an AP, authenticates and associates.
+    Sta,
+}
+
+/// Everything needed to build a world.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub duration: SimTime,
+    pub seed: u64,
+    pub run: u64,
+    pub channel: ChannelConfig,
+    pub radio: RadioConfig,
+    pub mac: MacConfig,
+    pub nodes: Vec<NodeConfig>,
+    pub sources: Vec<crate::apps::SourceConfig>,
+    pub mgmt: MgmtConfig,
+    pub wires: Vec<WiredLink>,
+    pub apps: Vec<AppConfig>,
+}

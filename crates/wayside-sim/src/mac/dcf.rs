@@ -1,0 +1,868 @@
+//! Channel access of one station: 802.11's DCF as a sans-IO state machine.
+//!
+//! DIFS/EIFS, slotted binary-exponential backoff that freezes while the
+//! medium is busy (physical carrier sense from the PHY, virtual from the
+//! NAV), ACK with timeout, retries along the multi-rate retry chain that
+//! link adaptation fills ([`super::links`]), optional RTS/CTS, sequence
+//! numbers and duplicate filtering, a drop-tail data queue and a management
+//! queue served ahead of it (as madwifi and mac80211 send management frames
+//! on a higher-priority hardware queue).
+//!
+//! Inputs: [`Dcf::enqueue`], [`Dcf::handle_medium`] (carrier sense changed),
+//! [`Dcf::handle_timeout`], [`Dcf::handle_tx_end`], [`Dcf::handle_rx_end`],
+//! [`Dcf::flush`]. Outputs, drained after every input:
+//! [`Dcf::poll_transmit`] (a frame to put on the air now),
+//! [`Dcf::poll_timer`] (a timer to arm; a re-armed or cancelled timer makes
+//! its earlier expiry stale, recognised by its generation) and
+//! [`Dcf::poll_event`] (what the layers above and the trace need to know).
+
+use super::links::{Links, TxContext};
+use super::{Dst, Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD, RTS_BYTES};
+use crate::ids::NodeId;
+use crate::phy::mode::{Mode, Preamble, Standard, Timing};
+use crate::ratectl::{RetryChain, Stage, TxStatus};
+use crate::rng::Stream;
+use crate::trace::{FrameKind, TxOutcome};
+use crate::units::{Dbm, SimTime};
+use std::collections::VecDeque;
+
+/// The DCF's timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MacTimer {
+    /// Backoff has counted down: the station may transmit.
+    AccessGrant,
+    /// No ACK (or CTS) arrived in time.
+    ResponseTimeout,
+    /// SIFS has elapsed: send the pending ACK, CTS or the data after a CTS.
+    SifsResponse,
+    /// The network allocation vector has expired.
+    NavEnd,
+}
+
+impl MacTimer {
+    const ALL: [MacTimer; 4] = [MacTimer::AccessGrant, MacTimer::ResponseTimeout, MacTimer::SifsResponse, MacTimer::NavEnd];
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+/// Where channel access stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DcfState {
+    /// Not counting down: nothing to send, or the medium is busy (a pending
+    /// backoff is frozen), or our own frame is on the air.
+    Idle,
+    /// The medium is idle and the station counts down from `since` (the
+    /// end of the last busy period plus DIFS or EIFS); `AccessGrant` is armed.
+    Contending { since: SimTime },
+    /// Waiting for the CTS to our RTS.
+    AwaitingCts { timed_out: bool },
+    /// Waiting for the ACK to our unicast frame. `timed_out`: the response
+    /// timeout fired while a frame was arriving, which decides the attempt
+    /// when it ends.
+    AwaitingAck { timed_out: bool },
+}
+
+/// What the DCF tells the layers above and the trace.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DcfEvent {
+    /// An MSDU was given up at enqueue (queue full) or flushed (retune).
+    QueueDrop { msdu: Msdu },
+    /// An MSDU is done: acknowledged (broadcast: sent) or its chain exhausted.
+    Done { msdu: Msdu, seq: u16, delivered: bool, attempts: u32, delay: SimTime },
+    /// A data or management frame for this node arrived intact at `rssi`;
+    /// a retransmission already received is flagged `duplicate` (and not
+    /// to be handed up).
+    Received { frame: Frame, rssi: Dbm, duplicate: bool },
+    /// The transmission awaiting a response got it, or did not (also
+    /// reported when nothing awaits one: a flush, a failed attempt).
+    Response(TxOutcome),
+}
+
+#[derive(Clone, Debug)]
+struct Current {
+    msdu: Msdu,
+    chain: RetryChain,
+    /// PSDU size the chain was asked for (before any fast-frame join): the
+    /// outcome is reported at the same size, so that size-binned rate
+    /// control updates the statistics it chose from.
+    chain_bytes: u32,
+    seq: u16,
+    attempt: u32,
+    rts: bool,
+}
+
+/// The radio settings airtime computations need.
+#[derive(Clone, Copy, Debug)]
+pub struct Air {
+    pub standard: Standard,
+    pub preamble: Preamble,
+}
+
+/// One station's channel access.
+pub struct Dcf {
+    cfg: MacConfig,
+    timing: Timing,
+    air: Air,
+    me: NodeId,
+    state: DcfState,
+    data: VecDeque<Msdu>,
+    mgmt: VecDeque<Msdu>,
+    current: Option<Current>,
+    cw: u32,
+    /// Backoff slots still to count, if a backoff is pending.
+    backoff: Option<u32>,
+    medium_busy: bool,
+    idle_since: SimTime,
+    nav_until: SimTime,
+    /// The last frame heard was corrupted: defer EIFS instead of DIFS.
+    use_eifs: bool,
+    /// An ACK, CTS, or the data after a CTS, due SIFS after a reception.
+    response: Option<(Frame, Mode)>,
+    next_seq: u16,
+    last_seq: Vec<(NodeId, u16)>,
+    generation: [u32; 4],
+    links: Links,
+    rng: Stream,
+    tx_power: Dbm,
+    transmits: VecDeque<(Frame, Mode)>,
+    timers: VecDeque<(MacTimer, SimTime, u32)>,
+    events: VecDeque<DcfEvent>,
+}
+
+impl Dcf {
+    pub fn new(me: NodeId, cfg: MacConfig, timing: Timing, air: Air, links: Links, rng: Stream, tx_power: Dbm) -> Dcf {
+        Dcf {
+            cw: timing.cw_min,
+            cfg,
+            timing,
+            air,
+            me,
+            state: DcfState::Idle,
+            data: VecDeque::new(),
+            mgmt: VecDeque::new(),
+            current: None,
+            backoff: None,
+            medium_busy: false,
+            idle_since: SimTime::ZERO,
+            nav_until: SimTime::ZERO,
+            use_eifs: false,
+            response: None,
+            next_seq: 0,
+            last_seq: Vec::new(),
+            generation: [0; 4],
+            links,
+            rng,
+            tx_power,
+            transmits: VecDeque::new(),
+            timers: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn state(&self) -> DcfState {
+        self.state
+    }
+
+    pub fn links(&self) -> &Links {
+        &self.links
+    }
+
+    pub fn links_mut(&mut self) -> &mut Links {
+        &mut self.links
+    }
+
+    /// Whether the data queue is at its limit.
+    pub fn queue_full(&self) -> bool {
+        self.data.len() >= self.cfg.queue_limit
+    }
+
+    // ------------------------------------------------------------ outputs
+
+    pub fn poll_transmit(&mut self) -> Option<(Frame, Mode)> {
+        self.transmits.pop_front()
+    }
+
+    /// A timer to arm at a time, with the generation its expiry must carry.
+    pub fn poll_timer(&mut self) -> Option<(MacTimer, SimTime, u32)> {
+        self.timers.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<DcfEvent> {
+        self.events.pop_front()
+    }
+
+    /// Whether an expiry of `timer` armed with `generation` is still current.
+    pub fn is_current(&self, timer: MacTimer, generation: u32) -> bool {
+        self.generation[timer.slot()] == generation
+    }
+
+    fn arm(&mut self, at: SimTime, timer: MacTimer) {
+        let g = &mut self.generation[timer.slot()];
+        *g = g.wrapping_add(1);
+        self.timers.push_back((timer, at, *g));
+    }
+
+    fn cancel(&mut self, timer: MacTimer) {
+        let g = &mut self.generation[timer.slot()];
+        *g = g.wrapping_add(1);
+    }
+
+    // ------------------------------------------------------------ inputs
+
+    /// Hands a data MSDU to the MAC; a full queue drops it (a `QueueDrop`
+    /// event) and returns false.
+    pub fn enqueue(&mut self, now: SimTime, msdu: Msdu) -> bool {
+        if self.queue_full() {
+            self.events.push_back(DcfEvent::QueueDrop { msdu });
+            return false;
+        }
+        self.data.push_back(msdu);
+        self.request_access(now);
+        true
+    }
+
+    /// Hands a management MSDU to the MAC (no queue limit); `front` puts it
+    /// ahead of everything queued (beacons, probe requests).
+    pub fn enqueue_mgmt(&mut self, now: SimTime, msdu: Msdu, front: bool) {
+        if front {
+            self.data.push_front(msdu);
+        } else {
+            self.data.push_back(msdu);
+        }
+        self.request_access(now);
+    }
+
+    /// Drops everything queued or in progress (the radio is changing channel).
+    pub fn flush(&mut self) {
+        self.events.push_back(DcfEvent::Response(TxOutcome::Unacked));
+        let dropped: Vec<Msdu> = self.mgmt.drain(..).chain(self.data.drain(..)).chain(self.current.take().map(|c| c.msdu)).collect();
+        self.state = DcfState::Idle;
+        self.response = None;
+        self.nav_until = SimTime::ZERO;
+        for t in MacTimer::ALL {
+            self.cancel(t);
+        }
+        for msdu in dropped {
+            self.events.push_back(DcfEvent::QueueDrop { msdu });
+        }
+    }
+
+    /// Physical carrier sense is now `phy_busy`: re-evaluates the medium
+    /// (with the NAV), freezing or resuming backoff.
+    pub fn handle_medium(&mut self, now: SimTime, phy_busy: bool) {
+        let busy = phy_busy || self.nav_until > now;
+        if busy == self.medium_busy {
+            return;
+        }
+        self.medium_busy = busy;
+        if busy {
+            if let DcfState::Contending { since } = self.state {
+                if now > since {
+                    if let Some(b) = &mut self.backoff {
+                        let elapsed = ((now - since).as_ns() / self.timing.slot.as_ns()) as u32;
+                        *b -= elapsed.min(*b);
+                    }
+                }
+                self.state = DcfState::Idle;
+                self.cancel(MacTimer::AccessGrant);
+                if self.backoff.is_none() {
+                    self.draw_backoff();
+                }
+            }
+        } else {
+            self.idle_since = now;
+            self.request_access(now);
+        }
+    }
+
+    /// A timer armed with `generation` expired (call only if current);
+    /// `receiving`: the PHY is locked on a frame now.
+    pub fn handle_timeout(&mut self, now: SimTime, timer: MacTimer, receiving: bool, phy_busy: bool, ctx: &mut dyn TxContext) {
+        match timer {
+            MacTimer::AccessGrant => self.access_granted(now, ctx),
+            MacTimer::ResponseTimeout => match self.state {
+                DcfState::AwaitingAck { .. } | DcfState::AwaitingCts { .. } if receiving => {
+                    self.state = match self.state {
+                        DcfState::AwaitingAck { .. } => DcfState::AwaitingAck { timed_out: true },
+                        _ => DcfState::AwaitingCts { timed_out: true },
+                    }
+                }
+                _ => self.attempt_failed(now),
+            },
+            MacTimer::SifsResponse => {
+                if let Some(t) = self.response.take() {
+                    self.transmits.push_back(t);
+                }
+            }
+            MacTimer::NavEnd => self.handle_medium(now, phy_busy),
+        }
+    }
+
+    /// Our frame `frame` left the air.
+    pub fn handle_tx_end(&mut self, now: SimTime, frame: &Frame) {
+        let control = matches!(frame.kind, FrameKind::Ack | FrameKind::Cts);
+        if !control && self.current.is_none() {
+            // The radio changed channel while this frame was on the air and
+            // the MAC dropped it: nothing to wait for.
+            return;
+        }
+        let timeout = self.timing.ack_timeout;
+        match (frame.kind, frame.dst) {
+            (FrameKind::Ack | FrameKind::Cts, _) => self.request_access(now),
+            (FrameKind::Rts, _) => self.arm(now + timeout, MacTimer::ResponseTimeout),
+            (_, Dst::Node(_)) => {
+                self.state = DcfState::AwaitingAck { timed_out: false };
+                self.arm(now + timeout, MacTimer::ResponseTimeout);
+            }
+            (_, Dst::Broadcast) => self.finish(now, true),
+        }
+    }
+
+    /// A frame finished arriving: `ok` if it decoded, at `rssi`; `mode` is
+    /// what it was sent at; `noise_floor` turns RSSI into SNR for learning.
+    pub fn handle_rx_end(&mut self, now: SimTime, frame: &Frame, mode: Mode, ok: bool, rssi: Dbm, noise_floor: Dbm) {
+        self.use_eifs = !ok;
+        let awaited = ok
+            && frame.dst.is_for(self.me)
+            && matches!((frame.kind, self.state), (FrameKind::Ack, DcfState::AwaitingAck { .. }) | (FrameKind::Cts, DcfState::AwaitingCts { .. }));
+        // The response timeout fired while this frame was arriving: unless it
+        // is the awaited response, the attempt has failed.
+        let timed_out = matches!(self.state, DcfState::AwaitingAck { timed_out: true } | DcfState::AwaitingCts { timed_out: true });
+        if timed_out && !awaited {
+            self.attempt_failed(now);
+        }
+        if !ok {
+            return;
+        }
+        let carried = frame.report.map(|r| (r.position, r.tx_power));
+        self.links.heard(now, frame.src, rssi, noise_floor, carried, frame.dst == Dst::Node(self.me));
+        if awaited {
+            self.events.push_back(DcfEvent::Response(TxOutcome::Acked));
+        }
+        if !frame.dst.is_for(self.me) {
+            if frame.duration > SimTime::ZERO {
+                let until = now + frame.duration;
+                if until > self.nav_until {
+                    self.nav_until = until;
+                    self.arm(until, MacTimer::NavEnd);
+                }
+            }
+            return;
+        }
+        match frame.kind {
+            FrameKind::Ack if awaited => self.finish(now, true),
+            FrameKind::Cts if awaited => {
+                self.state = DcfState::Idle;
+                self.cancel(MacTimer::ResponseTimeout);
+                let data = self.data_frame();
+                self.response = Some(data);
+                self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
+            }
+            FrameKind::Rts => {
+                if self.nav_until <= now {
+                    let cts_time = self.response_airtime(&mode, CTS_BYTES);
+                    let duration = frame.duration.saturating_sub(self.timing.sifs + cts_time);
+                    let cts = self.control_frame(FrameKind::Cts, frame.src, CTS_BYTES, duration);
+                    self.response = Some((cts, self.air.standard.control_rate(mode)));
+                    self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
+                }
+            }
+            FrameKind::Ack | FrameKind::Cts => {}
+            _ => self.receive_msdu(now, frame, mode, rssi),
+        }
+    }
+
+    // ------------------------------------------------------------ internals
+
+    fn has_work(&self) -> bool {
+        self.current.is_some() || !self.mgmt.is_empty() || !self.data.is_empty()
+    }
+
+    fn ifs(&self) -> SimTime {
+        if self.use_eifs {
+            self.timing.eifs
+        } else {
+            self.timing.difs
+        }
+    }
+
+    fn draw_backoff(&mut self) {
+        self.backoff = Some(self.rng.integer_inclusive(self.cw));
+    }
+
+    /// Starts or resumes contention if there is something to send.
+    fn request_access(&mut self, now: SimTime) {
+        if !self.has_work() || self.state != DcfState::Idle || self.response.is_some() {
+            return;
+        }
+        if self.medium_busy {
+            if self.backoff.is_none() {
+                self.draw_backoff();
+            }
+            return;
+        }
+        let since = self.idle_since + self.ifs();
+        let at = since + self.timing.slot * u64::from(self.backoff.unwrap_or(0));
+        self.state = DcfState::Contending { since };
+        self.arm(at.max(now), MacTimer::AccessGrant);
+    }
+
+    fn access_granted(&mut self, now: SimTime, ctx: &mut dyn TxContext) {
+        self.state = DcfState::Idle;
+        self.backoff = None;
+        if self.current.is_none() && !self.next_msdu(now, ctx) {
+            return;
+        }
+        let rts = self.current.as_ref().is_some_and(|c| c.rts);
+        let frame = if rts {
+            // The CTS is awaited from the start of the RTS.
+            self.state = DcfState::AwaitingCts { timed_out: false };
+            self.rts_frame()
+        } else {
+            self.data_frame()
+        };
+        self.transmits.push_back(frame);
+    }
+
+    /// Takes the next MSDU (management first) with its retry chain, joining
+    /// two data packets into a fast frame where enabled; false if none.
+    fn next_msdu(&mut self, now: SimTime, ctx: &mut dyn TxContext) -> bool {
+        let Some(msdu) = self.mgmt.pop_front().or_else(|| self.data.pop_front()) else { return false };
+        let chain_bytes = msdu.bytes + DATA_OVERHEAD;
+        let chain = match (msdu.mode, msdu.dst) {
+            (Some(mode), _) => RetryChain { stages: vec![Stage { mode, tries: 1 }] },
+            (None, Dst::Broadcast) => RetryChain { stages: vec![Stage { mode: self.air.standard.basic_rates()[0], tries: 1 }] },
+            (None, Dst::Node(d)) => self.links.retry_chain(now, d, chain_bytes, self.tx_power, ctx),
+        };
+        let msdu = self.join_fast_frame(msdu, &chain);
+        let seq = self.next_seq;
+        self.next_seq = (self.next_seq + 1) % 4096;
+        let rts = matches!(msdu.dst, Dst::Node(_)) && msdu.bytes + DATA_OVERHEAD > self.cfg.rts_threshold;
+        self.current = Some(Current { msdu, chain, chain_bytes, seq, attempt: 0, rts });
+        true
+    }
+
+    /// `msdu` joined with the next queued packet to the same receiver into
+    /// an Atheros fast frame, if enabled and the result's airtime at the
+    /// chain's first rate stays within the limit; else `msdu` itself.
+    fn join_fast_frame(&mut self, msdu: Msdu, chain: &RetryChain) -> Msdu {
+        let (Some(limit), Payload::Packet(a), Dst::Node(_), None) = (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.mode) else {
+            return msdu;
+        };
+        let Some(Msdu { payload: Payload::Packet(b), dst, mode: None, bytes, .. }) = self.data.front() else { return msdu };
+        if *dst != msdu.dst {
+            return msdu;
+        }
+        let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
+        let airtime = chain.stages[0].mode.airtime(joined + DATA_OVERHEAD, self.air.preamble, self.air.standard);
+        if airtime > limit {
+            return msdu;
+        }
+        let payload = Payload::FastFrame(*a, *b);
+        self.data.pop_front();
+        Msdu { bytes: joined, payload, ..msdu }
+    }
+
+    /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.
+    fn response_airtime(&self, mode: &Mode, bytes: u32) -> SimTime {
+        self.air.standard.control_rate(*mode).airtime(bytes, self.air.preamble, self.air.standard)
+    }
+
+    fn current(&self) -> &Current {
+        self.current.as_ref().expect("a frame in progress")
+    }
+
+    fn current_mode(&self) -> Mode {
+        let cur = self.current();
+        let stage = cur.chain.stage_of(cur.attempt).unwrap_or(cur.chain.stages.len() - 1);
+        cur.chain.stages[stage].mode
+    }
+
+    /// A frame of `kind` (default: the MSDU's own) for the current attempt.
+    fn current_frame(&self, kind: Option<FrameKind>, psdu_bytes: u32, duration: SimTime) -> Frame {
+        let cur = self.current();
+        Frame {
+            kind: kind.unwrap_or(cur.msdu.payload.kind()),
+            src: self.me,
+            dst: cur.msdu.dst,
+            seq: cur.seq,
+            retry: cur.attempt > 0,
+            attempt: cur.attempt.min(255) as u8,
+            psdu_bytes,
+            duration,
+            payload: cur.msdu.payload.clone(),
+            report: None,
+        }
+    }
+
+    fn control_frame(&self, kind: FrameKind, to: NodeId, psdu_bytes: u32, duration: SimTime) -> Frame {
+        Frame { kind, src: self.me, dst: Dst::Node(to), seq: 0, retry: false, attempt: 0, psdu_bytes, duration, payload: Payload::Raw, report: None }
+    }
+
+    fn data_frame(&self) -> (Frame, Mode) {
+        let mode = self.current_mode();
+        let unicast = matches!(self.current().msdu.dst, Dst::Node(_));
+        let duration = if unicast { self.timing.sifs + self.response_airtime(&mode, ACK_BYTES) } else { SimTime::ZERO };
+        (self.current_frame(None, self.current().msdu.bytes + DATA_OVERHEAD, duration), mode)
+    }
+
+    fn rts_frame(&self) -> (Frame, Mode) {
+        let mode = self.current_mode();
+        let psdu = self.current().msdu.bytes + DATA_OVERHEAD;
+        let data = mode.airtime(psdu, self.air.preamble, self.air.standard);
+        let duration = self.timing.sifs * 3 + self.response_airtime(&mode, CTS_BYTES) + data + self.response_airtime(&mode, ACK_BYTES);
+        (self.current_frame(Some(FrameKind::Rts), RTS_BYTES, duration), self.air.standard.control_rate(mode))
+    }
+
+    /// A data or management frame for this node (or broadcast) arrived intact.
+    fn receive_msdu(&mut self, now: SimTime, frame: &Frame, mode: Mode, rssi: Dbm) {
+        let Dst::Node(_) = frame.dst else {
+            self.events.push_back(DcfEvent::Received { frame: frame.clone(), rssi, duplicate: false });
+            return;
+        };
+        let ack = self.control_frame(FrameKind::Ack, frame.src, ACK_BYTES, SimTime::ZERO);
+        self.response = Some((ack, self.air.standard.control_rate(mode)));
+        let duplicate = match self.last_seq.iter_mut().find(|(s, _)| *s == frame.src) {
+            Some((_, last)) => {
+                let dup = frame.retry && *last == frame.seq;
+                *last = frame.seq;
+                dup
+            }
+            None => {
+                self.last_seq.push((frame.src, frame.seq));
+                false
+            }
+        };
+        self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
+        self.events.push_back(DcfEvent::Received { frame: frame.clone(), rssi, duplicate });
+    }
+
+    /// The current attempt got no response.
+    fn attempt_failed(&mut self, now: SimTime) {
+        self.events.push_back(DcfEvent::Response(TxOutcome::Unacked));
+        self.state = DcfState::Idle;
+        self.cancel(MacTimer::ResponseTimeout);
+        let cur = self.current.as_mut().expect("failed attempt of a frame in progress");
+        cur.attempt += 1;
+        if cur.attempt >= cur.chain.total_tries() {
+            self.finish(now, false);
+            return;
+        }
+        self.cw = (2 * self.cw + 1).min(self.timing.cw_max);
+        self.draw_backoff();
+        self.request_access(now);
+    }
+
+    /// The current MSDU is done: acknowledged (or broadcast), or given up.
+    fn finish(&mut self, now: SimTime, delivered: bool) {
+        self.state = DcfState::Idle;
+        self.cancel(MacTimer::ResponseTimeout);
+        let mut cur = self.current.take().expect("a finished frame");
+        let attempts = if delivered { cur.attempt + 1 } else { cur.attempt };
+        if let (Dst::Node(d), None) = (cur.msdu.dst, cur.msdu.mode) {
+            let status = TxStatus { now, bytes: cur.chain_bytes, chain: std::mem::take(&mut cur.chain), attempts, acked: delivered };
+            self.links.report(d, &status);
+        }
+        self.cw = self.timing.cw_min;
+        self.draw_backoff();
+        let delay = now - cur.msdu.enqueued;
+        self.events.push_back(DcfEvent::Done { msdu: cur.msdu, seq: cur.seq, delivered, attempts, delay });
+        self.request_access(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mobility::Vec2;
+    use crate::ratectl::RateControlSpec;
+    use crate::units::{Bitrate, Db};
+
+    const ME: NodeId = NodeId(0);
+    const PEER: NodeId = NodeId(1);
+    const OTHER: NodeId = NodeId(2);
+
+    struct NoOracle;
+    impl TxContext for NoOracle {
+        fn position(&self) -> Vec2 {
+            Vec2::default()
+        }
+        fn mean_snr(&mut self, _: NodeId) -> Db {
+            Db(30.0)
+        }
+    }
+
+    fn g(mbps: u64) -> Mode {
+        Standard::G.mode(Bitrate(mbps * 1_000_000)).unwrap()
+    }
+
+    fn timing() -> Timing {
+        Standard::G.timing(false)
+    }
+
+    /// A DCF at 54 Mbps with `tries` attempts per frame and `queue_limit`.
+    fn dcf(tries: u8, queue_limit: usize) -> Dcf {
+        let chain = RetryChain { stages: vec![Stage { mode: g(54), tries }] };
+        let rate = RateControlSpec::Fixed { short: chain.clone(), long: chain, rts_threshold: 2347 };
+        let cfg = MacConfig { queue_limit, short_retry_limit: tries, long_retry_limit: tries, rts_threshold: 2347, rate: rate.clone(), modes: Standard::G.modes(), fast_frames: None };
+        let air = Air { standard: Standard::G, preamble: Preamble::Long };
+        let links = Links::new(rate, Standard::G.modes(), (1, 0, "me".into()));
+        Dcf::new(ME, cfg, timing(), air, links, Stream::new("run", 1, 0, "test/dcf"), Dbm(15.0))
+    }
+
+    fn msdu(dst: Dst, now: SimTime) -> Msdu {
+        Msdu { dst, bytes: 1500, enqueued: now, mode: None, source: None, payload: Payload::Raw }
+    }
+
+    fn us(n: u64) -> SimTime {
+        SimTime::from_us(n)
+    }
+
+    fn timers(d: &mut Dcf) -> Vec<(MacTimer, SimTime)> {
+        std::iter::from_fn(|| d.poll_timer()).map(|(t, at, _)| (t, at)).collect()
+    }
+
+    fn events(d: &mut Dcf) -> Vec<DcfEvent> {
+        std::iter::from_fn(|| d.poll_event()).collect()
+    }
+
+    /// Enqueues one unicast MSDU on an idle medium and lets it go on the air.
+    fn sent_one(d: &mut Dcf) -> (Frame, Mode) {
+        d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
+        let (t, at) = timers(d)[0];
+        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        d.poll_transmit().expect("a frame on the air")
+    }
+
+    fn frame_from(src: NodeId, dst: Dst, kind: FrameKind, duration: SimTime) -> Frame {
+        Frame { kind, src, dst, seq: 7, retry: false, attempt: 0, psdu_bytes: 100, duration, payload: Payload::Raw, report: None }
+    }
+
+    #[test]
+    fn test_idle_enqueue_on_idle_medium_contends_for_difs() {
+        let mut d = dcf(7, 10);
+        assert!(d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO)));
+        assert_eq!(timers(&mut d), vec![(MacTimer::AccessGrant, timing().difs)]);
+        assert_eq!(d.state(), DcfState::Contending { since: timing().difs });
+    }
+
+    #[test]
+    fn test_idle_enqueue_on_busy_medium_draws_a_frozen_backoff() {
+        let mut d = dcf(7, 10);
+        d.handle_medium(SimTime::ZERO, true);
+        d.enqueue(us(1), msdu(Dst::Node(PEER), us(1)));
+        assert!(timers(&mut d).is_empty());
+        assert_eq!(d.state(), DcfState::Idle);
+        assert!(d.backoff.is_some_and(|b| b <= timing().cw_min));
+        // The medium goes idle: contention resumes after DIFS plus the slots.
+        d.handle_medium(us(100), false);
+        let slots = u64::from(d.backoff.unwrap());
+        assert_eq!(timers(&mut d), vec![(MacTimer::AccessGrant, us(100) + timing().difs + timing().slot * slots)]);
+    }
+
+    #[test]
+    fn test_contending_medium_busy_freezes_the_remaining_slots() {
+        let mut d = dcf(7, 10);
+        d.handle_medium(SimTime::ZERO, true);
+        d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
+        d.backoff = Some(10);
+        d.handle_medium(SimTime::ZERO, false);
+        let (_, _, generation) = d.poll_timer().unwrap();
+        // Busy again after DIFS and three whole slots (and a fraction).
+        let t = timing().difs + timing().slot * 3 + us(2);
+        d.handle_medium(t, true);
+        assert_eq!(d.state(), DcfState::Idle);
+        assert_eq!(d.backoff, Some(7));
+        assert!(!d.is_current(MacTimer::AccessGrant, generation));
+    }
+
+    #[test]
+    fn test_contending_grant_sends_unicast_with_ack_duration() {
+        let mut d = dcf(7, 10);
+        let (frame, mode) = sent_one(&mut d);
+        assert_eq!((frame.kind, frame.dst, frame.attempt, frame.retry), (FrameKind::Data, Dst::Node(PEER), 0, false));
+        assert_eq!(mode, g(54));
+        assert_eq!(frame.psdu_bytes, 1500 + DATA_OVERHEAD);
+        let ack = Standard::G.control_rate(g(54)).airtime(ACK_BYTES, Preamble::Long, Standard::G);
+        assert_eq!(frame.duration, timing().sifs + ack);
+        assert_eq!(d.state(), DcfState::Idle);
+    }
+
+    #[test]
+    fn test_transmitting_tx_end_of_unicast_awaits_ack() {
+        let mut d = dcf(7, 10);
+        let (frame, _) = sent_one(&mut d);
+        d.handle_tx_end(us(300), &frame);
+        assert_eq!(d.state(), DcfState::AwaitingAck { timed_out: false });
+        assert_eq!(timers(&mut d), vec![(MacTimer::ResponseTimeout, us(300) + timing().ack_timeout)]);
+    }
+
+    #[test]
+    fn test_transmitting_tx_end_of_broadcast_is_done() {
+        let mut d = dcf(7, 10);
+        d.enqueue(SimTime::ZERO, msdu(Dst::Broadcast, SimTime::ZERO));
+        let (t, at) = timers(&mut d)[0];
+        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        let (frame, mode) = d.poll_transmit().unwrap();
+        assert_eq!(mode, Standard::G.basic_rates()[0]);
+        assert_eq!(frame.duration, SimTime::ZERO);
+        d.handle_tx_end(us(2000), &frame);
+        assert!(matches!(events(&mut d)[..], [DcfEvent::Done { delivered: true, attempts: 1, .. }]));
+    }
+
+    #[test]
+    fn test_awaiting_ack_ack_finishes_and_resets_cw() {
+        let mut d = dcf(7, 10);
+        let (frame, _) = sent_one(&mut d);
+        d.handle_tx_end(us(300), &frame);
+        d.cw = 63;
+        let ack = frame_from(PEER, Dst::Node(ME), FrameKind::Ack, SimTime::ZERO);
+        d.handle_rx_end(us(350), &ack, g(24), true, Dbm(-60.0), Dbm(-95.0));
+        let ev = events(&mut d);
+        assert!(matches!(ev[0], DcfEvent::Response(TxOutcome::Acked)));
+        assert!(matches!(ev[1], DcfEvent::Done { delivered: true, attempts: 1, .. }));
+        assert_eq!(d.cw, timing().cw_min);
+        assert!(d.backoff.is_some(), "a post-transmission backoff is drawn");
+        assert_eq!(d.state(), DcfState::Idle);
+    }
+
+    #[test]
+    fn test_awaiting_ack_timeout_retries_with_doubled_cw() {
+        let mut d = dcf(7, 10);
+        let (frame, _) = sent_one(&mut d);
+        d.handle_tx_end(us(300), &frame);
+        timers(&mut d);
+        d.handle_timeout(us(400), MacTimer::ResponseTimeout, false, false, &mut NoOracle);
+        assert!(matches!(events(&mut d)[..], [DcfEvent::Response(TxOutcome::Unacked)]));
+        assert_eq!(d.cw, 2 * timing().cw_min + 1);
+        assert!(matches!(d.state(), DcfState::Contending { .. }));
+        let (t, at) = timers(&mut d)[0];
+        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        let (again, _) = d.poll_transmit().unwrap();
+        assert_eq!((again.attempt, again.retry, again.seq), (1, true, frame.seq));
+    }
+
+    #[test]
+    fn test_awaiting_ack_timeout_while_receiving_waits_for_the_frame() {
+        let mut d = dcf(7, 10);
+        let (frame, _) = sent_one(&mut d);
+        d.handle_tx_end(us(300), &frame);
+        d.handle_timeout(us(400), MacTimer::ResponseTimeout, true, true, &mut NoOracle);
+        assert_eq!(d.state(), DcfState::AwaitingAck { timed_out: true });
+        assert!(events(&mut d).is_empty());
+        // The frame that was arriving is the ACK: delivered after all.
+        let ack = frame_from(PEER, Dst::Node(ME), FrameKind::Ack, SimTime::ZERO);
+        d.handle_rx_end(us(420), &ack, g(24), true, Dbm(-60.0), Dbm(-95.0));
+        assert!(matches!(events(&mut d)[1], DcfEvent::Done { delivered: true, .. }));
+    }
+
+    #[test]
+    fn test_awaiting_ack_timed_out_other_frame_fails_the_attempt() {
+        let mut d = dcf(7, 10);
+        let (frame, _) = sent_one(&mut d);
+        d.handle_tx_end(us(300), &frame);
+        d.handle_timeout(us(400), MacTimer::ResponseTimeout, true, true, &mut NoOracle);
+        let data = frame_from(OTHER, Dst::Broadcast, FrameKind::Data, SimTime::ZERO);
+        d.handle_rx_end(us(900), &data, g(6), true, Dbm(-60.0), Dbm(-95.0));
+        let ev = events(&mut d);
+        assert!(matches!(ev[0], DcfEvent::Response(TxOutcome::Unacked)));
+        assert!(matches!(ev[1], DcfEvent::Received { duplicate: false, .. }));
+        assert_eq!(d.current().attempt, 1);
+    }
+
+    #[test]
+    fn test_awaiting_ack_last_timeout_gives_up() {
+        let mut d = dcf(2, 10);
+        let (frame, _) = sent_one(&mut d);
+        d.handle_tx_end(us(300), &frame);
+        d.handle_timeout(us(400), MacTimer::ResponseTimeout, false, false, &mut NoOracle);
+        let (t, at) = *timers(&mut d).last().unwrap();
+        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        let (again, _) = d.poll_transmit().unwrap();
+        d.handle_tx_end(at + us(300), &again);
+        d.handle_timeout(at + us(400), MacTimer::ResponseTimeout, false, false, &mut NoOracle);
+        let ev = events(&mut d);
+        assert!(matches!(ev.last(), Some(DcfEvent::Done { delivered: false, attempts: 2, .. })), "{ev:?}");
+        assert_eq!(d.cw, timing().cw_min);
+    }
+
+    #[test]
+    fn test_idle_unicast_data_for_me_is_acked_after_sifs() {
+        let mut d = dcf(7, 10);
+        let data = frame_from(PEER, Dst::Node(ME), FrameKind::Data, us(44));
+        d.handle_rx_end(us(1000), &data, g(54), true, Dbm(-60.0), Dbm(-95.0));
+        assert!(matches!(&events(&mut d)[..], [DcfEvent::Received { duplicate: false, .. }]));
+        assert_eq!(timers(&mut d), vec![(MacTimer::SifsResponse, us(1000) + timing().sifs)]);
+        d.handle_timeout(us(1010), MacTimer::SifsResponse, false, false, &mut NoOracle);
+        let (ack, mode) = d.poll_transmit().unwrap();
+        assert_eq!((ack.kind, ack.dst, ack.psdu_bytes), (FrameKind::Ack, Dst::Node(PEER), ACK_BYTES));
+        assert_eq!(mode, g(24), "the ACK goes at the highest basic rate not above the data's");
+    }
+
+    #[test]
+    fn test_idle_retransmission_already_received_is_a_duplicate() {
+        let mut d = dcf(7, 10);
+        let data = frame_from(PEER, Dst::Node(ME), FrameKind::Data, us(44));
+        d.handle_rx_end(us(1000), &data, g(54), true, Dbm(-60.0), Dbm(-95.0));
+        let again = Frame { retry: true, attempt: 1, ..data.clone() };
+        d.handle_rx_end(us(2000), &again, g(54), true, Dbm(-60.0), Dbm(-95.0));
+        let dups: Vec<bool> = events(&mut d).into_iter().filter_map(|e| if let DcfEvent::Received { duplicate, .. } = e { Some(duplicate) } else { None }).collect();
+        assert_eq!(dups, vec![false, true]);
+    }
+
+    #[test]
+    fn test_idle_corrupted_frame_defers_eifs() {
+        let mut d = dcf(7, 10);
+        d.handle_medium(SimTime::ZERO, true);
+        let data = frame_from(PEER, Dst::Node(ME), FrameKind::Data, us(44));
+        d.handle_rx_end(us(500), &data, g(54), false, Dbm(-90.0), Dbm(-95.0));
+        assert!(events(&mut d).is_empty(), "a corrupted frame is not handed up");
+        d.enqueue(us(500), msdu(Dst::Node(PEER), us(500)));
+        d.backoff = None;
+        d.handle_medium(us(500), false);
+        assert_eq!(timers(&mut d), vec![(MacTimer::AccessGrant, us(500) + timing().eifs)]);
+    }
+
+    #[test]
+    fn test_idle_overheard_frame_sets_the_nav() {
+        let mut d = dcf(7, 10);
+        let overheard = frame_from(PEER, Dst::Node(OTHER), FrameKind::Data, us(300));
+        d.handle_medium(us(0), true);
+        d.handle_rx_end(us(100), &overheard, g(54), true, Dbm(-60.0), Dbm(-95.0));
+        assert_eq!(timers(&mut d), vec![(MacTimer::NavEnd, us(400))]);
+        d.enqueue(us(100), msdu(Dst::Node(PEER), us(100)));
+        d.handle_medium(us(100), false);
+        assert!(timers(&mut d).is_empty(), "the NAV keeps the medium busy");
+        d.handle_timeout(us(400), MacTimer::NavEnd, false, false, &mut NoOracle);
+        assert!(matches!(d.state(), DcfState::Contending { .. }));
+    }
+
+    #[test]
+    fn test_idle_enqueue_beyond_the_limit_drops() {
+        let mut d = dcf(7, 2);
+        d.handle_medium(SimTime::ZERO, true);
+        assert!(d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO)));
+        assert!(d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO)));
+        assert!(d.queue_full());
+        assert!(!d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO)));
+        assert!(matches!(&events(&mut d)[..], [DcfEvent::QueueDrop { .. }]));
+    }
+
+    #[test]
+    fn test_awaiting_ack_flush_drops_everything_and_cancels_timers() {
+        let mut d = dcf(7, 10);
+        let (frame, _) = sent_one(&mut d);
+        d.handle_medium(us(1), true); // our own transmission
+        d.enqueue(us(10), msdu(Dst::Node(PEER), us(10)));
+        d.handle_tx_end(us(300), &frame);
+        let (_, _, generation) = std::iter::from_fn(|| d.poll_timer()).find(|t| t.0 == MacTimer::ResponseTimeout).unwrap();
+        d.flush();
+        let ev = events(&mut d);
+        assert!(matches!(ev[0], DcfEvent::Response(TxOutcome::Unacked)));
+        assert_eq!(ev.iter().filter(|e| matches!(e, DcfEvent::QueueDrop { .. })).count(), 2);
+        assert_eq!(d.state(), DcfState::Idle);
+        assert!(!d.is_current(MacTimer::ResponseTimeout, generation));
+        assert!(!d.has_work());
+    }
+}

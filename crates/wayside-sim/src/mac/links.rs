@@ -1,0 +1,114 @@
+//! Link adaptation: one rate controller per peer, created on first use with
+//! its own random stream, and what the MAC remembers of each peer's last
+//! frame (its RSSI, and the position its frame carried). The DCF asks it for
+//! a retry chain before each unicast frame and reports each frame's outcome.
+
+use crate::ids::NodeId;
+use crate::mobility::Vec2;
+use crate::ratectl::{RateControl, RateControlKind, RateControlSpec, RetryChain, RxObservation, SnrMap, TxRequest, TxStatus};
+use crate::rng::Stream;
+use crate::units::{Db, Dbm, SimTime};
+use std::sync::Arc;
+
+/// What the DCF knows when it asks for a chain that the frame does not
+/// carry: where this node is, and (for controllers that need it) the
+/// oracle mean SNR of the link.
+pub trait TxContext {
+    /// This node's position now (its GPS).
+    fn position(&self) -> Vec2;
+    /// The link's true mean SNR to `peer` now: an oracle, asked for only
+    /// when the controller needs one ([`RateControlSpec::needs_oracle`]).
+    fn mean_snr(&mut self, peer: NodeId) -> Db;
+}
+
+/// Per-peer rate control and last-heard state of one MAC.
+#[derive(Debug)]
+pub struct Links {
+    spec: RateControlSpec,
+    controllers: Vec<(NodeId, RateControlKind)>,
+    /// RSSI of the last frame received intact from each peer, and the
+    /// position its frame carried, if it carried one.
+    last_heard: Vec<(NodeId, Dbm, Option<Vec2>)>,
+    modes: &'static [crate::phy::mode::Mode],
+    /// Seeds each link's stream: (seed, run, this node's name).
+    seed: (u64, u64, String),
+}
+
+impl Links {
+    pub fn new(spec: RateControlSpec, modes: &'static [crate::phy::mode::Mode], seed: (u64, u64, String)) -> Links {
+        Links { spec, controllers: Vec::new(), last_heard: Vec::new(), modes, seed }
+    }
+
+    /// The controller for frames to `peer`, created on first use.
+    fn controller(&mut self, peer: NodeId) -> &mut RateControlKind {
+        let i = match self.controllers.iter().position(|(d, _)| *d == peer) {
+            Some(i) => i,
+            None => {
+                let (seed, run, name) = &self.seed;
+                let rng = Stream::new("run", *seed, *run, &format!("ratectl/{name}/{}", peer.0));
+                self.controllers.push((peer, self.spec.build(self.modes, rng)));
+                self.controllers.len() - 1
+            }
+        };
+        &mut self.controllers[i].1
+    }
+
+    /// Whether frames from peers should carry their position and power
+    /// (the controller learns per position).
+    pub fn learns(&self) -> bool {
+        self.spec.prior_map().is_some()
+    }
+
+    /// The retry chain for a `bytes`-byte frame to `peer`.
+    pub fn retry_chain(&mut self, now: SimTime, peer: NodeId, bytes: u32, tx_power: Dbm, ctx: &mut dyn TxContext) -> RetryChain {
+        let mean_snr = if self.spec.needs_oracle() { Some(ctx.mean_snr(peer)) } else { None };
+        let position = ctx.position();
+        let heard = self.last_heard.iter().find(|(p, ..)| *p == peer);
+        let (rssi, peer_position) = (heard.map(|h| h.1), heard.and_then(|h| h.2));
+        let req = TxRequest { now, bytes, rssi, mean_snr, tx_power, position, peer_position };
+        self.controller(peer).retry_chain(&req)
+    }
+
+    pub fn report(&mut self, peer: NodeId, status: &TxStatus) {
+        self.controller(peer).report(status);
+    }
+
+    /// A frame from `peer` arrived intact at `rssi`; `carried` is the
+    /// (position, tx power) its header carried, if any; `to_us` whether it
+    /// was unicast to this node (only those teach a learning controller).
+    pub fn heard(&mut self, now: SimTime, peer: NodeId, rssi: Dbm, noise_floor: Dbm, carried: Option<(Vec2, Dbm)>, to_us: bool) {
+        let position = carried.filter(|_| self.learns()).map(|c| c.0);
+        match self.last_heard.iter_mut().find(|(p, ..)| *p == peer) {
+            Some(e) => *e = (peer, rssi, position),
+            None => self.last_heard.push((peer, rssi, position)),
+        }
+        if let (Some((peer_position, peer_tx_power)), true) = (carried, to_us && self.learns()) {
+            let obs = RxObservation { now, snr: rssi - noise_floor, peer_tx_power, peer_position };
+            self.controller(peer).observe(&obs);
+        }
+    }
+
+    /// A beacon from `ap` advertised `map`: the controller for that AP
+    /// takes it if it takes hints.
+    pub fn beacon_hint(&mut self, ap: NodeId, map: &Arc<SnrMap>) {
+        if self.spec.takes_hints() {
+            self.controller(ap).beacon_hint(map);
+        }
+    }
+
+    /// The map this MAC advertises in its beacons, if any.
+    pub fn advertised(&self) -> Option<&Arc<SnrMap>> {
+        self.spec.advertised_map()
+    }
+
+    /// What this MAC knows after a pass: the map it started from merged
+    /// with what each of its controllers observed (`None` if it does not
+    /// learn).
+    pub fn learned(&self) -> Option<SnrMap> {
+        let mut map = SnrMap::clone(self.spec.prior_map()?);
+        for seen in self.controllers.iter().filter_map(|(_, rc)| rc.observed_map()) {
+            map.merge(seen);
+        }
+        Some(map)
+    }
+}

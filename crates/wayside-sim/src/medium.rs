@@ -1,0 +1,254 @@
+//! The radio medium: transmissions in flight and the channel state of the
+//! links between radios. A transmission reaches each radio on its channel
+//! whose received power clears the reception floor; the medium records the
+//! power at each, and the world schedules the signal's start and end there
+//! after the propagation delay. A transmission is freed when its last
+//! reference (its end at the sender, each arrival's start and end) is done.
+//!
+//! **Scaling.** No signal can clear the floor beyond the *reach* (the
+//! strongest sender, the best antennas, shadowing and fading at their
+//! peak: [`ChannelConfig::reach`]), so a transmission only looks at radios
+//! in the cells of a spatial grid around its sender, and a link's channel
+//! state is created when the pair is first within reach and dropped when
+//! they part. Link state is drawn from the pair's names, so a link created
+//! late or again is the same link. The grid is rebuilt every
+//! [`REBIN_INTERVAL`]; its cells are wide enough (reach plus twice the
+//! distance the fastest radio covers between rebuilds) that a radio never
+//! leaves the 3×3 cells around where it was binned while it matters.
+
+use crate::channel::{propagation_delay, ChannelConfig, Endpoint, Link};
+use crate::ids::{NodeId, TxId};
+use crate::mac::Frame;
+use crate::mobility::Vec2;
+use crate::phy::mode::Mode;
+use crate::units::{Db, Dbm, Meters, MilliWatt, SimTime};
+use std::collections::{BTreeMap, HashMap};
+
+/// How often the spatial grid is rebuilt from the radios' positions.
+pub const REBIN_INTERVAL: SimTime = SimTime::from_ms(1000);
+
+/// Signals weaker than the noise floor by more than this are not delivered
+/// to a radio at all (they would add under 0.1% to the noise).
+const RECEPTION_FLOOR_BELOW_NOISE: Db = Db(30.0);
+
+/// A frame on the air.
+pub struct Transmission {
+    pub src: NodeId,
+    pub channel: u32,
+    pub frame: Frame,
+    pub mode: Mode,
+    pub start: SimTime,
+    pub end: SimTime,
+    /// Received power at each radio it reaches, in arrival order.
+    arrivals: Vec<(NodeId, MilliWatt)>,
+    /// Events still to come that refer to it.
+    pending: u32,
+}
+
+impl Transmission {
+    /// The power this transmission arrives with at `rx`, if it reaches it.
+    pub fn power_at(&self, rx: NodeId) -> Option<MilliWatt> {
+        self.arrivals.iter().find(|a| a.0 == rx).map(|a| a.1)
+    }
+}
+
+/// A radio as the medium sees it at the instant of a transmission.
+#[derive(Clone, Copy, Debug)]
+pub struct Antenna {
+    pub endpoint: Endpoint,
+    /// The channel the radio is tuned to.
+    pub channel: u32,
+}
+
+/// What the medium must know of the radios to bound its reach.
+#[derive(Clone, Copy, Debug)]
+pub struct RadioLimits {
+    /// The highest transmit power plus antenna gain of any radio.
+    pub eirp: Dbm,
+    /// The highest antenna gain of any radio.
+    pub gain: Db,
+    /// The highest antenna.
+    pub height: Meters,
+    /// The highest speed any radio moves at, m/s.
+    pub speed: f64,
+}
+
+/// Radios binned by position into square cells.
+struct Grid {
+    cell: f64,
+    cells: BTreeMap<(i64, i64), Vec<NodeId>>,
+    /// Each radio's cell, by node index (`None`: no radio).
+    of: Vec<Option<(i64, i64)>>,
+    built: Option<SimTime>,
+}
+
+impl Grid {
+    fn key(&self, p: Vec2) -> (i64, i64) {
+        ((p.x / self.cell).floor() as i64, (p.y / self.cell).floor() as i64)
+    }
+}
+
+/// Transmissions in flight and per-link channel state.
+pub struct Medium {
+    channel: ChannelConfig,
+    names: Vec<String>,
+    seed: u64,
+    run: u64,
+    reach: f64,
+    /// Channel state of the pairs of radios within reach, by (low, high) index.
+    links: HashMap<(u32, u32), Link>,
+    grid: Grid,
+    txs: Vec<Option<Transmission>>,
+    free: Vec<u32>,
+    transmissions: u64,
+}
+
+impl Medium {
+    /// The medium between radios named `names` (in node order).
+    pub fn new(channel: &ChannelConfig, names: &[String], seed: u64, run: u64, limits: RadioLimits) -> Medium {
+        let floor = channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
+        let reach = channel.reach(limits.eirp, limits.gain, limits.height, floor).0;
+        let slack = limits.speed * REBIN_INTERVAL.as_secs_f64();
+        let grid = Grid { cell: reach + 2.0 * slack, cells: BTreeMap::new(), of: vec![None; names.len()], built: None };
+        Medium {
+            channel: channel.clone(),
+            names: names.to_vec(),
+            seed,
+            run,
+            reach,
+            links: HashMap::new(),
+            grid,
+            txs: Vec::new(),
+            free: Vec::new(),
+            transmissions: 0,
+        }
+    }
+
+    /// The distance beyond which no signal clears the reception floor.
+    pub fn reach(&self) -> Meters {
+        Meters(self.reach)
+    }
+
+    /// Links with channel state now (pairs that came within reach).
+    pub fn links(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Rebuilds the grid from `positions` (radios only) if it is older than
+    /// [`REBIN_INTERVAL`], and drops the links of pairs now out of reach.
+    pub fn rebin(&mut self, now: SimTime, positions: impl Iterator<Item = (NodeId, Vec2)>) {
+        if self.grid.built.is_some_and(|t| now < t + REBIN_INTERVAL) {
+            return;
+        }
+        self.grid.built = Some(now);
+        self.grid.cells.clear();
+        let mut at = vec![None; self.grid.of.len()];
+        for (n, p) in positions {
+            let key = self.grid.key(p);
+            self.grid.of[n.index()] = Some(key);
+            self.grid.cells.entry(key).or_default().push(n);
+            at[n.index()] = Some(p);
+        }
+        let keep = self.grid.cell;
+        self.links.retain(|&(a, b), _| match (at[a as usize], at[b as usize]) {
+            (Some(pa), Some(pb)) => pa.dist(pb).0 <= keep,
+            _ => false,
+        });
+    }
+
+    /// The radios that may be within reach of `src`, ascending.
+    pub fn neighbours(&self, src: NodeId) -> Vec<NodeId> {
+        let Some((cx, cy)) = self.grid.of[src.index()] else { return Vec::new() };
+        let mut v: Vec<NodeId> = (-1..=1)
+            .flat_map(|dx| (-1..=1).map(move |dy| (cx + dx, cy + dy)))
+            .filter_map(|k| self.grid.cells.get(&k))
+            .flatten()
+            .copied()
+            .filter(|&n| n != src)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The channel state of the link between `a` and `b`, created on first
+    /// use, with the channel configuration.
+    fn link(&mut self, a: NodeId, b: NodeId) -> (&mut Link, &ChannelConfig) {
+        let key = if a < b { (a.0, b.0) } else { (b.0, a.0) };
+        let (channel, names, seed, run) = (&self.channel, &self.names, self.seed, self.run);
+        (self.links.entry(key).or_insert_with(|| Link::new(channel, &names[a.index()], &names[b.index()], seed, run)), channel)
+    }
+
+    pub fn channel(&self) -> &ChannelConfig {
+        &self.channel
+    }
+
+    /// Transmissions started so far.
+    pub fn transmissions(&self) -> u64 {
+        self.transmissions
+    }
+
+    /// Puts `frame` on the air from `src` (at `tx`, sending at `tx_power`)
+    /// from `now` to `end`. `radios` yields the radios that may be within
+    /// reach ([`Medium::neighbours`]); returns the transmission's id and,
+    /// for each radio it reaches, the node and the propagation delay, in
+    /// order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn transmit(
+        &mut self,
+        now: SimTime,
+        end: SimTime,
+        src: NodeId,
+        tx: Antenna,
+        tx_power: Dbm,
+        frame: Frame,
+        mode: Mode,
+        radios: impl Iterator<Item = (NodeId, Antenna)>,
+    ) -> (TxId, Vec<(NodeId, SimTime)>) {
+        let id = match self.free.pop() {
+            Some(i) => TxId(i),
+            None => {
+                self.txs.push(None);
+                TxId(self.txs.len() as u32 - 1)
+            }
+        };
+        let floor = self.channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
+        let mut arrivals = Vec::new();
+        let mut delays = Vec::new();
+        for (rx, antenna) in radios {
+            if rx == src || antenna.channel != tx.channel || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach {
+                continue;
+            }
+            let (link, channel) = self.link(src, rx);
+            let budget = link.budget(channel, tx_power, &tx.endpoint, &antenna.endpoint);
+            if budget.rx_power.0 < floor.0 {
+                continue;
+            }
+            arrivals.push((rx, budget.rx_power.to_mw()));
+            delays.push((rx, propagation_delay(budget.distance)));
+        }
+        let pending = 1 + 2 * arrivals.len() as u32;
+        self.txs[id.0 as usize] = Some(Transmission { src, channel: tx.channel, frame, mode, start: now, end, arrivals, pending });
+        self.transmissions += 1;
+        (id, delays)
+    }
+
+    pub fn tx(&self, id: TxId) -> &Transmission {
+        self.txs[id.0 as usize].as_ref().expect("live transmission")
+    }
+
+    /// One event referring to transmission `id` is done.
+    pub fn release(&mut self, id: TxId) {
+        let t = self.txs[id.0 as usize].as_mut().expect("live transmission");
+        t.pending -= 1;
+        if t.pending == 0 {
+            self.txs[id.0 as usize] = None;
+            self.free.push(id.0);
+        }
+    }
+
+    /// The mean received power (no fast fading) of frames from `a` at `b`.
+    pub fn mean_rx_power(&mut self, a: NodeId, ta: &Endpoint, b: NodeId, tb: &Endpoint, tx_power: Dbm) -> Dbm {
+        let (link, channel) = self.link(a, b);
+        link.mean_rx_power(channel, tx_power, ta, tb)
+    }
+}

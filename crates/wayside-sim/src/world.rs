@@ -1,0 +1,327 @@
+//! The world: the event loop, the nodes' bodies (where they are, their
+//! antennas) and stacks in an arena, the radio medium, the wired links and
+//! the trace. It carries a transmission through the medium to every radio
+//! it reaches and hands each radio event to that node's stack
+//! ([`crate::node`]).
+
+use crate::apps::ip::App;
+use crate::apps::Source;
+use crate::channel::Endpoint;
+use crate::config::SimConfig;
+use crate::event::{Event, EventQueue};
+use crate::ids::{NodeId, TxId};
+use crate::mac::mgmt::MgmtConfig;
+use crate::mac::Frame;
+use crate::medium::{Antenna, Medium, RadioLimits};
+use crate::mobility::{Mobility, MobilityModel, Vec2};
+use crate::net::WiredLink;
+use crate::node::Node;
+use crate::phy::mode::{ModClass, Mode};
+use crate::phy::state::{RxStart, Signal};
+use crate::sockets::{Listener, Socket};
+use crate::trace::{ConnEvent, DropReason, EventRow, FrameRow, PhyEvent, Trace, TxOutcome};
+use crate::units::{Db, Dbm, Meters, SimTime};
+
+/// Counters a run reports besides its trace.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunStats {
+    pub events: u64,
+    pub transmissions: u64,
+    pub simulated: SimTime,
+}
+
+/// A node's physical self: how it moves and what its antenna is.
+#[derive(Clone, Debug)]
+pub struct Body {
+    pub mobility: MobilityModel,
+    pub antenna_height: Meters,
+    pub antenna_gain: Db,
+    pub tx_power: Dbm,
+}
+
+impl Body {
+    pub fn position(&self, t: SimTime) -> Vec2 {
+        self.mobility.position(t)
+    }
+
+    pub fn endpoint(&self, t: SimTime) -> Endpoint {
+        Endpoint { position: self.mobility.position(t), height: self.antenna_height, antenna_gain: self.antenna_gain, odometer: self.mobility.odometer(t) }
+    }
+}
+
+pub struct World {
+    pub(crate) queue: EventQueue,
+    pub(crate) bodies: Vec<Body>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) medium: Medium,
+    pub(crate) radio: crate::config::RadioConfig,
+    pub(crate) sources: Vec<Source>,
+    pub(crate) trace: Trace,
+    duration: SimTime,
+    pub(crate) mgmt: MgmtConfig,
+    pub(crate) wires: Vec<WiredLink>,
+    pub(crate) sockets: Vec<Socket>,
+    pub(crate) listeners: Vec<Listener>,
+    pub(crate) apps: Vec<App>,
+    pub(crate) seed: u64,
+    pub(crate) run_index: u64,
+}
+
+impl World {
+    pub fn new(cfg: &SimConfig) -> World {
+        let timing = cfg.radio.standard.timing(cfg.radio.b_compatible);
+        let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
+        let bodies = cfg
+            .nodes
+            .iter()
+            .map(|n| Body { mobility: n.mobility.clone(), antenna_height: n.antenna_height, antenna_gain: n.antenna_gain, tx_power: n.tx_power })
+            .collect();
+        let nodes = cfg.nodes.iter().enumerate().map(|(i, n)| Node::new(NodeId(i as u32), n, cfg, &timing)).collect();
+        let radios = || cfg.nodes.iter().filter(|n| n.radio);
+        let limits = RadioLimits {
+            eirp: Dbm(radios().map(|n| n.tx_power.0 + n.antenna_gain.0).fold(f64::NEG_INFINITY, f64::max)),
+            gain: Db(radios().map(|n| n.antenna_gain.0).fold(f64::NEG_INFINITY, f64::max)),
+            height: Meters(radios().map(|n| n.antenna_height.0).fold(0.0, f64::max)),
+            speed: radios().map(|n| n.mobility.max_speed()).fold(0.0, f64::max),
+        };
+        let mut w = World {
+            queue: EventQueue::new(),
+            bodies,
+            nodes,
+            medium: Medium::new(&cfg.channel, &names, cfg.seed, cfg.run, limits),
+            radio: cfg.radio.clone(),
+            sources: Vec::new(),
+            trace: Trace::default(),
+            duration: cfg.duration,
+            mgmt: cfg.mgmt.clone(),
+            wires: cfg.wires.clone(),
+            sockets: Vec::new(),
+            listeners: Vec::new(),
+            apps: Vec::new(),
+            seed: cfg.seed,
+            run_index: cfg.run,
+        };
+        for (i, l) in cfg.wires.iter().enumerate() {
+            w.nodes[l.a.index()].net.wired.push(i);
+            w.nodes[l.b.index()].net.wired.push(i);
+        }
+        for (i, s) in cfg.sources.iter().enumerate() {
+            w.add_source(i as u32, s);
+        }
+        for (i, a) in cfg.apps.iter().enumerate() {
+            w.add_app(i as u32, a);
+        }
+        for i in 0..w.nodes.len() {
+            w.mgmt_start(NodeId(i as u32));
+        }
+        w
+    }
+
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.cfg.name.clone()).collect()
+    }
+
+    /// Runs to the configured duration and returns the trace.
+    pub fn run(mut self) -> (Trace, RunStats) {
+        self.run_events();
+        self.sockets_finish();
+        let stats = RunStats { events: self.queue.processed(), transmissions: self.medium.transmissions(), simulated: self.duration };
+        (self.trace, stats)
+    }
+
+    /// Processes events up to the configured duration.
+    pub(crate) fn run_events(&mut self) {
+        while let Some(t) = self.queue.peek_time() {
+            if t > self.duration {
+                break;
+            }
+            let (now, ev) = self.queue.pop().expect("peeked");
+            self.dispatch(now, ev);
+        }
+    }
+
+    fn dispatch(&mut self, now: SimTime, ev: Event) {
+        match ev {
+            Event::RxStart { node, tx } => self.on_rx_start(now, node, tx),
+            Event::RxEnd { node, tx } => self.on_rx_end(now, node, tx),
+            Event::TxEnd { node, tx } => self.on_tx_end(now, node, tx),
+            Event::Mac { node, timer, generation } => self.on_mac_timer(now, node, timer, generation),
+            Event::Traffic { source } => self.on_source(now, source),
+            Event::Mgmt { node, timer, generation } => self.on_mgmt_timer(now, node, timer, generation),
+            Event::Arp { node, peer, generation } => self.on_arp_timer(now, node, peer, generation),
+            Event::WireArrive { node, packet } => self.net_rx_wired(now, node, packet),
+            Event::Dhcp { node, generation } => self.on_dhcp_timer(now, node, generation),
+            Event::Tcp { socket, generation } => self.on_tcp_timer(now, socket as usize, generation),
+            Event::App { app } => self.on_app(now, app),
+        }
+    }
+
+    pub(crate) fn position(&self, n: NodeId, t: SimTime) -> Vec2 {
+        self.bodies[n.index()].position(t)
+    }
+
+    fn antenna(&self, n: NodeId, t: SimTime) -> Antenna {
+        Antenna { endpoint: self.bodies[n.index()].endpoint(t), channel: self.nodes[n.index()].channel }
+    }
+
+    /// The mode the PLCP header is sent with: the lowest rate of the class.
+    fn header_mode(&self, mode: &Mode) -> Mode {
+        let modes = self.radio.standard.modes();
+        *modes.iter().find(|m| m.class == mode.class).unwrap_or(&modes[0])
+    }
+
+    /// Puts `frame` on the air from `src` at `mode`, now.
+    pub(crate) fn transmit(&mut self, now: SimTime, src: NodeId, frame: Frame, mode: Mode) {
+        let airtime = mode.airtime(frame.psdu_bytes, self.radio.preamble, self.radio.standard);
+        let end = now + airtime;
+        if let Some(lost) = self.nodes[src.index()].phy.start_tx(end) {
+            self.trace_drop(now, src, lost, DropReason::Transmitting);
+        }
+        let row = self.trace_frame(now, src, &frame, &mode, PhyEvent::Tx, DropReason::None, None);
+        self.nodes[src.index()].sent(&frame, row);
+        let tx = self.antenna(src, now);
+        let (bodies, nodes) = (&self.bodies, &self.nodes);
+        let radios = nodes.iter().enumerate().filter(|(_, n)| n.net.radio).map(|(i, _)| (NodeId(i as u32), bodies[i].position(now)));
+        self.medium.rebin(now, radios);
+        let radios: Vec<(NodeId, Antenna)> = self.medium.neighbours(src).into_iter().map(|j| (j, self.antenna(j, now))).collect();
+        let tx_power = self.bodies[src.index()].tx_power;
+        let (id, arrivals) = self.medium.transmit(now, end, src, tx, tx_power, frame, mode, radios.into_iter());
+        for (rx, delay) in arrivals {
+            self.queue.schedule(now + delay, rx.0, Event::RxStart { node: rx, tx: id });
+            self.queue.schedule(end + delay, rx.0, Event::RxEnd { node: rx, tx: id });
+        }
+        self.queue.schedule(end, src.0, Event::TxEnd { node: src, tx: id });
+        self.medium_update(now, src);
+    }
+
+    fn signal(&self, id: TxId, rx: NodeId, now: SimTime) -> Signal {
+        let t = self.medium.tx(id);
+        let power = t.power_at(rx).expect("scheduled arrival");
+        let header_mode = self.header_mode(&t.mode);
+        let header_time = t.mode.header_airtime(self.radio.preamble);
+        let duration = t.end - t.start;
+        Signal {
+            tx: id,
+            power,
+            start: now,
+            end: now + duration,
+            header_mode,
+            header_bits: if t.mode.class == ModClass::Dsss { 48 } else { 24 },
+            header_end: now + header_time,
+            mode: t.mode,
+            payload_bits: 8 * t.frame.psdu_bytes as u64,
+        }
+    }
+
+    /// Whether `node` should record what happens to frame `id` (addressed to
+    /// it, or broadcast); overheard unicast is not traced.
+    fn traced_at(&self, node: NodeId, id: TxId) -> bool {
+        self.medium.tx(id).frame.dst.is_for(node)
+    }
+
+    fn on_rx_start(&mut self, now: SimTime, node: NodeId, id: TxId) {
+        if self.medium.tx(id).channel != self.nodes[node.index()].channel {
+            self.medium.release(id); // the radio retuned while the signal was in flight
+            return;
+        }
+        let s = self.signal(id, node, now);
+        let outcome = self.nodes[node.index()].rx_start(now, s, &self.radio.error_model);
+        match outcome {
+            RxStart::Locked => {}
+            RxStart::Captured { lost } => self.trace_drop(now, node, lost, DropReason::Captured),
+            RxStart::Ignored(reason) => self.trace_drop(now, node, id, reason),
+        }
+        self.medium_update(now, node);
+        self.medium.release(id);
+    }
+
+    fn on_rx_end(&mut self, now: SimTime, node: NodeId, id: TxId) {
+        if let Some(end) = self.nodes[node.index()].rx_end(now, id, &self.radio.error_model) {
+            let t = self.medium.tx(id);
+            let power = t.power_at(node).expect("arrival");
+            let (frame, mode) = (t.frame.clone(), t.mode);
+            if self.traced_at(node, id) {
+                let (event, reason) = if end.ok { (PhyEvent::Rx, DropReason::None) } else { (PhyEvent::Drop, DropReason::Error) };
+                self.trace_frame(now, node, &frame, &mode, event, reason, Some((power.to_dbm(), end.snr, end.min_sinr)));
+            }
+            let noise = self.medium.channel().noise_floor;
+            self.nodes[node.index()].dcf.handle_rx_end(now, &frame, mode, end.ok, power.to_dbm(), noise);
+            self.pump_mac(now, node);
+        }
+        self.medium_update(now, node);
+        self.medium.release(id);
+    }
+
+    fn on_tx_end(&mut self, now: SimTime, node: NodeId, id: TxId) {
+        self.nodes[node.index()].phy.end_tx();
+        let frame = self.medium.tx(id).frame.clone();
+        self.nodes[node.index()].dcf.handle_tx_end(now, &frame);
+        self.pump_mac(now, node);
+        self.medium_update(now, node);
+        self.medium.release(id);
+    }
+
+    /// Records a connection event at `node` concerning `peer`.
+    pub(crate) fn conn_event(&mut self, now: SimTime, node: NodeId, peer: u32, event: ConnEvent, value: f64) {
+        let p = self.position(node, now);
+        self.trace.events.push(EventRow { time_ns: now.as_ns(), node: node.0, peer, event, x: p.x as f32, y: p.y as f32, value });
+    }
+
+    fn trace_drop(&mut self, now: SimTime, node: NodeId, id: TxId, reason: DropReason) {
+        if self.traced_at(node, id) {
+            let t = self.medium.tx(id);
+            let (frame, mode) = (t.frame.clone(), t.mode);
+            let power = t.power_at(node);
+            let noise = self.medium.channel().noise_floor;
+            let extra = power.map(|p| (p.to_dbm(), p.to_dbm() - noise, Db(f64::NAN)));
+            self.trace_frame(now, node, &frame, &mode, PhyEvent::Drop, reason, extra);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn trace_frame(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        frame: &Frame,
+        mode: &Mode,
+        event: PhyEvent,
+        reason: DropReason,
+        signal: Option<(Dbm, Db, Db)>,
+    ) -> usize {
+        let pos = self.position(node, now);
+        let peer = if event == PhyEvent::Tx { frame.dst.trace_id() } else { frame.src.0 };
+        let peer_pos = if peer == u32::MAX { Vec2::new(f64::NAN, f64::NAN) } else { self.position(NodeId(peer), now) };
+        let (rssi, snr, sinr) = signal.map_or((f32::NAN, f32::NAN, f32::NAN), |(r, s, i)| (r.0 as f32, s.0 as f32, i.0 as f32));
+        self.trace.frames.push(FrameRow {
+            time_ns: now.as_ns(),
+            node: node.0,
+            peer,
+            event,
+            reason,
+            kind: frame.kind,
+            rate_mbps: mode.rate.mbps() as f32,
+            bytes: frame.psdu_bytes,
+            seq: frame.seq,
+            attempt: frame.attempt,
+            x: pos.x as f32,
+            y: pos.y as f32,
+            peer_x: peer_pos.x as f32,
+            peer_y: peer_pos.y as f32,
+            rssi_dbm: rssi,
+            snr_db: snr,
+            sinr_db: sinr,
+            outcome: TxOutcome::None,
+        });
+        self.trace.frames.len() - 1
+    }
+}
+
+/// The mean SNR (path loss and shadowing, no fast fading) of frames from
+/// `a` at `b` at `now`: the oracle some rate controllers are given.
+pub(crate) fn mean_snr(bodies: &[Body], medium: &mut Medium, a: NodeId, b: NodeId, now: SimTime) -> Db {
+    let (ta, tb) = (bodies[a.index()].endpoint(now), bodies[b.index()].endpoint(now));
+    let power = bodies[a.index()].tx_power;
+    let noise = medium.channel().noise_floor;
+    medium.mean_rx_power(a, &ta, b, &tb, power) - noise
+}
