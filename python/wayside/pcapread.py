@@ -161,8 +161,12 @@ def decode(linktype: int, ts: float, buf: bytes, sniffer: str) -> dict[str, Any]
     row["retry"] = bool(w.retry)
     if w.type == w80211.MGMT_TYPE:
         kind = _MGMT_KINDS.get(w.subtype)
-        if kind in ("auth", "assoc-resp"):
-            body = w.auth if kind == "auth" else getattr(w, "assoc_resp", None) or getattr(w, "reassoc_resp", None)
+        if kind == "auth" and len(w.auth.data) >= 2:
+            # dpkt's Auth stops after the algorithm and transaction number;
+            # the status code is the next little-endian 16-bit field.
+            row["status"] = int.from_bytes(w.auth.data[:2], "little")
+        elif kind == "assoc-resp":
+            body = getattr(w, "assoc_resp", None) or getattr(w, "reassoc_resp", None)
             if body is not None:
                 row["status"] = body.status
     elif w.type == w80211.CTL_TYPE:

@@ -70,7 +70,6 @@ def delivered(result: RunResult, receiver: str, proto: str, sender: str | None, 
     return t
 
 
-
 def tcp_goodput_mbps(
     result: RunResult,
     receiver: str,
@@ -99,5 +98,5 @@ def tcp_goodput_mbps(
     end_ns = result.duration_s * 1e9
     if end_ns <= start_ns:
         raise ValueError(f"skip: {skip!r} leaves no time to measure (the run lasts {result.duration_s:g} s)")
-    delivered = t.filter(pl.col("time_ns") >= start_ns)["bytes"].cast(pl.UInt64).sum()
-    return float(delivered) * 8 / ((end_ns - start_ns) * 1e-9) / 1e6
+    got = t.filter(pl.col("time_ns") >= start_ns)["bytes"].cast(pl.UInt64).sum()
+    return float(got) * 8 / ((end_ns - start_ns) * 1e-9) / 1e6
