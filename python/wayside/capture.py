@@ -281,7 +281,7 @@ def _frames(air: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
         on="time_s", by="ta", strategy="forward", tolerance=window, check_sortedness=False)
     wants = pl.when(pl.col("kind") == "rts").then(pl.lit("cts")).otherwise(pl.lit("ack"))
     acked = got.filter((pl.col("answer") == wants)
-                       & (pl.col("answer_t") - pl.col("time_s") <= _airtime_s() + ACK_SLACK_S))["row"]
+                       & (pl.col("answer_t") - pl.col("time_s") <= _airtime_s() + ACK_SLACK_S))["row"].to_list()
     air = air.join(sent_by.select("row", "answerer"), on="row", how="left").with_columns(
         pl.when(answer).then(pl.col("answerer")).otherwise(pl.col("ta")).alias("ta"))
     mapping = pl.DataFrame({"mac": list(names), "name": list(names.values())})

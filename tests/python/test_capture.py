@@ -1,0 +1,201 @@
+"""Captured drive-bys in: an independent capture (written by scapy) read end
+to end, GPS logs in every format, Hadaller Table 2's errors injected into
+simulated runs' logs and recovered by the corrections, and clear errors for
+bad capture directories."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import independent_capture as ic
+import wayside
+from wayside import capture, driveby, gpscorrect, gpslog, gpsout, sniffers
+from wayside.pcapread import BROADCAST, RECORD_SCHEMA
+from wayside.result import RunResult
+from wayside.traces import table
+
+
+@pytest.fixture(scope="module")
+def independent(tmp_path_factory):
+    root = ic.write(tmp_path_factory.mktemp("capture"))
+    converted = capture.convert(root, root / "runs")
+    return root, converted, RunResult.load(converted.runs[0])
+
+
+def test_independent_capture_clocks_and_frames(independent):
+    _, converted, r = independent
+    offsets = converted.offsets["run-1"]
+    assert offsets.seconds["car"] == pytest.approx(ic.CAR_CLOCK_S, abs=1e-4)
+    assert offsets.shared["car"] >= sniffers.MIN_SHARED
+    frames = table(r, "frames")
+    beacons = ic.DURATION_S / 0.2
+    assert frames.filter((pl.col("node") == "ap") & (pl.col("event") == "tx") & (pl.col("kind") == "beacon")).height == beacons
+    heard = frames.filter((pl.col("node") == "car") & (pl.col("event") == "rx") & (pl.col("kind") == "beacon"))
+    assert heard.height == beacons and heard["rssi_dbm"].max() == ic._rssi(ic.PASS_S, True)
+    # Both sniffers caught every frame: each transmission is in the table once.
+    data = frames.filter((pl.col("node") == "ap") & (pl.col("peer") == "car") & (pl.col("event") == "tx")
+                         & (pl.col("kind") == "data"))
+    assert data.height == ic.SEGMENTS + 1 + 2  # segments, one retry, SYN and the handshake's ACK
+    assert data["rate_mbps"].unique().to_list() == [24.0]
+    acks = frames.filter((pl.col("node") == "car") & (pl.col("event") == "tx") & (pl.col("kind") == "ack"))
+    # Every data airing but the lost one got an ACK, and so did the AP's
+    # authentication and association responses.
+    assert acks.height == data.height - 1 + 2
+    assert data.filter(pl.col("outcome") == "unacked").height == 1
+
+
+def test_independent_capture_mac_transport_and_events(independent):
+    _, _, r = independent
+    mac = table(r, "mac").filter((pl.col("node") == "ap") & (pl.col("peer") == "car") & (pl.col("event") != "received"))
+    assert set(mac["event"].to_list()) == {"delivered"}
+    assert sorted(mac["attempts"].to_list())[-2:] == [1, 2]
+    transport = table(r, "transport")
+    assert transport["bytes"].sum() == ic.SEGMENTS * ic.SEGMENT
+    assert transport["seq"].max() == ic.SEGMENTS * ic.SEGMENT
+    events = table(r, "events")
+    order = events.filter(pl.col("node") == "car")["event"].to_list()
+    assert order[:6] == ["first-beacon", "ap-selected", "auth-request", "auth-ok", "assoc-request", "associated"]
+    assert events.filter(pl.col("node") == "ap")["event"].to_list() == [
+        "associated", "app-start", "arp-request", "arp-resolved", "syn", "established"]
+    # Positions: the GPS delay and the car's clock corrected, the car is
+    # where it was (the test's spherical earth differs from WGS 84 by ~0.3%).
+    at = events.filter((pl.col("node") == "car") & (pl.col("event") == "auth-request"))
+    assert at["x"][0] == pytest.approx(ic.car_x(3.0), abs=2.0)
+    assert at["y"][0] == pytest.approx(-ic.LATERAL_M, abs=0.5)
+
+
+def test_independent_capture_runs_through_the_driveby_digest(independent):
+    _, _, r = independent
+    d = driveby.digest(r, "run-1")
+    assert d.data_mb == pytest.approx(ic.SEGMENTS * ic.SEGMENT / 1e6)
+    last = ic.DATA_START_S + (ic.SEGMENTS - 1) * ic.DATA_STEP_S + 0.05  # the receiver's last ACK
+    assert d.end_m == pytest.approx(ic.car_x(last), abs=3.0)
+    labels = {label for _, _, label in d.intervals}
+    assert {"AP selection", "application start", "ARP"} <= labels
+    assert d.bins["rssi_n"].sum() > 0
+
+
+def test_cli_analyze_reads_a_capture_directory(independent, cli, tmp_path):
+    root, _, _ = independent
+    done = cli("analyze", root, "--out", tmp_path / "runs")
+    assert done.returncode == 0, done.stderr
+    assert "car +250.0" in done.stdout and "given in capture.toml" in done.stdout
+    assert "run-1" in done.stdout and "0.14" in done.stdout
+    assert (tmp_path / "runs" / "run-1" / "frames.parquet").is_file()
+
+
+def test_cli_analyze_bad_capture_directories(cli, tmp_path):
+    done = cli("analyze", tmp_path)
+    assert done.returncode == 2 and "neither a capture directory" in done.stderr
+    (tmp_path / "capture.toml").write_text('[[node]]\nname = "ap"\nrole = "ap"\nmac = "02:00:00:00:00:01"\n')
+    done = cli("analyze", tmp_path)
+    assert done.returncode == 2 and "node with role = \"sta\"" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("fmt", gpslog.FORMATS)
+def test_gps_logs_write_and_read_back(tmp_path, fmt):
+    t = 1_160_000_000.0 + np.arange(5) * 1.0 + 0.25
+    log = pl.DataFrame({"time_s": t, "lat": 43.47 + np.arange(5) * 1e-4, "lon": -80.54 - np.arange(5) * 2e-4},
+                       schema=gpslog.LOG_SCHEMA)
+    back = gpslog.read_log(gpslog.write_log(log, tmp_path / f"log.{fmt}"))
+    assert back.height == 5
+    assert np.abs(back["time_s"].to_numpy() - t).max() < 0.006  # NMEA keeps 10 ms
+    plane = gpslog.LocalPlane(43.47, -80.54)
+    x0, y0 = plane.to_xy(log["lat"].to_numpy(), log["lon"].to_numpy())
+    x1, y1 = plane.to_xy(back["lat"].to_numpy(), back["lon"].to_numpy())
+    assert np.hypot(x1 - x0, y1 - y0).max() < 0.05
+
+
+def test_gps_log_errors_name_the_problem(tmp_path):
+    bad = tmp_path / "bad.nmea"
+    bad.write_text("$GPRMC,120000.00,A,4328.2,N,08032.4,W,0,0,150806,,*00\r\n")
+    with pytest.raises(gpslog.GpsLogError, match="bad.nmea:1: not an NMEA"):
+        gpslog.read_log(bad)
+    with pytest.raises(gpslog.GpsLogError, match="allowed: .nmea"):
+        gpslog.read_log(tmp_path / "log.kml")
+
+
+# ---------------------------------------------------------------- Table 2's errors in, corrections out
+
+START = gpsout.START.timestamp()
+
+
+def _sniffed(result: RunResult, host: str, offset: float) -> pl.DataFrame:
+    """What a sniffer on `host` catches of a simulated run: the frames its
+    radio sent and received, stamped by its clock (a capture's content
+    without its bytes, until the simulator writes pcap)."""
+    f = table(result, "frames").filter((pl.col("node") == host) & pl.col("event").is_in(["tx", "rx"]))
+    tx = pl.col("event") == "tx"
+    peer = pl.when(pl.col("peer") == "broadcast").then(pl.lit(BROADCAST)).otherwise(pl.col("peer"))
+    answer = pl.col("kind").is_in(["ack", "cts"])
+    rows = f.select(
+        pl.lit(host).alias("sniffer"), (pl.col("time_ns") / 1e9 + START + offset).alias("time_s"), "kind",
+        pl.when(answer).then(pl.lit("")).when(tx).then(pl.col("node")).otherwise(pl.col("peer")).alias("ta"),
+        pl.when(tx).then(peer).otherwise(pl.col("node")).alias("ra"),
+        pl.when(answer).then(pl.lit(-1)).otherwise(pl.col("seq").cast(pl.Int32)).alias("seq"),
+        (pl.col("attempt") > 1).alias("retry"), pl.lit(False).alias("bad_fcs"), "rate_mbps", "rssi_dbm", "bytes")
+    return rows.with_columns(pl.lit(None).cast(t).alias(c) for c, t in RECORD_SCHEMA.items() if c not in rows.columns
+                             ).select(list(RECORD_SCHEMA)).cast(RECORD_SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def both_ways():
+    """Four passes of hadaller-highway, two each way."""
+    west = ["node.car.position=[1500, 0]", "node.car.mobility.heading=180"]
+    return [wayside.run("hadaller-highway", seed=20 + i, overrides=west if i % 2 else []) for i in range(4)]
+
+
+def test_table2_corrections_recover_injected_gps_errors(both_ways, tmp_path):
+    logs, truth = [], []
+    for i, r in enumerate(both_ways):
+        errors = gpsout.GpsErrors(seed=7 + i, day_hours=0.5 * i)  # Table 2's figures, drift half an hour per run
+        gpsout.write_gps(r, tmp_path / f"run{i}", "nmea" if i % 2 else "gpx", errors)
+        offsets = {h: gpsout.clock_offset(h, errors) for h in ("ap", "car")}
+        records = pl.concat([_sniffed(r, h, offsets[h]) for h in ("ap", "car")])
+        # The clock offset between the hosts, from the frames both caught.
+        est = sniffers.clock_offsets(records, {"ap": "ap", "car": "car"}, "ap")
+        assert est.seconds["car"] == pytest.approx(offsets["car"] - offsets["ap"], abs=1e-3)
+        suffix = ".nmea" if i % 2 else ".gpx"
+        on_ref = {h: gpslog.read_log(tmp_path / f"run{i}" / f"{h}{suffix}").with_columns(pl.col("time_s") - est.seconds[h])
+                  for h in ("ap", "car")}
+        heard = records.filter((pl.col("sniffer") == "car") & (pl.col("ta") == "ap")).with_columns(
+            pl.col("time_s") - est.seconds["car"]).select("time_s", "rssi_dbm")
+        logs.append(gpscorrect.RunLogs(f"run{i}", on_ref["car"], on_ref["ap"], heard))
+        truth.append((gpsout.recorded_positions(r, "car"), offsets["ap"]))
+    c = gpscorrect.correct(logs)
+    assert c.delay_estimated and abs(c.delay_s - 1.5) <= 0.2
+    assert c.axis[0] == pytest.approx(1.0, abs=1e-3)  # the road runs east
+    worst = 0.0
+    for i, (pos, ap_offset) in enumerate(truth):
+        run = c.runs[f"run{i}"]
+        # Within the span the corrected fixes cover (no extrapolation).
+        t = pos["time_s"].to_numpy() + START + ap_offset
+        inside = (t >= run.fix_s[0]) & (t <= run.fix_s[-1])
+        x, y = run.position(t[inside])
+        err = np.hypot(x - pos["x"].to_numpy()[inside], y - (pos["y"].to_numpy()[inside] - 10.0))  # AP at (0, 10)
+        worst = max(worst, float(err.max()))
+    assert worst <= 10.0
+
+
+def test_gps_out_is_deterministic_and_delays_the_car(both_ways):
+    r = both_ways[0]
+    late = gpsout.GpsErrors(delay_s=1.5, drift_m_per_h=0, noise_m=0, clock_offset_s=0)
+    assert gpsout.node_log(r, "car", late).equals(gpsout.node_log(r, "car", late))
+    exact, delayed = gpsout.node_log(r, "car"), gpsout.node_log(r, "car", late)
+    plane = gpslog.LocalPlane(*gpsout.ORIGIN)
+    common = exact.join(delayed, on="time_s", suffix="_late")
+    x0, _ = plane.to_xy(common["lat"].to_numpy(), common["lon"].to_numpy())
+    x1, _ = plane.to_xy(common["lat_late"].to_numpy(), common["lon_late"].to_numpy())
+    assert np.median(x0 - x1) == pytest.approx(80 / 3.6 * 1.5, abs=0.1)
+    noisy = gpsout.GpsErrors(seed=3)
+    ap = gpsout.node_log(r, "ap", noisy)
+    ax, ay = plane.to_xy(ap["lat"].to_numpy(), ap["lon"].to_numpy())
+    pairs = np.hypot(ax[:, None] - ax[None, :], ay[:, None] - ay[None, :])
+    mean_pair = pairs[np.triu_indices(len(ax), 1)].mean()
+    assert 1.5 < mean_pair < 2.6  # Table 2: 2 m between two fixes of a still receiver
+    assert math.isclose(gpsout.clock_offset("ap", noisy), gpsout.clock_offset("ap", noisy))
