@@ -426,8 +426,8 @@ def gps(
         fail(f"--format {fmt}: not allowed; allowed: {', '.join(gpslog.FORMATS)}")
         return
     try:
-        errors_made = gpsout.GpsErrors(seconds(delay, "--delay"), drift, noise, seconds(clock, "--clock-offset"), hours, seed) \
-            if errors_ else gpsout.NO_ERRORS
+        injected = gpsout.GpsErrors(seconds(delay, "--delay"), drift, noise, seconds(clock, "--clock-offset"), hours, seed)
+        errors_made = injected if errors_ else gpsout.NO_ERRORS
         result = RunResult.load(run_dir)
         paths = gpsout.write_gps(result, out or run_dir / "gps", fmt, errors_made)
     except FileNotFoundError as e:

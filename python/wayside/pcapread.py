@@ -8,7 +8,7 @@ retry, management status) and, in data frames, LLC/SNAP with IPv4 and TCP,
 UDP or ARP.
 
 The container, radiotap, 802.11, LLC, IP, TCP, UDP and ARP are dissected
-by dpkt (measured 27× faster per frame than scapy on the same file:
+by dpkt (measured 25× faster per frame than scapy on the same file:
 benches/pcap_readers.py). Neither dpkt nor any other library we use
 dissects the Prism and AVS headers, so their fixed layouts are unpacked
 here with `struct`: Prism from madwifi's `wlan_ng_prism2_header` (ten

@@ -14,7 +14,6 @@ import pytest
 import independent_capture as ic
 import wayside
 from wayside import capture, driveby, gpscorrect, gpslog, gpsout, sniffers
-from wayside.pcapread import BROADCAST, RECORD_SCHEMA
 from wayside.result import RunResult
 from wayside.traces import table
 
@@ -125,24 +124,6 @@ def test_gps_log_errors_name_the_problem(tmp_path):
 START = gpsout.START.timestamp()
 
 
-def _sniffed(result: RunResult, host: str, offset: float) -> pl.DataFrame:
-    """What a sniffer on `host` catches of a simulated run: the frames its
-    radio sent and received, stamped by its clock (a capture's content
-    without its bytes, until the simulator writes pcap)."""
-    f = table(result, "frames").filter((pl.col("node") == host) & pl.col("event").is_in(["tx", "rx"]))
-    tx = pl.col("event") == "tx"
-    peer = pl.when(pl.col("peer") == "broadcast").then(pl.lit(BROADCAST)).otherwise(pl.col("peer"))
-    answer = pl.col("kind").is_in(["ack", "cts"])
-    rows = f.select(
-        pl.lit(host).alias("sniffer"), (pl.col("time_ns") / 1e9 + START + offset).alias("time_s"), "kind",
-        pl.when(answer).then(pl.lit("")).when(tx).then(pl.col("node")).otherwise(pl.col("peer")).alias("ta"),
-        pl.when(tx).then(peer).otherwise(pl.col("node")).alias("ra"),
-        pl.when(answer).then(pl.lit(-1)).otherwise(pl.col("seq").cast(pl.Int32)).alias("seq"),
-        (pl.col("attempt") > 1).alias("retry"), pl.lit(False).alias("bad_fcs"), "rate_mbps", "rssi_dbm", "bytes")
-    return rows.with_columns(pl.lit(None).cast(t).alias(c) for c, t in RECORD_SCHEMA.items() if c not in rows.columns
-                             ).select(list(RECORD_SCHEMA)).cast(RECORD_SCHEMA)
-
-
 @pytest.fixture(scope="module")
 def both_ways():
     """Four passes of hadaller-highway, two each way."""
@@ -156,7 +137,7 @@ def test_table2_corrections_recover_injected_gps_errors(both_ways, tmp_path):
         errors = gpsout.GpsErrors(seed=7 + i, day_hours=0.5 * i)  # Table 2's figures, drift half an hour per run
         gpsout.write_gps(r, tmp_path / f"run{i}", "nmea" if i % 2 else "gpx", errors)
         offsets = {h: gpsout.clock_offset(h, errors) for h in ("ap", "car")}
-        records = pl.concat([_sniffed(r, h, offsets[h]) for h in ("ap", "car")])
+        records = pl.concat([sniffers.from_run(r, h, offsets[h], START) for h in ("ap", "car")])
         # The clock offset between the hosts, from the frames both caught.
         est = sniffers.clock_offsets(records, {"ap": "ap", "car": "car"}, "ap")
         assert est.seconds["car"] == pytest.approx(offsets["car"] - offsets["ap"], abs=1e-3)
@@ -199,3 +180,17 @@ def test_gps_out_is_deterministic_and_delays_the_car(both_ways):
     mean_pair = pairs[np.triu_indices(len(ax), 1)].mean()
     assert 1.5 < mean_pair < 2.6  # Table 2: 2 m between two fixes of a still receiver
     assert math.isclose(gpsout.clock_offset("ap", noisy), gpsout.clock_offset("ap", noisy))
+
+
+def test_cli_gps_writes_a_runs_logs(cli, tmp_path, drive_by_overrides):
+    run_dir = tmp_path / "run"
+    done = cli("run", "drive-by", "--out", run_dir, "--quiet", *[a for o in drive_by_overrides for a in ("--set", o)])
+    assert done.returncode == 0, done.stderr
+    done = cli("gps", run_dir, "--format", "csv", "--errors", "--seed", "4")
+    assert done.returncode == 0, done.stderr
+    logs = {p.name for p in (run_dir / "gps").iterdir()}
+    assert {"ap.csv", "car.csv", "gps.json"} <= logs
+    car = gpslog.read_log(run_dir / "gps" / "car.csv")
+    assert np.all(np.diff(car["time_s"].to_numpy()) == 1.0)  # 1 Hz on the host's clock
+    bad = cli("gps", run_dir, "--delay", "soon")
+    assert bad.returncode == 2 and "--delay" in bad.stderr and "Traceback" not in bad.stderr
