@@ -9,11 +9,13 @@ UDP or ARP.
 
 The container, radiotap, 802.11, LLC, IP, TCP, UDP and ARP are dissected
 by dpkt (measured 25× faster per frame than scapy on the same file:
-benches/pcap_readers.py). Neither dpkt nor any other library we use
-dissects the Prism and AVS headers, so their fixed layouts are unpacked
-here with `struct`: Prism from madwifi's `wlan_ng_prism2_header` (ten
+benches/pcap_readers.py). dpkt has no dissector for the Prism and AVS
+headers (scapy has one for Prism, none for AVS, at its per-frame cost),
+so their fixed layouts are unpacked here with `struct`: Prism from madwifi's `wlan_ng_prism2_header` (ten
 did/status/len/data items after the device name), AVS from the
-AVS WLAN capture header version 1 (64 bytes, big-endian)."""
+AVS WLAN capture header version 1 (64 bytes, big-endian). Frames under
+either header are taken to end without their FCS, as Wireshark assumes
+by default."""
 
 from __future__ import annotations
 
@@ -85,7 +87,7 @@ def _radio_view(linktype: int, buf: bytes) -> tuple[bytes, float, float, float, 
         data = items[3::4]
         signal, noise, rate = data[5], data[6], data[7]
         signed = lambda v: v - (1 << 32) if v >= 1 << 31 else v  # noqa: E731
-        return buf[msglen:], rate / 2 if rate else NAN, float(signed(signal)), float(signed(noise)), False, True
+        return buf[msglen:], rate / 2 if rate else NAN, float(signed(signal)), float(signed(noise)), False, False
     if linktype == LINKTYPE_AVS:
         # AVS capture header v1, big-endian: version, length, mactime,
         # hosttime, phytype, channel, datarate (100 kb/s), antenna, priority,
@@ -94,7 +96,7 @@ def _radio_view(linktype: int, buf: bytes) -> tuple[bytes, float, float, float, 
             raise dpkt.NeedData("AVS header shorter than 64 bytes")
         (_, length, _, _, _, _, datarate, _, _, ssi_type, signal, noise, _, _) = struct.unpack_from(">IIQQIIIIIIiiII", buf, 0)
         dbm = ssi_type == 2
-        return buf[length:], datarate / 10 if datarate else NAN, float(signal) if dbm else NAN, float(noise) if dbm else NAN, False, True
+        return buf[length:], datarate / 10 if datarate else NAN, float(signal) if dbm else NAN, float(noise) if dbm else NAN, False, False
     return buf, NAN, NAN, NAN, False, False
 
 
@@ -189,7 +191,7 @@ def _packets(path: Path) -> Iterator[tuple[int, float, bytes]]:
     with path.open("rb") as f:
         try:
             reader = dpkt.pcap.UniversalReader(f)
-        except ValueError:
+        except (ValueError, dpkt.UnpackError, struct.error):
             raise CaptureError(f"{path}: neither a pcap nor a pcapng file") from None
         linktype = reader.datalink()
         if linktype not in LINKTYPES:

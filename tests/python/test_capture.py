@@ -194,3 +194,38 @@ def test_cli_gps_writes_a_runs_logs(cli, tmp_path, drive_by_overrides):
     assert np.all(np.diff(car["time_s"].to_numpy()) == 1.0)  # 1 Hz on the host's clock
     bad = cli("gps", run_dir, "--delay", "soon")
     assert bad.returncode == 2 and "--delay" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_prism_and_avs_headers_give_rate_and_signal(tmp_path):
+    import struct
+
+    from scapy import all as s
+
+    from wayside.pcapread import read_capture
+
+    frame = (s.Dot11(type=2, subtype=0, FCfield="from_DS", addr1=ic.CAR_MAC, addr2=ic.AP_MAC, addr3=ic.AP_MAC, SC=5 << 4)
+             / s.LLC() / s.SNAP() / s.IP(src=ic.AP_IP, dst=ic.CAR_IP) / s.TCP(seq=77, flags="A") / s.Raw(b"\x00" * 100))
+    # madwifi's Prism header, as scapy writes it: rate in 500 kb/s, signal and noise in dBm.
+    prism = s.PrismHeader(dev=b"ath0", rate=108, signal=-57, noise=(1 << 32) - 95) / frame
+    s.wrpcap(str(tmp_path / "prism.pcap"), [prism], linktype=119)
+    # AVS capture header v1 (big-endian): datarate in 100 kb/s, ssi_type 2 = dBm.
+    avs = struct.pack(">IIQQIIIIIIiiII", 0x80211001, 64, 0, 0, 6, 6, 110, 0, 0, 2, -61, -96, 0, 0) + bytes(frame)
+    s.wrpcap(str(tmp_path / "avs.pcap"), [avs], linktype=163)
+    for name, rate, signal, noise in (("prism", 54.0, -57.0, -95.0), ("avs", 11.0, -61.0, -96.0)):
+        row = read_capture(tmp_path / f"{name}.pcap", name).row(0, named=True)
+        assert (row["rate_mbps"], row["rssi_dbm"], row["noise_dbm"]) == (rate, signal, noise), name
+        assert (row["kind"], row["ta"], row["ra"], row["seq"]) == ("data", ic.AP_MAC, ic.CAR_MAC, 5), name
+        assert (row["proto"], row["tcp_seq"], row["payload"]) == ("tcp", 77, 100), name
+
+
+def test_unreadable_captures_are_clear_errors(tmp_path):
+    from wayside.pcapread import CaptureError, read_capture
+
+    (tmp_path / "junk.pcap").write_bytes(b"not a capture at all")
+    with pytest.raises(CaptureError, match="neither a pcap nor a pcapng"):
+        read_capture(tmp_path / "junk.pcap", "s")
+    from scapy import all as s
+
+    s.wrpcap(str(tmp_path / "eth.pcap"), [s.Ether() / s.IP()])
+    with pytest.raises(CaptureError, match="link type 1 is not 802.11"):
+        read_capture(tmp_path / "eth.pcap", "s")
