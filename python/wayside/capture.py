@@ -40,6 +40,7 @@ queue drops and the time an application really started."""
 
 from __future__ import annotations
 
+import heapq
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -310,39 +311,37 @@ def _msdus(tx: pl.DataFrame) -> pl.DataFrame:
     ).sort("last_s", "node", "seq")
 
 
-def _deliveries(air: pl.DataFrame, frames: pl.DataFrame, sender_ip: str, receiver_ip: str) -> pl.DataFrame:
-    """In-order TCP data at the receiver: time_s and bytes of each advance."""
-    flow = air.filter((pl.col("proto") == "tcp") & (pl.col("ip_src") == sender_ip) & (pl.col("ip_dst") == receiver_ip))
-    acks = air.filter((pl.col("proto") == "tcp") & (pl.col("ip_src") == receiver_ip) & (pl.col("ip_dst") == sender_ip)
-                      & ((pl.col("tcp_flags") & 0x10) != 0))
-    if flow.is_empty():
-        return pl.DataFrame(schema={"time_s": pl.Float64, "bytes": pl.Int64, "total": pl.Int64})
+def _deliveries(tx: pl.DataFrame, sender_ip: str, receiver_ip: str) -> pl.DataFrame:
+    """In-order TCP data at the receiver, from the transmissions: time_s,
+    bytes of each advance and the total so far. Data segments count when
+    the MAC acknowledged them, the receiver's cumulative ACKs when sent."""
+    tcp = tx.filter(pl.col("proto") == "tcp")
+    flow = tcp.filter((pl.col("ip_src") == sender_ip) & (pl.col("ip_dst") == receiver_ip))
+    acks = tcp.filter((pl.col("ip_src") == receiver_ip) & (pl.col("ip_dst") == sender_ip) & ((pl.col("tcp_flags") & 0x10) != 0))
+    empty = pl.DataFrame(schema={"time_s": pl.Float64, "bytes": pl.Int64, "total": pl.Int64})
+    data = flow.filter(pl.col("payload") > 0)
+    if data.is_empty():
+        return empty
     syn = flow.filter((pl.col("tcp_flags") & 0x02) != 0)
-    isn = int(syn["tcp_seq"][0]) + 1 if not syn.is_empty() else int(flow.filter(pl.col("payload") > 0)["tcp_seq"].min())
-    acked = set(frames.filter(pl.col("outcome") == "acked")["time_s"].to_list())
-    events = []
-    for t, s, n in flow.filter(pl.col("payload") > 0).select("time_s", "tcp_seq", "payload").iter_rows():
-        if t in acked:
-            start = (s - isn) % (1 << 32)
-            events.append((t, start, start + n))
-    for t, a in acks.select("time_s", "tcp_ack").iter_rows():
-        events.append((t, -1, (a - isn) % (1 << 32)))
+    isn = int(syn["tcp_seq"][0]) + 1 if not syn.is_empty() else int(data["tcp_seq"].min())
+    wrap = 1 << 32
+    events = [(t, (q - isn) % wrap, (q - isn) % wrap + n)
+              for t, q, n in data.filter(pl.col("outcome") == "acked").select("time_s", "tcp_seq", "payload").iter_rows()]
+    # An ACK number before the flow's start (wrapped past half the space) says nothing.
+    events += [(t, -1, (a - isn) % wrap) for t, a in acks.select("time_s", "tcp_ack").iter_rows() if (a - isn) % wrap < wrap // 2]
     events.sort()
     nxt, pending, out = 0, [], []
-    for t, s, e in events:
+    for t, start, end in events:
         before = nxt
-        if s < 0:
-            nxt = max(nxt, e) if e < (1 << 31) else nxt
-        elif s <= nxt:
-            nxt = max(nxt, e)
+        if start <= nxt:
+            nxt = max(nxt, end)
         else:
-            pending.append((s, e))
-        pending.sort()
+            heapq.heappush(pending, (start, end))
         while pending and pending[0][0] <= nxt:
-            nxt = max(nxt, pending.pop(0)[1])
+            nxt = max(nxt, heapq.heappop(pending)[1])
         if nxt > before:
             out.append((t, nxt - before, nxt))
-    return pl.DataFrame(out, schema={"time_s": pl.Float64, "bytes": pl.Int64, "total": pl.Int64}, orient="row")
+    return pl.DataFrame(out, schema=empty.schema, orient="row") if out else empty
 
 
 def _events(frames: pl.DataFrame, air: pl.DataFrame, m: Manifest) -> pl.DataFrame:
@@ -466,7 +465,7 @@ def run_result(run: RunCapture, m: Manifest, corrected: gpscorrect.CorrectedRun,
 
     sender = next(n for n in m.nodes if n.name == m.sender)
     receiver = next(n for n in m.nodes if n.name == m.receiver)
-    delivered = _deliveries(run.air, frames, sender.ip, receiver.ip).with_columns(
+    delivered = _deliveries(frames, sender.ip, receiver.ip).with_columns(
         pl.lit(m.receiver).alias("node"), pl.lit(m.sender).alias("peer"))
     transport = _with_xy(delivered, pos).select(
         _ns(t0), "node", "peer", pl.lit("tcp").alias("proto"), pl.lit(0, pl.UInt32).alias("app"),

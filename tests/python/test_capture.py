@@ -229,3 +229,20 @@ def test_unreadable_captures_are_clear_errors(tmp_path):
     s.wrpcap(str(tmp_path / "eth.pcap"), [s.Ether() / s.IP()])
     with pytest.raises(CaptureError, match="link type 1 is not 802.11"):
         read_capture(tmp_path / "eth.pcap", "s")
+
+
+def test_capture_conversion_is_deterministic(independent, tmp_path):
+    root, converted, _ = independent
+    again = capture.convert(root, tmp_path / "again")
+    for name in ("frames", "mac", "events", "transport"):
+        assert (again.runs[0] / f"{name}.parquet").read_bytes() == (converted.runs[0] / f"{name}.parquet").read_bytes()
+    assert (again.runs[0] / "scenario.toml").read_text() == (converted.runs[0] / "scenario.toml").read_text()
+
+
+def test_cli_analyze_reads_simulated_runs(both_ways, cli, tmp_path):
+    for i, r in enumerate(both_ways):
+        r.save(tmp_path / f"seed{i}")
+    done = cli("analyze", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert all(f"seed{i}" in done.stdout for i in range(4))
+    assert "phases (m from the AP): entry" in done.stdout
