@@ -225,7 +225,8 @@ def read_run(directory: Path, m: Manifest) -> RunCapture:
 
 def _rssi_at(run: RunCapture, m: Manifest, node: str, from_mac: str) -> pl.DataFrame:
     near = [s.name for s in m.sniffers if s.near == node]
-    return run.records.filter(pl.col("sniffer").is_in(near) & (pl.col("ta") == from_mac)).select("time_s", "rssi_dbm")
+    heard = pl.col("sniffer").is_in(near) & (pl.col("ta") == from_mac) & ~pl.col("bad_fcs")
+    return run.records.filter(heard).select("time_s", "rssi_dbm")
 
 
 # ---------------------------------------------------------------- tables
@@ -248,14 +249,18 @@ class _Positions:
         self.run = run
 
     def at(self, node: pl.Series, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The station where its GPS put it, every other node at the AP's
+        position (0, 0), and NaN for "broadcast" (as the simulator does)."""
         x, y = self.run.position(t)
         moving = (node == self.sta).to_numpy()
-        return np.where(moving, x, 0.0), np.where(moving, y, 0.0)
+        nowhere = (node == "broadcast").to_numpy()
+        return (np.where(nowhere, np.nan, np.where(moving, x, 0.0)),
+                np.where(nowhere, np.nan, np.where(moving, y, 0.0)))
 
 
 def _with_xy(df: pl.DataFrame, pos: _Positions, node: str = "node", prefix: str = "") -> pl.DataFrame:
     if df.is_empty():
-        return df.with_columns(pl.lit(0.0).alias(prefix + "x"), pl.lit(0.0).alias(prefix + "y"))
+        return df.with_columns(pl.lit(0.0, pl.Float32).alias(prefix + "x"), pl.lit(0.0, pl.Float32).alias(prefix + "y"))
     x, y = pos.at(df[node], df["time_s"].to_numpy())
     return df.with_columns(pl.Series(prefix + "x", x, pl.Float32), pl.Series(prefix + "y", y, pl.Float32))
 
