@@ -182,10 +182,8 @@ def test_gps_out_is_deterministic_and_delays_the_car(both_ways):
     assert math.isclose(gpsout.clock_offset("ap", noisy), gpsout.clock_offset("ap", noisy))
 
 
-def test_cli_gps_writes_a_runs_logs(cli, tmp_path, drive_by_overrides):
-    run_dir = tmp_path / "run"
-    done = cli("run", "drive-by", "--out", run_dir, "--quiet", *[a for o in drive_by_overrides for a in ("--set", o)])
-    assert done.returncode == 0, done.stderr
+def test_cli_gps_writes_a_runs_logs(both_ways, cli, tmp_path):
+    run_dir = both_ways[0].save(tmp_path / "run")
     done = cli("gps", run_dir, "--format", "csv", "--errors", "--seed", "4")
     assert done.returncode == 0, done.stderr
     logs = {p.name for p in (run_dir / "gps").iterdir()}
