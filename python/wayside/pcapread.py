@@ -125,8 +125,8 @@ def _payload(row: dict[str, Any], body: bytes) -> None:
     """Fills the row's upper-layer columns from an LLC/SNAP payload."""
     try:
         llc = dpkt.llc.LLC(body)
-    except (dpkt.UnpackError, struct.error):
-        return
+    except _MALFORMED:
+        return  # the frame stands, without its upper layers
     upper = llc.data
     if isinstance(upper, dpkt.arp.ARP):
         row.update(proto="arp", arp_op=upper.op, arp_spa=dpkt.utils.inet_to_str(upper.spa) if len(upper.spa) == 4 else "",
@@ -150,16 +150,27 @@ def _empty_row(sniffer: str) -> dict[str, Any]:
 
 
 def decode(linktype: int, ts: float, buf: bytes, sniffer: str) -> dict[str, Any] | None:
-    """One captured frame as a record row; None for frames too short or of
-    a kind that says nothing about the exchange (reserved subtypes)."""
+    """One captured frame as a record row; None for a malformed frame
+    (truncated, or fields dpkt cannot unpack) or one of a kind that says
+    nothing about the exchange (reserved subtypes). Never raises on bytes:
+    they come from the air."""
     try:
-        frame, rate, signal, noise, bad_fcs, fcs_included = _radio_view(linktype, buf)
-        row = _empty_row(sniffer)
-        row.update(time_s=ts, rate_mbps=rate, rssi_dbm=signal, noise_dbm=noise, bad_fcs=bad_fcs,
-                   bytes=len(frame) + (0 if fcs_included else _FCS_BYTES))
-        w = w80211.IEEE80211(frame, fcs=fcs_included)
-    except (dpkt.UnpackError, struct.error):
+        return _decode(linktype, ts, buf, sniffer)
+    except _MALFORMED:
         return None
+
+
+# What dpkt raises on bytes it cannot make sense of: its own errors, and
+# index, key and attribute errors from fields that point past the buffer.
+_MALFORMED = (dpkt.UnpackError, struct.error, IndexError, KeyError, AttributeError, ValueError, TypeError)
+
+
+def _decode(linktype: int, ts: float, buf: bytes, sniffer: str) -> dict[str, Any] | None:
+    frame, rate, signal, noise, bad_fcs, fcs_included = _radio_view(linktype, buf)
+    row = _empty_row(sniffer)
+    row.update(time_s=ts, rate_mbps=rate, rssi_dbm=signal, noise_dbm=noise, bad_fcs=bad_fcs,
+               bytes=len(frame) + (0 if fcs_included else _FCS_BYTES))
+    w = w80211.IEEE80211(frame, fcs=fcs_included)
     row["retry"] = bool(w.retry)
     if w.type == w80211.MGMT_TYPE:
         kind = _MGMT_KINDS.get(w.subtype)
@@ -178,10 +189,7 @@ def decode(linktype: int, ts: float, buf: bytes, sniffer: str) -> dict[str, Any]
     if kind is None:
         return None
     row["kind"] = kind
-    try:
-        row["ta"], row["ra"], row["seq"] = _addresses(w)
-    except AttributeError:
-        return None
+    row["ta"], row["ra"], row["seq"] = _addresses(w)
     if kind == "data" and not bad_fcs:
         _payload(row, w.data_frame.data if hasattr(w.data_frame, "data") else b"")
     return row

@@ -10,6 +10,8 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import independent_capture as ic
 import wayside
@@ -244,3 +246,12 @@ def test_cli_analyze_reads_simulated_runs(both_ways, cli, tmp_path):
     assert done.returncode == 0, done.stderr
     assert all(f"seed{i}" in done.stdout for i in range(4))
     assert "phases (m from the AP): entry" in done.stdout
+
+
+@settings(max_examples=300, deadline=None)
+@given(linktype=st.sampled_from([105, 119, 127, 163]), data=st.binary(max_size=300))
+def test_decoding_arbitrary_bytes_never_raises(linktype, data):
+    from wayside.pcapread import decode
+
+    row = decode(linktype, 0.0, data, "fuzz")
+    assert row is None or set(row) >= {"kind", "ta", "ra", "seq"}
