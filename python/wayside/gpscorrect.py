@@ -142,11 +142,14 @@ def estimate_delay(tracks: list[tuple[np.ndarray, np.ndarray]], rssi: list[pl.Da
         t, v = _slots(r)
         if len(t) and len(ts) >= 2:
             runs.append((1.0 if xs[-1] >= xs[0] else -1.0, ts, xs, t, v))
+    if not runs:
+        raise CorrectionError("no run has signal readings of the AP near the vehicle, which the GPS delay is "
+                              "estimated from; give a [[sniffer]] near the vehicle, or gps.delay in capture.toml")
     ways = {d for d, *_ in runs}
     if ways != {1.0, -1.0}:
         raise CorrectionError(
             f"the GPS delay is estimated from runs in opposite directions (Hadaller Table 2), but all "
-            f"{len(runs)} runs with signal readings go the same way; give gps_delay in capture.toml")
+            f"{len(runs)} runs with signal readings go the same way; give gps.delay in capture.toml")
     best, best_d = math.inf, 0.0
     for d in np.arange(0.0, MAX_DELAY_S + DELAY_STEP_S / 2, DELAY_STEP_S):
         # A fix stamped T reports the position at T - d: position at t is the
@@ -157,7 +160,7 @@ def estimate_delay(tracks: list[tuple[np.ndarray, np.ndarray]], rssi: list[pl.Da
             best, best_d = score, float(d)
     if math.isinf(best):
         raise CorrectionError("runs in opposite directions never heard the AP at the same stretch of road; "
-                              "give gps_delay in capture.toml")
+                              "give gps.delay in capture.toml")
     return round(best_d, 6)
 
 

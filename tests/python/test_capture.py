@@ -255,3 +255,14 @@ def test_decoding_arbitrary_bytes_never_raises(linktype, data):
 
     row = decode(linktype, 0.0, data, "fuzz")
     assert row is None or set(row) >= {"kind", "ta", "ra", "seq"}
+
+
+def test_gps_delay_needs_runs_both_ways(independent, tmp_path):
+    root, _, _ = independent
+    manifest = (root / "capture.toml").read_text().replace(f'delay = "{ic.GPS_DELAY_S} s"', 'delay = "auto"')
+    auto = tmp_path / "auto"
+    auto.mkdir()
+    (auto / "capture.toml").write_text(manifest)
+    (auto / "run-1").symlink_to(root / "run-1")
+    with pytest.raises(capture.CaptureDirError, match="runs in opposite directions"):
+        capture.convert(auto, tmp_path / "out")
