@@ -6,8 +6,7 @@ the paper's runs did, §3.4), writes every node's GPS log at 1 Hz with the
 errors of Table 2 (measurement delay `--delay`, drift 1.36 m/h with the
 runs `--spacing-min` minutes apart, 1.13 m noise per axis, host clocks off
 by up to 500 ms), estimates the hosts' clock offsets from the frames both
-hosts' sniffers caught (`wayside.sniffers.from_run`: the capture's content
-until the simulator writes pcap), corrects the logs, and prints the
+hosts' sniffers caught, corrects the logs (`wayside.roundtrip`), and prints the
 estimated delay against the injected one, the clock offsets' errors, and
 the corrected positions' error against the simulated positions.
 
@@ -31,42 +30,21 @@ def main() -> None:
     args = ap.parse_args()
 
     import numpy as np
-    import polars as pl
 
     import wayside
-    from wayside import gpscorrect, gpslog, gpsout, sniffers
+    from wayside import gpscorrect, gpsout, roundtrip
 
     west = ["node.car.position=[1500, 0]", "node.car.mobility.heading=180"]
-    epoch = gpsout.START.timestamp()
     started = time.perf_counter()
-    logs, truth, clock_err = [], [], []
+    measured = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             r = wayside.run("hadaller-highway", seed=1 + i, overrides=west if i % 2 else [])
             errors = gpsout.GpsErrors(delay_s=args.delay, day_hours=i * args.spacing_min / 60, seed=100 + i)
-            d = Path(tmp) / f"run{i}"
-            gpsout.write_gps(r, d, args.format, errors)
-            offsets = {h: gpsout.clock_offset(h, errors) for h in ("ap", "car")}
-            records = pl.concat([sniffers.from_run(r, h, offsets[h], epoch) for h in ("ap", "car")])
-            est = sniffers.clock_offsets(records, {"ap": "ap", "car": "car"}, "ap")
-            clock_err.append(abs(est.seconds["car"] - (offsets["car"] - offsets["ap"])))
-            suffix = {"nmea": ".nmea", "gpx": ".gpx", "csv": ".csv"}[args.format]
-            on_ref = {h: gpslog.read_log(d / f"{h}{suffix}").with_columns(pl.col("time_s") - est.seconds[h])
-                      for h in ("ap", "car")}
-            heard = records.filter((pl.col("sniffer") == "car") & (pl.col("ta") == "ap")).with_columns(
-                pl.col("time_s") - est.seconds["car"]).select("time_s", "rssi_dbm")
-            logs.append(gpscorrect.RunLogs(f"run{i}", on_ref["car"], on_ref["ap"], heard))
-            ap_xy = gpsout.recorded_positions(r, "ap").row(0)[1:]
-            truth.append((gpsout.recorded_positions(r, "car"), offsets["ap"], ap_xy))
-    c = gpscorrect.correct(logs)
-    errs = []
-    for i, (pos, ap_offset, (ax, ay)) in enumerate(truth):
-        run = c.runs[f"run{i}"]
-        t = pos["time_s"].to_numpy() + epoch + ap_offset
-        inside = (t >= run.fix_s[0]) & (t <= run.fix_s[-1])
-        x, y = run.position(t[inside])
-        errs.append(np.hypot(x - (pos["x"].to_numpy()[inside] - ax), y - (pos["y"].to_numpy()[inside] - ay)))
-    e = np.concatenate(errs)
+            measured.append(roundtrip.measure(r, f"run{i}", errors, Path(tmp) / f"run{i}", args.format))
+    c = gpscorrect.correct([m.logs for m in measured])
+    e = roundtrip.position_errors(c, measured)
+    clock_err = [abs(m.clock_error_s) for m in measured]
     print(f"hadaller-highway, {args.runs} runs alternating directions, GPS logs as {args.format} "
           f"({time.perf_counter() - started:.1f} s)")
     print(f"  GPS delay: injected {args.delay:.2f} s, estimated {c.delay_s:.2f} s "

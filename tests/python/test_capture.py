@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import independent_capture as ic
 import wayside
-from wayside import capture, driveby, gpscorrect, gpslog, gpsout, sniffers
+from wayside import capture, driveby, gpscorrect, gpslog, gpsout, roundtrip, sniffers
 from wayside.result import RunResult
 from wayside.traces import table
 
@@ -123,8 +123,6 @@ def test_gps_log_errors_name_the_problem(tmp_path):
 
 # ---------------------------------------------------------------- Table 2's errors in, corrections out
 
-START = gpsout.START.timestamp()
-
 
 @pytest.fixture(scope="module")
 def both_ways():
@@ -134,35 +132,17 @@ def both_ways():
 
 
 def test_table2_corrections_recover_injected_gps_errors(both_ways, tmp_path):
-    logs, truth = [], []
+    measured = []
     for i, r in enumerate(both_ways):
         errors = gpsout.GpsErrors(seed=7 + i, day_hours=0.5 * i)  # Table 2's figures, drift half an hour per run
-        gpsout.write_gps(r, tmp_path / f"run{i}", "nmea" if i % 2 else "gpx", errors)
-        offsets = {h: gpsout.clock_offset(h, errors) for h in ("ap", "car")}
-        records = pl.concat([sniffers.from_run(r, h, offsets[h], START) for h in ("ap", "car")])
-        # The clock offset between the hosts, from the frames both caught.
-        est = sniffers.clock_offsets(records, {"ap": "ap", "car": "car"}, "ap")
-        assert est.seconds["car"] == pytest.approx(offsets["car"] - offsets["ap"], abs=1e-3)
-        suffix = ".nmea" if i % 2 else ".gpx"
-        on_ref = {h: gpslog.read_log(tmp_path / f"run{i}" / f"{h}{suffix}").with_columns(pl.col("time_s") - est.seconds[h])
-                  for h in ("ap", "car")}
-        heard = records.filter((pl.col("sniffer") == "car") & (pl.col("ta") == "ap")).with_columns(
-            pl.col("time_s") - est.seconds["car"]).select("time_s", "rssi_dbm")
-        logs.append(gpscorrect.RunLogs(f"run{i}", on_ref["car"], on_ref["ap"], heard))
-        truth.append((gpsout.recorded_positions(r, "car"), offsets["ap"]))
-    c = gpscorrect.correct(logs)
+        measured.append(roundtrip.measure(r, f"run{i}", errors, tmp_path / f"run{i}", "nmea" if i % 2 else "gpx"))
+    # The clock offset between the hosts, from the frames both caught.
+    assert max(abs(m.clock_error_s) for m in measured) < 1e-3
+    c = gpscorrect.correct([m.logs for m in measured])
     assert c.delay_estimated and abs(c.delay_s - 1.5) <= 0.2
     assert c.axis[0] == pytest.approx(1.0, abs=1e-3)  # the road runs east
-    worst = 0.0
-    for i, (pos, ap_offset) in enumerate(truth):
-        run = c.runs[f"run{i}"]
-        # Within the span the corrected fixes cover (no extrapolation).
-        t = pos["time_s"].to_numpy() + START + ap_offset
-        inside = (t >= run.fix_s[0]) & (t <= run.fix_s[-1])
-        x, y = run.position(t[inside])
-        err = np.hypot(x - pos["x"].to_numpy()[inside], y - (pos["y"].to_numpy()[inside] - 10.0))  # AP at (0, 10)
-        worst = max(worst, float(err.max()))
-    assert worst <= 10.0
+    errors = roundtrip.position_errors(c, measured)
+    assert len(errors) > 1000 and errors.max() <= 10.0
 
 
 def test_gps_out_is_deterministic_and_delays_the_car(both_ways):
