@@ -299,16 +299,23 @@ def _frames(air: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
         pl.when(~unicast).then(pl.lit("")).when(pl.col("row").is_in(acked)).then(pl.lit("acked"))
         .otherwise(pl.lit("unacked")).alias("outcome"),
         pl.col("kind").replace({"deauth": "disassoc"}),
-        (pl.col("retry").cast(pl.UInt8) + 1).alias("attempt"),
-    ).drop("row", "answerer").sort("time_s", "node", "seq", "kind")
+    ).drop("row", "answerer").pipe(_attempts).sort("time_s", "node", "seq", "kind")
 
 
-def _msdus(tx: pl.DataFrame) -> pl.DataFrame:
-    """Unicast data MSDUs: airings of one (node, peer, seq) in a row."""
-    d = tx.filter((pl.col("kind") == "data") & (pl.col("peer") != "broadcast")).sort("node", "peer", "seq", "time_s")
+def _attempts(tx: pl.DataFrame) -> pl.DataFrame:
+    """The 0-based attempt of each airing within its MSDU: the airings of
+    one (node, peer, sequence number) from a first transmission through
+    the retries that follow it."""
+    d = tx.sort("node", "peer", "seq", "time_s")
     new = ((pl.col("node") != pl.col("node").shift(1)) | (pl.col("peer") != pl.col("peer").shift(1))
            | (pl.col("seq") != pl.col("seq").shift(1)) | ~pl.col("retry")).fill_null(True)
     d = d.with_columns(new.cum_sum().alias("msdu"))
+    return d.with_columns(pl.int_range(pl.len()).over("msdu").cast(pl.UInt8).alias("attempt"))
+
+
+def _msdus(tx: pl.DataFrame) -> pl.DataFrame:
+    """Unicast data MSDUs (see `_attempts`): airings, and whether one was acked."""
+    d = tx.filter((pl.col("kind") == "data") & (pl.col("peer") != "broadcast"))
     return d.group_by("msdu").agg(
         pl.col("node").first(), pl.col("peer").first(), pl.col("seq").first(), pl.col("bytes").first(),
         pl.len().alias("attempts"), (pl.col("outcome") == "acked").any().alias("ok"),

@@ -1,5 +1,5 @@
 """Simulated runs measured as real ones were: each host's sniffer view of a
-run (`wayside.sniffers.from_run`) and its GPS logs written with Hadaller
+run (what its radio sent and received, stamped by its clock) and its GPS logs written with Hadaller
 Table 2's errors (`wayside.gpsout`), put through the capture path's clock
 estimation and GPS log reading, ready for `wayside.gpscorrect`; and the
 corrected positions' error against the simulated ones. This checks the
@@ -15,9 +15,31 @@ import numpy as np
 import polars as pl
 
 from wayside import gpscorrect, gpslog, gpsout, sniffers
+from wayside.pcapread import BROADCAST, RECORD_SCHEMA
 from wayside.result import RunResult
+from wayside.traces import table
 
 _SUFFIX = {"nmea": ".nmea", "gpx": ".gpx", "csv": ".csv"}
+
+
+def sniffer_view(result: RunResult, host: str, clock_offset_s: float, epoch_s: float) -> pl.DataFrame:
+    """The records a sniffer on the host of node `host` would hold of a
+    simulated run: every frame its radio sent or received, node names for
+    addresses, stamped by a clock `clock_offset_s` off the true time, run
+    time 0 at `epoch_s`. Without upper-layer fields: it stands for a capture
+    until the simulator writes pcap."""
+    f = table(result, "frames").filter((pl.col("node") == host) & pl.col("event").is_in(["tx", "rx"]))
+    tx = pl.col("event") == "tx"
+    peer = pl.when(pl.col("peer") == "broadcast").then(pl.lit(BROADCAST)).otherwise(pl.col("peer"))
+    answer = pl.col("kind").is_in(["ack", "cts"])
+    rows = f.select(
+        pl.lit(host).alias("sniffer"), (pl.col("time_ns") / 1e9 + epoch_s + clock_offset_s).alias("time_s"), "kind",
+        pl.when(answer).then(pl.lit("")).when(tx).then(pl.col("node")).otherwise(pl.col("peer")).alias("ta"),
+        pl.when(tx).then(peer).otherwise(pl.col("node")).alias("ra"),
+        pl.when(answer).then(pl.lit(-1)).otherwise(pl.col("seq").cast(pl.Int32)).alias("seq"),
+        (pl.col("attempt") > 0).alias("retry"), pl.lit(False).alias("bad_fcs"), "rate_mbps", "rssi_dbm", "bytes")
+    missing = [pl.lit(None).cast(t).alias(c) for c, t in RECORD_SCHEMA.items() if c not in rows.columns]
+    return rows.with_columns(missing).select(list(RECORD_SCHEMA)).cast(RECORD_SCHEMA)
 
 
 @dataclass
@@ -41,7 +63,7 @@ def measure(result: RunResult, name: str, errors: gpsout.GpsErrors, directory: s
     epoch = gpsout.START.timestamp()
     gpsout.write_gps(result, d, fmt, errors)
     injected = {h: gpsout.clock_offset(h, errors) for h in (ap, vehicle)}
-    records = pl.concat([sniffers.from_run(result, h, injected[h], epoch) for h in (ap, vehicle)])
+    records = pl.concat([sniffer_view(result, h, injected[h], epoch) for h in (ap, vehicle)])
     est = sniffers.clock_offsets(records, {ap: ap, vehicle: vehicle}, ap)
     on_ref = {h: gpslog.read_log(d / f"{h}{_SUFFIX[fmt]}").with_columns(pl.col("time_s") - est.seconds[h])
               for h in (ap, vehicle)}

@@ -26,10 +26,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from wayside.pcapread import BROADCAST, RECORD_SCHEMA
-from wayside.result import RunResult
-from wayside.traces import table
-
 # Two copies of a retry (or of an ACK or CTS) are one airing when, on the
 # reference clock, they are closer than this: below the gap between two
 # airings of one frame (an ACK timeout plus the retry's airtime, over 100 µs
@@ -133,22 +129,3 @@ def merge(records: pl.DataFrame, hosts: dict[str, str], offsets: Offsets) -> pl.
     )
     return airings.drop("airing").sort("time_s", "ta", "ra", "seq", "kind")
 
-
-def from_run(result: RunResult, host: str, clock_offset_s: float, epoch_s: float) -> pl.DataFrame:
-    """The records a sniffer on the host of node `host` would hold of a
-    simulated run: every frame its radio sent or received, node names for
-    addresses, stamped by a clock `clock_offset_s` off the true time, run
-    time 0 at `epoch_s`. Without upper-layer fields: it stands for a capture
-    until the simulator writes pcap."""
-    f = table(result, "frames").filter((pl.col("node") == host) & pl.col("event").is_in(["tx", "rx"]))
-    tx = pl.col("event") == "tx"
-    peer = pl.when(pl.col("peer") == "broadcast").then(pl.lit(BROADCAST)).otherwise(pl.col("peer"))
-    answer = pl.col("kind").is_in(["ack", "cts"])
-    rows = f.select(
-        pl.lit(host).alias("sniffer"), (pl.col("time_ns") / 1e9 + epoch_s + clock_offset_s).alias("time_s"), "kind",
-        pl.when(answer).then(pl.lit("")).when(tx).then(pl.col("node")).otherwise(pl.col("peer")).alias("ta"),
-        pl.when(tx).then(peer).otherwise(pl.col("node")).alias("ra"),
-        pl.when(answer).then(pl.lit(-1)).otherwise(pl.col("seq").cast(pl.Int32)).alias("seq"),
-        (pl.col("attempt") > 1).alias("retry"), pl.lit(False).alias("bad_fcs"), "rate_mbps", "rssi_dbm", "bytes")
-    missing = [pl.lit(None).cast(t).alias(c) for c, t in RECORD_SCHEMA.items() if c not in rows.columns]
-    return rows.with_columns(missing).select(list(RECORD_SCHEMA)).cast(RECORD_SCHEMA)
