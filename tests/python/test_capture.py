@@ -246,3 +246,11 @@ def test_gps_delay_needs_runs_both_ways(independent, tmp_path):
     (auto / "run-1").symlink_to(root / "run-1")
     with pytest.raises(capture.CaptureDirError, match="runs in opposite directions"):
         capture.convert(auto, tmp_path / "out")
+
+
+def test_report_renders_captured_runs(independent):
+    from wayside import report
+
+    root, _, _ = independent
+    page = report.render(root / "runs")
+    assert "run-1" in page and "<img" in page
