@@ -31,10 +31,11 @@ import polars as pl
 # airings of one frame (an ACK timeout plus the retry's airtime, over 100 µs
 # at any 802.11 rate; two ACKs are at least a data frame apart).
 RETRY_WINDOW_S = 100e-6
-# A first transmission's copies are one airing within this: the sequence
-# number of one transmitter wraps after 4096 frames, over 2 s at the 2000
-# frames/s of a saturated 54 Mb/s link, so 10 ms absorbs hosts' timestamping
-# jitter without merging two frames.
+# A first transmission's copies are one airing within this: one
+# transmitter's sequence numbers wrap after 4096 frames, at least 1.6 s at
+# 54 Mb/s (a 1500-byte frame with its preamble, SIFS and ACK takes about
+# 400 µs in 802.11g), so 10 ms absorbs hosts' timestamping jitter without
+# merging two frames.
 FIRST_WINDOW_S = 10e-3
 # Largest clock offset looked for between two sniffers' hosts, and the
 # fewest shared frames that place a host.
