@@ -1,4 +1,4 @@
-"""The `wayside` command line: run scenarios, sweep them, report on drive-bys, list and show them.
+"""The `wayside` command line: run scenarios, sweep them, analyze and report on drive-bys (simulated or captured), list and show them.
 
 Errors in scenarios or arguments print one clear message and exit with
 code 2, never a traceback."""
@@ -332,6 +332,112 @@ def report(
         fail(f"{runs_dir}: cannot be reported on: {e}")
         return
     console.print(f"report: [bold]{escape(str(path))}[/] ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
+
+
+@app.command()
+def analyze(
+    directory: Path = typer.Argument(..., help="A capture directory (with capture.toml), or directories of runs from `wayside run` / `wayside sweep`."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where a capture's runs are written as run directories (default: DIRECTORY/runs)."),
+    static: str = typer.Option("static-lab", "--static", help="Scenario measured at each fixed rate for the theoretical potential and ACK costs."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Processes for the static-rate runs when not cached."),
+) -> None:
+    """The drive-by analysis of Hadaller et al. (2007) on simulated runs or
+    on a measured drive-by: a capture directory (sniffer captures, pcap or
+    pcapng with radiotap, Prism or AVS headers, and GPS logs, described by
+    capture.toml) is merged, corrected for GPS error as the paper's Table 2
+    does, and written as run directories that `wayside report` reads."""
+    from wayside import capture, driveby
+
+    runs_root = directory
+    try:
+        if (directory / capture.MANIFEST).is_file():
+            runs_root = out or directory / "runs"
+            converted = capture.convert(directory, runs_root)
+            _print_corrections(converted)
+        dirs = driveby.run_dirs(runs_root)
+        if not dirs:
+            fail(f"{directory}: neither a capture directory ({capture.MANIFEST}) nor a directory of runs (summary.json)")
+            return
+        a = driveby.analyze_dirs(dirs, static_scenario=static, workers=workers)
+    except (capture.CaptureDirError, _native.ScenarioError) as e:
+        fail(str(e))
+        return
+    except (OSError, ValueError) as e:
+        fail(f"{directory}: cannot be analyzed: {e}")
+        return
+    _print_driveby(a)
+    console.print(f"runs: {escape(str(runs_root))}; HTML report: wayside report {escape(str(runs_root))}", soft_wrap=True, highlight=False)
+
+
+def _print_corrections(converted) -> None:
+    c = converted.corrections
+    how = "estimated from runs in opposite directions" if c.delay_estimated else "given in capture.toml"
+    console.print(f"GPS measurement delay: {c.delay_s:.2f} s ({how})", highlight=False)
+    table = Table(title="per run: clocks and AP position (Hadaller Table 2)")
+    for col in ("run", "host clock offsets (ms, frames shared)", "AP fix spread (m)"):
+        table.add_column(col, justify="left" if col != "AP fix spread (m)" else "right")
+    for name, offsets in converted.offsets.items():
+        clocks = ", ".join(f"{h} {v * 1e3:+.1f} ({offsets.shared[h]})" for h, v in sorted(offsets.seconds.items()))
+        table.add_row(escape(name), escape(clocks), f"{c.ap_spread_m[name]:.1f}")
+    console.print(table)
+
+
+def _print_driveby(a) -> None:
+    def m(v) -> str:
+        return "—" if v is None or v != v else f"{v:.0f}"
+
+    table = Table(title="drive-by runs")
+    for col in ("run", "data (MB)", "usable at (m)", "ended at (m)", "setup delay (s)", "TCP timeouts"):
+        table.add_column(col, justify="left" if col == "run" else "right")
+    for r in a.per_run.iter_rows(named=True):
+        delay = r["setup_delay_s"]
+        table.add_row(escape(str(r["run"])), f"{r['data_mb']:.2f}", m(r["usable_m"]), m(r["end_m"]),
+                      "—" if delay != delay else f"{delay:.1f}", str(r["tcp_timeouts"]))
+    console.print(table)
+    console.print(f"supremum data {a.supremum_mb:.1f} MB, theoretical potential {a.potential_mb:.1f} MB", highlight=False)
+    if a.phases is not None:
+        p = a.phases
+        console.print(f"phases (m from the AP): entry {p.entry_start_m:.0f}, production {p.production_start_m:.0f} "
+                      f"to {p.production_end_m:.0f}, exit to {p.exit_end_m:.0f}", highlight=False)
+    else:
+        console.print("phases: the supremum goodput never reaches the production phase's 3 Mb/s", highlight=False)
+
+
+@app.command()
+def gps(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `wayside run` or `wayside sweep`."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Directory for the logs (default: RUN_DIR/gps)."),
+    fmt: str = typer.Option("nmea", "--format", help="nmea, gpx or csv."),
+    errors_: bool = typer.Option(False, "--errors", help="Inject Hadaller Table 2's systematic GPS errors."),
+    delay: str = typer.Option("1.5 s", "--delay", help="With --errors: GPS measurement delay."),
+    drift: float = typer.Option(1.36, "--drift", min=0, help="With --errors: slow drift, m per hour."),
+    noise: float = typer.Option(1.13, "--noise", min=0, help="With --errors: short-term noise, σ per axis, m."),
+    clock: str = typer.Option("500 ms", "--clock-offset", help="With --errors: largest clock offset of a host."),
+    hours: float = typer.Option(0.0, "--hours", min=0, help="With --errors: hours into the day's drift at the run's start."),
+    seed: int = typer.Option(1, "--seed", min=0, help="With --errors: seed of the errors."),
+) -> None:
+    """Write each radio node's GPS log of a run at 1 Hz (NMEA, GPX or CSV),
+    with or without the GPS errors Hadaller et al. (2007) measured."""
+    from wayside import gpslog, gpsout
+    from wayside.result import RunResult
+    from wayside.traces import seconds
+
+    if fmt not in gpslog.FORMATS:
+        fail(f"--format {fmt}: not allowed; allowed: {', '.join(gpslog.FORMATS)}")
+        return
+    try:
+        injected = gpsout.GpsErrors(seconds(delay, "--delay"), drift, noise, seconds(clock, "--clock-offset"), hours, seed)
+        errors_made = injected if errors_ else gpsout.NO_ERRORS
+        result = RunResult.load(run_dir)
+        paths = gpsout.write_gps(result, out or run_dir / "gps", fmt, errors_made)
+    except FileNotFoundError as e:
+        fail(f"{run_dir}: not a run directory ({e.filename} is missing)")
+        return
+    except (OSError, ValueError) as e:
+        fail(f"{run_dir}: {e}")
+        return
+    for path in paths:
+        console.print(f"wrote {escape(str(path))}", soft_wrap=True, highlight=False)
 
 
 def _print_validation(rows) -> None:

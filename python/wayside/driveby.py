@@ -51,7 +51,7 @@ import numpy as np
 import polars as pl
 
 from wayside import _native
-from wayside.metrics import table
+from wayside.traces import table
 from wayside.result import RunResult
 from wayside.staticlab import RateProfile
 

@@ -16,13 +16,14 @@ node, protocol or application does not exist in the run.
 from __future__ import annotations
 
 import math
-import re
 import weakref
 from typing import Any, Callable, Sequence
 
 import polars as pl
 
+from wayside import traces
 from wayside.result import RunResult
+from wayside.traces import check_node, delivered, metres, table
 
 __all__ = [
     "METRICS",
@@ -46,67 +47,6 @@ __all__ = [
     "udp_loss",
     "udp_mb",
 ]
-
-# ---------------------------------------------------------------- helpers
-
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
-_LENGTH_UNITS = {"m": 1.0, "km": 1e3}
-_QUANTITY = re.compile(r"\s*([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([^\s0-9].*?)?\s*$")
-
-
-def _quantity(value: float | int | str, units: dict[str, float], what: str, name: str) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"{name}: {value!r} is not a {what}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    m = _QUANTITY.fullmatch(str(value))
-    if m and (m.group(2) or "") in units:
-        return float(m.group(1)) * units[m.group(2)]
-    if m and not m.group(2):
-        return float(m.group(1))
-    raise ValueError(f"{name}: {value!r} is not a {what}; use a number or a unit string with {', '.join(units)}")
-
-
-def seconds(value: float | int | str, name: str = "duration") -> float:
-    """A duration in seconds from a number (seconds) or a string like "500 ms"."""
-    return _quantity(value, _TIME_UNITS, "duration", name)
-
-
-def metres(value: float | int | str, name: str = "length") -> float:
-    """A length in metres from a number (metres) or a string like "1.2 km"."""
-    return _quantity(value, _LENGTH_UNITS, "length", name)
-
-
-def table(result: RunResult, name: str) -> pl.DataFrame:
-    """One of a run's trace tables as polars, node/peer/event/... as Utf8."""
-    df = pl.DataFrame(getattr(result, name))
-    return df.with_columns(pl.col(c).cast(pl.Utf8) for c, t in df.schema.items() if t == pl.Categorical or t == pl.Enum)
-
-
-def _check_node(result: RunResult, node: str, arg: str) -> None:
-    if node not in result.nodes:
-        raise ValueError(f"{arg}: no node named '{node}' in the run; nodes: {', '.join(result.nodes)}")
-
-
-def _delivered(result: RunResult, receiver: str, proto: str, sender: str | None, app: int | None) -> pl.DataFrame:
-    """Rows of the transport table delivered to `receiver`, filtered."""
-    _check_node(result, receiver, "receiver")
-    if sender is not None:
-        _check_node(result, sender, "sender")
-    if proto not in ("tcp", "udp", "any"):
-        raise ValueError(f"proto: '{proto}' is not a protocol; allowed: tcp, udp, any")
-    t = table(result, "transport").filter(pl.col("node") == receiver)
-    if proto != "any":
-        t = t.filter(pl.col("proto") == proto)
-    if sender is not None:
-        t = t.filter(pl.col("peer") == sender)
-    if app is not None:
-        apps = result.scenario.get("app", [])
-        if not isinstance(app, int) or isinstance(app, bool) or not 0 <= app < len(apps):
-            raise ValueError(f"app: {app!r} is not an application of the scenario; it has {len(apps)} (indices 0 to {len(apps) - 1})")
-        t = t.filter(pl.col("app") == app)
-    return t
-
 
 # ---------------------------------------------------------------- registry
 
@@ -145,37 +85,7 @@ def run_input(fn: Callable[..., float]) -> str:
 # ---------------------------------------------------------------- transport
 
 
-@_metric
-def tcp_goodput_mbps(
-    result: RunResult,
-    receiver: str,
-    skip: float | str = 0.0,
-    origin: str = "run",
-    sender: str | None = None,
-) -> float:
-    """TCP goodput at `receiver`, Mb/s: in-order TCP payload bytes delivered
-    to the application from `skip` onwards, divided by the time from `skip`
-    to the end of the run.
-
-    `origin = "run"` counts `skip` from the start of the run;
-    `origin = "first-data"` from the receiver's first delivered TCP byte (so
-    association and connection set-up time do not count, as with iperf's
-    report). 0 if nothing was delivered; `sender` restricts to one peer."""
-    t = _delivered(result, receiver, "tcp", sender, None)
-    skip_s = seconds(skip, "skip")
-    if origin == "run":
-        start_ns = skip_s * 1e9
-    elif origin == "first-data":
-        if t.is_empty():
-            return 0.0
-        start_ns = float(t["time_ns"].min()) + skip_s * 1e9
-    else:
-        raise ValueError(f"origin: '{origin}' is not allowed; allowed: run, first-data")
-    end_ns = result.duration_s * 1e9
-    if end_ns <= start_ns:
-        raise ValueError(f"skip: {skip!r} leaves no time to measure (the run lasts {result.duration_s:g} s)")
-    delivered = t.filter(pl.col("time_ns") >= start_ns)["bytes"].cast(pl.UInt64).sum()
-    return float(delivered) * 8 / ((end_ns - start_ns) * 1e-9) / 1e6
+tcp_goodput_mbps = _metric(traces.tcp_goodput_mbps)
 
 
 @_metric
@@ -190,7 +100,7 @@ def data_transferred_mb(
     (10^6 bytes): TCP in-order bytes and/or UDP datagram payloads
     (`proto` = "tcp", "udp" or "any"), optionally only from `sender` (the
     peer that originated the data) or one application (index of its [[app]])."""
-    t = _delivered(result, receiver, proto, sender, app)
+    t = delivered(result, receiver, proto, sender, app)
     return float(t["bytes"].cast(pl.UInt64).sum()) / 1e6
 
 
@@ -212,7 +122,7 @@ def udp_loss(result: RunResult, receiver: str, app: int | None = None, sender: s
 
     Needs one flow: give `app` (or `sender`) when several arrive at
     `receiver`. NaN if fewer than one datagram arrived (loss undefined)."""
-    t = _delivered(result, receiver, "udp", sender, app)
+    t = delivered(result, receiver, "udp", sender, app)
     flows = t.select("peer", "app").unique()
     if flows.height > 1:
         raise ValueError(
@@ -238,7 +148,7 @@ def mac_frame_loss(result: RunResult, sender: str, receiver: str | None = None) 
     delivered (`mac` rows delivered: exactly one transmission of each was
     ACKed). Management frames are excluded; `receiver` restricts to one peer.
     NaN if nothing was transmitted."""
-    _check_node(result, sender, "sender")
+    check_node(result, sender, "sender")
     frames = table(result, "frames").filter(
         (pl.col("node") == sender) & (pl.col("event") == "tx") & (pl.col("kind") == "data") & (pl.col("peer") != "broadcast")
     )
@@ -246,7 +156,7 @@ def mac_frame_loss(result: RunResult, sender: str, receiver: str | None = None) 
         (pl.col("node") == sender) & (pl.col("event") == "delivered") & (pl.col("peer") != "broadcast")
     )
     if receiver is not None:
-        _check_node(result, receiver, "receiver")
+        check_node(result, receiver, "receiver")
         frames = frames.filter(pl.col("peer") == receiver)
         mac = mac.filter(pl.col("peer") == receiver)
     if frames.is_empty():
@@ -265,14 +175,14 @@ def tcp_loss_rate(result: RunResult, sender: str, receiver: str | None = None) -
     TCP had to retransmit because the link lost them (it misses losses on the
     wired side and spurious timeouts; ARP and other non-TCP MSDUs from
     `sender` are counted too, a handful per run). NaN if nothing was sent."""
-    _check_node(result, sender, "sender")
+    check_node(result, sender, "sender")
     mac = table(result, "mac").filter(
         (pl.col("node") == sender)
         & (pl.col("peer") != "broadcast")
         & pl.col("event").is_in(["delivered", "failed", "queue-drop"])
     )
     if receiver is not None:
-        _check_node(result, receiver, "receiver")
+        check_node(result, receiver, "receiver")
         mac = mac.filter(pl.col("peer") == receiver)
     if mac.is_empty():
         return math.nan
@@ -302,8 +212,8 @@ def _span_ends(result: RunResult, a: str, b: str) -> list[tuple[float, float]]:
     """Positions of both ends at the first and last data frame `a` sent to
     `b` that was acknowledged: [a_first, a_last, b_first, b_last] (empty
     with fewer than two such frames)."""
-    _check_node(result, a, "a")
-    _check_node(result, b, "b")
+    check_node(result, a, "a")
+    check_node(result, b, "b")
     acked = (
         table(result, "mac")
         .filter((pl.col("node") == a) & (pl.col("peer") == b) & (pl.col("event") == "delivered"))
@@ -340,8 +250,8 @@ def last_data_position_m(result: RunResult, receiver: str, reference: str, proto
     (`proto` tcp/udp/any) minus the x coordinate of `reference` (the AP; its
     first radio trace record), metres — positive past the AP for a car driving towards +x.
     NaN if nothing was delivered."""
-    _check_node(result, reference, "reference")
-    t = _delivered(result, receiver, proto, None, None)
+    check_node(result, reference, "reference")
+    t = delivered(result, receiver, proto, None, None)
     if t.is_empty():
         return math.nan
     last = t.sort("time_ns").tail(1)["x"][0]
@@ -383,7 +293,7 @@ def supremum_data_mb(results: Sequence[RunResult], receiver: str, bin: float | s
         raise ValueError(f"bin: {bin!r} must be more than 0 m")
     per_run = []
     for i, r in enumerate(results):
-        t = _delivered(r, receiver, proto, None, None)
+        t = delivered(r, receiver, proto, None, None)
         per_run.append(
             t.select(((pl.col("x") / width).floor().cast(pl.Int64)).alias("section"), pl.col("bytes").cast(pl.UInt64))
             .group_by("section")

@@ -74,16 +74,16 @@ def _rate_text(rate: float) -> str:
 def measure_rate(job: tuple[str, float, int]) -> RateProfile:
     """Runs `scenario` once at a fixed MAC rate and measures it (a job for
     `wayside.jobs.run_jobs`)."""
-    from wayside import metrics
+    from wayside import traces
     from wayside.runner import run
 
     scenario, rate, seed = job
     result = run(scenario, seed=seed, overrides=[f'mac.rate="{_rate_text(rate)}"'])
     app = result.scenario["app"][0]
     sender, receiver = app["from"], app["to"]
-    goodput = metrics.tcp_goodput_mbps(result, receiver=receiver, sender=sender, skip=SKIP_S, origin="first-data")
-    delivered = metrics.table(result, "transport").filter((pl.col("node") == receiver) & (pl.col("proto") == "tcp"))
-    frames = metrics.table(result, "frames")
+    goodput = traces.tcp_goodput_mbps(result, receiver=receiver, sender=sender, skip=SKIP_S, origin="first-data")
+    delivered = traces.table(result, "transport").filter((pl.col("node") == receiver) & (pl.col("proto") == "tcp"))
+    frames = traces.table(result, "frames")
     if delivered.is_empty():
         return RateProfile(rate, goodput, float("nan"), float("nan"))
     start = int(delivered["time_ns"].min()) + int(SKIP_S * 1e9)
