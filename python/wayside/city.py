@@ -6,16 +6,20 @@ vehicles over 15 minutes of a weekday morning; moving vehicles at 54 km/h).
 The city, written as a plain-XML network and built by `netconvert`:
 
 - an arterial grid over 7 km (x) by 3 km (y), junctions every 250 m with
-  traffic lights, two lanes a direction at 35 mph (a common posted speed of
-  urban arterials in Oregon, where ORS 811.111 sets 25 mph by default and
-  lets road authorities post higher);
+  traffic lights, at 35 mph (a common posted speed of urban arterials in
+  Oregon, where ORS 811.111 sets 25 mph by default and lets road
+  authorities post higher): one-way streets of three lanes alternating in
+  direction, as downtown Portland's one-way couplets, and two-way streets
+  of two lanes a direction every kilometre;
 - a river 250 m wide running north-south at x = 3.0-3.25 km that the grid
   crosses only on six bridges, every 500 m (downtown Portland has six road
   bridges over the Willamette within 3 km: Steel to Ross Island);
-- two freeways at 55 mph (the Oregon highway speed, ORS 811.111), three
-  lanes a direction, grade-separated from the grid: east-west along
-  y = 1.625 km and north-south along the east bank (x = 3.375 km), with
-  interchanges every kilometre and entries 500 m beyond the area;
+- four freeways at 55 mph (the Oregon highway speed, ORS 811.111), three
+  lanes a direction, grade-separated from the grid: two east-west (at
+  y = 0.625 and 1.625 km, as I-84 and US-26 cross the area) and two
+  north-south (x = 0.875 km west of downtown, as I-405, and x = 3.375 km on
+  the east bank, as I-5), with interchanges where they cross and every
+  kilometre, and entries 500 m beyond the area;
 - arterials every kilometre continue 250 m beyond the area, so that traffic
   enters and leaves at the edges as well as inside.
 
@@ -50,11 +54,14 @@ HEIGHT_M = 3000.0
 BLOCK_M = 250.0
 RIVER_X = (3000.0, 3250.0)
 BRIDGES_EVERY_M = 500.0
-FREEWAY_EW_Y = 1625.0
-FREEWAY_NS_X = 3375.0
+FREEWAYS_EW_Y = (625.0, 1625.0)
+FREEWAYS_NS_X = (875.0, 3375.0)
 INTERCHANGE_EVERY_M = 1000.0
 ARTERIAL_SPEED = 35 * MPH
 FREEWAY_SPEED = 55 * MPH
+# netconvert moves the network so that its south-west corner (the freeway
+# ends, 500 m beyond the grid) is at 0, 0: the grid's origin is here.
+GRID_ORIGIN_M = (2 * BLOCK_M, 2 * BLOCK_M)
 WARMUP_S = 300.0
 DURATION_S = 900.0
 
@@ -127,15 +134,28 @@ def _is_bridge_row(y: float) -> bool:
 
 def plain_network() -> tuple[str, str]:
     """The city as SUMO plain XML: (nodes, edges)."""
-    nodes: list[str] = []
+    nodes: dict[str, str] = {}
     edges: list[str] = []
 
     def node(nid: str, x: float, y: float, kind: str) -> None:
-        nodes.append(f'  <node id="{nid}" x="{x:.1f}" y="{y:.1f}" type="{kind}"/>')
+        nodes.setdefault(nid, f'  <node id="{nid}" x="{x:.1f}" y="{y:.1f}" type="{kind}"/>')
+
+    def edge(f: str, t: str, lanes: int, speed: float, priority: int) -> None:
+        edges.append(f'  <edge id="{f}-{t}" from="{f}" to="{t}" numLanes="{lanes}" speed="{speed:.2f}" priority="{priority}"/>')
 
     def road(a: str, b: str, lanes: int, speed: float, priority: int) -> None:
-        for f, t in ((a, b), (b, a)):
-            edges.append(f'  <edge id="{f}-{t}" from="{f}" to="{t}" numLanes="{lanes}" speed="{speed:.2f}" priority="{priority}"/>')
+        edge(a, b, lanes, speed, priority)
+        edge(b, a, lanes, speed, priority)
+
+    def street(a: str, b: str, index: int, at: float) -> None:
+        """A grid street: two-way on the kilometre lines, else one-way,
+        alternating in direction (downtown Portland's one-way couplets)."""
+        if at % INTERCHANGE_EVERY_M == 0:
+            road(a, b, 2, ARTERIAL_SPEED, 3)
+        elif index % 2:
+            edge(a, b, 3, ARTERIAL_SPEED, 3)
+        else:
+            edge(b, a, 3, ARTERIAL_SPEED, 3)
 
     xs, ys = _grid_xs(), _grid_ys()
     g = lambda i, j: f"g{i}_{j}"  # noqa: E731
@@ -146,10 +166,12 @@ def plain_network() -> tuple[str, str]:
         for j, y in enumerate(ys):
             if i + 1 < len(xs):
                 crosses_river = x < RIVER_X[1] and xs[i + 1] > RIVER_X[0]
-                if not crosses_river or _is_bridge_row(y):
+                if not crosses_river:
+                    street(g(i, j), g(i + 1, j), j, y)
+                elif _is_bridge_row(y):
                     road(g(i, j), g(i + 1, j), 2, ARTERIAL_SPEED, 3)
             if j + 1 < len(ys) and not (RIVER_X[0] < x < RIVER_X[1]):
-                road(g(i, j), g(i, j + 1), 2, ARTERIAL_SPEED, 3)
+                street(g(i, j), g(i, j + 1), i, x)
     # Arterial entries every kilometre beyond the edges of the area.
     out = BLOCK_M
     for i, x in enumerate(xs):
@@ -164,47 +186,28 @@ def plain_network() -> tuple[str, str]:
             node(f"e{j}", WIDTH_M + out, y, "priority")
             road(f"w{j}", g(0, j), 2, ARTERIAL_SPEED, 3)
             road(g(len(xs) - 1, j), f"e{j}", 2, ARTERIAL_SPEED, 3)
-    # Freeways: chains of interchange nodes, ramps to the nearest grid junction.
-    far = 2 * BLOCK_M
-    ew = [-far] + [k * INTERCHANGE_EVERY_M for k in range(int(WIDTH_M / INTERCHANGE_EVERY_M) + 1)] + [WIDTH_M + far]
-    ns = [-far] + [k * INTERCHANGE_EVERY_M for k in range(int(HEIGHT_M / INTERCHANGE_EVERY_M) + 1)] + [HEIGHT_M + far]
-    cross = "fx"
-    node(cross, FREEWAY_NS_X, FREEWAY_EW_Y, "priority")
-
-    def freeway(points: list[tuple[float, float]], prefix: str, ramp_to: Callable[[float, float], str | None]) -> list[str]:
-        ids = []
-        for k, (x, y) in enumerate(points):
-            nid = f"{prefix}{k}"
-            node(nid, x, y, "priority")
-            ids.append(nid)
-            ramp = ramp_to(x, y)
-            if ramp:
-                road(nid, ramp, 1, ARTERIAL_SPEED, 5)
-        for a, b in zip(ids, ids[1:]):
-            road(a, b, 3, FREEWAY_SPEED, 10)
-        return ids
-
-    def ew_ramp(x: float, y: float) -> str | None:
-        if 0 <= x <= WIDTH_M and not (RIVER_X[0] <= x <= RIVER_X[1]):
-            return g(int(round(x / BLOCK_M)), int((FREEWAY_EW_Y - BLOCK_M / 2) // BLOCK_M))
-        return None
-
-    def ns_ramp(x: float, y: float) -> str | None:
-        if 0 <= y <= HEIGHT_M:
-            return g(int((FREEWAY_NS_X + BLOCK_M / 2) // BLOCK_M), int(round(y / BLOCK_M)))
-        return None
-
-    # The east-west freeway meets the north-south one at `fx`.
-    west = [(x, FREEWAY_EW_Y) for x in ew if x < FREEWAY_NS_X]
-    east = [(x, FREEWAY_EW_Y) for x in ew if x > FREEWAY_NS_X]
-    south = [(FREEWAY_NS_X, y) for y in ns if y < FREEWAY_EW_Y]
-    north = [(FREEWAY_NS_X, y) for y in ns if y > FREEWAY_EW_Y]
-    for pts, prefix, ramp, at_end in ((west, "fw", ew_ramp, True), (east, "fe", ew_ramp, False),
-                                      (south, "fs", ns_ramp, True), (north, "fn", ns_ramp, False)):
-        ids = freeway(pts, prefix, ramp)
-        end = ids[-1] if at_end else ids[0]
-        road(end, cross, 3, FREEWAY_SPEED, 10)
-    nod = "<nodes>\n" + "\n".join(nodes) + "\n</nodes>\n"
+    # Freeways, grade-separated from the grid: chains of interchanges (where
+    # freeways cross, and every kilometre), with two-way ramps to the
+    # nearest grid junction; they run 500 m beyond the area.
+    far = GRID_ORIGIN_M[0]
+    f = lambda x, y: f"f{x:.0f}_{y:.0f}"  # noqa: E731
+    for y in FREEWAYS_EW_Y:
+        stops = sorted({-far, WIDTH_M + far, *FREEWAYS_NS_X, *(k * INTERCHANGE_EVERY_M for k in range(int(WIDTH_M / INTERCHANGE_EVERY_M) + 1))})
+        for x in stops:
+            node(f(x, y), x, y, "priority")
+            if x % INTERCHANGE_EVERY_M == 0 and 0 <= x <= WIDTH_M and not (RIVER_X[0] <= x <= RIVER_X[1]):
+                road(f(x, y), g(int(round(x / BLOCK_M)), int((y - BLOCK_M / 2) // BLOCK_M)), 1, ARTERIAL_SPEED, 5)
+        for a, b in zip(stops, stops[1:]):
+            road(f(a, y), f(b, y), 3, FREEWAY_SPEED, 10)
+    for x in FREEWAYS_NS_X:
+        stops = sorted({-far, HEIGHT_M + far, *FREEWAYS_EW_Y, *(k * INTERCHANGE_EVERY_M for k in range(int(HEIGHT_M / INTERCHANGE_EVERY_M) + 1))})
+        for y in stops:
+            node(f(x, y), x, y, "priority")
+            if y % INTERCHANGE_EVERY_M == 0 and 0 <= y <= HEIGHT_M:
+                road(f(x, y), g(int((x + BLOCK_M / 2) // BLOCK_M), int(round(y / BLOCK_M))), 1, ARTERIAL_SPEED, 5)
+        for a, b in zip(stops, stops[1:]):
+            road(f(x, a), f(x, b), 3, FREEWAY_SPEED, 10)
+    nod = "<nodes>\n" + "\n".join(nodes.values()) + "\n</nodes>\n"
     edg = "<edges>\n" + "\n".join(edges) + "\n</edges>\n"
     return nod, edg
 

@@ -59,6 +59,17 @@ def test_every_format_reads_the_same_trace(small, tmp_path):
     assert _frame(traces.load(tmp_path / "fcd.parquet")).equals(want)
 
 
+def test_sumo_writes_what_we_read_in_all_three_formats():
+    # The same two-vehicle run written by SUMO 1.28 as XML, CSV and Parquet
+    # (tests/data/sumo-fcd.*; the XML and CSV round to 0.01 m).
+    data = Path(__file__).resolve().parent.parent / "data"
+    xml, csv, parquet = (_frame(traces.load(data / f"sumo-fcd.{ext}")) for ext in ("xml", "csv", "parquet"))
+    assert xml.equals(csv)
+    assert xml.select("time", "vehicle").equals(parquet.select("time", "vehicle"))
+    assert (xml["x"] - parquet["x"]).abs().max() < 0.006
+    assert xml.height == 13 and xml["vehicle"].unique().sort().to_list() == ["a", "b"]
+
+
 def test_a_time_window_cuts_and_shifts(small):
     t = traces.load(SMALL, (100.0, 160.0))
     s = t.stats()
