@@ -2,7 +2,7 @@
 district of the SUMO city (`wayside epidemic city`) over its first five
 minutes, as SUMO FCD XML (positions to 0.01 m, as SUMO writes them).
 
-    python scripts/make-small-trace.py CITY_DIR [--side 700] [--out traces/small-city.fcd.xml.gz]
+    python scripts/make-small-trace.py CITY_DIR [--side 560] [--out traces/small-city.fcd.xml.gz]
 
 The district is the square of side SIDE metres centred on downtown (x = 2 km,
 y = 1.5 km, west of the river), cut from the trace after the warm-up.
@@ -25,7 +25,7 @@ MINUTES = 5
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("city_dir", type=Path)
-    ap.add_argument("--side", type=float, default=650.0)
+    ap.add_argument("--side", type=float, default=560.0)
     ap.add_argument("--out", type=Path, default=Path("traces/small-city.fcd.xml.gz"))
     a = ap.parse_args()
     t = traces.load(a.city_dir / "fcd.xml.gz", (city.WARMUP_S, city.WARMUP_S + MINUTES * 60))

@@ -143,7 +143,7 @@ def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
         m, lo, hi = (g[c].to_numpy() * 100 for c in ("median", "p5", "p95"))
         ax.errorbar(x, m, yerr=[m - lo, hi - m], marker="o", capsize=3, label=f"{s} seeds")
     ax.set_xscale("log", base=2)
-    ax.set_xticks([p * 100 for p in PENETRATIONS], [f"{p * 100:g}" for p in PENETRATIONS])
+    ax.set_xticks([p * 100 for p in PENETRATIONS], [f"{p * 100:.3g}" for p in PENETRATIONS])
     ax.set_xlabel("vehicles carrying a device (%)")
     ax.set_ylabel("devices with the file after the trace (%)")
     ax.set_ylim(0, 100)
@@ -178,7 +178,7 @@ def sweep(trace: str | Path, out: str | Path, penetrations: Sequence[float] = PE
     summary = summarize(table)
     summary.write_csv(out / "figure13.csv")
     plot(summary, out / "figure13.png",
-         f"{Path(trace).name}: {stats['vehicles']} vehicles, {stats['end'] - stats['start']:.0f} s, {runs} runs a point")
+         f"{Path(trace).name}: {stats['vehicles']} vehicles, {stats['steps']} steps, {runs} runs a point")
     manifest = {
         "trace": str(trace), "window": window, "vehicles": stats["vehicles"], "steps": stats["steps"],
         "mean_moving_speed_kmh": stats["mean_moving_speed"] * 3.6, "penetrations": list(penetrations),

@@ -8,6 +8,7 @@
 //! with quick-xml, so memory holds only the compact [`Trace`], never the
 //! document.
 
+use std::borrow::Cow;
 use std::io::BufRead;
 use std::path::Path;
 
@@ -81,8 +82,9 @@ fn number(e: &BytesStart<'_>, key: &[u8], at: &dyn Fn() -> String) -> Result<Opt
     })
 }
 
-/// (id, x, y) of a `<vehicle>` element, in one pass over its attributes.
-fn vehicle(e: &BytesStart<'_>, at: &dyn Fn() -> String) -> Result<(String, f64, f64), TraceError> {
+/// (id, x, y) of a `<vehicle>` element, in one pass over its attributes;
+/// the id is borrowed from the parser's buffer unless it has escapes.
+fn vehicle<'a>(e: &'a BytesStart<'_>, at: &dyn Fn() -> String) -> Result<(Cow<'a, str>, f64, f64), TraceError> {
     let (mut id, mut x, mut y) = (None, None, None);
     for a in e.attributes() {
         let a = a.map_err(|err| TraceError(format!("{}: bad attribute ({err})", at())))?;
@@ -92,7 +94,7 @@ fn vehicle(e: &BytesStart<'_>, at: &dyn Fn() -> String) -> Result<(String, f64, 
             })
         };
         match a.key.as_ref() {
-            b"id" => id = Some(a.unescape_value().map_err(|err| TraceError(format!("{}: bad id ({err})", at())))?.into_owned()),
+            b"id" => id = Some(a.unescape_value().map_err(|err| TraceError(format!("{}: bad id ({err})", at())))?),
             b"x" => x = Some(num(&a.value, "x")?),
             b"y" => y = Some(num(&a.value, "y")?),
             _ => {}
