@@ -137,6 +137,20 @@ mod tests {
         assert!(t.step(2).vehicle.is_empty());
     }
 
+    proptest::proptest! {
+        /// Untrusted bytes give a trace or an error, never a panic: arbitrary
+        /// bytes, and the sample with bytes overwritten.
+        #[test]
+        fn arbitrary_input_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+                                        at in 0usize..SAMPLE.len()) {
+            let _ = read(&bytes[..], "fuzz", TraceBuilder::new());
+            let mut b = SAMPLE.as_bytes().to_vec();
+            let end = (at + bytes.len()).min(b.len());
+            b[at..end].copy_from_slice(&bytes[..end - at]);
+            let _ = read(&b[..], "fuzz", TraceBuilder::new());
+        }
+    }
+
     #[test]
     fn errors_name_the_place_and_the_problem() {
         let bad = SAMPLE.replace(r#"x="20.50""#, r#"x="east""#);

@@ -188,6 +188,17 @@ mod tests {
         assert!(lines.contains(&"3 b 1501 -6.5"), "{text}");
     }
 
+    proptest::proptest! {
+        /// Untrusted bytes give a trace or an error, never a panic.
+        #[test]
+        fn arbitrary_input_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            let mut text = b"0 10 0 1 0 1\n".to_vec();
+            text.extend_from_slice(&bytes);
+            let _ = read(&bytes[..], "fuzz", TraceBuilder::new());
+            let _ = read(&text[..], "fuzz", TraceBuilder::new());
+        }
+    }
+
     #[test]
     fn bad_lines_are_clear_errors() {
         let e = read("0 10 0 1 0 1\n0 a 1\n".as_bytes(), "m.txt", TraceBuilder::new()).unwrap_err().0;
