@@ -8,6 +8,7 @@ columnar readers, so no trace is ever held as Python objects.
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def _from_table(path: Path, window: tuple[float, float] | None) -> Trace:
     if path.name.lower().endswith(".parquet"):
         lf = pl.scan_parquet(path)
     else:
-        with (open(path, "rb") if not path.name.endswith(".gz") else __import__("gzip").open(path, "rb")) as f:
+        with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as f:
             head = f.readline().decode("utf-8", "replace")
         sep = max(";,\t", key=head.count)
         lf = pl.scan_csv(path, separator=sep, infer_schema_length=10_000)

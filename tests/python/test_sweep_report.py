@@ -9,8 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import time
 
 import pytest
 
