@@ -12,22 +12,16 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from wayside import _native, broadside
+from wayside import _native, broadside, epidemic_cli
 from wayside.scenario import builtin_scenarios, load_scenario
+from wayside.terminal import console, errors, fail
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
 app.add_typer(broadside.app, name="broadside", help="Run Broadside on real hosts: keygen, publish, serve, status, relay.")
-console = Console()
-errors = Console(stderr=True)
-
-
-def fail(message: str) -> None:
-    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, emoji=False, soft_wrap=True)
-    raise typer.Exit(code=2)
+app.add_typer(epidemic_cli.app, name="epidemic", help="Epidemic dissemination on city traces: city, info, run, sweep, convert, district.")
 
 
 @app.command()

@@ -9,8 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import time
 
 import pytest
 
@@ -171,42 +169,6 @@ def test_report_renders_in_headless_chromium(swept, tmp_path):
 
 
 # ---------------------------------------------------------------- Dask
-
-
-@pytest.fixture
-def dask_cluster(tmp_path):
-    """A Dask scheduler and one worker on 127.0.0.1, as subprocesses of this
-    test (the same interpreter, so the worker imports this wayside)."""
-    pytest.importorskip("distributed")
-    file = tmp_path / "scheduler.json"
-    env = dict(os.environ, DASK_DISTRIBUTED__WORKER__DAEMON="False")
-    common = ["--no-dashboard"]
-    procs = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-                               "--scheduler-file", str(file), *common],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)]
-    try:
-        deadline = time.monotonic() + 60
-        while not file.is_file() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert file.is_file(), "the Dask scheduler did not start within 60 s"
-        address = json.loads(file.read_text())["address"]
-        procs.append(subprocess.Popen([sys.executable, "-m", "dask", "worker", "--scheduler-file", str(file),
-                                       "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1", *common],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path))
-        from distributed import Client
-
-        with Client(address, timeout="30s") as c:
-            c.wait_for_workers(1, timeout=60)
-        yield address.removeprefix("tcp://")
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 
 def test_sweep_on_a_dask_cluster_matches_local_runs(cli, dask_cluster, tmp_path):

@@ -2,6 +2,8 @@
 //! for the run, hand the trace columns over as little-endian byte buffers
 //! that the Python side wraps as Arrow arrays without a per-row step.
 
+mod contact;
+
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -129,5 +131,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(rate_thresholds, m)?)?;
     m.add_function(wrap_pyfunction!(broadside_cli, m)?)?;
+    contact::register(m)?;
     Ok(())
 }

@@ -1,0 +1,17 @@
+//! wayside-contact: contact-level epidemic dissemination on vehicle traces
+//! (Zahn et al. 2009, §5.6), the trace formats it reads and writes (SUMO
+//! FCD XML, The ONE's external movement), and district cuts of a trace as
+//! waypoint paths for the packet-level simulator's mobility interface.
+//!
+//! A crate of its own: it works a level above the packet simulator (who is
+//! in range for how long, not frames), has its own dependencies (an XML
+//! parser, gzip), and uses only `wayside-sim`'s random streams and mobility
+//! types.
+
+pub mod district;
+pub mod epidemic;
+pub mod fcd;
+pub mod grid;
+mod input;
+pub mod one;
+pub mod trace;

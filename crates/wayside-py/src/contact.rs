@@ -1,0 +1,214 @@
+//! Bindings for wayside-contact: traces (read, write, columns, district
+//! cuts) and epidemic runs. Thin: every call that reads a file or runs the
+//! engine releases the GIL; columns cross as little-endian byte buffers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use wayside_contact::district::{self, Area};
+use wayside_contact::epidemic::{self, Params};
+use wayside_contact::trace::{Trace, TraceBuilder, TraceError};
+use wayside_contact::{fcd, one};
+
+create_exception!(_native, WaysideTraceError, PyValueError, "A trace that cannot be read or used; the message names the place and what is allowed.");
+
+fn trace_err(e: TraceError) -> PyErr {
+    WaysideTraceError::new_err(e.0)
+}
+
+fn builder(window: Option<(f64, f64)>) -> TraceBuilder {
+    window.map_or_else(TraceBuilder::new, |(a, b)| TraceBuilder::window(a, b))
+}
+
+fn le<T: Copy, const N: usize>(v: impl Iterator<Item = T>, to: fn(T) -> [u8; N]) -> Vec<u8> {
+    v.flat_map(to).collect()
+}
+
+fn from_le<T, const N: usize>(name: &str, b: &[u8], from: fn([u8; N]) -> T) -> PyResult<Vec<T>> {
+    if b.len() % N != 0 {
+        return Err(PyValueError::new_err(format!("{name}: {} bytes is not a whole number of {N}-byte values", b.len())));
+    }
+    Ok(b.chunks_exact(N).map(|c| from(c.try_into().expect("chunk of N"))).collect())
+}
+
+/// A vehicle trace held in Rust (compact columns).
+#[pyclass(frozen, name = "Trace", module = "wayside._native")]
+pub struct PyTrace(Arc<Trace>);
+
+#[pymethods]
+impl PyTrace {
+    #[getter]
+    fn vehicles(&self) -> usize {
+        self.0.vehicles()
+    }
+    #[getter]
+    fn steps(&self) -> usize {
+        self.0.steps()
+    }
+    #[getter]
+    fn samples(&self) -> usize {
+        self.0.samples()
+    }
+    fn names(&self) -> Vec<String> {
+        self.0.names().to_vec()
+    }
+
+    /// Summary figures (vehicles, steps, samples, start, end, peak_present,
+    /// mean_moving_speed in m/s, mean_presence in s, heap_bytes, bounds).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.0.stats();
+        let d = PyDict::new(py);
+        d.set_item("vehicles", s.vehicles)?;
+        d.set_item("steps", s.steps)?;
+        d.set_item("samples", s.samples)?;
+        d.set_item("start", s.start)?;
+        d.set_item("end", s.end)?;
+        d.set_item("peak_present", s.peak_present)?;
+        d.set_item("mean_moving_speed", s.mean_moving_speed)?;
+        d.set_item("mean_presence", s.mean_presence)?;
+        d.set_item("heap_bytes", self.0.heap_bytes())?;
+        if let Some(b) = self.0.bounds() {
+            d.set_item("bounds", (b.min_x, b.min_y, b.max_x, b.max_y))?;
+        }
+        Ok(d)
+    }
+
+    /// Sample columns as little-endian buffers: (time f64, vehicle u32, x f32, y f32).
+    fn columns<'py>(&self, py: Python<'py>) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+        let t = &self.0;
+        let time = le(t.iter().flat_map(|s| std::iter::repeat_n(s.time, s.vehicle.len())), f64::to_le_bytes);
+        let veh = le(t.iter().flat_map(|s| s.vehicle.iter().copied()), u32::to_le_bytes);
+        let x = le(t.iter().flat_map(|s| s.x.iter().copied()), f32::to_le_bytes);
+        let y = le(t.iter().flat_map(|s| s.y.iter().copied()), f32::to_le_bytes);
+        (PyBytes::new(py, &time), PyBytes::new(py, &veh), PyBytes::new(py, &x), PyBytes::new(py, &y))
+    }
+
+    /// Writes the trace in The ONE's external movement format.
+    #[pyo3(signature = (path, park=true))]
+    fn write_one(&self, py: Python<'_>, path: PathBuf, park: bool) -> PyResult<()> {
+        let t = self.0.clone();
+        py.detach(move || one::write_file(&t, &path, park)).map_err(trace_err)
+    }
+
+    /// A district cut: one dict per stay of a vehicle in the area and window
+    /// (name, appear, disappear, depart, start, waypoints [(x, y, speed, pause)]).
+    fn district<'py>(&self, py: Python<'py>, area: (f64, f64, f64, f64), start: f64, end: f64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let t = self.0.clone();
+        let area = Area { min_x: area.0, min_y: area.1, max_x: area.2, max_y: area.3 };
+        let paths = py.detach(move || district::cut(&t, area, start, end));
+        paths
+            .into_iter()
+            .map(|p| {
+                let d = PyDict::new(py);
+                d.set_item("name", &p.name)?;
+                d.set_item("appear", p.appear)?;
+                d.set_item("disappear", p.disappear)?;
+                d.set_item("depart", p.depart)?;
+                d.set_item("start", (p.start.x, p.start.y))?;
+                let wps: Vec<(f64, f64, f64, f64)> =
+                    p.waypoints.iter().map(|w| (w.position.x, w.position.y, w.speed.0, w.pause.as_secs_f64())).collect();
+                d.set_item("waypoints", wps)?;
+                Ok(d)
+            })
+            .collect()
+    }
+}
+
+/// Reads SUMO FCD XML (plain or gzip), keeping `window` = (from, to) if given
+/// (times shifted so that `from` is 0).
+#[pyfunction]
+#[pyo3(signature = (path, window=None))]
+fn read_fcd(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResult<PyTrace> {
+    let t = py.detach(move || fcd::read_file(&path, builder(window))).map_err(trace_err)?;
+    Ok(PyTrace(Arc::new(t)))
+}
+
+/// Reads The ONE's external movement format (plain or gzip).
+#[pyfunction]
+#[pyo3(signature = (path, window=None))]
+fn read_one(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResult<PyTrace> {
+    let t = py.detach(move || one::read_file(&path, builder(window))).map_err(trace_err)?;
+    Ok(PyTrace(Arc::new(t)))
+}
+
+/// A trace from sample columns in time order: time (f64), vehicle (u32
+/// codes into `names`), x and y (f64), as little-endian buffers.
+#[pyfunction]
+#[pyo3(signature = (time, vehicle, names, x, y, label, window=None))]
+#[allow(clippy::too_many_arguments)]
+fn trace_from_columns(
+    py: Python<'_>,
+    time: &[u8],
+    vehicle: &[u8],
+    names: Vec<String>,
+    x: &[u8],
+    y: &[u8],
+    label: String,
+    window: Option<(f64, f64)>,
+) -> PyResult<PyTrace> {
+    let time = from_le("time", time, f64::from_le_bytes)?;
+    let vehicle = from_le("vehicle", vehicle, u32::from_le_bytes)?;
+    let x = from_le("x", x, f64::from_le_bytes)?;
+    let y = from_le("y", y, f64::from_le_bytes)?;
+    if [vehicle.len(), x.len(), y.len()].iter().any(|&n| n != time.len()) {
+        return Err(PyValueError::new_err("time, vehicle, x and y must have the same length"));
+    }
+    let t = py
+        .detach(move || {
+            let mut b = builder(window);
+            let ids: Vec<u32> = names.iter().map(|n| b.intern(n)).collect();
+            for i in 0..time.len() {
+                let v = *ids.get(vehicle[i] as usize).ok_or_else(|| TraceError(format!("{label}, row {i}: vehicle code {} has no name", vehicle[i])))?;
+                b.push_index(time[i], v, x[i], y[i], &|| format!("{label}, row {i}"))?;
+            }
+            Ok(b.finish())
+        })
+        .map_err(trace_err)?;
+    Ok(PyTrace(Arc::new(t)))
+}
+
+/// One epidemic run (Zahn et al. 2009 §5.6); returns a dict with vehicles,
+/// devices, seeds (names), complete, fraction, and the timeline as buffers
+/// (times f64, complete u32).
+#[pyfunction]
+#[pyo3(signature = (trace, penetration, seeds, seed, run, range_m=epidemic::RANGE_M, transfer_s=epidemic::TRANSFER_S))]
+#[allow(clippy::too_many_arguments)]
+fn epidemic_run<'py>(
+    py: Python<'py>,
+    trace: &PyTrace,
+    penetration: f64,
+    seeds: usize,
+    seed: u64,
+    run: u64,
+    range_m: f64,
+    transfer_s: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let t = trace.0.clone();
+    let p = Params { penetration, seeds, range_m, transfer_s, seed, run };
+    let out = py.detach(move || epidemic::run(&t, &p)).map_err(|e| PyValueError::new_err(e.0))?;
+    let d = PyDict::new(py);
+    d.set_item("vehicles", out.vehicles)?;
+    d.set_item("devices", out.devices)?;
+    let names: Vec<&str> = out.seeds.iter().map(|&s| trace.0.names()[s as usize].as_str()).collect();
+    d.set_item("seeds", names)?;
+    d.set_item("complete", out.complete)?;
+    d.set_item("fraction", out.fraction())?;
+    d.set_item("receiving_steps", out.receiving_steps)?;
+    d.set_item("times", PyBytes::new(py, &le(out.times.iter().copied(), f64::to_le_bytes)))?;
+    d.set_item("complete_over_time", PyBytes::new(py, &le(out.complete_over_time.iter().copied(), u32::to_le_bytes)))?;
+    Ok(d)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("TraceError", m.py().get_type::<WaysideTraceError>())?;
+    m.add_class::<PyTrace>()?;
+    m.add_function(wrap_pyfunction!(read_fcd, m)?)?;
+    m.add_function(wrap_pyfunction!(read_one, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_from_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(epidemic_run, m)?)?;
+    Ok(())
+}

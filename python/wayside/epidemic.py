@@ -1,0 +1,189 @@
+"""Contact-level epidemic dissemination on a vehicle trace, and the Figure 13
+sweep of Zahn et al. (2009) §5.6: the fraction of devices holding a file
+after the trace (15 minutes), against the fraction of vehicles carrying a
+device, for 4, 12 and 24 seeds, 20 runs a point, median with 5th and 95th
+percentiles. The model itself is in Rust (wayside-contact's `epidemic`
+module, which cites §5.6 rule by rule); this module runs it, fans runs out
+to local processes or a Dask cluster (`wayside.jobs`), and tabulates and
+plots the outcome.
+
+Layout of a sweep's output directory::
+
+    manifest.json     trace, its figures, points, executor, wall time
+    runs.parquet      one row per run: penetration, seeds, run, devices, complete, fraction
+    figure13.csv      per point: median, p5, p95 of the fraction complete
+    figure13.png      the plot
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import polars as pl
+
+from wayside import _native, movement
+from wayside.jobs import ProgressFn, run_jobs
+
+# Figure 13's x axis: 1/256 to 1/8 of the vehicles (0.39% to 12.5%).
+PENETRATIONS = (1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8)
+SEED_COUNTS = (4, 12, 24)
+RUNS = 20
+MANIFEST = "manifest.json"
+
+
+class EpidemicError(ValueError):
+    """A run or sweep that cannot be made; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    penetration: float
+    seeds: int
+    seed: int
+    run: int
+    vehicles: int
+    devices: int
+    complete: int
+    fraction: float
+    seed_vehicles: tuple[str, ...]
+    timeline: pl.DataFrame  # time (s), complete, fraction
+
+    def row(self) -> dict[str, Any]:
+        return {"penetration": self.penetration, "seeds": self.seeds, "seed": self.seed, "run": self.run,
+                "vehicles": self.vehicles, "devices": self.devices, "complete": self.complete, "fraction": self.fraction}
+
+
+def run(trace: movement.Trace, penetration: float, seeds: int, seed: int = 1, run_index: int = 0) -> Outcome:
+    """One run on a loaded trace (the GIL is released while it runs)."""
+    try:
+        d = _native.epidemic_run(trace, penetration, seeds, seed, run_index)
+    except ValueError as e:
+        raise EpidemicError(str(e)) from None
+    times = np.frombuffer(d["times"], "<f8")
+    done = np.frombuffer(d["complete_over_time"], "<u4")
+    timeline = pl.DataFrame({"time": times, "complete": done, "fraction": done / d["devices"]})
+    return Outcome(penetration, seeds, seed, run_index, d["vehicles"], d["devices"], d["complete"], d["fraction"],
+                   tuple(d["seeds"]), timeline)
+
+
+@functools.lru_cache(maxsize=2)
+def _cached(path: str, mtime_ns: int, window: tuple[float, float] | None) -> movement.Trace:
+    return movement.load(path, window)
+
+
+def load_cached(path: str, window: tuple[float, float] | None = None) -> movement.Trace:
+    """A trace read once per process (a worker runs many points on it)."""
+    p = Path(path)
+    return _cached(str(p.resolve()), p.stat().st_mtime_ns, window)
+
+
+@dataclass(frozen=True)
+class PointJob:
+    """All runs of one (penetration, seeds) point on one trace file."""
+    trace: str  # absolute path
+    window: tuple[float, float] | None
+    penetration: float
+    seeds: int
+    seed: int
+    runs: int
+
+
+def execute_point(job: PointJob) -> dict[str, Any]:
+    """Runs one point (a job for `wayside.jobs.run_jobs`); returns its rows
+    and the time spent reading the trace (0 when this process had it)."""
+    started = time.perf_counter()
+    trace = load_cached(job.trace, job.window)
+    read_s = time.perf_counter() - started
+    rows = [run(trace, job.penetration, job.seeds, job.seed, r).row() for r in range(job.runs)]
+    return {"rows": rows, "read_s": read_s, "wall_s": time.perf_counter() - started}
+
+
+def plan(trace: str | Path, penetrations: Sequence[float] = PENETRATIONS, seed_counts: Sequence[int] = SEED_COUNTS,
+         runs: int = RUNS, seed: int = 1, window: tuple[float, float] | None = None) -> list[PointJob]:
+    """The jobs of a sweep, every point checked on the trace first."""
+    if runs < 1:
+        raise EpidemicError(f"--runs {runs}: give at least 1")
+    path = Path(trace)
+    t = load_cached(str(path), window)
+    jobs = []
+    for s in seed_counts:
+        for p in penetrations:
+            run(t, p, s, seed, 0)  # raises a clear error for an impossible point
+            jobs.append(PointJob(str(path.resolve()), window, p, s, seed, runs))
+    return jobs
+
+
+def summarize(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per point: devices, and the median, 5th and 95th percentiles of the
+    fraction complete (linear interpolation between runs)."""
+    return (runs.group_by("seeds", "penetration", maintain_order=True)
+            .agg(pl.col("devices").median().alias("devices"),
+                 pl.col("fraction").median().alias("median"),
+                 pl.col("fraction").quantile(0.05, "linear").alias("p5"),
+                 pl.col("fraction").quantile(0.95, "linear").alias("p95"),
+                 pl.len().alias("runs"))
+            .sort("seeds", "penetration"))
+
+
+def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for (s,), g in summary.group_by("seeds", maintain_order=True):
+        x = g["penetration"].to_numpy() * 100
+        m, lo, hi = (g[c].to_numpy() * 100 for c in ("median", "p5", "p95"))
+        ax.errorbar(x, m, yerr=[m - lo, hi - m], marker="o", capsize=3, label=f"{s} seeds")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([p * 100 for p in PENETRATIONS], [f"{p * 100:.3g}" for p in PENETRATIONS])
+    ax.set_xlabel("vehicles carrying a device (%)")
+    ax.set_ylabel("devices with the file after the trace (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def sweep(trace: str | Path, out: str | Path, penetrations: Sequence[float] = PENETRATIONS,
+          seed_counts: Sequence[int] = SEED_COUNTS, runs: int = RUNS, seed: int = 1,
+          window: tuple[float, float] | None = None, executor: str = "local", workers: int | None = None,
+          progress: ProgressFn | None = None) -> dict[str, Any]:
+    """The Figure 13 sweep (see the module doc); returns the manifest."""
+    out = Path(out)
+    started = time.perf_counter()
+    jobs = plan(trace, penetrations, seed_counts, runs, seed, window)
+    stats = load_cached(str(trace), window).stats()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise EpidemicError(f"--out {out}: cannot be created ({e.strerror or e})") from None
+    rows: list[dict[str, Any]] = []
+    read_s = []
+    for _, answer in run_jobs(execute_point, jobs, executor=executor, workers=workers, progress=progress):
+        rows.extend(answer["rows"])
+        read_s.append(answer["read_s"])
+    table = pl.DataFrame(rows).sort("seeds", "penetration", "run")
+    table.write_parquet(out / "runs.parquet")
+    summary = summarize(table)
+    summary.write_csv(out / "figure13.csv")
+    plot(summary, out / "figure13.png",
+         f"{Path(trace).name}: {stats['vehicles']} vehicles, {stats['steps']} steps, {runs} runs a point")
+    manifest = {
+        "trace": str(trace), "window": window, "vehicles": stats["vehicles"], "steps": stats["steps"],
+        "mean_moving_speed_kmh": stats["mean_moving_speed"] * 3.6, "penetrations": list(penetrations),
+        "seed_counts": list(seed_counts), "runs": runs, "seed": seed, "executor": executor,
+        "wall_s": time.perf_counter() - started, "trace_reads_s": read_s,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest

@@ -1,0 +1,219 @@
+"""`wayside epidemic …`: city traces and epidemic dissemination on them
+(Zahn et al. 2009 §5.6, Figure 13).
+
+    wayside epidemic city --out runs/city          # build the SUMO city (cached)
+    wayside epidemic info TRACE                    # vehicles, steps, mean moving speed
+    wayside epidemic run TRACE --penetration 12.5 --seeds 12
+    wayside epidemic sweep TRACE --out runs/fig13 [--executor dask://HOST:PORT]
+    wayside epidemic convert TRACE OUT.one         # The ONE's format (or .parquet)
+    wayside epidemic district TRACE --area 2000,1000,3000,2000 --duration 120 --out cut.toml
+
+TRACE is SUMO FCD (.xml, .xml.gz, .csv, .parquet), our Parquet, or The
+ONE's external movement format (.one, .txt, optionally .gz).
+
+The CLI registers this sub-app with `app.add_typer(epidemic_cli.app, name="epidemic")`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from wayside.terminal import console, errors, fail
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Epidemic dissemination on city traces (Zahn et al. 2009, Figure 13).")
+
+PAPER_SPEED_KMH = 54.0  # §5.6: "The average velocity for moving vehicles is 54km/h."
+PAPER_VEHICLES = 16_529
+
+
+def _window(text: Optional[str]) -> Optional[tuple[float, float]]:
+    if text is None:
+        return None
+    try:
+        a, b = (float(v) for v in text.split(","))
+    except ValueError:
+        fail(f"--window {text!r}: give FROM,TO in seconds, e.g. 0,300")
+    if not b > a:
+        fail(f"--window {text!r}: TO must be after FROM")
+    return a, b
+
+
+def _load(path: Path, window: Optional[tuple[float, float]] = None):
+    from wayside import movement
+
+    try:
+        started = time.perf_counter()
+        t = movement.load(path, window)
+        return t, time.perf_counter() - started
+    except movement.TraceError as e:
+        fail(str(e))
+
+
+def _print_stats(name: str, s: dict) -> None:
+    speed = s["mean_moving_speed"] * 3.6
+    console.print(f"[bold]{escape(name)}[/]: {s['vehicles']:,} vehicles over {s['end'] - s['start']:.0f} s "
+                  f"({s['steps']} steps, {s['samples']:,} samples, at most {s['peak_present']:,} at once)",
+                  soft_wrap=True, highlight=False)
+    console.print(f"mean speed of moving vehicles: {speed:.1f} km/h (the Portland trace: {PAPER_SPEED_KMH:g} km/h); "
+                  f"mean stay {s['mean_presence']:.0f} s", soft_wrap=True, highlight=False)
+
+
+@app.command()
+def city(
+    out: Path = typer.Option(Path("runs/city"), "--out", help="Directory for the network, demand and trace (cached there)."),
+    seed: int = typer.Option(1, "--seed", min=0, help="SUMO and randomTrips seed."),
+) -> None:
+    """Build the SUMO city (a 3 x 7 km grid with a river and freeways, about
+    16,500 vehicles over 15 minutes) and its trace; cached."""
+    from wayside import city as c
+    from wayside import movement
+
+    params = c.CityParams(seed=seed)
+    parquet = out / "trace.parquet"
+    try:
+        fcd = c.build(out, params, log=lambda m: errors.print(escape(m), highlight=False))
+        if not parquet.is_file() or parquet.stat().st_mtime < fcd.stat().st_mtime:
+            t, read_s = _load(fcd, (c.WARMUP_S, c.WARMUP_S + c.DURATION_S))
+            movement.save_parquet(t, parquet)
+            errors.print(f"read the FCD in {read_s:.1f} s; wrote {escape(str(parquet))}", highlight=False)
+    except c.CityError as e:
+        fail(str(e))
+        return
+    t, _ = _load(parquet)
+    _print_stats(str(parquet), t.stats())
+    console.print(f"the Portland trace: {PAPER_VEHICLES:,} vehicles over 900 s", highlight=False)
+
+
+@app.command()
+def info(trace: Path = typer.Argument(..., help="Trace file."),
+         window: Optional[str] = typer.Option(None, "--window", help="FROM,TO: keep this time window (s).")) -> None:
+    """Print a trace's figures: vehicles, steps, mean moving speed."""
+    t, read_s = _load(trace, _window(window))
+    _print_stats(str(trace), t.stats())
+    console.print(f"read in {read_s:.2f} s", highlight=False)
+
+
+@app.command()
+def run(
+    trace: Path = typer.Argument(..., help="Trace file."),
+    penetration: float = typer.Option(12.5, "--penetration", "-p", help="Vehicles carrying a device, percent."),
+    seeds: int = typer.Option(12, "--seeds", "-s", min=1, help="Seed devices (in addition)."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Random seed."),
+    run_index: int = typer.Option(0, "--run", min=0, help="Run index."),
+    window: Optional[str] = typer.Option(None, "--window", help="FROM,TO: keep this time window (s)."),
+    timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write the fraction complete over time (CSV)."),
+) -> None:
+    """One epidemic run: the fraction of devices with the file at the end."""
+    from wayside import epidemic
+
+    t, read_s = _load(trace, _window(window))
+    started = time.perf_counter()
+    try:
+        o = epidemic.run(t, penetration / 100, seeds, seed, run_index)
+    except epidemic.EpidemicError as e:
+        fail(str(e))
+        return
+    sim_s = time.perf_counter() - started
+    console.print(f"{o.devices:,} devices of {o.vehicles:,} vehicles, {seeds} seeds: {o.complete:,} complete "
+                  f"({o.fraction * 100:.1f}%)", highlight=False)
+    console.print(f"read {read_s:.2f} s, simulate {sim_s:.3f} s", highlight=False)
+    if timeline:
+        o.timeline.write_csv(timeline)
+
+
+@app.command()
+def sweep(
+    trace: Path = typer.Argument(..., help="Trace file."),
+    out: Path = typer.Option(Path("runs/figure13"), "--out", help="Output directory."),
+    runs: int = typer.Option(20, "--runs", "-n", min=1, help="Runs per point."),
+    penetration: List[float] = typer.Option([], "--penetration", "-p", help="Percent (repeatable; default Figure 13's)."),
+    seeds: List[int] = typer.Option([], "--seeds", "-s", help="Seed devices (repeatable; default 4, 12, 24)."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Random seed."),
+    window: Optional[str] = typer.Option(None, "--window", help="FROM,TO: keep this time window (s)."),
+    executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Local worker processes (default: the CPUs)."),
+) -> None:
+    """The Figure 13 sweep: median, 5th and 95th percentiles per point, as a
+    table, CSV and plot."""
+    from wayside import epidemic, jobs
+
+    try:
+        jobs.check_executor(executor)
+        manifest = epidemic.sweep(trace, out, [p / 100 for p in penetration] or epidemic.PENETRATIONS,
+                                  seeds or epidemic.SEED_COUNTS, runs, seed, _window(window), executor, workers)
+    except (epidemic.EpidemicError, jobs.ExecutorError, ValueError) as e:
+        fail(str(e))
+        return
+    import polars as pl
+
+    summary = pl.read_csv(out / "figure13.csv")
+    table = Table(title=f"Figure 13 on {escape(trace.name)}: devices complete after the trace (%)")
+    for c in ("seeds", "vehicles with device", "devices", "median", "5th", "95th"):
+        table.add_column(c, justify="right")
+    for r in summary.iter_rows(named=True):
+        table.add_row(str(r["seeds"]), f"{r['penetration'] * 100:.3g}%", f"{r['devices']:.0f}", f"{r['median'] * 100:.1f}",
+                      f"{r['p5'] * 100:.1f}", f"{r['p95'] * 100:.1f}")
+    console.print(table)
+    n = len(summary) * runs
+    console.print(f"{n} runs on {escape(executor)}, wall {manifest['wall_s']:.1f} s; "
+                  f"{escape(str(out / 'figure13.png'))}", soft_wrap=True, highlight=False)
+
+
+@app.command()
+def convert(
+    trace: Path = typer.Argument(..., help="Trace file."),
+    out: Path = typer.Argument(..., help="Output: .one or .txt (The ONE), or .parquet (ours)."),
+    window: Optional[str] = typer.Option(None, "--window", help="FROM,TO: keep this time window (s)."),
+    park: bool = typer.Option(True, "--park/--no-park", help="The ONE: park absent vehicles outside the area (The ONE knows only ids present at the first step)."),
+) -> None:
+    """Convert a trace to The ONE's external movement format or our Parquet."""
+    from wayside import movement
+
+    t, _ = _load(trace, _window(window))
+    name = out.name.lower()
+    try:
+        if name.endswith((".one", ".txt")):
+            movement.write_one(t, out, park)
+        elif name.endswith(".parquet"):
+            movement.save_parquet(t, out)
+        else:
+            fail(f"{out}: unknown output format; allowed: .one, .txt (The ONE), .parquet")
+    except (movement.TraceError, OSError) as e:
+        fail(str(e))
+    console.print(f"wrote {escape(str(out))}: {t.vehicles:,} vehicles, {t.steps} steps", highlight=False)
+
+
+@app.command()
+def district(
+    trace: Path = typer.Argument(..., help="Trace file."),
+    area: str = typer.Option(..., "--area", help="MIN_X,MIN_Y,MAX_X,MAX_Y in metres."),
+    start: float = typer.Option(0.0, "--start", min=0, help="Window start, s into the trace."),
+    duration: float = typer.Option(120.0, "--duration", help="Window length, s."),
+    max_vehicles: int = typer.Option(400, "--max-vehicles", min=1, help="Refuse cuts with more vehicle stays."),
+    out: Path = typer.Option(Path("district.toml"), "--out", help="Scenario file to write."),
+) -> None:
+    """Write a district cut of a trace as a scenario for `wayside run`."""
+    from wayside import district as d
+
+    try:
+        box = tuple(float(v) for v in area.split(","))
+        if len(box) != 4:
+            raise ValueError
+    except ValueError:
+        fail(f"--area {area!r}: give MIN_X,MIN_Y,MAX_X,MAX_Y in metres")
+        return
+    t, _ = _load(trace)
+    try:
+        sc = d.write(t, out, area=box, start=start, duration=duration, max_vehicles=max_vehicles, name=out.stem)
+    except (d.DistrictError, OSError) as e:
+        fail(str(e))
+        return
+    console.print(f"wrote {escape(str(out))}: {len(sc['node'])} vehicles, {duration:g} s; run it with "
+                  f"`wayside run {escape(str(out))}`", soft_wrap=True, highlight=False)

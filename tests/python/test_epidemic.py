@@ -1,0 +1,165 @@
+"""City traces and the contact-level epidemic (Zahn et al. 2009 §5.6): the
+shipped small trace read in every format we support, runs, the Figure 13
+sweep locally and on a real local Dask scheduler, the district cut as a
+runnable scenario, and the command line's errors."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import wayside
+from wayside import district, epidemic, movement
+
+SMALL = Path(__file__).resolve().parents[2] / "traces" / "small-city.fcd.xml.gz"
+
+
+@pytest.fixture(scope="module")
+def small() -> movement.Trace:
+    return movement.load(SMALL)
+
+
+def test_the_shipped_trace_is_a_small_city(small):
+    s = small.stats()
+    assert 400 <= s["vehicles"] <= 600
+    assert s["steps"] == 300 and s["start"] == 0.0 and s["end"] == 299.0
+    # Vehicles really move, at city speeds (km/h).
+    assert 15 < s["mean_moving_speed"] * 3.6 < 90
+
+
+def _frame(t: movement.Trace) -> pl.DataFrame:
+    return movement.to_frame(t).with_columns(pl.col("vehicle").cast(pl.String)).sort("time", "vehicle")
+
+
+def test_every_format_reads_the_same_trace(small, tmp_path):
+    want = _frame(small)
+    # The ONE, with and without the parking lot, plain and gzip.
+    for park in (True, False):
+        one = tmp_path / f"t{park}.one"
+        movement.write_one(small, one, park)
+        assert _frame(movement.load(one)).equals(want)
+    (tmp_path / "t.one.gz").write_bytes(gzip.compress((tmp_path / "tTrue.one").read_bytes()))
+    assert _frame(movement.load(tmp_path / "t.one.gz")).equals(want)
+    # Our Parquet.
+    movement.save_parquet(small, tmp_path / "t.parquet")
+    assert _frame(movement.load(tmp_path / "t.parquet")).equals(want)
+    # SUMO's tabular FCD (columns named after the XML attribute paths,
+    # ';'-separated, a row with empty vehicle columns for an empty step).
+    sumo = want.select(pl.col("time").alias("timestep_time"), pl.col("vehicle").alias("vehicle_id"),
+                       pl.col("x").cast(pl.Float64).alias("vehicle_x"), pl.col("y").cast(pl.Float64).alias("vehicle_y"))
+    empty = pl.DataFrame({"timestep_time": [1e4]}).with_columns(
+        pl.lit(None, pl.String).alias("vehicle_id"), pl.lit(None, pl.Float64).alias("vehicle_x"),
+        pl.lit(None, pl.Float64).alias("vehicle_y"))
+    pl.concat([sumo, empty]).write_csv(tmp_path / "fcd.csv", separator=";")
+    assert _frame(movement.load(tmp_path / "fcd.csv")).equals(want)
+    sumo.write_parquet(tmp_path / "fcd.parquet")
+    assert _frame(movement.load(tmp_path / "fcd.parquet")).equals(want)
+
+
+def test_sumo_writes_what_we_read_in_all_three_formats():
+    # The same two-vehicle run written by SUMO 1.28 as XML, CSV and Parquet
+    # (tests/data/sumo-fcd.*; the XML and CSV round to 0.01 m).
+    data = Path(__file__).resolve().parent.parent / "data"
+    xml, csv, parquet = (_frame(movement.load(data / f"sumo-fcd.{ext}")) for ext in ("xml", "csv", "parquet"))
+    assert xml.equals(csv)
+    assert xml.select("time", "vehicle").equals(parquet.select("time", "vehicle"))
+    assert (xml["x"] - parquet["x"]).abs().max() < 0.006
+    assert xml.height == 13 and xml["vehicle"].unique().sort().to_list() == ["a", "b"]
+
+
+def test_a_time_window_cuts_and_shifts(small):
+    t = movement.load(SMALL, (100.0, 160.0))
+    s = t.stats()
+    assert (s["steps"], s["start"], s["end"]) == (60, 0.0, 59.0)
+    assert s["vehicles"] < small.vehicles
+
+
+def test_bad_traces_are_clear_errors(tmp_path):
+    (tmp_path / "x.json").write_text("{}")
+    with pytest.raises(movement.TraceError, match="unknown trace format"):
+        movement.load(tmp_path / "x.json")
+    with pytest.raises(movement.TraceError, match="no such trace file"):
+        movement.load(tmp_path / "missing.xml")
+    (tmp_path / "bad.xml").write_text("<fcd-export><timestep time='0'><vehicle id='a' x='1'/></timestep></fcd-export>")
+    with pytest.raises(movement.TraceError, match="needs id, x and y"):
+        movement.load(tmp_path / "bad.xml")
+    (tmp_path / "bad.csv").write_text("a;b\n1;2\n")
+    with pytest.raises(movement.TraceError, match="needs the columns timestep_time"):
+        movement.load(tmp_path / "bad.csv")
+
+
+def test_a_run_is_deterministic_and_its_timeline_ends_at_its_outcome(small):
+    a = epidemic.run(small, 0.125, 4, seed=3, run_index=1)
+    b = epidemic.run(small, 0.125, 4, seed=3, run_index=1)
+    assert a.row() == b.row() and a.seed_vehicles == b.seed_vehicles and a.timeline.equals(b.timeline)
+    assert a.devices == round(0.125 * small.vehicles) and len(a.seed_vehicles) == 4
+    tl = a.timeline
+    assert tl["complete"].is_sorted() and tl["complete"][-1] == a.complete
+    assert 0 <= a.fraction <= 1 and a.complete > 0, "12.5% of a busy district must spread the file"
+    runs = {epidemic.run(small, 0.125, 4, seed=3, run_index=r).seed_vehicles for r in range(5)}
+    assert len(runs) > 1, "the run index must change the draws"
+
+
+def test_impossible_points_are_clear_errors(small):
+    with pytest.raises(epidemic.EpidemicError, match="equips no vehicle"):
+        epidemic.run(small, 0.0001, 4)
+    with pytest.raises(epidemic.EpidemicError, match="seeds"):
+        epidemic.run(small, 0.5, 10_000)
+
+
+def _small_sweep(out: Path, executor: str = "local", workers: int | None = 1) -> dict:
+    return epidemic.sweep(SMALL, out, penetrations=(1 / 16, 1 / 4), seed_counts=(4, 12), runs=5,
+                          executor=executor, workers=workers)
+
+
+def test_sweep_writes_runs_table_and_plot(tmp_path):
+    m = _small_sweep(tmp_path / "s")
+    runs = pl.read_parquet(tmp_path / "s" / "runs.parquet")
+    assert runs.height == 2 * 2 * 5
+    summary = pl.read_csv(tmp_path / "s" / "figure13.csv")
+    assert summary.select("seeds", "penetration").rows() == [(4, 1 / 16), (4, 1 / 4), (12, 1 / 16), (12, 1 / 4)]
+    assert (summary["p5"] <= summary["median"]).all() and (summary["median"] <= summary["p95"]).all()
+    assert (tmp_path / "s" / "figure13.png").stat().st_size > 10_000
+    assert m["runs"] == 5 and m["vehicles"] == movement.load(SMALL).vehicles
+
+
+def test_sweep_on_a_dask_cluster_matches_local_runs(dask_cluster, tmp_path):
+    _small_sweep(tmp_path / "dask", executor=f"dask://{dask_cluster}")
+    _small_sweep(tmp_path / "local")
+    a = pl.read_parquet(tmp_path / "dask" / "runs.parquet")
+    b = pl.read_parquet(tmp_path / "local" / "runs.parquet")
+    assert a.equals(b)
+
+
+def test_a_district_cut_runs_at_packet_level(small, tmp_path):
+    out = tmp_path / "cut.toml"
+    b = small.stats()["bounds"]
+    cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+    sc = district.write(small, out, area=(cx - 300, cy - 300, cx + 300, cy + 300), start=60.0, duration=20.0,
+                        max_vehicles=400, name="cut")
+    assert 5 <= len(sc["node"]) <= 400
+    result = wayside.run(str(out), seed=1)
+    frames = pl.DataFrame(result.frames)
+    senders = frames.filter(pl.col("event") == "tx")["node"].n_unique()
+    assert senders >= 5, "every vehicle broadcasts while in the cut"
+    with pytest.raises(district.DistrictError, match="more than --max-vehicles"):
+        district.scenario(small, area=b, start=0.0, duration=300.0, max_vehicles=3)
+
+
+def test_cli_run_sweep_and_errors(cli, tmp_path):
+    r = cli("epidemic", "run", SMALL, "--penetration", "12.5", "--seeds", "4")
+    assert r.returncode == 0, r.stderr
+    assert "devices of" in r.stdout and "simulate" in r.stdout
+    r = cli("epidemic", "run", SMALL, "--penetration", "0.001")
+    assert r.returncode == 2 and "equips no vehicle" in r.stderr and "Traceback" not in r.stderr
+    r = cli("epidemic", "info", tmp_path / "nope.xml")
+    assert r.returncode == 2 and "no such trace file" in r.stderr
+    r = cli("epidemic", "convert", SMALL, tmp_path / "x.json")
+    assert r.returncode == 2 and "unknown output format" in r.stderr
+    r = cli("epidemic", "sweep", SMALL, "--executor", "ray://x:1", "--out", tmp_path / "x")
+    assert r.returncode == 2 and "allowed: local, or dask://HOST:PORT" in r.stderr
+    r = cli("epidemic", "district", SMALL, "--area", "1,2,3")
+    assert r.returncode == 2 and "MIN_X,MIN_Y,MAX_X,MAX_Y" in r.stderr
