@@ -1,13 +1,15 @@
 //! Runs a built-in scenario or a scenario file once, for profiling and for
 //! checking that a change leaves results byte-identical:
-//! `cargo run --release --example run -- drive-by [--seed N] [KEY=VALUE ...]`
-//! prints the event and transmission counts and a SHA-256 digest of every
-//! trace column.
+//! `cargo run --release --example run -- drive-by [--seed N] [--summary]
+//! [KEY=VALUE ...]` prints the event and transmission counts and a SHA-256
+//! digest of every trace column; `--summary` adds, per node that received
+//! data, the megabytes delivered to its applications and where it first
+//! associated.
 
 use sha2::{Digest, Sha256};
 use wayside_sim::scenario::builtin;
 use wayside_sim::run_scenario;
-use wayside_sim::trace::{Column, Trace};
+use wayside_sim::trace::{Column, ConnEvent, Trace};
 
 fn digest(trace: &Trace) -> String {
     let mut h = Sha256::new();
@@ -25,9 +27,35 @@ fn digest(trace: &Trace) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Per receiving node: MB delivered, and x at its first association.
+fn summary(trace: &Trace) {
+    let mut nodes: std::collections::BTreeMap<u32, (u64, Option<f32>)> = Default::default();
+    let t = &trace.transport;
+    for (node, bytes) in t.node.iter().zip(&t.bytes) {
+        nodes.entry(*node).or_default().0 += u64::from(*bytes);
+    }
+    let e = &trace.events;
+    for i in 0..e.len() {
+        if e.event[i] == ConnEvent::Associated as u8 {
+            if let Some((_, at)) = nodes.get_mut(&e.node[i]) {
+                at.get_or_insert(e.x[i]);
+            }
+        }
+    }
+    let total: u64 = nodes.values().map(|(b, _)| b).sum();
+    println!("{:>6} {:>10} {:>14}", "node", "MB", "associated x");
+    for (node, (bytes, at)) in &nodes {
+        let at = at.map_or("-".to_string(), |x| format!("{x:.0} m"));
+        println!("{node:>6} {:>10.2} {at:>14}", *bytes as f64 / 1e6);
+    }
+    println!("{:>6} {:>10.2}", "total", total as f64 / 1e6);
+}
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let name = if args.is_empty() { "drive-by".to_string() } else { args.remove(0) };
+    let show_summary = args.iter().any(|a| a == "--summary");
+    args.retain(|a| a != "--summary");
     let mut seed = None;
     if let Some(i) = args.iter().position(|a| a == "--seed") {
         let value = args.get(i + 1).and_then(|s| s.parse().ok());
@@ -46,7 +74,12 @@ fn main() {
         }),
     };
     match run_scenario(&text, &args, seed, 0) {
-        Ok(out) => println!("{} events, {} transmissions, digest {}", out.stats.events, out.stats.transmissions, digest(&out.trace)),
+        Ok(out) => {
+            println!("{} events, {} transmissions, digest {}", out.stats.events, out.stats.transmissions, digest(&out.trace));
+            if show_summary {
+                summary(&out.trace);
+            }
+        }
         Err(e) => {
             eprintln!("error: {e}");
             std::process::exit(2)

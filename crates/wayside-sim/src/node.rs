@@ -9,7 +9,7 @@ use crate::event::Event;
 use crate::ids::{NodeId, TxId};
 use crate::mac::dcf::{Air, Dcf, DcfEvent, MacTimer};
 use crate::mac::links::{Links, TxContext};
-use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer};
+use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
 use crate::mac::{Dst, Frame, MacConfig, Msdu, Payload, SenderReport};
 use crate::medium::Medium;
 use crate::mobility::Vec2;
@@ -18,6 +18,7 @@ use crate::net::NetStack;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::Timing;
 use crate::phy::state::{Phy, RxEnd, RxStart, Signal};
+use crate::ratectl::Stage;
 use crate::rng::Stream;
 use crate::trace::{FrameKind, MacEvent, MacRow};
 use crate::transport::tcp::TcpConfig;
@@ -275,7 +276,9 @@ impl World {
                 self.retune(now, node, channel);
             } else if let Some(MgmtFrame { dst, body, front }) = n.mgmt.poll_transmit() {
                 let mode = self.radio.standard.basic_rates()[0];
-                let msdu = Msdu { dst, bytes: body.body_bytes(), enqueued: now, mode: Some(mode), source: None, payload: Payload::Mgmt(body) };
+                let tries = if dst == Dst::Broadcast { 1 } else { MGMT_TRIES };
+                let fixed = Some(Stage { mode, tries });
+                let msdu = Msdu { dst, bytes: body.body_bytes(), enqueued: now, fixed, source: None, payload: Payload::Mgmt(body) };
                 self.mac_enqueue_mgmt(now, node, msdu, front);
             } else if let Some(ev) = n.mgmt.poll_event() {
                 match ev {

@@ -13,6 +13,7 @@ use crate::event::Event;
 use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
 use crate::phy::mode::Mode;
+use crate::ratectl::Stage;
 use crate::world::World;
 use crate::units::SimTime;
 
@@ -51,15 +52,15 @@ impl World {
 
     fn source_emit(&mut self, now: SimTime, index: u32) -> bool {
         let s = &mut self.sources[index as usize];
-        let mode = match &s.cfg.kind {
+        let fixed = match &s.cfg.kind {
             SourceKind::Sounder { modes, .. } => {
-                let m = modes[s.next_mode % modes.len()];
+                let mode = modes[s.next_mode % modes.len()];
                 s.next_mode += 1;
-                Some(m)
+                Some(Stage { mode, tries: 1 })
             }
             _ => None,
         };
-        let msdu = Msdu { dst: s.cfg.to, bytes: s.cfg.payload, enqueued: now, mode, source: Some(index), payload: Payload::Raw };
+        let msdu = Msdu { dst: s.cfg.to, bytes: s.cfg.payload, enqueued: now, fixed, source: Some(index), payload: Payload::Raw };
         let from: NodeId = s.cfg.from;
         self.mac_enqueue(now, from, msdu)
     }

@@ -226,9 +226,9 @@ impl Dcf {
     /// ahead of everything queued (beacons, probe requests).
     pub fn enqueue_mgmt(&mut self, now: SimTime, msdu: Msdu, front: bool) {
         if front {
-            self.data.push_front(msdu);
+            self.mgmt.push_front(msdu);
         } else {
-            self.data.push_back(msdu);
+            self.mgmt.push_back(msdu);
         }
         self.request_access(now);
     }
@@ -430,8 +430,8 @@ impl Dcf {
     fn next_msdu(&mut self, now: SimTime, ctx: &mut dyn TxContext) -> bool {
         let Some(msdu) = self.mgmt.pop_front().or_else(|| self.data.pop_front()) else { return false };
         let chain_bytes = msdu.bytes + DATA_OVERHEAD;
-        let chain = match (msdu.mode, msdu.dst) {
-            (Some(mode), _) => RetryChain { stages: vec![Stage { mode, tries: 1 }] },
+        let chain = match (msdu.fixed, msdu.dst) {
+            (Some(stage), _) => RetryChain { stages: vec![stage] },
             (None, Dst::Broadcast) => RetryChain { stages: vec![Stage { mode: self.air.standard.basic_rates()[0], tries: 1 }] },
             (None, Dst::Node(d)) => self.links.retry_chain(now, d, chain_bytes, self.tx_power, ctx),
         };
@@ -447,10 +447,10 @@ impl Dcf {
     /// an Atheros fast frame, if enabled and the result's airtime at the
     /// chain's first rate stays within the limit; else `msdu` itself.
     fn join_fast_frame(&mut self, msdu: Msdu, chain: &RetryChain) -> Msdu {
-        let (Some(limit), Payload::Packet(a), Dst::Node(_), None) = (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.mode) else {
+        let (Some(limit), Payload::Packet(a), Dst::Node(_), None) = (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed) else {
             return msdu;
         };
-        let Some(Msdu { payload: Payload::Packet(b), dst, mode: None, bytes, .. }) = self.data.front() else { return msdu };
+        let Some(Msdu { payload: Payload::Packet(b), dst, fixed: None, bytes, .. }) = self.data.front() else { return msdu };
         if *dst != msdu.dst {
             return msdu;
         }
@@ -560,7 +560,7 @@ impl Dcf {
         self.cancel(MacTimer::ResponseTimeout);
         let mut cur = self.current.take().expect("a finished frame");
         let attempts = if delivered { cur.attempt + 1 } else { cur.attempt };
-        if let (Dst::Node(d), None) = (cur.msdu.dst, cur.msdu.mode) {
+        if let (Dst::Node(d), None) = (cur.msdu.dst, cur.msdu.fixed) {
             let status = TxStatus { now, bytes: cur.chain_bytes, chain: std::mem::take(&mut cur.chain), attempts, acked: delivered };
             self.links.report(d, &status);
         }
@@ -576,6 +576,7 @@ impl Dcf {
 mod tests {
     use super::*;
     use crate::mobility::Vec2;
+    use crate::mac::mgmt::MgmtBody;
     use crate::ratectl::RateControlSpec;
     use crate::units::{Bitrate, Db};
 
@@ -612,7 +613,7 @@ mod tests {
     }
 
     fn msdu(dst: Dst, now: SimTime) -> Msdu {
-        Msdu { dst, bytes: 1500, enqueued: now, mode: None, source: None, payload: Payload::Raw }
+        Msdu { dst, bytes: 1500, enqueued: now, fixed: None, source: None, payload: Payload::Raw }
     }
 
     fn us(n: u64) -> SimTime {
@@ -836,6 +837,43 @@ mod tests {
         assert!(timers(&mut d).is_empty(), "the NAV keeps the medium busy");
         d.handle_timeout(us(400), MacTimer::NavEnd, false, false, &mut NoOracle);
         assert!(matches!(d.state(), DcfState::Contending { .. }));
+    }
+
+    #[test]
+    fn test_contending_management_goes_before_queued_data_with_its_own_tries() {
+        let mut d = dcf(7, 2);
+        d.handle_medium(SimTime::ZERO, true);
+        d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
+        d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
+        // The data queue is full; a management frame still gets in, ahead.
+        let auth = Msdu { fixed: Some(Stage { mode: g(6), tries: 11 }), payload: Payload::Mgmt(MgmtBody::Auth { seq: 2 }), bytes: 30, ..msdu(Dst::Node(PEER), SimTime::ZERO) };
+        d.enqueue_mgmt(SimTime::ZERO, auth, false);
+        d.handle_medium(us(10), false);
+        let (t, at) = timers(&mut d)[0];
+        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        let (frame, mode) = d.poll_transmit().unwrap();
+        assert_eq!((frame.kind, mode), (FrameKind::Auth, g(6)));
+        // Ten unanswered attempts are retried; the eleventh gives up.
+        let mut now = at;
+        for attempt in 1..=11 {
+            d.handle_tx_end(now, &frame);
+            now = now + timing().ack_timeout;
+            let armed = timers(&mut d);
+            d.handle_timeout(now, MacTimer::ResponseTimeout, false, false, &mut NoOracle);
+            assert_eq!(armed.last().map(|t| t.0), Some(MacTimer::ResponseTimeout));
+            if attempt < 11 {
+                let (t, at) = timers(&mut d).into_iter().find(|t| t.0 == MacTimer::AccessGrant).unwrap();
+                now = at;
+                d.handle_timeout(now, t, false, false, &mut NoOracle);
+                let (again, _) = d.poll_transmit().unwrap();
+                assert_eq!((again.kind, again.attempt), (FrameKind::Auth, attempt as u8));
+            }
+        }
+        let done: Vec<_> = events(&mut d).into_iter().filter_map(|e| match e {
+            DcfEvent::Done { msdu, delivered, attempts, .. } => Some((msdu.payload, delivered, attempts)),
+            _ => None,
+        }).collect();
+        assert_eq!(done, vec![(Payload::Mgmt(MgmtBody::Auth { seq: 2 }), false, 11)]);
     }
 
     #[test]

@@ -46,6 +46,12 @@ use crate::units::{Dbm, SimTime};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+/// Tries of a unicast management frame, all at the lowest basic rate.
+/// madwifi 0.9 (`ath_tx_start`) sends management frames at rate index 0
+/// with `try0 = ATH_TXMAXTRY` (11) and no multi-rate series, on the
+/// highest-priority hardware queue; broadcast frames go out once.
+pub const MGMT_TRIES: u8 = 11;
+
 /// A management frame body.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MgmtBody {

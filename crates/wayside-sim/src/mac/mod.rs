@@ -10,7 +10,7 @@ use crate::ids::NodeId;
 use crate::mobility::Vec2;
 use crate::net::Packet;
 use crate::phy::mode::Mode;
-use crate::ratectl::RateControlSpec;
+use crate::ratectl::{RateControlSpec, Stage};
 use crate::trace::FrameKind;
 use crate::units::{Dbm, SimTime};
 use mgmt::MgmtBody;
@@ -101,8 +101,9 @@ pub struct Msdu {
     pub dst: Dst,
     pub bytes: u32,
     pub enqueued: SimTime,
-    /// Send at this mode instead of asking rate control (sounders, broadcast).
-    pub mode: Option<Mode>,
+    /// Send at this mode, this many tries, instead of asking rate control
+    /// (sounders, management frames).
+    pub fixed: Option<Stage>,
     /// Traffic source to tell when the MSDU is finished with.
     pub source: Option<u32>,
     pub payload: Payload,

@@ -74,7 +74,7 @@ impl World {
 
     fn dhcp_send(&mut self, now: SimTime, node: NodeId, dst: Dst, to: NodeId, op: DhcpOp) {
         let p = Packet::new(node, to, Body::Dhcp { op });
-        let msdu = Msdu { dst, bytes: DhcpOp::bytes() + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
+        let msdu = Msdu { dst, bytes: DhcpOp::bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) };
         self.mac_enqueue(now, node, msdu);
     }
 

@@ -277,7 +277,7 @@ impl World {
         let n = &self.nodes[node.index()];
         let on_air = n.net.radio && self.addressed(node) && (n.cfg.role != Role::Sta || n.mgmt.associated_ap().is_some());
         if on_air {
-            let msdu = Msdu { dst: Dst::Broadcast, bytes: p.bytes() + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
+            let msdu = Msdu { dst: Dst::Broadcast, bytes: p.bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) };
             self.mac_enqueue(now, node, msdu);
         }
         if local {
@@ -307,7 +307,7 @@ impl World {
     }
 
     fn wireless_send(&mut self, now: SimTime, node: NodeId, hop: NodeId, p: Packet) {
-        let msdu = Msdu { dst: Dst::Node(hop), bytes: p.bytes() + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
+        let msdu = Msdu { dst: Dst::Node(hop), bytes: p.bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) };
         self.mac_enqueue(now, node, msdu);
     }
 
@@ -347,7 +347,7 @@ impl World {
         let generation = entry.generation;
         self.conn_event(now, node, hop.0, ConnEvent::ArpRequest, attempt as f64);
         let p = Packet::new(node, hop, Body::Arp { op: ArpOp::Request });
-        let msdu = Msdu { dst: Dst::Broadcast, bytes: ARP_BYTES + LLC_SNAP, enqueued: now, mode: None, source: None, payload: Payload::Packet(p) };
+        let msdu = Msdu { dst: Dst::Broadcast, bytes: ARP_BYTES + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) };
         self.mac_enqueue(now, node, msdu);
         self.queue.schedule(now + profile.retransmit, node.0, Event::Arp { node, peer: hop, generation });
     }
