@@ -3,18 +3,13 @@ and a time window) written as a scenario file the simulator runs, every
 vehicle a node that follows its trace through the waypoint mobility model.
 
 Each vehicle's stay in the cut (wayside-contact's `district` module) is one
-node: it starts where it entered the cut, departs when it first moves,
-follows one waypoint per trace step, and broadcasts a small frame every
-second from its appearance to its disappearance (the `start` and `stop` of
-its traffic), so that the run shows who hears whom over the simulated
-radio. Replacing those broadcasts with the real protocol is the user's
-next step.
-
-What today's scenario format cannot say: that a node is absent. Before it
-departs a node waits at its start, after its last waypoint it stays at its
-end, and its radio receives (and its MAC defers) throughout; only its own
-transmissions are limited to its stay. A node-level `appear`/`disappear`
-(radio off outside the stay) is what is missing.
+node: its radio comes on when the vehicle enters the cut (`appear`) and goes
+off one trace step after its last sample (`disappear`); it starts where it
+entered, departs when it first moves, follows one waypoint per trace step,
+and broadcasts a small frame every second while present, so that the run
+shows who hears whom over the simulated radio. Outside its stay a node
+neither sends nor hears. Replacing those broadcasts with the real protocol
+is the user's next step.
 """
 
 from __future__ import annotations
@@ -63,7 +58,10 @@ def scenario(trace: movement.Trace, area: tuple[float, float, float, float], sta
     nodes, traffic = [], []
     for p in paths:
         node_name = _node_name(p["name"])
-        node: dict[str, Any] = {"name": node_name, "position": list(p["start"]), **NODE_RADIO}
+        node: dict[str, Any] = {"name": node_name, "position": list(p["start"]), **NODE_RADIO,
+                                "disappear": f"{p['disappear'] + 1:g} s"}
+        if p["appear"] > 0:
+            node["appear"] = f"{p['appear']:g} s"
         if p["waypoints"]:
             node["mobility"] = {
                 "model": "waypoints", "depart": f"{p['depart']:g} s",

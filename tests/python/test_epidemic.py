@@ -145,6 +145,13 @@ def test_a_district_cut_runs_at_packet_level(small, tmp_path):
     frames = pl.DataFrame(result.frames)
     senders = frames.filter(pl.col("event") == "tx")["node"].n_unique()
     assert senders >= 5, "every vehicle broadcasts while in the cut"
+    # A vehicle's radio is on only during its stay: it sends and hears
+    # nothing before it enters the cut or after it has left.
+    secs = {n["name"]: (float(n.get("appear", "0 s").split()[0]), float(n["disappear"].split()[0])) for n in sc["node"]}
+    assert any(a > 0 for a, _ in secs.values()) and any(d < 20 for _, d in secs.values())
+    t = frames.with_columns(t=pl.col("time_ns") / 1e9).select("node", "t").rows()
+    outside = [(n, x) for n, x in t if not secs[n][0] <= x < secs[n][1]]
+    assert not outside, outside[:3]
     with pytest.raises(district.DistrictError, match="more than --max-vehicles"):
         district.scenario(small, area=b, start=0.0, duration=300.0, max_vehicles=3)
 

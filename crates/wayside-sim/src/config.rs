@@ -54,6 +54,11 @@ pub struct NodeConfig {
     /// Its frames carry its position and transmit power (a cooperating
     /// client's vendor element; see [`crate::mac::SenderReport`]).
     pub reports_position: bool,
+    /// When its radio is switched on, and off for good (`SimTime::MAX`:
+    /// never): a vehicle entering and leaving a district cut. While off, it
+    /// neither sends nor hears, and what is handed to its MAC is dropped.
+    pub appear: SimTime,
+    pub disappear: SimTime,
 }
 
 /// A node's part in a BSS: the one type the scenario file, the

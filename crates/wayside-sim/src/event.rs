@@ -35,6 +35,8 @@ pub enum Event {
     Mac { node: NodeId, timer: MacTimer, generation: u32 },
     /// Traffic source number `source` wants to emit.
     Traffic { source: u32 },
+    /// `node`'s radio is switched on (it appears) or off (it disappears).
+    Power { node: NodeId, on: bool },
 }
 
 impl Event {
@@ -47,7 +49,7 @@ impl Event {
             Event::RxEnd { .. } => 1,
             Event::Mac { .. } => 2,
             Event::RxStart { .. } => 3,
-            Event::Mgmt { .. } | Event::Arp { .. } | Event::Dhcp { .. } | Event::WireArrive { .. } | Event::Tcp { .. } => 4,
+            Event::Mgmt { .. } | Event::Arp { .. } | Event::Dhcp { .. } | Event::WireArrive { .. } | Event::Tcp { .. } | Event::Power { .. } => 4,
             Event::Traffic { .. } | Event::App { .. } => 5,
         }
     }

@@ -40,6 +40,9 @@ pub struct Node {
     /// Row of the `frames` trace recording the transmission now awaiting
     /// its ACK or CTS, to fill in its outcome.
     awaiting_row: Option<usize>,
+    /// The radio is switched on: between the node's appearance and its
+    /// disappearance ([`NodeConfig::appear`]).
+    pub on: bool,
 }
 
 impl Node {
@@ -60,6 +63,7 @@ impl Node {
             net: NetStack::new(n.arp, n.radio, n.dhcp.then(|| DhcpClient::new(Stream::new("run", cfg.seed, cfg.run, &format!("dhcp/{}", n.name))))),
             tcp: n.tcp.clone(),
             awaiting_row: None,
+            on: n.appear == SimTime::ZERO,
         }
     }
 
@@ -123,7 +127,8 @@ impl World {
         match ev {
             DcfEvent::QueueDrop { msdu } => {
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    self.mac_trace(now, node, msdu.dst.trace_id(), MacEvent::QueueDrop, 0, msdu.bytes, 0, SimTime::ZERO);
+                    let event = if self.nodes[node.index()].on { MacEvent::QueueDrop } else { MacEvent::RadioOff };
+                    self.mac_trace(now, node, msdu.dst.trace_id(), event, 0, msdu.bytes, 0, SimTime::ZERO);
                 }
             }
             DcfEvent::Response(outcome) => {
@@ -206,8 +211,13 @@ impl World {
         self.pump_mac(now, node);
     }
 
-    /// Hands an MSDU to `node`'s MAC; false if the queue was full (the drop is traced).
+    /// Hands an MSDU to `node`'s MAC; false if the queue was full or the
+    /// radio is off (the drop is traced).
     pub(crate) fn mac_enqueue(&mut self, now: SimTime, node: NodeId, msdu: Msdu) -> bool {
+        if !self.nodes[node.index()].on {
+            self.mac_trace(now, node, msdu.dst.trace_id(), MacEvent::RadioOff, 0, msdu.bytes, 0, SimTime::ZERO);
+            return false;
+        }
         let ok = self.nodes[node.index()].dcf.enqueue(now, msdu);
         self.pump_mac(now, node);
         ok
@@ -241,10 +251,36 @@ impl World {
 }
 
 impl World {
-    /// Starts `node`'s management at time zero.
-    pub(crate) fn mgmt_start(&mut self, node: NodeId) {
-        self.nodes[node.index()].mgmt.start(SimTime::ZERO);
-        self.pump_mgmt(SimTime::ZERO, node);
+    /// Starts `node`'s management.
+    fn mgmt_start(&mut self, now: SimTime, node: NodeId) {
+        self.nodes[node.index()].mgmt.start(now);
+        self.pump_mgmt(now, node);
+    }
+
+    /// Switches `node`'s radio on now, or at its appearance; schedules its
+    /// disappearance.
+    pub(crate) fn power_schedule(&mut self, node: NodeId) {
+        let (appear, disappear) = (self.nodes[node.index()].cfg.appear, self.nodes[node.index()].cfg.disappear);
+        if appear == SimTime::ZERO {
+            self.mgmt_start(SimTime::ZERO, node);
+        } else {
+            self.queue.schedule(appear, node.0, Event::Power { node, on: true });
+        }
+        if disappear != SimTime::MAX {
+            self.queue.schedule(disappear, node.0, Event::Power { node, on: false });
+        }
+    }
+
+    /// `node` appears (its radio comes on and management starts) or
+    /// disappears (its radio goes off for good, dropping what it queued).
+    pub(crate) fn on_power(&mut self, now: SimTime, node: NodeId, on: bool) {
+        self.nodes[node.index()].on = on;
+        if on {
+            self.mgmt_start(now, node);
+        } else {
+            self.nodes[node.index()].dcf.flush();
+            self.pump_mac(now, node);
+        }
     }
 
     pub(crate) fn on_mgmt_timer(&mut self, now: SimTime, node: NodeId, timer: MgmtTimer, generation: u32) {

@@ -781,6 +781,14 @@ pub struct NodeSection {
     /// An AP that splits the TCP connections it forwards (I-TCP; Hadaller et al. 2007 §7.3).
     #[serde(default)]
     pub split_tcp: bool,
+    /// When the node's radio comes on (default: at the start). Before, it
+    /// neither sends nor hears: a vehicle not yet in the area.
+    #[serde(default)]
+    pub appear: Option<TimeQ>,
+    /// When its radio goes off for good (default: never): a vehicle that
+    /// has left the area.
+    #[serde(default)]
+    pub disappear: Option<TimeQ>,
 }
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
@@ -922,17 +930,25 @@ fn default_payload() -> SizeQ {
 
 /// Applies `key=value` overrides to a parsed TOML document. Keys are dotted
 /// paths; inside the `node` and `traffic` arrays a segment is an index or,
-/// for nodes, a node name: `node.car.tx_power="15 dBm"`, `traffic.0.payload="500 B"`.
+/// for nodes, a node name: `node.car.tx_power="15 dBm"`, `traffic.0.payload="500 B"`
+/// (also written `traffic[0].payload`, as error messages name keys).
 pub fn apply_overrides(doc: &mut toml::Table, overrides: &[String]) -> Result<(), ScenarioError> {
     for o in overrides {
         let Some((key, raw)) = o.split_once('=') else {
             return err(format!("override '{o}': expected KEY=VALUE, for example radio.standard=802.11b"));
         };
-        let key = key.trim();
+        // `node[1].x`, as errors name keys, is `node.1.x`.
+        let key = key.trim().replace('[', ".").replace(']', "");
         let value = parse_override_value(raw.trim());
         let segments: Vec<&str> = key.split('.').collect();
         if segments.iter().any(|s| s.is_empty()) {
             return err(format!("override '{o}': empty segment in key '{key}'"));
+        }
+        if segments.len() > 1 && ARRAY_SECTIONS.contains(&segments[0]) && !doc.contains_key(segments[0]) {
+            let first = segments[0];
+            return err(format!(
+                "override '{o}': the scenario has no [[{first}]] entries; an override changes a value, it cannot add a {first}: add one to the scenario file"
+            ));
         }
         set_path(doc, &segments, value).map_err(|e| ScenarioError(format!("override '{o}': {e}")))?;
     }
@@ -945,6 +961,10 @@ fn parse_override_value(raw: &str) -> toml::Value {
         Err(_) => toml::Value::String(raw.to_string()),
     }
 }
+
+/// The sections that are arrays of tables (`[[node]]`, …): an override can
+/// change their entries but not create them.
+const ARRAY_SECTIONS: [&str; 4] = ["node", "traffic", "link", "app"];
 
 fn set_path(table: &mut toml::Table, path: &[&str], value: toml::Value) -> Result<(), String> {
     let (first, rest) = path.split_first().expect("non-empty path");
@@ -1140,6 +1160,19 @@ impl Scenario {
                 check_point(&format!("{} (the last of {} nodes)", key("spacing"), n.count), far)?;
             }
             self.validate_mobility(&key("mobility"), &n.mobility)?;
+            for (k, t) in [("appear", n.appear), ("disappear", n.disappear)] {
+                if let Some(t) = t {
+                    check_range(&key(k), t.0, &format!("{} s", t.0), 0.0, MAX_DURATION_S, "0 s to 24 h")?;
+                    if !n.radio {
+                        return err(format!("{}: only a node with a radio appears and disappears; this one has radio = false", key(k)));
+                    }
+                }
+            }
+            if let (Some(a), Some(d)) = (n.appear, n.disappear) {
+                if d.0 <= a.0 {
+                    return err(format!("{}: {} s is not after appear ({} s)", key("disappear"), d.0, a.0));
+                }
+            }
         }
         let total: u64 = self.nodes.iter().map(|n| n.count).sum();
         if total as usize > MAX_NODES {
@@ -1536,6 +1569,8 @@ impl Scenario {
                     rate_control: n.rate_control.as_ref().map(|rc| rc.spec(radio.error_model, fixed)),
                     split_tcp: n.split_tcp,
                     reports_position,
+                    appear: n.appear.map_or(SimTime::ZERO, |t| t.time()),
+                    disappear: n.disappear.map_or(SimTime::MAX, |t| t.time()),
                     arp: {
                         let profile = match n.arp {
                             ArpName::Linux => ArpProfile::Linux,

@@ -118,6 +118,9 @@ category!(
         Received => "received",
         /// A retransmission already received, acknowledged but not handed up.
         Duplicate => "duplicate",
+        /// Dropped on arrival, or flushed from the queue: the radio is off
+        /// (before the node appears, or after it disappears).
+        RadioOff => "radio-off",
     });
 
 /// How a row field is stored in its column: as is, or as a category code.

@@ -112,7 +112,7 @@ impl World {
             w.add_app(i as u32, a);
         }
         for i in 0..w.nodes.len() {
-            w.mgmt_start(NodeId(i as u32));
+            w.power_schedule(NodeId(i as u32));
         }
         w
     }
@@ -141,7 +141,12 @@ impl World {
     }
 
     fn dispatch(&mut self, now: SimTime, ev: Event) {
+        // A radio that is off hears nothing and its timers are void.
+        let off = |n: NodeId| !self.nodes[n.index()].on;
         match ev {
+            Event::RxStart { node, tx } | Event::RxEnd { node, tx } | Event::TxEnd { node, tx } if off(node) => self.medium.release(tx),
+            Event::Mac { node, .. } | Event::Mgmt { node, .. } | Event::Arp { node, .. } | Event::Dhcp { node, .. } | Event::WireArrive { node, .. }
+                if off(node) => {}
             Event::RxStart { node, tx } => self.on_rx_start(now, node, tx),
             Event::RxEnd { node, tx } => self.on_rx_end(now, node, tx),
             Event::TxEnd { node, tx } => self.on_tx_end(now, node, tx),
@@ -153,6 +158,7 @@ impl World {
             Event::Dhcp { node, generation } => self.on_dhcp_timer(now, node, generation),
             Event::Tcp { socket, generation } => self.on_tcp_timer(now, socket as usize, generation),
             Event::App { app } => self.on_app(now, app),
+            Event::Power { node, on } => self.on_power(now, node, on),
         }
     }
 
@@ -183,7 +189,8 @@ impl World {
         let (bodies, nodes) = (&self.bodies, &self.nodes);
         let radios = nodes.iter().enumerate().filter(|(_, n)| n.net.radio).map(|(i, _)| (NodeId(i as u32), bodies[i].position(now)));
         self.medium.rebin(now, radios);
-        let radios: Vec<(NodeId, Antenna)> = self.medium.neighbours(src).into_iter().map(|j| (j, self.antenna(j, now))).collect();
+        let radios: Vec<(NodeId, Antenna)> =
+            self.medium.neighbours(src).into_iter().filter(|j| self.nodes[j.index()].on).map(|j| (j, self.antenna(j, now))).collect();
         let tx_power = self.bodies[src.index()].tx_power;
         let (id, arrivals) = self.medium.transmit(now, end, src, tx, tx_power, frame, mode, radios.into_iter());
         for (rx, delay) in arrivals {

@@ -188,3 +188,55 @@ fn dhcp_retransmits_per_rfc_2131_when_unanswered() {
     assert!(events(&out, "car", ConnEvent::DhcpBound).is_empty());
     assert_eq!(out.trace.transport.len(), 0);
 }
+
+#[test]
+fn a_station_that_appears_later_associates_after_its_appearance_and_goes_silent_when_it_disappears() {
+    let out = run(BSS, &["node[1].appear=4 s", "node[1].disappear=8 s"]);
+    let car = common::id(&out, "car");
+    let first = events(&out, "car", ConnEvent::FirstBeacon);
+    let assoc = events(&out, "car", ConnEvent::Associated);
+    assert_eq!(assoc.len(), 1, "{assoc:?}");
+    assert!(first[0].0 >= 4.0 && assoc[0].0 > first[0].0 && assoc[0].0 < 5.0, "{first:?} {assoc:?}");
+    // Nothing is sent or heard by the car outside [4 s, 8 s).
+    let f = &out.trace.frames;
+    let at_car: Vec<f64> = (0..f.len()).filter(|&i| f.node[i] == car).map(|i| f.time_ns[i] as f64 * 1e-9).collect();
+    assert!(!at_car.is_empty());
+    assert!(at_car.iter().all(|t| (4.0..8.0).contains(t)), "frames at the car outside its stay");
+    // The server's datagrams after the car left are lost at the AP's MAC
+    // (failed or dropped), never delivered.
+    let t = &out.trace.transport;
+    let delivered: Vec<f64> = (0..t.len()).filter(|&i| t.node[i] == car).map(|i| t.time_ns[i] as f64 * 1e-9).collect();
+    assert!(!delivered.is_empty() && delivered.iter().all(|t| (5.0..8.0).contains(t)), "{:?}", delivered.first());
+}
+
+#[test]
+fn a_node_that_is_off_drops_what_is_handed_to_its_mac_as_radio_off() {
+    // A broadcast every 100 ms from a car that appears at 3 s: before, each
+    // frame is dropped at its MAC and traced as such; after, it is sent.
+    let text = format!(
+        "{}\n[[traffic]]\nkind = \"cbr\"\nfrom = \"car\"\nto = \"broadcast\"\npayload = \"100 B\"\ninterval = \"100 ms\"\n",
+        wayside_sim::scenario::builtin("drive-by").unwrap()
+    );
+    let out = run(&text, &["duration=\"6 s\"", "node.car.appear=\"3 s\""]);
+    let car = common::id(&out, "car");
+    let m = &out.trace.mac;
+    let of = |ev: wayside_sim::trace::MacEvent| -> Vec<f64> {
+        (0..m.len()).filter(|&i| m.node[i] == car && m.event[i] == ev as u8).map(|i| m.time_ns[i] as f64 * 1e-9).collect()
+    };
+    let off = of(wayside_sim::trace::MacEvent::RadioOff);
+    let sent = of(wayside_sim::trace::MacEvent::Delivered);
+    assert_eq!(off.len(), 30, "{off:?}");
+    assert!(off.iter().all(|t| *t < 3.0));
+    assert!(sent.len() >= 29 && sent.iter().all(|t| *t >= 3.0), "{sent:?}");
+}
+
+#[test]
+fn appear_and_disappear_are_checked() {
+    let o = |v: &[&str]| wayside_sim::run_scenario(BSS, &v.iter().map(|s| s.to_string()).collect::<Vec<_>>(), Some(1), 0).err().map(|e| e.to_string());
+    let e = o(&["node[1].appear=5 s", "node[1].disappear=2 s"]).unwrap();
+    assert!(e.contains("node[1].disappear") && e.contains("not after appear"), "{e}");
+    let e = o(&["node[2].appear=1 s"]).unwrap();
+    assert!(e.contains("node[2].appear") && e.contains("radio = false"), "{e}");
+    let e = o(&["node[1].appear=-1 s"]).unwrap();
+    assert!(e.contains("node[1].appear"), "{e}");
+}

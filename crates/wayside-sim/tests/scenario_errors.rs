@@ -93,5 +93,9 @@ fn malformed_documents_and_overrides() {
     assert!(e.contains("no node named 'bus'") && e.contains("ap, car"), "{e}");
     assert!(with(&["name=\"../../etc\""]).contains("name: '../../etc' is not usable"));
     assert!(with(&["traffic.7.payload=\"1 B\""]).contains("out of range"));
+    assert!(with(&["traffic[7].payload=\"1 B\""]).contains("index 7 is out of range"));
     assert!(with(&["duration.x=1"]).contains("not a table"));
+    // An entry of a section the scenario does not have: named, not a type error.
+    let e = with(&["app.0.payload=\"1 B\""]);
+    assert!(e.contains("no [[app]] entries") && e.contains("cannot add"), "{e}");
 }
