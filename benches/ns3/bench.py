@@ -25,6 +25,15 @@ from typing import Any, Sequence
 
 BASE_SCENARIO = "hadaller-highway-remote"
 SPEED = "80 km/h"
+# wayside's TCP profile closest to ns-3's TcpCubic + PRR with a 10-segment
+# initial window and a 1 s initial RTO, on every node.
+TCP_PROFILE = "linux-modern"
+# What ns-3 gets of that profile (crates/wayside-sim/src/transport/tcp/
+# profile.rs) and of the `linux` ARP profile: 64 KB receive window, MSS
+# 1460 without timestamps, 200 ms minimum RTO, 40 ms delayed ACK, and a
+# failed ARP entry that the next packet retries (ns-3 otherwise drops
+# packets to it for 100 s).
+NS3_STACK = {"mss": 1460, "rcvBuf": 65535, "initialCwnd": 10, "minRtoMs": 200, "delAckMs": 40, "arpDeadMs": 1}
 # ns-3's thermal noise: kT at 290 K over the channel width (WifiPhy).
 THERMAL_DBM_PER_HZ = -174.0
 CHANNEL_WIDTH_HZ = 20e6
@@ -66,8 +75,8 @@ def car_name(i: int) -> str:
 
 def wayside_scenario(base: dict[str, Any], xs: Sequence[float]) -> dict[str, Any]:
     """`base` (hadaller-highway-remote as a dict) with Minstrel on every
-    radio, fast frames off (ns-3 has no 802.11g aggregation), and one car
-    with its own bulk transfer per start x."""
+    radio, fast frames off (ns-3 has no 802.11g aggregation), TCP_PROFILE
+    on every node, and one car with its own bulk transfer per start x."""
     s = {k: v for k, v in base.items() if k not in ("node", "app")}
     s["mac"] = dict(base["mac"], fast_frames=False, rate_control={"algorithm": "minstrel"})
     template = next(n for n in base["node"] if n.get("role") == "sta")
@@ -76,13 +85,13 @@ def wayside_scenario(base: dict[str, Any], xs: Sequence[float]) -> dict[str, Any
     for n in base["node"]:
         if n.get("role") == "sta":
             continue
-        n = dict(n)
+        n = dict(n, tcp=TCP_PROFILE)
         if "rate_control" in n:
             n["rate_control"] = {"algorithm": "minstrel"}
         nodes.append(n)
     apps = []
     for i, x in enumerate(xs):
-        car = dict(template, name=car_name(i), position=[x, template["position"][1]])
+        car = dict(template, name=car_name(i), position=[x, template["position"][1]], tcp=TCP_PROFILE)
         car["mobility"] = dict(template["mobility"], speed=SPEED)
         nodes.append(car)
         apps.append(dict(app, to=car_name(i)))
@@ -157,6 +166,7 @@ def ns3_args(s: dict[str, Any], preamble_floor: float | None = None, class3_deau
         "linkDelayMs": quantity(link["delay"], "link.delay") * 1e3,
         "startDelay": quantity(app.get("start_delay", 0), "app.start_delay"),
         "class3Deauth": int(class3_deauth),
+        **NS3_STACK,
     }
     return [f"--{k}={v}" for k, v in args.items()]
 

@@ -153,6 +153,11 @@ main(int argc, char* argv[])
     double linkMbps = 100.0;
     double linkDelayMs = 25.0;
     uint32_t mss = 1460;
+    uint32_t rcvBuf = 65535;
+    uint32_t initialCwnd = 10;
+    double minRtoMs = 200.0;
+    double delAckMs = 40.0;
+    double arpDeadMs = 1.0;
     uint32_t seed = 1;
     CommandLine cmd(__FILE__);
     cmd.AddValue("xs", "comma-separated start x of each car (m)", xs);
@@ -180,6 +185,11 @@ main(int argc, char* argv[])
     cmd.AddValue("linkMbps", "server-AP link rate (Mbit/s)", linkMbps);
     cmd.AddValue("linkDelayMs", "server-AP link one-way delay (ms)", linkDelayMs);
     cmd.AddValue("mss", "TCP segment size (B)", mss);
+    cmd.AddValue("rcvBuf", "TCP receive buffer, the most the window offers (B)", rcvBuf);
+    cmd.AddValue("initialCwnd", "TCP initial window (segments)", initialCwnd);
+    cmd.AddValue("minRtoMs", "TCP minimum RTO (ms)", minRtoMs);
+    cmd.AddValue("delAckMs", "TCP delayed-ACK timeout (ms)", delAckMs);
+    cmd.AddValue("arpDeadMs", "how long a failed ARP entry drops packets (ms)", arpDeadMs);
     cmd.AddValue("startDelay", "bulk start after first association (s)", g_startDelay);
     cmd.AddValue("seed", "run number", seed);
     cmd.AddValue("class3Deauth",
@@ -191,6 +201,11 @@ main(int argc, char* argv[])
     RngSeedManager::SetRun(seed);
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
     Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(rcvBuf));
+    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(initialCwnd));
+    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(minRtoMs)));
+    Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(delAckMs)));
+    Config::SetDefault("ns3::ArpCache::DeadTimeout", TimeValue(MilliSeconds(arpDeadMs)));
 
     std::vector<double> startX = ParseList(xs);
     NodeContainer ap(1);

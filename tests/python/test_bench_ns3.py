@@ -65,6 +65,7 @@ def test_scenario_has_one_minstrel_car_and_transfer_per_start(base):
     assert {c["mobility"]["speed"] for c in cars} == {"80 km/h"}
     assert [a["to"] for a in s["app"]] == [c["name"] for c in cars]
     assert {a["from"] for a in s["app"]} == {"server"}
+    assert {n["tcp"] for n in s["node"]} == {"linux-modern"}
     assert s["mac"]["fast_frames"] is False
     assert s["mac"]["rate_control"] == {"algorithm": "minstrel"}
     ap = next(n for n in s["node"] if n.get("role") == "ap")
@@ -95,6 +96,8 @@ def test_ns3_command_line_matches_the_scenario(base):
     assert (float(a["linkMbps"]), float(a["linkDelayMs"])) == (100, 25)
     assert float(a["startDelay"]) == 1.5 and float(a["duration"]) == 135
     assert a["class3Deauth"] == "1"
+    # linux-modern's 64 KB window, MSS, minimum RTO and delayed ACK.
+    assert (a["rcvBuf"], a["mss"], a["minRtoMs"], a["delAckMs"]) == ("65535", "1460", "200", "40")
 
 
 def test_ns3_command_line_options(base):
