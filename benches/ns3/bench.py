@@ -104,7 +104,13 @@ def _node(s: dict[str, Any], role: str) -> dict[str, Any]:
     return next(n for n in s["node"] if n.get("role") == role)
 
 
-def ns3_args(s: dict[str, Any], preamble_floor: float | None = None, class3_deauth: bool = True) -> list[str]:
+# wayside's default transmit queue, frames (scenario mac.queue_limit).
+WAYSIDE_QUEUE_LIMIT = 1000
+
+
+def ns3_args(
+    s: dict[str, Any], preamble_floor: float | None = None, class3_deauth: bool = True, ap_fifo: bool = False
+) -> list[str]:
     """driveby.cc's command line for scenario `s` (as `wayside_scenario`
     builds it): the same road, radios, channel and backhaul.
 
@@ -168,6 +174,9 @@ def ns3_args(s: dict[str, Any], preamble_floor: float | None = None, class3_deau
         "class3Deauth": int(class3_deauth),
         **NS3_STACK,
     }
+    if ap_fifo:
+        limit = ap.get("queue_limit", s["mac"].get("queue_limit", WAYSIDE_QUEUE_LIMIT))
+        args.update({"apQdisc": 0, "ns3::WifiMacQueue::MaxSize": f"{limit}p", "ns3::WifiMacQueue::MaxDelay": "1000s"})
     return [f"--{k}={v}" for k, v in args.items()]
 
 
@@ -210,8 +219,9 @@ def parse_ns3(text: str, cars: int) -> Outcome:
     return out
 
 
-def run_ns3(binary: Path, s: dict[str, Any], cars: int, preamble_floor: float | None, class3_deauth: bool) -> Outcome:
-    proc = subprocess.run([str(binary), *ns3_args(s, preamble_floor, class3_deauth)], capture_output=True, text=True)
+def run_ns3(binary: Path, s: dict[str, Any], cars: int, options: dict[str, Any]) -> Outcome:
+    """Runs driveby.cc for `s`; `options` are ns3_args's keywords."""
+    proc = subprocess.run([str(binary), *ns3_args(s, **options)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{binary} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
     return parse_ns3(proc.stdout, cars)
@@ -306,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="ns-3's preamble-detection MinimumRssi (default: the noise floor; ns-3's own: -82)")
     ap.add_argument("--ns3-as-shipped", action="store_true",
                     help="no class-3 deauthentication emulated at ns-3's AP (see driveby.cc)")
+    ap.add_argument("--ns3-ap-fifo", action="store_true",
+                    help="ns-3's AP queues as wayside's does: one drop-tail FIFO, no FqCoDel, no age limit")
     args = ap.parse_args(argv)
     if not args.ns3.is_file():
         print(f"--ns3: {args.ns3} is not a file; build driveby.cc first (benches/ns3/run.sh does)",
@@ -318,7 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         xs = car_starts(case)
         s = wayside_scenario(base, xs)
         ws = run_wayside(s, len(xs))
-        ns3 = run_ns3(args.ns3, s, len(xs), args.ns3_preamble_floor, not args.ns3_as_shipped)
+        options = {"preamble_floor": args.ns3_preamble_floor, "class3_deauth": not args.ns3_as_shipped,
+                   "ap_fifo": args.ns3_ap_fifo}
+        ns3 = run_ns3(args.ns3, s, len(xs), options)
         print(report(case, xs, ns3, ws), flush=True)
         print()
     return 0

@@ -12,6 +12,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 #include "ns3/propagation-module.h"
+#include "ns3/traffic-control-module.h"
 #include "ns3/wifi-module.h"
 
 #include <chrono>
@@ -159,6 +160,7 @@ main(int argc, char* argv[])
     double delAckMs = 40.0;
     double arpDeadMs = 1.0;
     uint32_t seed = 1;
+    bool apQdisc = true;
     CommandLine cmd(__FILE__);
     cmd.AddValue("xs", "comma-separated start x of each car (m)", xs);
     cmd.AddValue("carY", "the road's y (m)", carY);
@@ -192,6 +194,10 @@ main(int argc, char* argv[])
     cmd.AddValue("arpDeadMs", "how long a failed ARP entry drops packets (ms)", arpDeadMs);
     cmd.AddValue("startDelay", "bulk start after first association (s)", g_startDelay);
     cmd.AddValue("seed", "run number", seed);
+    cmd.AddValue("apQdisc",
+                 "keep ns-3's default queue disc (FqCoDel) on the AP's radio; false: "
+                 "only the WifiMacQueue",
+                 apQdisc);
     cmd.AddValue("class3Deauth",
                  "emulate the AP's deauthentication of a car it does not count as associated",
                  g_class3Deauth);
@@ -292,6 +298,10 @@ main(int argc, char* argv[])
     addr.SetBase("10.1.0.0", "255.255.0.0");
     addr.Assign(apDev);
     Ipv4InterfaceContainer carIf = addr.Assign(carDev);
+    if (!apQdisc)
+    {
+        TrafficControlHelper().Uninstall(apDev);
+    }
     addr.SetBase("10.2.0.0", "255.255.255.0");
     addr.Assign(wired);
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();

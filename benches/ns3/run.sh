@@ -22,7 +22,7 @@ mkdir -p "$here/build"
 bin="$here/build/driveby"
 if [ ! -x "$bin" ] || [ "$here/driveby.cc" -nt "$bin" ]; then
   libs=""
-  for m in core network internet wifi mobility applications point-to-point propagation; do
+  for m in core network internet wifi mobility applications point-to-point propagation traffic-control; do
     libs="$libs -lns3.44-$m"
   done
   # The wheel's libraries are a release build with logging and asserts in.

@@ -104,6 +104,12 @@ def test_ns3_command_line_options(base):
     s = bench.wayside_scenario(base, [-1500.0])
     a = _args(bench.ns3_args(s, preamble_floor=-82.0, class3_deauth=False))
     assert float(a["preambleMinRssi"]) == -82 and a["class3Deauth"] == "0"
+    assert "apQdisc" not in a
+    a = _args(bench.ns3_args(s, ap_fifo=True))
+    assert a["apQdisc"] == "0"
+    assert (a["ns3::WifiMacQueue::MaxSize"], a["ns3::WifiMacQueue::MaxDelay"]) == ("1000p", "1000s")
+    next(n for n in s["node"] if n.get("role") == "ap")["queue_limit"] = 30
+    assert _args(bench.ns3_args(s, ap_fifo=True))["ns3::WifiMacQueue::MaxSize"] == "30p"
 
 
 def test_ns3_side_refuses_a_channel_it_does_not_model(base):
