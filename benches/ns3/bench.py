@@ -332,7 +332,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ws = run_wayside(s, len(xs))
         options = {"preamble_floor": args.ns3_preamble_floor, "class3_deauth": not args.ns3_as_shipped,
                    "ap_fifo": args.ns3_ap_fifo}
-        ns3 = run_ns3(args.ns3, s, len(xs), options)
+        try:
+            ns3 = run_ns3(args.ns3, s, len(xs), options)
+        except (RuntimeError, ValueError) as e:
+            print(f"ns-3 run failed: {e}", file=sys.stderr)
+            return 1
         print(report(case, xs, ns3, ws), flush=True)
         print()
     return 0

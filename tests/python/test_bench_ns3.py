@@ -160,3 +160,16 @@ def test_report_fits_80_columns():
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "13.28x" in text  # CPU: 42.5 / 3.2
     assert "0.15x" in text  # data: 11.55 / 77.5
+
+
+def test_main_reports_unreadable_ns3_output(tmp_path, capsys):
+    fake = tmp_path / "driveby"
+    fake.write_text("#!/bin/sh\necho 'not what driveby prints'\n")
+    fake.chmod(0o755)
+    assert bench.main(["--ns3", str(fake), "--case", "one"]) == 1
+    assert "expected 1 car lines and a loop line" in capsys.readouterr().err
+
+
+def test_main_refuses_a_missing_ns3_binary(tmp_path, capsys):
+    assert bench.main(["--ns3", str(tmp_path / "none"), "--case", "one"]) == 2
+    assert "is not a file" in capsys.readouterr().err
