@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <sstream>
 #include <vector>
 
@@ -111,6 +112,7 @@ OnApAssoc(uint16_t, Mac48Address sta)
     }
 }
 
+// The numbers of a comma-separated list; nothing if any item is not one.
 std::vector<double>
 ParseList(const std::string& text)
 {
@@ -119,7 +121,19 @@ ParseList(const std::string& text)
     std::string item;
     while (std::getline(ss, item, ','))
     {
-        out.push_back(std::stod(item));
+        std::size_t used = 0;
+        try
+        {
+            out.push_back(std::stod(item, &used));
+        }
+        catch (const std::exception&)
+        {
+            return {};
+        }
+        if (used != item.size())
+        {
+            return {};
+        }
     }
     return out;
 }
@@ -214,6 +228,14 @@ main(int argc, char* argv[])
     Config::SetDefault("ns3::ArpCache::DeadTimeout", TimeValue(MilliSeconds(arpDeadMs)));
 
     std::vector<double> startX = ParseList(xs);
+    if (startX.empty())
+    {
+        std::fprintf(stderr,
+                     "--xs: '%s' is not a comma-separated list of start positions in m "
+                     "(e.g. -1500,-100)\n",
+                     xs.c_str());
+        return 2;
+    }
     NodeContainer ap(1);
     NodeContainer server(1);
     NodeContainer cars(startX.size());
