@@ -15,6 +15,7 @@ is the user's next step.
 from __future__ import annotations
 
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,11 @@ def scenario(trace: movement.Trace, area: tuple[float, float, float, float], sta
                 "waypoints": [{"position": [x, y], "speed": f"{v:.6g} m/s", "pause": f"{w:g} s"} for x, y, v, w in p["waypoints"]],
             }
         nodes.append(node)
-        traffic.append({**BEACON, "from": node_name, "start": f"{p['appear']:g} s", "stop": f"{p['disappear'] + 1:g} s"})
+        # Each vehicle's beacons keep their own phase within the second (its
+        # device booted at its own time): beacons that all start on the
+        # same instant collide every second for the whole run.
+        phase = zlib.crc32(node_name.encode()) / 2**32
+        traffic.append({**BEACON, "from": node_name, "start": f"{p['appear'] + phase:.6f} s", "stop": f"{p['disappear'] + 1:g} s"})
     return {"name": name, "description": f"district cut {x0:g},{y0:g}-{x1:g},{y1:g} m, {start:g}-{start + duration:g} s, "
                                          f"{len(nodes)} vehicles",
             "duration": f"{duration:g} s", "environment": ENVIRONMENT, "radio": RADIO, "node": nodes, "traffic": traffic}
