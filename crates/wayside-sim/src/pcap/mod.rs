@@ -109,7 +109,7 @@ impl Capture {
             roles: nodes.iter().map(|n| n.role).collect(),
             modes: air.standard.modes(),
             basic: air.standard.basic_rates(),
-            beacon_interval_tu: (air.beacon_interval.as_ns() / 1_024_000).min(65535) as u16,
+            beacon_interval_tu: (air.beacon_interval.as_ns() as f64 / 1.024e6).round().min(65535.0) as u16,
             short_preamble: air.preamble == Preamble::Short,
         };
         Ok(Capture { writers, tx_power: nodes.iter().map(|n| n.tx_power).collect(), encoder: Encoder::new(network), air, buf: Vec::new(), error: None })
