@@ -99,7 +99,7 @@ impl Capture {
             writers.push(if n.captured {
                 let path = dir.join(format!("{}.pcap", n.name));
                 let file = File::create(&path).map_err(|e| err(&path, &e))?;
-                let w = PcapWriter::with_header(BufWriter::with_capacity(1 << 16, file), header()).map_err(|e| err(&path, &e))?;
+                let w = PcapWriter::with_header(BufWriter::with_capacity(1 << 20, file), header()).map_err(|e| err(&path, &e))?;
                 Some((path, w))
             } else {
                 None
