@@ -1216,6 +1216,9 @@ impl Scenario {
 
     fn validate_pcap(&self, names: &[String]) -> Result<(), ScenarioError> {
         let Some(p) = &self.pcap else { return Ok(()) };
+        if p.nodes.as_ref().is_some_and(Vec::is_empty) {
+            return err("pcap.nodes: give at least one radio, or leave nodes out to capture every radio");
+        }
         let radios = self.node_names_where(|n| n.radio);
         for (i, n) in p.nodes.iter().flatten().enumerate() {
             if !radios.contains(n) {

@@ -168,6 +168,7 @@ fn test_pcap_section_errors_name_the_key() {
         ("name = \"sniffer\"\nposition = [30, -5]\n", "name = \"sniffer\"\nrole = \"sta\"\nposition = [30, -5]\n", "role = \"independent\""),
         ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nnodes = [\"ap\", \"bus\"]\n", "pcap.nodes[1]: no node with a radio named 'bus'"),
         ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nsniffer = \"car\"\n", "pcap.sniffer: 'car' must have a radio"),
+        ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nnodes = []\n", "pcap.nodes: give at least one radio"),
         ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nsniffer = \"sniffer\"\nsnaplen = 96\n", "snaplen"),
     ];
     for (from, to, want) in cases {

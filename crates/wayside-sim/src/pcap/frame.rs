@@ -183,7 +183,7 @@ impl Encoder {
         let (src_role, dst_role) = (self.role(src), if dst == u32::MAX { None } else { Some(self.role(dst)) });
         match (src_role, dst_role) {
             // To the AP: the third address is the packet's final destination.
-            (Role::Sta, Some(Role::Ap)) => (TO_DS, first.map_or(mac_of(dst), |p| final_mac(p))),
+            (Role::Sta, Some(Role::Ap)) => (TO_DS, first.map_or(mac_of(dst), final_mac)),
             // From the AP: the third address is the packet's original source.
             (Role::Ap, _) => (FROM_DS, first.map_or(mac_of(src), |p| mac_of(p.src.0))),
             (Role::Sta, None) => (0, BROADCAST),
