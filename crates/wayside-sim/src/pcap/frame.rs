@@ -398,3 +398,129 @@ fn dhcp_message(op: DhcpOp, client: u32, server: u32) -> Vec<u8> {
     m[240..244].copy_from_slice(&[53, 1, msg_type, 255]);
     m
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::NodeId;
+    use crate::phy::mode::Standard;
+    use crate::transport::tcp::Flags;
+    use crate::units::SimTime;
+
+    const AP: u32 = 0;
+    const CAR: u32 = 1;
+    const SERVER: u32 = 2;
+
+    fn encoder() -> Encoder {
+        Encoder::new(Network {
+            roles: vec![Role::Ap, Role::Sta, Role::Independent],
+            modes: Standard::G.modes(),
+            basic: Standard::G.basic_rates(),
+            beacon_interval_tu: 100,
+            short_preamble: true,
+        })
+    }
+
+    fn data(src: u32, dst: Dst, p: Packet, retry: bool) -> Frame {
+        let psdu_bytes = crate::mac::DATA_OVERHEAD + crate::net::LLC_SNAP + p.bytes();
+        Frame {
+            kind: FrameKind::Data,
+            src: NodeId(src),
+            dst,
+            seq: 0x123,
+            retry,
+            attempt: u8::from(retry),
+            psdu_bytes,
+            duration: SimTime::from_us(44),
+            payload: Payload::Packet(p),
+            report: None,
+        }
+    }
+
+    fn segment(flags: Flags, window: u32, window_scale: bool) -> Segment {
+        Segment { src_port: 5001, dst_port: 40000, seq: 7, ack: 9, flags, window, len: 0, window_scale, ..Default::default() }
+    }
+
+    fn encode(e: &mut Encoder, f: &Frame) -> Vec<u8> {
+        let mut out = Vec::new();
+        e.write(f, 6, 0, false, &mut out);
+        assert_eq!(out.len() as u32, f.psdu_bytes);
+        out
+    }
+
+    #[test]
+    fn test_station_to_ap_is_to_ds_with_the_final_destination() {
+        let p = Packet::new(NodeId(CAR), NodeId(SERVER), Body::Tcp(segment(Flags { ack: true, ..Flags::default() }, 1000, false)));
+        let b = encode(&mut encoder(), &data(CAR, Dst::Node(NodeId(AP)), p, true));
+        assert_eq!((b[0], b[1]), (0x08, TO_DS | RETRY));
+        assert_eq!(u16::from_le_bytes([b[2], b[3]]), 44);
+        assert_eq!((&b[4..10], &b[10..16], &b[16..22]), (&mac_of(AP)[..], &mac_of(CAR)[..], &mac_of(SERVER)[..]));
+        assert_eq!(u16::from_le_bytes([b[22], b[23]]), 0x123 << 4);
+        assert_eq!(&b[24..32], &llc_snap(0x0800));
+        assert_eq!((&b[44..48], &b[48..52]), (&ip_of(CAR)[..], &ip_of(SERVER)[..]));
+    }
+
+    #[test]
+    fn test_ap_to_station_is_from_ds_with_the_original_source() {
+        let p = Packet::new(NodeId(SERVER), NodeId(CAR), Body::Arp { op: ArpOp::Reply });
+        let b = encode(&mut encoder(), &data(AP, Dst::Node(NodeId(CAR)), p, false));
+        assert_eq!((b[1], &b[16..22]), (FROM_DS, &mac_of(SERVER)[..]));
+        let arp = &b[32..];
+        assert_eq!(u16::from_be_bytes([arp[6], arp[7]]), 2);
+        assert_eq!((&arp[8..14], &arp[14..18], &arp[18..24]), (&mac_of(SERVER)[..], &ip_of(SERVER)[..], &mac_of(CAR)[..]));
+    }
+
+    #[test]
+    fn test_window_is_shifted_only_where_both_syns_offered_scaling() {
+        let mut e = encoder();
+        let syn = |from: u32, to: u32, scale: bool| {
+            let mut s = segment(Flags { syn: true, ..Flags::default() }, 65535, scale);
+            if from == CAR {
+                (s.src_port, s.dst_port) = (40000, 5001);
+            }
+            data(from, Dst::Node(NodeId(to)), Packet::new(NodeId(from), NodeId(to), Body::Tcp(s)), false)
+        };
+        let big = data(AP, Dst::Node(NodeId(CAR)), Packet::new(NodeId(AP), NodeId(CAR), Body::Tcp(segment(Flags::default(), 1 << 20, false))), false);
+        let window = |b: &[u8]| u16::from_be_bytes([b[32 + 20 + 14], b[32 + 20 + 15]]);
+        e.observe(&syn(AP, CAR, true));
+        assert_eq!(window(&encode(&mut e, &big)), 65535, "only one side offered");
+        e.observe(&syn(CAR, AP, true));
+        assert_eq!(window(&encode(&mut e, &big)), (1 << 20 >> WINDOW_SHIFT) as u16);
+        let s = encode(&mut e, &syn(AP, CAR, true));
+        assert_eq!(window(&s), 65535, "a SYN's window is never scaled");
+        assert!(s.windows(3).any(|w| w == [3, 3, WINDOW_SHIFT]), "window-scale option");
+    }
+
+    #[test]
+    fn test_beacon_body_and_bad_fcs() {
+        let f = Frame {
+            kind: FrameKind::Beacon,
+            src: NodeId(AP),
+            dst: Dst::Broadcast,
+            seq: 5,
+            retry: false,
+            attempt: 0,
+            psdu_bytes: 80 + 28,
+            duration: SimTime::ZERO,
+            payload: Payload::Mgmt(MgmtBody::Beacon { map: None }),
+            report: None,
+        };
+        let mut e = encoder();
+        let mut good = Vec::new();
+        e.write(&f, 11, 0x0102, false, &mut good);
+        assert_eq!((good[0], &good[4..10], &good[16..22]), (0x80, &BROADCAST[..], &mac_of(AP)[..]));
+        let body = &good[24..];
+        assert_eq!(u64::from_le_bytes(body[..8].try_into().unwrap()), 0x0102);
+        assert_eq!(u16::from_le_bytes([body[8], body[9]]), 100);
+        assert_eq!(u16::from_le_bytes([body[10], body[11]]), CAP_ESS | CAP_SHORT_PREAMBLE);
+        assert_eq!(&body[12..14 + SSID.len()], &[&[IE_SSID, SSID.len() as u8][..], SSID].concat()[..]);
+        let ds = body.windows(2).position(|w| w == [IE_DS_PARAMS, 1]).unwrap();
+        assert_eq!(body[ds + 2], 11);
+        let mut bad = Vec::new();
+        e.write(&f, 11, 0x0102, true, &mut bad);
+        let n = good.len() - 4;
+        assert_eq!(good[..n], bad[..n]);
+        assert_eq!(u32::from_le_bytes(good[n..].try_into().unwrap()), crc32fast::hash(&good[..n]));
+        assert_eq!(u32::from_le_bytes(bad[n..].try_into().unwrap()), !crc32fast::hash(&good[..n]));
+    }
+}
