@@ -6,10 +6,11 @@ class ScenarioError(ValueError):
     """A scenario that cannot be used; the message names the key, the value and what is allowed."""
 
 def run(
-    scenario: str, overrides: list[str] = ..., seed: int | None = ..., run: int = ...
+    scenario: str, overrides: list[str] = ..., seed: int | None = ..., run: int = ..., pcap: str | None = ...
 ) -> dict[str, Any]:
     """Runs a scenario (TOML text) once. Keys: resolved, nodes, stats, tables
-    (name -> list of (column, kind, little-endian bytes[, dictionary]))."""
+    (name -> list of (column, kind, little-endian bytes[, dictionary])),
+    pcaps (the capture files written into the directory `pcap`, if given)."""
 
 def resolve(scenario: str, overrides: list[str] = ...) -> str:
     """Validates a scenario and returns it resolved (TOML), overrides applied."""

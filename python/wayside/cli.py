@@ -31,22 +31,28 @@ def run(
     run_index: int = typer.Option(0, "--run", min=0, help="Run index, mixed into every random stream."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/<scenario>-seed<N>)."),
     set_: List[str] = typer.Option([], "--set", help="Override a scenario key: KEY=VALUE (repeatable)."),
+    pcap: Optional[Path] = typer.Option(
+        None, "--pcap", help="Write one pcap per radio (802.11 + radiotap) into this directory "
+        "(default with a [pcap] section: the run directory's pcap/)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the run directory."),
 ) -> None:
     """Run a scenario once: print a summary and write a run directory
-    (scenario as run, Parquet traces, per-second summary, figures)."""
+    (scenario as run, Parquet traces, per-second summary, figures) and,
+    with --pcap or a [pcap] section, a capture per radio."""
     from wayside.runner import run as run_scenario
 
     try:
+        resolved = load_scenario(scenario, set_)
+        name = resolved.get("name") or Path(scenario).stem
+        used_seed = seed if seed is not None else resolved.get("seed", 1)
+        directory = out or Path("runs") / f"{name}-seed{used_seed}"
+        pcap_dir = pcap or (directory / "pcap" if "pcap" in resolved else None)
         started = time.perf_counter()
-        result = run_scenario(scenario, seed, run=run_index, overrides=set_)
+        result = run_scenario(scenario, seed, run=run_index, overrides=set_, pcap=pcap_dir)
         wall = time.perf_counter() - started
     except _native.ScenarioError as e:
         fail(str(e))
         return
-    name = result.scenario.get("name") or Path(scenario).stem
-    used_seed = seed if seed is not None else result.scenario.get("seed", 1)
-    directory = out or Path("runs") / f"{name}-seed{used_seed}"
     try:
         result.save(directory)
         figures = _figures(result, directory)

@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use wayside_sim::phy::error::{snr_threshold, ErrorModelKind};
 use wayside_sim::phy::mode::Standard;
 use wayside_sim::scenario::{self, ScenarioError};
-use wayside_sim::{run_scenario, RunOutput};
+use wayside_sim::{run_scenario_pcap, RunOutput};
 use wayside_sim::trace::Column;
 
 create_exception!(_native, WaysideScenarioError, PyValueError, "A scenario that cannot be used; the message names the key, the value and what is allowed.");
@@ -67,15 +67,18 @@ fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyD
         tables.set_item(tname, list)?;
     }
     d.set_item("tables", tables)?;
+    let pcaps: Vec<String> = out.pcaps.iter().map(|p| p.display().to_string()).collect();
+    d.set_item("pcaps", pcaps)?;
     Ok(d)
 }
 
 /// Runs a scenario (TOML text) once; returns a dict with the resolved
-/// scenario, node names, counters and the trace columns.
+/// scenario, node names, counters, the trace columns and the pcap files
+/// written into `pcap` (a directory), if given.
 #[pyfunction]
-#[pyo3(signature = (scenario, overrides=Vec::new(), seed=None, run=0))]
-fn run<'py>(py: Python<'py>, scenario: String, overrides: Vec<String>, seed: Option<u64>, run: u64) -> PyResult<Bound<'py, PyDict>> {
-    let out = py.detach(move || run_scenario(&scenario, &overrides, seed, run)).map_err(scenario_err)?;
+#[pyo3(signature = (scenario, overrides=Vec::new(), seed=None, run=0, pcap=None))]
+fn run<'py>(py: Python<'py>, scenario: String, overrides: Vec<String>, seed: Option<u64>, run: u64, pcap: Option<std::path::PathBuf>) -> PyResult<Bound<'py, PyDict>> {
+    let out = py.detach(move || run_scenario_pcap(&scenario, &overrides, seed, run, pcap.as_deref())).map_err(scenario_err)?;
     output_to_py(py, out)
 }
 

@@ -89,4 +89,6 @@ pub struct SimConfig {
     pub mgmt: MgmtConfig,
     pub wires: Vec<WiredLink>,
     pub apps: Vec<AppConfig>,
+    /// Which radios are captured, and the sniffer.
+    pub pcap: crate::pcap::PcapConfig,
 }

@@ -11,6 +11,7 @@ pub mod medium;
 pub mod mobility;
 pub mod net;
 pub mod node;
+pub mod pcap;
 pub mod phy;
 pub mod ratectl;
 pub mod rng;
@@ -22,4 +23,4 @@ pub mod transport;
 pub mod units;
 pub mod world;
 
-pub use run::{run_scenario, RunOutput};
+pub use run::{run_scenario, run_scenario_pcap, RunOutput};

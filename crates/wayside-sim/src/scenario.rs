@@ -20,6 +20,7 @@ use crate::ratectl::{
     Stage, MAX_STAGES,
 };
 use crate::config::{NodeConfig, RadioConfig, Role, SimConfig};
+use crate::pcap::PcapConfig;
 use crate::units::{parse_quantity, Bitrate, Db, Dbm, Hertz, Meters, Mps, Quantity, SimTime};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
@@ -144,6 +145,23 @@ pub struct Scenario {
     pub links: Vec<LinkSection>,
     #[serde(default, rename = "app")]
     pub apps: Vec<AppSection>,
+    /// pcap output: which radios, and a sniffer.
+    #[serde(default)]
+    pub pcap: Option<PcapSection>,
+}
+
+/// `[pcap]`: the radios a run writes a capture for, and an optional
+/// sniffer, a passive node that records every frame it decodes.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PcapSection {
+    /// Node names; default every radio.
+    #[serde(default)]
+    pub nodes: Option<Vec<String>>,
+    /// A node of its own (`count = 1`) with a radio, `role = "independent"`,
+    /// that no traffic, application or link names: it transmits nothing.
+    #[serde(default)]
+    pub sniffer: Option<String>,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -1225,7 +1243,44 @@ impl Scenario {
             }
         }
         self.validate_infrastructure(standard, &names)?;
+        self.validate_pcap(&names)?;
         Ok(())
+    }
+
+    fn validate_pcap(&self, names: &[String]) -> Result<(), ScenarioError> {
+        let Some(p) = &self.pcap else { return Ok(()) };
+        if p.nodes.as_ref().is_some_and(Vec::is_empty) {
+            return err("pcap.nodes: give at least one radio, or leave nodes out to capture every radio");
+        }
+        let radios = self.node_names_where(|n| n.radio);
+        for (i, n) in p.nodes.iter().flatten().enumerate() {
+            if !radios.contains(n) {
+                return err(format!("pcap.nodes[{i}]: no node with a radio named '{n}'; radios: {}", radios.join(", ")));
+            }
+        }
+        let Some(sniffer) = &p.sniffer else { return Ok(()) };
+        let Some(node) = self.nodes.iter().find(|n| n.count == 1 && &n.name == sniffer) else {
+            let what = if names.contains(sniffer) { "is one of a group (count > 1); give the sniffer a [[node]] of its own" } else { "no such node" };
+            return err(format!("pcap.sniffer: '{sniffer}': {what}; nodes: {}", names.join(", ")));
+        };
+        if !node.radio || node.role != Role::Independent {
+            return err(format!("pcap.sniffer: '{sniffer}' must have a radio and role = \"independent\" (a passive radio that never associates)"));
+        }
+        let named = self.traffic.iter().flat_map(|t| [&t.from, &t.to]).map(|n| ("traffic", n))
+            .chain(self.apps.iter().flat_map(|a| [&a.from, &a.to]).map(|n| ("app", n)))
+            .chain(self.links.iter().flat_map(|l| [&l.a, &l.b]).map(|n| ("link", n)));
+        for (section, n) in named {
+            if n == sniffer {
+                return err(format!("pcap.sniffer: '{sniffer}' is named by a [[{section}]]; a sniffer sends nothing and nothing is sent to it"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Expanded names of the nodes whose section satisfies `keep`.
+    fn node_names_where(&self, keep: impl Fn(&NodeSection) -> bool) -> Vec<String> {
+        let sections = self.nodes.iter().flat_map(|n| std::iter::repeat_n(n, n.count as usize));
+        self.node_names().into_iter().zip(sections).filter(|(_, n)| keep(n)).map(|(name, _)| name).collect()
     }
 
     fn validate_infrastructure(&self, standard: Standard, names: &[String]) -> Result<(), ScenarioError> {
@@ -1667,10 +1722,16 @@ impl Scenario {
                 stop: if a.enabled { a.stop.map_or(SimTime::MAX, |s| s.time()) } else { SimTime::ZERO },
             })
             .collect();
+        let index = |n: &String| NodeId(names.iter().position(|m| m == n).expect("validated") as u32);
+        let pcap = self.pcap.as_ref().map_or_else(PcapConfig::default, |p| PcapConfig {
+            nodes: p.nodes.iter().flatten().map(index).collect(),
+            sniffer: p.sniffer.as_ref().map(index),
+        });
         SimConfig {
             mgmt,
             wires,
             apps,
+            pcap,
             duration: self.duration.time(),
             seed: seed.unwrap_or(self.seed),
             run,

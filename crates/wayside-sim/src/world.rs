@@ -65,6 +65,9 @@ pub struct World {
     pub(crate) apps: Vec<App>,
     pub(crate) seed: u64,
     pub(crate) run_index: u64,
+    /// The pcap files the frame rows also go to, if any.
+    pub(crate) capture: Option<crate::pcap::Capture>,
+    pub(crate) sniffer: Option<NodeId>,
 }
 
 impl World {
@@ -100,6 +103,8 @@ impl World {
             apps: Vec::new(),
             seed: cfg.seed,
             run_index: cfg.run,
+            capture: None,
+            sniffer: cfg.pcap.sniffer,
         };
         for (i, l) in cfg.wires.iter().enumerate() {
             w.nodes[l.a.index()].net.wired.push(i);
@@ -121,12 +126,12 @@ impl World {
         self.nodes.iter().map(|n| n.cfg.name.clone()).collect()
     }
 
-    /// Runs to the configured duration and returns the trace.
-    pub fn run(mut self) -> (Trace, RunStats) {
+    /// Runs to the configured duration and returns the trace (and the capture).
+    pub fn run(mut self) -> (Trace, RunStats, Option<crate::pcap::Capture>) {
         self.run_events();
         self.sockets_finish();
         let stats = RunStats { events: self.queue.processed(), transmissions: self.medium.transmissions(), simulated: self.duration };
-        (self.trace, stats)
+        (self.trace, stats, self.capture)
     }
 
     /// Processes events up to the configured duration.
@@ -221,9 +226,9 @@ impl World {
     }
 
     /// Whether `node` should record what happens to frame `id` (addressed to
-    /// it, or broadcast); overheard unicast is not traced.
+    /// it, or broadcast); overheard unicast is not traced, except by the sniffer.
     fn traced_at(&self, node: NodeId, id: TxId) -> bool {
-        self.medium.tx(id).frame.dst.is_for(node)
+        self.medium.tx(id).frame.dst.is_for(node) || self.sniffer == Some(node)
     }
 
     fn on_rx_start(&mut self, now: SimTime, node: NodeId, id: TxId) {
@@ -320,6 +325,9 @@ impl World {
             sinr_db: sinr,
             outcome: TxOutcome::None,
         });
+        if let Some(c) = &mut self.capture {
+            c.record(now, node, frame, mode, self.nodes[node.index()].channel, event, reason, signal.map(|s| s.0));
+        }
         self.trace.frames.len() - 1
     }
 }

@@ -1,0 +1,248 @@
+"""pcap out: tshark dissects every capture a run writes, and for one frame
+of each kind its dissection (rate, signal, addresses, sequence number,
+retry, bad FCS, TCP sequence and acknowledgement numbers) matches what the
+simulator traced; `wayside analyze` reads the captures back; the CLI
+writes them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tomllib
+
+import numpy as np
+import polars as pl
+import pytest
+
+import wayside
+from wayside import _native, capture, driveby, gpsout
+from wayside.traces import table
+
+TSHARK = shutil.which("tshark")
+needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (scripts/test.sh installs Debian's)")
+
+FIELDS = ["radiotap.datarate", "radiotap.dbm_antsignal", "radiotap.dbm_antnoise", "radiotap.flags.badfcs",
+          "radiotap.channel.freq", "wlan.fc.type_subtype", "wlan.fc.retry", "wlan.ra", "wlan.ta", "wlan.seq",
+          "wlan.fcs.status", "ip.src", "ip.dst", "tcp.seq_raw", "tcp.ack_raw", "tcp.len", "tcp.flags.syn",
+          "arp.opcode", "arp.src.proto_ipv4", "_ws.malformed"]
+SUBTYPE = {"assoc-req": 0x00, "assoc-resp": 0x01, "probe-req": 0x04, "probe-resp": 0x05, "beacon": 0x08,
+           "auth": 0x0B, "rts": 0x1B, "cts": 0x1C, "ack": 0x1D, "data": 0x20}
+
+
+def scenario() -> dict:
+    """hadaller-highway cut to 40 s from 400 m out, with RTS/CTS for long
+    frames and a sniffer 30 m past the AP."""
+    s = tomllib.loads(_native.builtin_text("hadaller-highway"))
+    s["duration"] = "40 s"
+    s["mac"]["fast_frames"] = False
+    s["mac"]["rts_threshold"] = "1000 B"
+    s["node"][1]["position"] = [-400, 0]
+    s["node"].append({"name": "sniffer", "position": [30, -5]})
+    s["pcap"] = {"sniffer": "sniffer"}
+    return s
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pcap")
+    return wayside.run(scenario(), seed=2, pcap=d), d
+
+
+def mac(i: int) -> str:
+    return "02:00:" + ":".join(f"{b:02x}" for b in (i + 1).to_bytes(4, "big"))
+
+
+def dissect(path) -> pl.DataFrame:
+    args = [TSHARK, "-r", str(path), "-o", "wlan.check_checksum:TRUE", "-T", "fields", "-E", "separator=\t",
+            "-E", "occurrence=f"]
+    for f in FIELDS:
+        args += ["-e", f]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    rows = [line.split("\t") for line in out.splitlines()]
+    return pl.DataFrame(rows, schema=FIELDS, orient="row")
+
+
+def captured_rows(r, node: str) -> pl.DataFrame:
+    """The node's frames rows a monitor capture holds, in trace order."""
+    f = table(r, "frames").with_row_index("row")
+    return f.filter((pl.col("node") == node) & ((pl.col("event") != "drop") | (pl.col("reason") == "error"))).sort("row")
+
+
+@needs_tshark
+def test_tshark_dissects_every_frame_as_traced(captured):
+    r, d = captured
+    index = {n: i for i, n in enumerate(r.nodes)}
+    seen: set[tuple[str, str]] = set()
+    for node in ("ap", "car", "sniffer"):
+        rows = captured_rows(r, node)
+        ws = dissect(d / f"{node}.pcap")
+        assert ws.height == rows.height, f"{node}: tshark read {ws.height} frames, the trace has {rows.height}"
+        # tshark's "malformed" group holds bad checksums: only the frames that failed their FCS.
+        assert ((ws["_ws.malformed"] != "") == ws["radiotap.flags.badfcs"].is_in(["1", "True"])).all(), node
+        both = pl.concat([rows, ws], how="horizontal")
+        # Everything heard is on the AP's channel 6; the car probes every channel while it scans.
+        assert set(both.filter(pl.col("event") != "tx")["radiotap.channel.freq"]) == {"2437"}
+        sent = set(both.filter(pl.col("event") == "tx")["radiotap.channel.freq"])
+        assert sent == ({str(2407 + 5 * c) for c in range(1, 12)} if node == "car" else {"2437"} if node == "ap" else set())
+        for (kind, event), group in both.group_by("kind", "event", maintain_order=True):
+            kind, event = str(kind), str(event)
+            x = group.row(0, named=True)
+            sender = x["node"] if event == "tx" else x["peer"]
+            receiver = x["peer"]
+            assert int(x["wlan.fc.type_subtype"], 16) == SUBTYPE[kind]
+            assert float(x["radiotap.datarate"]) == pytest.approx(x["rate_mbps"])
+            broadcast = "ff:ff:ff:ff:ff:ff"
+            if event == "tx":
+                assert x["wlan.ra"] == (broadcast if receiver == "broadcast" else mac(index[receiver]))
+            elif kind in ("beacon", "probe-req"):
+                assert x["wlan.ra"] == broadcast
+            elif node != "sniffer":
+                assert x["wlan.ra"] in ((mac(index[node]), broadcast) if kind == "data" else (mac(index[node]),))
+            else:  # overheard: between the AP and the car
+                assert x["wlan.ra"] in (mac(index["ap"]), mac(index["car"]), broadcast)
+            if kind not in ("ack", "cts"):
+                assert x["wlan.ta"] == mac(index[sender])
+            if kind not in ("ack", "cts", "rts"):
+                assert int(x["wlan.seq"]) == x["seq"]
+            assert x["wlan.fc.retry"] in ("0", "False") if x["attempt"] == 0 else x["wlan.fc.retry"] in ("1", "True")
+            bad = event == "drop"
+            assert x["radiotap.flags.badfcs"] in (("1", "True") if bad else ("0", "False"))
+            assert x["wlan.fcs.status"] == ("0" if bad else "1")
+            if event == "tx":
+                assert x["radiotap.dbm_antsignal"] == ""
+            else:
+                assert int(x["radiotap.dbm_antsignal"]) == round(x["rssi_dbm"])
+                assert int(x["radiotap.dbm_antnoise"]) == -95
+            seen.add((kind, event))
+        retried = both.filter((pl.col("kind") == "data") & (pl.col("attempt") > 0))
+        assert retried.height > 0 and retried["wlan.fc.retry"].is_in(["1", "True"]).all()
+    kinds = {k for k, _ in seen}
+    assert kinds >= set(SUBTYPE), f"kinds never captured: {set(SUBTYPE) - kinds}"
+    assert ("data", "drop") in seen  # a frame with a failed FCS
+
+
+@needs_tshark
+def test_tshark_tcp_and_arp_fields_match_the_transport_trace(captured):
+    r, d = captured
+    ws = pl.concat([captured_rows(r, "car"), dissect(d / "car.pcap")], how="horizontal")
+    ip = {n: f"10.0.0.{i + 1}" for i, n in enumerate(r.nodes)}
+    tcp = ws.filter(pl.col("tcp.seq_raw") != "").with_columns(
+        pl.col("tcp.seq_raw", "tcp.ack_raw", "tcp.len").cast(pl.Int64))
+    # The AP's initial sequence number, from its SYN.
+    syn = tcp.filter((pl.col("tcp.flags.syn") == "1") & (pl.col("ip.src") == ip["ap"]))
+    isn = syn["tcp.seq_raw"][0]
+    # Data the car received intact: where it advanced the car's in-order
+    # data (a transport row at the same instant), the segment starts where
+    # the in-order data ended before, and the in-order data now reaches at
+    # least its end (further where it filled a hole).
+    got = tcp.filter((pl.col("event") == "rx") & (pl.col("tcp.len") > 0))
+    assert (got["ip.src"] == ip["ap"]).all() and (got["ip.dst"] == ip["car"]).all()
+    delivered = table(r, "transport").filter((pl.col("node") == "car") & (pl.col("proto") == "tcp")).sort("time_ns")
+    in_order = delivered.select("time_ns", pl.col("seq").cast(pl.Int64).alias("in_order"),
+                                pl.col("seq").cast(pl.Int64).shift(1, fill_value=0).alias("before"))
+    joined = got.join(in_order, on="time_ns", how="inner").with_columns(
+        ((pl.col("tcp.seq_raw") - isn - 1) % 2**32).alias("start"))
+    assert joined.height > 100
+    assert (joined["start"] == joined["before"]).all()
+    assert (joined["in_order"] >= joined["start"] + joined["tcp.len"]).all()
+    assert (joined["in_order"] == joined["start"] + joined["tcp.len"]).mean() > 0.5
+    # The car's ACKs acknowledge an in-order count the car had, at most
+    # the one it has when the frame goes out (a queued ACK or an 802.11
+    # retry may be behind it).
+    acks = tcp.filter((pl.col("event") == "tx") & (pl.col("tcp.len") == 0) & (pl.col("tcp.flags.syn") != "1"))
+    assert acks.height > 100 and (acks["ip.src"] == ip["car"]).all()
+    before = acks.join_asof(in_order, on="time_ns").drop_nulls("in_order").with_columns(
+        ((pl.col("tcp.ack_raw") - isn - 1) % 2**32).alias("acked"))
+    assert before.height > 100
+    assert set(before["acked"]) <= set(in_order["in_order"])
+    assert (before["acked"] <= before["in_order"]).all()
+    arp = ws.filter(pl.col("arp.opcode") != "")
+    assert arp.height > 0
+    assert set(arp["arp.src.proto_ipv4"]) <= {ip["ap"], ip["car"]}
+
+
+def test_same_seed_writes_identical_captures(captured, tmp_path):
+    r, d = captured
+    again = wayside.run(scenario(), seed=2, pcap=tmp_path)
+    names = sorted(p.name for p in d.iterdir())
+    assert names == ["ap.pcap", "car.pcap", "sniffer.pcap"]
+    for n in names:
+        assert (d / n).read_bytes() == (tmp_path / n).read_bytes(), n
+    assert pl.DataFrame(again.frames).equals(pl.DataFrame(r.frames))  # NaN equal to NaN
+
+
+MANIFEST = """
+[[node]]
+name = "ap"
+role = "ap"
+mac = "02:00:00:00:00:01"
+ip = "10.0.0.1"
+gps = "ap.nmea"
+
+[[node]]
+name = "car"
+role = "sta"
+mac = "02:00:00:00:00:02"
+ip = "10.0.0.2"
+gps = "car.nmea"
+
+[[sniffer]]
+file = "ap.pcap"
+host = "ap"
+
+[[sniffer]]
+file = "car.pcap"
+host = "car"
+
+[app]
+from = "ap"
+to = "car"
+
+[gps]
+delay = "0 s"
+"""
+
+
+def test_wayside_analyze_reads_the_captures_back(tmp_path):
+    """Two passes written as pcaps and exact GPS logs, read back by the
+    capture reader: the same data, milestones and track as the native run."""
+    root = tmp_path / "drive"
+    west = ["node.car.position=[1500, 0]", "node.car.mobility.heading=180"]
+    native = []
+    for i in range(2):
+        d = root / f"run{i}"
+        over = ['duration="100 s"', "mac.fast_frames=false"] + (west if i else ["node.car.position=[-1100, 0]"])
+        r = wayside.run("hadaller-highway", seed=30 + i, overrides=over, pcap=d)
+        gpsout.write_gps(r, d)
+        native.append(r)
+    (root / "capture.toml").write_text(MANIFEST, encoding="utf-8")
+    converted = capture.convert(root, tmp_path / "runs")
+    for r, run_dir in zip(native, converted.runs):
+        got = wayside.RunResult.load(run_dir)
+        a, b = driveby.digest(r), driveby.digest(got)
+        assert a.data_mb > 1.0
+        assert b.data_mb == pytest.approx(a.data_mb, rel=0.01)
+        for m in ("associated", "first-data"):
+            assert b.milestones[m] == pytest.approx(a.milestones[m], abs=0.05), m
+        assert b.end_s == pytest.approx(a.end_s, abs=0.05)
+        # Positions along the road, from the exact GPS logs: within a metre.
+        t = np.linspace(b.track["time_s"].min() + 1, b.track["time_s"].max() - 1, 50)
+        assert np.abs([a.pos(x) - b.pos(x) for x in t]).max() < 1.0
+
+
+def test_cli_run_writes_pcaps(cli, tmp_path):
+    done = cli("run", "drive-by", "--set", 'duration="5 s"', "--out", tmp_path / "run", "--pcap", tmp_path / "pcap", "-q")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "pcap").iterdir()) == ["ap.pcap", "car.pcap"]
+    # A [pcap] section alone puts them in the run directory.
+    s = tomllib.loads(_native.builtin_text("drive-by"))
+    s["duration"] = "5 s"
+    s["pcap"] = {"nodes": ["car"]}
+    import tomli_w
+
+    (tmp_path / "s.toml").write_text(tomli_w.dumps(s), encoding="utf-8")
+    done = cli("run", tmp_path / "s.toml", "--out", tmp_path / "run2", "-q")
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in (tmp_path / "run2" / "pcap").iterdir()] == ["car.pcap"]
+    bad = cli("run", "drive-by", "--set", 'duration="5 s"', "--set", 'pcap.sniffer="car"', "--out", tmp_path / "run3")
+    assert bad.returncode == 2 and "pcap.sniffer: 'car' is named by a [[traffic]]" in bad.stderr and "Traceback" not in bad.stderr
