@@ -11,7 +11,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Everything that can happen in a simulation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A management timer of `node` (beacons, scanning, timeouts).
     Mgmt { node: NodeId, timer: MgmtTimer, generation: u32 },
@@ -20,7 +20,8 @@ pub enum Event {
     /// DHCP client retransmission at `node`.
     Dhcp { node: NodeId, generation: u32 },
     /// A packet reaches `node` over a wired link.
-    WireArrive { node: NodeId, packet: Packet },
+    /// (Boxed: every event in the queue would otherwise be the size of a packet.)
+    WireArrive { node: NodeId, packet: Box<Packet> },
     /// The timer of TCP socket `socket`.
     Tcp { socket: u32, generation: u32 },
     /// Application `app` wants to act (start, next datagram).

@@ -22,7 +22,8 @@ use crate::mac::Frame;
 use crate::mobility::Vec2;
 use crate::phy::mode::Mode;
 use crate::units::{Db, Dbm, Meters, MilliWatt, SimTime};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 /// How often the spatial grid is rebuilt from the radios' positions.
 pub const REBIN_INTERVAL: SimTime = SimTime::from_ms(1000);
@@ -80,7 +81,14 @@ struct Grid {
     /// Each radio's cell, by node index (`None`: no radio).
     of: Vec<Option<(i64, i64)>>,
     built: Option<SimTime>,
+    /// Every radio, ascending, when there are at most [`FEW_RADIOS`]: then
+    /// every radio is a candidate and the cells are not looked up (the
+    /// reach test in [`Medium::transmit`] leaves the same radios).
+    few: Option<Vec<NodeId>>,
 }
+
+/// Up to this many radios, looking them all over costs less than the grid.
+const FEW_RADIOS: usize = 32;
 
 impl Grid {
     fn key(&self, p: Vec2) -> (i64, i64) {
@@ -96,7 +104,9 @@ pub struct Medium {
     run: u64,
     reach: f64,
     /// Channel state of the pairs of radios within reach, by (low, high) index.
-    links: HashMap<(u32, u32), Link>,
+    links: FxHashMap<(u32, u32), Link>,
+    /// Scratch: the radios near a sender.
+    near: Vec<NodeId>,
     grid: Grid,
     txs: Vec<Option<Transmission>>,
     free: Vec<u32>,
@@ -109,14 +119,15 @@ impl Medium {
         let floor = channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
         let reach = channel.reach(limits.eirp, limits.gain, limits.height, floor).0;
         let slack = limits.speed * REBIN_INTERVAL.as_secs_f64();
-        let grid = Grid { cell: reach + 2.0 * slack, cells: BTreeMap::new(), of: vec![None; names.len()], built: None };
+        let grid = Grid { cell: reach + 2.0 * slack, cells: BTreeMap::new(), of: vec![None; names.len()], built: None, few: None };
         Medium {
             channel: channel.clone(),
             names: names.to_vec(),
             seed,
             run,
             reach,
-            links: HashMap::new(),
+            links: FxHashMap::default(),
+            near: Vec::new(),
             grid,
             txs: Vec::new(),
             free: Vec::new(),
@@ -149,6 +160,9 @@ impl Medium {
             self.grid.cells.entry(key).or_default().push(n);
             at[n.index()] = Some(p);
         }
+        let mut radios: Vec<NodeId> = self.grid.cells.values().flatten().copied().collect();
+        radios.sort_unstable();
+        self.grid.few = (radios.len() <= FEW_RADIOS).then_some(radios);
         let keep = self.grid.cell;
         self.links.retain(|&(a, b), _| match (at[a as usize], at[b as usize]) {
             (Some(pa), Some(pb)) => pa.dist(pb).0 <= keep,
@@ -156,18 +170,17 @@ impl Medium {
         });
     }
 
-    /// The radios that may be within reach of `src`, ascending.
-    pub fn neighbours(&self, src: NodeId) -> Vec<NodeId> {
-        let Some((cx, cy)) = self.grid.of[src.index()] else { return Vec::new() };
-        let mut v: Vec<NodeId> = (-1..=1)
-            .flat_map(|dx| (-1..=1).map(move |dy| (cx + dx, cy + dy)))
-            .filter_map(|k| self.grid.cells.get(&k))
-            .flatten()
-            .copied()
-            .filter(|&n| n != src)
-            .collect();
-        v.sort_unstable();
-        v
+    /// Fills `out` with the radios that may be within reach of `src`, ascending.
+    fn neighbours(&self, src: NodeId, out: &mut Vec<NodeId>) {
+        out.clear();
+        let Some((cx, cy)) = self.grid.of[src.index()] else { return };
+        if let Some(all) = &self.grid.few {
+            out.extend(all.iter().copied().filter(|&n| n != src));
+            return;
+        }
+        let cells = (-1..=1).flat_map(|dx| (-1..=1).map(move |dy| (cx + dx, cy + dy)));
+        out.extend(cells.filter_map(|k| self.grid.cells.get(&k)).flatten().copied().filter(|&n| n != src));
+        out.sort_unstable();
     }
 
     /// The channel state of the link between `a` and `b`, created on first
@@ -188,10 +201,10 @@ impl Medium {
     }
 
     /// Puts `frame` on the air from `src` (at `tx`, sending at `tx_power`)
-    /// from `now` to `end`. `radios` yields the radios that may be within
-    /// reach ([`Medium::neighbours`]); returns the transmission's id and,
-    /// for each radio it reaches, the node and the propagation delay, in
-    /// order.
+    /// from `now` to `end`, to the radios in the grid cells around it whose
+    /// `antenna` is given (`None`: the radio is off). Returns the
+    /// transmission's id, and fills `reached` with each radio it reaches and
+    /// the propagation delay, in node order.
     #[allow(clippy::too_many_arguments)]
     pub fn transmit(
         &mut self,
@@ -202,8 +215,9 @@ impl Medium {
         tx_power: Dbm,
         frame: Frame,
         mode: Mode,
-        radios: impl Iterator<Item = (NodeId, Antenna)>,
-    ) -> (TxId, Vec<(NodeId, SimTime)>) {
+        antenna: impl Fn(NodeId) -> Option<Antenna>,
+        reached: &mut Vec<(NodeId, SimTime)>,
+    ) -> TxId {
         let id = match self.free.pop() {
             Some(i) => TxId(i),
             None => {
@@ -213,9 +227,12 @@ impl Medium {
         };
         let floor = self.channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
         let mut arrivals = Vec::new();
-        let mut delays = Vec::new();
-        for (rx, antenna) in radios {
-            if rx == src || antenna.channel != tx.channel || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach {
+        reached.clear();
+        let mut near = std::mem::take(&mut self.near);
+        self.neighbours(src, &mut near);
+        for &rx in &near {
+            let Some(antenna) = antenna(rx) else { continue };
+            if antenna.channel != tx.channel || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach {
                 continue;
             }
             let (link, channel) = self.link(src, rx);
@@ -224,12 +241,13 @@ impl Medium {
                 continue;
             }
             arrivals.push((rx, budget.rx_power.to_mw()));
-            delays.push((rx, propagation_delay(budget.distance)));
+            reached.push((rx, propagation_delay(budget.distance)));
         }
+        self.near = near;
         let pending = 1 + 2 * arrivals.len() as u32;
         self.txs[id.0 as usize] = Some(Transmission { src, channel: tx.channel, frame, mode, start: now, end, arrivals, pending });
         self.transmissions += 1;
-        (id, delays)
+        id
     }
 
     pub fn tx(&self, id: TxId) -> &Transmission {

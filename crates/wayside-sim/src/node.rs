@@ -166,7 +166,8 @@ impl World {
         match frame.payload {
             Payload::Mgmt(m) => self.mgmt_rx(now, node, frame.src, m, rssi),
             Payload::Packet(p) => self.net_rx_wireless(now, node, frame.src, p),
-            Payload::FastFrame(a, b) => {
+            Payload::FastFrame(pair) => {
+                let [a, b] = *pair;
                 self.net_rx_wireless(now, node, frame.src, a);
                 self.net_rx_wireless(now, node, frame.src, b);
             }

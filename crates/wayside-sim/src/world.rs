@@ -67,6 +67,8 @@ pub struct World {
     pub(crate) run_index: u64,
     /// The pcap files the frame rows also go to, if any.
     pub(crate) capture: Option<crate::pcap::Capture>,
+    /// Scratch: the radios a transmission reaches, with their delays.
+    reached: Vec<(NodeId, SimTime)>,
     pub(crate) sniffer: Option<NodeId>,
 }
 
@@ -104,6 +106,7 @@ impl World {
             seed: cfg.seed,
             run_index: cfg.run,
             capture: None,
+            reached: Vec::new(),
             sniffer: cfg.pcap.sniffer,
         };
         for (i, l) in cfg.wires.iter().enumerate() {
@@ -159,7 +162,7 @@ impl World {
             Event::Traffic { source } => self.on_source(now, source),
             Event::Mgmt { node, timer, generation } => self.on_mgmt_timer(now, node, timer, generation),
             Event::Arp { node, peer, generation } => self.on_arp_timer(now, node, peer, generation),
-            Event::WireArrive { node, packet } => self.net_rx_wired(now, node, packet),
+            Event::WireArrive { node, packet } => self.net_rx_wired(now, node, *packet),
             Event::Dhcp { node, generation } => self.on_dhcp_timer(now, node, generation),
             Event::Tcp { socket, generation } => self.on_tcp_timer(now, socket as usize, generation),
             Event::App { app } => self.on_app(now, app),
@@ -194,14 +197,18 @@ impl World {
         let (bodies, nodes) = (&self.bodies, &self.nodes);
         let radios = nodes.iter().enumerate().filter(|(_, n)| n.net.radio).map(|(i, _)| (NodeId(i as u32), bodies[i].position(now)));
         self.medium.rebin(now, radios);
-        let radios: Vec<(NodeId, Antenna)> =
-            self.medium.neighbours(src).into_iter().filter(|j| self.nodes[j.index()].on).map(|j| (j, self.antenna(j, now))).collect();
         let tx_power = self.bodies[src.index()].tx_power;
-        let (id, arrivals) = self.medium.transmit(now, end, src, tx, tx_power, frame, mode, radios.into_iter());
-        for (rx, delay) in arrivals {
+        let antenna = |j: NodeId| {
+            let n = &nodes[j.index()];
+            n.on.then(|| Antenna { endpoint: bodies[j.index()].endpoint(now), channel: n.channel })
+        };
+        let mut reached = std::mem::take(&mut self.reached);
+        let id = self.medium.transmit(now, end, src, tx, tx_power, frame, mode, antenna, &mut reached);
+        for &(rx, delay) in &reached {
             self.queue.schedule(now + delay, rx.0, Event::RxStart { node: rx, tx: id });
             self.queue.schedule(end + delay, rx.0, Event::RxEnd { node: rx, tx: id });
         }
+        self.reached = reached;
         self.queue.schedule(end, src.0, Event::TxEnd { node: src, tx: id });
         self.medium_update(now, src);
     }
@@ -251,13 +258,14 @@ impl World {
         if let Some(end) = self.nodes[node.index()].rx_end(now, id, &self.radio.error_model) {
             let t = self.medium.tx(id);
             let power = t.power_at(node).expect("arrival");
-            let (frame, mode) = (t.frame.clone(), t.mode);
+            let mode = t.mode;
+            let noise = self.medium.channel().noise_floor;
+            self.nodes[node.index()].dcf.handle_rx_end(now, &self.medium.tx(id).frame, mode, end.ok, power.to_dbm(), noise);
             if self.traced_at(node, id) {
+                let frame = self.medium.tx(id).frame.clone();
                 let (event, reason) = if end.ok { (PhyEvent::Rx, DropReason::None) } else { (PhyEvent::Drop, DropReason::Error) };
                 self.trace_frame(now, node, &frame, &mode, event, reason, Some((power.to_dbm(), end.snr, end.min_sinr)));
             }
-            let noise = self.medium.channel().noise_floor;
-            self.nodes[node.index()].dcf.handle_rx_end(now, &frame, mode, end.ok, power.to_dbm(), noise);
             self.pump_mac(now, node);
         }
         self.medium_update(now, node);

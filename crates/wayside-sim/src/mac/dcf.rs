@@ -459,7 +459,7 @@ impl Dcf {
         if airtime > limit {
             return msdu;
         }
-        let payload = Payload::FastFrame(*a, *b);
+        let payload = Payload::FastFrame(Box::new([*a, *b]));
         self.data.pop_front();
         Msdu { bytes: joined, payload, ..msdu }
     }

@@ -55,7 +55,8 @@ pub enum Payload {
     /// An IP or ARP packet.
     Packet(Packet),
     /// Two packets to the same receiver in one Atheros fast frame.
-    FastFrame(Packet, Packet),
+    /// (Boxed: it is rare, and would double the size of every frame.)
+    FastFrame(Box<[Packet; 2]>),
 }
 
 impl Payload {

@@ -441,7 +441,7 @@ impl World {
         let done = start + SimTime::from_secs_f64(bytes as f64 * 8.0 / l.bandwidth_bps);
         d.departures.push_back(done);
         let arrive = done + l.delay;
-        self.queue.schedule(arrive, node.0, Event::WireArrive { node: to, packet: p });
+        self.queue.schedule(arrive, node.0, Event::WireArrive { node: to, packet: Box::new(p) });
     }
 
     /// Association came up between `node` and `peer`: applications waiting

@@ -354,7 +354,7 @@ impl Encoder {
 fn packets(payload: &Payload) -> impl Iterator<Item = &Packet> {
     let (a, b) = match payload {
         Payload::Packet(p) => (Some(p), None),
-        Payload::FastFrame(a, b) => (Some(a), Some(b)),
+        Payload::FastFrame(pair) => (Some(&pair[0]), Some(&pair[1])),
         Payload::Raw | Payload::Mgmt(_) => (None, None),
     };
     a.into_iter().chain(b)
