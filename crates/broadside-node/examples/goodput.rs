@@ -78,18 +78,13 @@ fn broadside_run(a: &Path, b: &Path, key: &ProviderKey, files: usize, rate: u64)
         },
         status_interval: Duration::from_secs(3600),
         socket_buffer: 16 << 20,
+        ..NodeOptions::default()
     };
     let stop = Arc::new(AtomicBool::new(false));
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
     let mut threads = Vec::new();
     for o in [opts(a, pa, pb, 1), opts(b, pb, pa, 2)] {
-        // Set GOODPUT_LOG=1 to see the nodes' event logs on stderr.
-        let log: Box<dyn FnMut(&str) + Send> = if std::env::var_os("GOODPUT_LOG").is_some() {
-            Box::new(move |l: &str| eprintln!("[{:8.3}] {l}", t0.elapsed().as_secs_f64()))
-        } else {
-            Box::new(|_| {})
-        };
-        let mut node = Node::new(o, log).expect("node");
+        let mut node = Node::new(o).expect("node");
         let stop = stop.clone();
         threads.push(std::thread::spawn(move || {
             node.run(&stop, None).expect("run")
@@ -147,6 +142,8 @@ fn tcp_run(a: &Path, out: &Path, files: usize) -> (f64, f64) {
 }
 
 fn main() {
+    // RUST_LOG=info (or debug) shows the nodes' logs on stderr.
+    broadside_node::init_logging("warn").expect("log filter");
     let arg = |i: usize, d: f64| {
         std::env::args()
             .nth(i)

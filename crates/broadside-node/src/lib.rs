@@ -6,6 +6,8 @@
 //!   replacement, persisted partial transfers, crash recovery).
 //! - [`keys`]: key files and trusted-key lists.
 //! - [`node`]: the UDP driver loop and the status report.
+//! - [`udp`]: batched datagram I/O (sendmmsg/recvmmsg, UDP GSO/GRO, ppoll).
+//! - [`config`]: the serve settings: TOML file, command-line overrides, defaults.
 //! - [`impair`]: the link impairment model (random and Gilbert–Elliott
 //!   loss, delay, bandwidth, link up/down schedule) shared by both relays.
 //! - [`relay`]: the lossy relays: UDP on loopback, and IP packets between
@@ -17,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod config;
 #[cfg(target_os = "linux")]
 pub mod contact;
 pub mod impair;
@@ -26,6 +29,7 @@ pub mod netlab;
 pub mod node;
 pub mod relay;
 pub mod store;
+pub mod udp;
 
 pub use cli::run_cli;
 
@@ -48,4 +52,30 @@ impl NodeError {
             NodeError::Runtime(_) => 1,
         }
     }
+}
+
+/// Sends `tracing` logs to stderr at `default_level` (`error`, `warn`,
+/// `info`, `debug` or `trace`), or as `RUST_LOG` says when it is set. Only
+/// the first call in a process installs the logger.
+pub fn init_logging(default_level: &str) -> Result<(), NodeError> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(f) if !f.is_empty() => EnvFilter::try_new(&f)
+            .map_err(|e| NodeError::Usage(format!("RUST_LOG {f:?}: {e}")))?,
+        _ => {
+            if !matches!(default_level, "error" | "warn" | "info" | "debug" | "trace") {
+                return Err(NodeError::Usage(format!(
+                    "log level {default_level:?}: allowed error, warn, info, debug, trace"
+                )));
+            }
+            EnvFilter::new(format!("broadside={default_level},broadside_node={default_level}"))
+        }
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(false)
+        .try_init();
+    Ok(())
 }
