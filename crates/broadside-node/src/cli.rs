@@ -144,7 +144,13 @@ fn serve(a: ServeArgs) -> Result<(), NodeError> {
     crate::init_logging(s.log_level())?;
     let opts = s.resolve(&a.dir, rand::rng().random())?;
     Node::check(&opts)?;
-    if !a.dir.is_dir() && !a.create {
+    if a.dir.exists() && !a.dir.is_dir() {
+        return Err(NodeError::Usage(format!(
+            "{} is not a directory; a store is a directory",
+            a.dir.display()
+        )));
+    }
+    if !a.dir.exists() && !a.create {
         return Err(NodeError::Usage(format!(
             "store directory {} does not exist; give --create to start an empty store there",
             a.dir.display()

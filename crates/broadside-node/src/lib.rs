@@ -2,8 +2,9 @@
 //! UDP using the sans-IO `broadside` crate, its on-disk store, the CLI, and a
 //! seeded lossy UDP relay for experiments on loopback.
 //!
-//! - [`store`]: the store directory (files beside their certificates, atomic
-//!   replacement, persisted partial transfers, crash recovery).
+//! - [`store`]: the store directory (each version in its own directory, made
+//!   current by one atomic symlink swap so content and certificate never
+//!   disagree; partial transfers; crash recovery).
 //! - [`keys`]: key files and trusted-key lists.
 //! - [`node`]: the UDP driver loop and the status report.
 //! - [`udp`]: batched datagram I/O (sendmmsg/recvmmsg, UDP GSO/GRO, ppoll).
@@ -15,7 +16,12 @@
 //! - [`netlab`]: the namespaces-and-TUN lab; [`contact`]: the contact
 //!   experiment (Broadside against kernel TCP through the packet relay).
 //! - [`cli`]: argument parsing and the subcommands; [`run_cli`] is the entry
-//!   point for the binary and for bindings.
+//!   point for the binary and for bindings. `serve` stops cleanly on SIGTERM
+//!   or SIGINT (exit 0), reloads `--config` and rescans the store on SIGHUP,
+//!   and picks up versions published while it runs.
+//!
+//! Linux only: the node's socket I/O uses `sendmmsg`/`recvmmsg` and UDP
+//! GSO/GRO through `nix`.
 #![forbid(unsafe_code)]
 
 pub mod cli;
