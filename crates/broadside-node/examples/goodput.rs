@@ -133,7 +133,10 @@ fn broadside_run(
     }
     let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
     stop.store(true, Ordering::Relaxed);
-    let ends: Vec<_> = threads.into_iter().map(|t| t.join().expect("node")).collect();
+    let ends: Vec<_> = threads
+        .into_iter()
+        .map(|t| t.join().expect("node"))
+        .collect();
     let (tx, rx) = (ends[0].1, ends[1].1);
     println!(
         "# sender {} datagrams in {} send calls; receiver {} in {} receive calls",
@@ -218,7 +221,12 @@ fn main() {
             .and_then(|a| a.parse().ok())
             .unwrap_or(d)
     };
-    let (files, mb, rate, loss) = (arg(1, 50.0) as usize, arg(2, 10.0), arg(3, 0.0), arg(4, 0.3));
+    let (files, mb, rate, loss) = (
+        arg(1, 50.0) as usize,
+        arg(2, 10.0),
+        arg(3, 0.0),
+        arg(4, 0.3),
+    );
     // Through the userspace relay the sender is paced (the relay forwards
     // one datagram per system call and would drop the rest).
     let lossy_rate = (arg(5, 60.0) * 1e6) as u64;
@@ -252,7 +260,10 @@ fn main() {
         (bc / total_mb) / (uc / umb),
         (bc / total_mb) / (tc / total_mb)
     );
-    println!("# udp delivered {:.1}% of its bytes", 100.0 * umb / total_mb);
+    println!(
+        "# udp delivered {:.1}% of its bytes",
+        100.0 * umb / total_mb
+    );
     if loss > 0.0 {
         let (a, b) = prepare(&root, &key, files, size);
         let (lw, lc, sent) = broadside_run(&a, &b, &key, files, lossy_rate, loss);

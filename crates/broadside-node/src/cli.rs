@@ -10,11 +10,11 @@ use crate::store::DiskStore;
 use crate::NodeError;
 use clap::{Args, Parser, Subcommand};
 use rand::Rng;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::flag;
 use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +56,7 @@ enum Command {
     /// cleanly (vectors and status written, exit 0); SIGHUP reloads --config
     /// and rescans the store. Versions published into the store while it
     /// runs are picked up within --rescan-interval.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print whether a node runs, files, versions, partial transfers, peers and counters as JSON.
     Status {
         /// Store directory.
@@ -317,7 +317,7 @@ fn run(cli: Cli) -> Result<(), NodeError> {
                 c.instance_id()
             ))
         }
-        Command::Serve(a) => serve(a),
+        Command::Serve(a) => serve(*a),
         Command::Status { dir } => status(&dir),
         Command::Relay(a) => relay(a),
     }

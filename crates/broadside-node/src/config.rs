@@ -262,7 +262,6 @@ impl Settings {
 mod tests {
     use super::*;
 
-
     fn file(text: &str) -> (tempfile::TempDir, PathBuf) {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("node.toml");
@@ -272,7 +271,10 @@ mod tests {
 
     #[test]
     fn durations_take_units_or_seconds() {
-        assert_eq!("500 ms".parse::<Dur>().unwrap().0, Duration::from_millis(500));
+        assert_eq!(
+            "500 ms".parse::<Dur>().unwrap().0,
+            Duration::from_millis(500)
+        );
         assert_eq!("2s".parse::<Dur>().unwrap().0, Duration::from_secs(2));
         assert_eq!("0.25".parse::<Dur>().unwrap().0, Duration::from_millis(250));
         assert_eq!("1 min".parse::<Dur>().unwrap().0, Duration::from_secs(60));
@@ -297,11 +299,19 @@ mod tests {
         };
         let o = flags.over(from_file).resolve(Path::new("s"), 77).unwrap();
         assert_eq!(o.config.max_peers, 9, "flag wins");
-        assert_eq!(o.config.beacon_interval, Duration::from_millis(200), "file applies");
+        assert_eq!(
+            o.config.beacon_interval,
+            Duration::from_millis(200),
+            "file applies"
+        );
         assert_eq!(o.config.transfer_timeout, Duration::from_secs(3));
         assert_eq!((o.config.send_rate, o.config.max_file_size), (1000, 123456));
         assert_eq!(o.config.seed, 5);
-        assert_eq!(o.config.group_size, Config::default().group_size, "default kept");
+        assert_eq!(
+            o.config.group_size,
+            Config::default().group_size,
+            "default kept"
+        );
         assert_eq!(o.beacon_to, vec!["255.255.255.255:47474".parse().unwrap()]);
         assert_eq!(o.trusted.len(), 1);
     }
@@ -318,7 +328,10 @@ mod tests {
         for (text, needle) in cases {
             let (_d, p) = file(text);
             let e = Settings::from_file(&p).unwrap_err().to_string();
-            assert!(e.contains(needle) && e.contains("node.toml"), "{text:?}: {e}");
+            assert!(
+                e.contains(needle) && e.contains("node.toml"),
+                "{text:?}: {e}"
+            );
         }
         let (_d, p) = file("max_peers = 0\n");
         let e = Settings::from_file(&p)

@@ -66,15 +66,18 @@ impl NodeError {
 pub fn init_logging(default_level: &str) -> Result<(), NodeError> {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {
-        Ok(f) if !f.is_empty() => EnvFilter::try_new(&f)
-            .map_err(|e| NodeError::Usage(format!("RUST_LOG {f:?}: {e}")))?,
+        Ok(f) if !f.is_empty() => {
+            EnvFilter::try_new(&f).map_err(|e| NodeError::Usage(format!("RUST_LOG {f:?}: {e}")))?
+        }
         _ => {
             if !matches!(default_level, "error" | "warn" | "info" | "debug" | "trace") {
                 return Err(NodeError::Usage(format!(
                     "log level {default_level:?}: allowed error, warn, info, debug, trace"
                 )));
             }
-            EnvFilter::new(format!("broadside={default_level},broadside_node={default_level}"))
+            EnvFilter::new(format!(
+                "broadside={default_level},broadside_node={default_level}"
+            ))
         }
     };
     let _ = tracing_subscriber::fmt()

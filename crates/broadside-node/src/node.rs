@@ -555,7 +555,12 @@ impl Node {
         until: Option<std::time::Instant>,
     ) -> Result<(), NodeError> {
         let opts = self.opts.clone();
-        self.run_daemon(stop, &AtomicBool::new(false), &mut || Ok(opts.clone()), until)
+        self.run_daemon(
+            stop,
+            &AtomicBool::new(false),
+            &mut || Ok(opts.clone()),
+            until,
+        )
     }
 
     /// Runs until `stop` is set or `until` passes; when `reload` is set,

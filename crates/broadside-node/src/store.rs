@@ -345,7 +345,8 @@ impl DiskStore {
     }
 
     fn commit_lock(&self) -> Result<File, StorageError> {
-        let f = open_lock(&self.meta.join("commit.lock")).map_err(|e| StorageError(e.to_string()))?;
+        let f =
+            open_lock(&self.meta.join("commit.lock")).map_err(|e| StorageError(e.to_string()))?;
         f.lock().map_err(io("lock commit.lock"))?;
         Ok(f)
     }
@@ -428,7 +429,11 @@ impl DiskStore {
             let complete = read_cert(&dir.join("cert"))
                 .filter(|c| c.instance_id().to_hex() == id && dir.join("content").is_file());
             match complete {
-                Some(c) if self.current(c.name()).is_none_or(|h| h.version() < c.version()) => {
+                Some(c)
+                    if self
+                        .current(c.name())
+                        .is_none_or(|h| h.version() < c.version()) =>
+                {
                     self.make_current(&c)?
                 }
                 _ => fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?,
@@ -857,7 +862,8 @@ impl Storage for DiskStore {
                 .read_vector(&inst)
                 .map_or(0, |v| v.received.count_ones()),
         };
-        let due = partial.received.count_ones().saturating_sub(written_blocks) >= self.persist_blocks;
+        let due =
+            partial.received.count_ones().saturating_sub(written_blocks) >= self.persist_blocks;
         self.pending.insert(
             inst,
             PendingVector {
@@ -984,7 +990,14 @@ mod tests {
             s.partial_write(&cert, 0, &content[..1000]).unwrap();
             s.partial_persist(&cert, &one_block(1)).unwrap();
             // Held in memory (and reported to the endpoint), not yet on disk.
-            assert_eq!(s.partial_load(&cert).unwrap().unwrap().received.count_ones(), 1);
+            assert_eq!(
+                s.partial_load(&cert)
+                    .unwrap()
+                    .unwrap()
+                    .received
+                    .count_ones(),
+                1
+            );
             assert_eq!(s.partials()[0].received_blocks, 0);
             s.flush_vectors().unwrap();
             assert_eq!(s.partials()[0].received_blocks, 1);
@@ -1012,24 +1025,38 @@ mod tests {
         let k = ProviderKey::from_seed([1; 32]);
         let src = dir.path().join("src");
         fs::write(&src, b"one").unwrap();
-        let c1 = DiskStore::open(&root).unwrap().publish(&k, &src, "f").unwrap();
+        let c1 = DiskStore::open(&root)
+            .unwrap()
+            .publish(&k, &src, "f")
+            .unwrap();
         // A crash after version 2's directory was complete, before the swap.
         let c2 = cert_of(&k, "f", 2, b"two");
-        let v2 = root.join(".broadside/versions").join(c2.instance_id().to_hex());
+        let v2 = root
+            .join(".broadside/versions")
+            .join(c2.instance_id().to_hex());
         fs::create_dir(&v2).unwrap();
         fs::write(v2.join("cert"), c2.encoded()).unwrap();
         fs::write(v2.join("content"), b"two").unwrap();
         // And one whose content never arrived: dropped.
         let c3 = cert_of(&k, "f", 3, b"three");
-        let v3 = root.join(".broadside/versions").join(c3.instance_id().to_hex());
+        let v3 = root
+            .join(".broadside/versions")
+            .join(c3.instance_id().to_hex());
         fs::create_dir(&v3).unwrap();
         fs::write(v3.join("cert"), c3.encoded()).unwrap();
-        assert_eq!(DiskStore::open_read_only(&root).unwrap().current("f"), Some(c1.clone()));
+        assert_eq!(
+            DiskStore::open_read_only(&root).unwrap().current("f"),
+            Some(c1.clone())
+        );
         let s = DiskStore::open(&root).unwrap();
         assert_eq!(s.current("f"), Some(c2.clone()));
         assert_eq!(fs::read(root.join("f")).unwrap(), b"two");
         let left = file_names(&root.join(".broadside/versions"));
-        assert_eq!(left, vec![c2.instance_id().to_hex()], "superseded and incomplete removed");
+        assert_eq!(
+            left,
+            vec![c2.instance_id().to_hex()],
+            "superseded and incomplete removed"
+        );
     }
 
     #[test]
@@ -1064,7 +1091,11 @@ mod tests {
         assert!(!meta.join(".publish-99-f").exists());
         assert!(held.exists(), "a live publisher's copy is kept");
         let left = file_names(&meta.join("partial"));
-        assert!(left.iter().all(|n| n.starts_with(&new.instance_id().to_hex())), "{left:?}");
+        assert!(
+            left.iter()
+                .all(|n| n.starts_with(&new.instance_id().to_hex())),
+            "{left:?}"
+        );
         assert_eq!(s.partials().len(), 1);
     }
 
@@ -1099,6 +1130,9 @@ mod tests {
         assert_eq!(fs::read(root.join("f")).unwrap(), b"published");
         assert!(server.serving_pid().is_some());
         drop(server);
-        assert!(DiskStore::open_read_only(&root).unwrap().serving_pid().is_none());
+        assert!(DiskStore::open_read_only(&root)
+            .unwrap()
+            .serving_pid()
+            .is_none());
     }
 }

@@ -159,13 +159,13 @@ impl BatchSocket {
                     self.stats.sent += n as u64;
                     i += if j - i > 1 { j - i } else { n.max(1) };
                 }
-                Err(e) if e == Errno::EAGAIN => {
+                Err(Errno::EAGAIN) => {
                     if !self.wait(PollFlags::POLLOUT, Duration::from_millis(5)) {
                         self.stats.send_dropped += (j - i) as u64;
                         i = j;
                     }
                 }
-                Err(e) if e == Errno::EIO && j - i > 1 => {
+                Err(Errno::EIO) if j - i > 1 => {
                     // The device cannot segment: stop using GSO.
                     self.gso = false;
                 }
@@ -181,20 +181,37 @@ impl BatchSocket {
         errors
     }
 
-    fn send_gso(&mut self, to: SocketAddr, start: usize, bytes: usize, seg: usize) -> nix::Result<usize> {
+    fn send_gso(
+        &mut self,
+        to: SocketAddr,
+        start: usize,
+        bytes: usize,
+        seg: usize,
+    ) -> nix::Result<usize> {
         self.stats.send_calls += 1;
         let iov = [IoSlice::new(&self.tx[start..start + bytes])];
         let seg = seg as u16;
         let cmsg = [ControlMessage::UdpGsoSegments(&seg)];
         let addr = SockaddrStorage::from(to);
-        socket::sendmsg(self.socket.as_raw_fd(), &iov, &cmsg, MsgFlags::empty(), Some(&addr))?;
+        socket::sendmsg(
+            self.socket.as_raw_fd(),
+            &iov,
+            &cmsg,
+            MsgFlags::empty(),
+            Some(&addr),
+        )?;
         Ok(bytes.div_ceil(seg as usize))
     }
 
     fn send_one(&mut self, to: SocketAddr, start: usize, len: usize) -> nix::Result<usize> {
         self.stats.send_calls += 1;
         let addr = SockaddrStorage::from(to);
-        socket::sendto(self.socket.as_raw_fd(), &self.tx[start..start + len], &addr, MsgFlags::empty())?;
+        socket::sendto(
+            self.socket.as_raw_fd(),
+            &self.tx[start..start + len],
+            &addr,
+            MsgFlags::empty(),
+        )?;
         Ok(1)
     }
 
@@ -232,11 +249,15 @@ impl BatchSocket {
         let rx = &mut self.rx;
         let n = HEADERS.with_borrow_mut(|(headers, _)| {
             let mut chunks = rx.chunks_mut(SLOT);
-            let mut iovs: [[IoSliceMut<'_>; 1]; RECV_BATCH] = std::array::from_fn(|_| {
-                [IoSliceMut::new(chunks.next().unwrap_or_default())]
-            });
-            let res = match socket::recvmmsg(fd, headers, iovs.iter_mut(), MsgFlags::MSG_DONTWAIT, None)
-            {
+            let mut iovs: [[IoSliceMut<'_>; 1]; RECV_BATCH] =
+                std::array::from_fn(|_| [IoSliceMut::new(chunks.next().unwrap_or_default())]);
+            let res = match socket::recvmmsg(
+                fd,
+                headers,
+                iovs.iter_mut(),
+                MsgFlags::MSG_DONTWAIT,
+                None,
+            ) {
                 Ok(r) => r,
                 Err(Errno::EAGAIN | Errno::EINTR | Errno::ECONNREFUSED) => return Ok(0),
                 Err(e) => return Err(std::io::Error::from(e)),
@@ -253,7 +274,11 @@ impl BatchSocket {
                         })
                     })
                     .unwrap_or(msg.bytes);
-                got[k] = (msg.address.as_ref().and_then(storage_addr), msg.bytes, stride);
+                got[k] = (
+                    msg.address.as_ref().and_then(storage_addr),
+                    msg.bytes,
+                    stride,
+                );
                 n = k + 1;
             }
             // The kernel overwrote the control-buffer lengths of the slots it
@@ -317,7 +342,10 @@ mod tests {
             }
             assert!(a.flush().is_empty());
             while got.len() < sent.len() {
-                assert!(b.wait(PollFlags::POLLIN, Duration::from_secs(5)), "nothing arrived");
+                assert!(
+                    b.wait(PollFlags::POLLIN, Duration::from_secs(5)),
+                    "nothing arrived"
+                );
                 b.receive(|f, d| {
                     assert_eq!(f, from);
                     got.push(d.to_vec());

@@ -64,7 +64,11 @@ fn serve(store: &Path, extra: &[&str], log: &Path) -> Child {
 
 fn status(store: &Path) -> serde_json::Value {
     let out = cli(&["status", store.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -88,7 +92,9 @@ fn sigterm_and_sigint_stop_cleanly_with_exit_0_and_status_shows_not_running() {
         let log = s.d.join(format!("serve{i}.log"));
         let mut node = serve(&store, &["--create", "--trust", &s.trust], &log);
         assert!(
-            wait_for(Duration::from_secs(20), || store.join(".broadside/status.json").exists()),
+            wait_for(Duration::from_secs(20), || store
+                .join(".broadside/status.json")
+                .exists()),
             "node never wrote its status"
         );
         let live = status(&store);
@@ -98,7 +104,10 @@ fn sigterm_and_sigint_stop_cleanly_with_exit_0_and_status_shows_not_running() {
         let code = wait_exit(&mut node, Duration::from_secs(10));
         let text = std::fs::read_to_string(&log).unwrap();
         assert_eq!(code.and_then(|c| c.code()), Some(0), "{sig}: {text}");
-        assert!(text.contains("stopped; receive vectors and status written"), "{text}");
+        assert!(
+            text.contains("stopped; receive vectors and status written"),
+            "{text}"
+        );
         let after = status(&store);
         assert_eq!(after["running"], false, "{after}");
         assert_eq!(after["peers"], serde_json::json!([]));
@@ -131,16 +140,25 @@ fn sighup_reloads_the_config_file_and_a_bad_one_keeps_the_old_settings() {
     kill(pid, Signal::SIGHUP).unwrap();
     assert!(logged("reload failed, old configuration kept"));
     assert!(logged("unknown field `max_peerz`"));
-    assert!(node.try_wait().unwrap().is_none(), "a bad reload stopped the node");
+    assert!(
+        node.try_wait().unwrap().is_none(),
+        "a bad reload stopped the node"
+    );
     kill(pid, Signal::SIGTERM).unwrap();
-    assert_eq!(wait_exit(&mut node, Duration::from_secs(10)).and_then(|c| c.code()), Some(0));
+    assert_eq!(
+        wait_exit(&mut node, Duration::from_secs(10)).and_then(|c| c.code()),
+        Some(0)
+    );
 }
 
 fn expect_usage_error(args: &[&str], needle: &str) {
     let out = cli(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected {needle:?} in {err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -152,20 +170,44 @@ fn config_file_errors_are_clear_and_flags_override_the_file() {
     let st = store.to_str().unwrap();
     let conf = s.d.join("node.toml");
     let c = conf.to_str().unwrap();
-    std::fs::write(&conf, format!("trust = [\"{}\"]\npacket_size = 100\n", s.trust)).unwrap();
-    expect_usage_error(&["serve", st, "--config", c], "packet_size = 100: allowed 512..=65507");
+    std::fs::write(
+        &conf,
+        format!("trust = [\"{}\"]\npacket_size = 100\n", s.trust),
+    )
+    .unwrap();
+    expect_usage_error(
+        &["serve", st, "--config", c],
+        "packet_size = 100: allowed 512..=65507",
+    );
     // The flag wins over the file: the node starts and stops after its duration.
     let out = cli(&[
-        "serve", st, "--config", c, "--packet-size", "1400", "--bind", "127.0.0.1:0",
-        "--duration", "0.3",
+        "serve",
+        st,
+        "--config",
+        c,
+        "--packet-size",
+        "1400",
+        "--bind",
+        "127.0.0.1:0",
+        "--duration",
+        "0.3",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::write(&conf, "beacon_interval = \"often\"\n").unwrap();
     expect_usage_error(&["serve", st, "--config", c], "expected a duration");
     std::fs::write(&conf, "max_peer = 3\n").unwrap();
     expect_usage_error(&["serve", st, "--config", c], "unknown field `max_peer`");
     expect_usage_error(
-        &["serve", st, "--config", s.d.join("none.toml").to_str().unwrap()],
+        &[
+            "serve",
+            st,
+            "--config",
+            s.d.join("none.toml").to_str().unwrap(),
+        ],
         "cannot read config file",
     );
     expect_usage_error(
@@ -179,12 +221,27 @@ fn serve_of_a_missing_directory_needs_create() {
     let s = setup();
     let missing = s.d.join("typo").join("dir");
     let m = missing.to_str().unwrap();
-    expect_usage_error(&["serve", m, "--trust", &s.trust], "does not exist; give --create");
+    expect_usage_error(
+        &["serve", m, "--trust", &s.trust],
+        "does not exist; give --create",
+    );
     assert!(!missing.exists());
     let out = cli(&[
-        "serve", m, "--trust", &s.trust, "--create", "--bind", "127.0.0.1:0", "--duration", "0.2",
+        "serve",
+        m,
+        "--trust",
+        &s.trust,
+        "--create",
+        "--bind",
+        "127.0.0.1:0",
+        "--duration",
+        "0.2",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(missing.join(".broadside").is_dir());
 }
 
@@ -250,7 +307,11 @@ fn a_version_published_while_serving_reaches_a_peer() {
         "--name",
         "map",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let arrived = wait_for(Duration::from_secs(30), || {
         DiskStore::open_read_only(&sb)
             .unwrap()
@@ -263,7 +324,10 @@ fn a_version_published_while_serving_reaches_a_peer() {
     }
     let log = std::fs::read_to_string(s.d.join("a.log")).unwrap();
     assert!(arrived, "b never got version 2:\n{log}");
-    assert!(log.contains("picked up map version 2 from the store"), "{log}");
+    assert!(
+        log.contains("picked up map version 2 from the store"),
+        "{log}"
+    );
     assert_eq!(std::fs::read(sb.join("map")).unwrap(), vec![9u8; 300_000]);
 }
 
@@ -279,11 +343,16 @@ fn consistent_at_rest(store: &Path) -> Result<Vec<(String, u16)>, String> {
     let s = DiskStore::open_read_only(store).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for c in s.certificates() {
-        let bytes = std::fs::read(store.join(c.name())).map_err(|e| format!("{}: {e}", c.name()))?;
+        let bytes =
+            std::fs::read(store.join(c.name())).map_err(|e| format!("{}: {e}", c.name()))?;
         let mut h = ContentHasher::new();
         h.update(&bytes);
         if bytes.len() as u64 != c.size() || h.finish() != c.content_hash() {
-            return Err(format!("{} version {} does not match its content", c.name(), c.version()));
+            return Err(format!(
+                "{} version {} does not match its content",
+                c.name(),
+                c.version()
+            ));
         }
         out.push((c.name().to_string(), c.version()));
     }
@@ -312,11 +381,17 @@ fn temporaries(store: &Path) -> Vec<PathBuf> {
 fn recover_and_check(store: &Path, k: &ProviderKey) {
     drop(DiskStore::open(store).unwrap());
     let left = temporaries(store);
-    assert!(left.is_empty(), "temporary files survived recovery: {left:?}");
+    assert!(
+        left.is_empty(),
+        "temporary files survived recovery: {left:?}"
+    );
     let versions = verified_versions(store, k);
     assert_eq!(
         versions.len(),
-        DiskStore::open_read_only(store).unwrap().certificates().len(),
+        DiskStore::open_read_only(store)
+            .unwrap()
+            .certificates()
+            .len(),
         "a certificate whose content does not verify"
     );
 }
@@ -333,7 +408,12 @@ fn kill_9_during_publish_never_shows_a_mismatch_and_recovery_leaves_no_temporari
         rng.fill(&mut data[..]);
         std::fs::write(&src, &data).unwrap();
         let mut p = Command::new(BIN)
-            .args(["publish", src.to_str().unwrap(), "--store", store.to_str().unwrap()])
+            .args([
+                "publish",
+                src.to_str().unwrap(),
+                "--store",
+                store.to_str().unwrap(),
+            ])
             .args(["--key", s.key_file.to_str().unwrap(), "--name", "doc"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -348,7 +428,10 @@ fn kill_9_during_publish_never_shows_a_mismatch_and_recovery_leaves_no_temporari
             .unwrap()
             .current("doc")
             .map_or(0, |c| c.version());
-        assert!(now >= last, "cycle {i}: version went down from {last} to {now}");
+        assert!(
+            now >= last,
+            "cycle {i}: version went down from {last} to {now}"
+        );
         assert!(seen.iter().all(|(_, v)| *v <= now));
         last = now;
     }
