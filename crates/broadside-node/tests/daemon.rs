@@ -460,7 +460,9 @@ fn kill_9_during_serve_never_shows_a_partial_and_the_transfer_still_finishes() {
     };
     let mut a = node(&sa, &pa, &pb);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(17);
-    let mut done = false;
+    // Each time B catches up, A gets a newer version (published while it
+    // serves), so that every cycle kills B during some transfer.
+    let (mut target, mut last) = (2u16, 1u16);
     for i in 0..cycles() {
         let mut b = node(&sb, &pb, &pa);
         std::thread::sleep(Duration::from_micros(rng.random_range(50_000..400_000)));
@@ -469,25 +471,47 @@ fn kill_9_during_serve_never_shows_a_partial_and_the_transfer_still_finishes() {
         let seen = consistent_at_rest(&sb).unwrap_or_else(|e| panic!("cycle {i}: {e}"));
         assert_eq!(seen.len(), 1, "cycle {i}: {seen:?}");
         recover_and_check(&sb, &s.key);
-        if seen[0].1 == 2 {
-            done = true;
-            break;
+        let now = seen[0].1;
+        assert!(
+            now >= last,
+            "cycle {i}: version went down from {last} to {now}"
+        );
+        last = now;
+        if now == target {
+            target += 1;
+            let src = scratch.join(format!("big.v{target}"));
+            let mut data = vec![0u8; size];
+            rng.fill(&mut data[..]);
+            std::fs::write(&src, &data).unwrap();
+            let out = cli(&[
+                "publish",
+                src.to_str().unwrap(),
+                "--store",
+                sa.to_str().unwrap(),
+                "--key",
+                s.key_file.to_str().unwrap(),
+                "--name",
+                "big",
+            ]);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
-    if !done {
-        let mut b = node(&sb, &pb, &pa);
-        done = wait_for(Duration::from_secs(60), || {
-            DiskStore::open_read_only(&sb)
-                .unwrap()
-                .current("big")
-                .is_some_and(|c| c.version() == 2)
-        });
-        b.kill().unwrap();
-        b.wait().unwrap();
-    }
+    let mut b = node(&sb, &pb, &pa);
+    let done = wait_for(Duration::from_secs(60), || {
+        DiskStore::open_read_only(&sb)
+            .unwrap()
+            .current("big")
+            .is_some_and(|c| c.version() == target)
+    });
+    b.kill().unwrap();
+    b.wait().unwrap();
     a.kill().unwrap();
     a.wait().unwrap();
-    assert!(done, "the transfer never finished across restarts");
+    assert!(done, "version {target} never arrived across restarts");
     recover_and_check(&sb, &s.key);
-    assert_eq!(verified_versions(&sb, &s.key)["big"], 2);
+    assert_eq!(verified_versions(&sb, &s.key)["big"], target);
 }
