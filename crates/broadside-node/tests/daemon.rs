@@ -446,15 +446,22 @@ fn kill_9_during_serve_never_shows_a_partial_and_the_transfer_still_finishes() {
     publish_to(&sa, &scratch, &s.key, "big", 2, size);
     publish_to(&sb, &scratch, &s.key, "big", 1, size);
     let (pa, pb) = (free_port().to_string(), free_port().to_string());
+    let log = s.d.join("a.log");
     let node = |store: &Path, me: &str, peer: &str| {
         Command::new(BIN)
             .arg("serve")
             .arg(store)
             .args(["--bind", me, "--beacon-to", peer, "--trust", &s.trust])
             .args(["--beacon-interval", "100 ms", "--send-rate", "8000000"])
-            .args(["--transfer-timeout", "1 s", "--log-level", "warn"])
+            .args(["--transfer-timeout", "1 s", "--log-level", "debug"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .unwrap(),
+            )
             .spawn()
             .unwrap()
     };
@@ -511,7 +518,12 @@ fn kill_9_during_serve_never_shows_a_partial_and_the_transfer_still_finishes() {
     b.wait().unwrap();
     a.kill().unwrap();
     a.wait().unwrap();
-    assert!(done, "version {target} never arrived across restarts");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let tail: String = text.lines().rev().take(40).collect::<Vec<_>>().join("\n");
+    assert!(
+        done,
+        "version {target} never arrived across restarts; last log lines (newest first):\n{tail}"
+    );
     recover_and_check(&sb, &s.key);
     assert_eq!(verified_versions(&sb, &s.key)["big"], target);
 }
