@@ -12,12 +12,18 @@ the node's own, so they are documented in one place:
     wayside broadside status store/
     wayside broadside relay --listen-a … --listen-b … --a … --b … --loss 0.3
 
+`serve` stops cleanly on SIGTERM or Ctrl-C (exit 0) and reloads its
+`--config` on SIGHUP: while it runs, Python's own Ctrl-C handler is set
+aside so that the node, not a KeyboardInterrupt, handles the signal.
+
 The CLI registers this sub-app with `app.add_typer(broadside.app, name="broadside")`.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from typing import Callable, List, Optional
 
 import typer
@@ -56,7 +62,15 @@ def run(args: List[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     # The extension adds the program name ("wayside broadside") itself.
-    return int(cli(list(args)))
+    if not args or args[0] != "serve" or threading.current_thread() is not threading.main_thread():
+        return int(cli(list(args)))
+    # The node installs its own SIGINT handler; Python's would raise
+    # KeyboardInterrupt after the node had already stopped cleanly.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return int(cli(list(args)))
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _forward(command: str, ctx: typer.Context) -> None:
@@ -67,8 +81,9 @@ def _forward(command: str, ctx: typer.Context) -> None:
 _COMMANDS = {
     "keygen": "Generate a provider key: --out FILE (secret seed); prints the public key.",
     "publish": "Sign a new version of FILE into a store: FILE --store DIR --key FILE [--name NAME].",
-    "serve": "Serve a store directory: beacon, discover and exchange files with peers.",
-    "status": "Print a store's files, versions, partial transfers, peers and counters as JSON.",
+    "serve": "Serve a store directory (--create for a new one; --config FILE for settings); "
+    "SIGTERM/Ctrl-C stop it cleanly, SIGHUP reloads.",
+    "status": "Print whether a node serves a store, its files, versions, partials, peers, counters.",
     "relay": "Run a seeded lossy UDP relay between two nodes on loopback.",
 }
 

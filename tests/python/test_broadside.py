@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -103,3 +105,32 @@ def test_errors_exit_with_the_nodes_codes(tmp_path):
     assert r.returncode == 2
     r = bs("keygen", "--help")
     assert r.returncode == 0 and "--out" in r.stdout
+
+
+@needs_native
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_stops_cleanly_on_a_signal_and_status_says_not_running(tmp_path, sig):
+    key = tmp_path / "k"
+    public = bs("keygen", "--out", key).stdout.strip()
+    store = tmp_path / "store"
+    r = bs("serve", store, "--trust", public, "--bind", "127.0.0.1:0", "--duration", "1")
+    assert r.returncode == 2 and "--create" in r.stderr and "Traceback" not in r.stderr
+    node = subprocess.Popen(
+        [sys.executable, "-m", "wayside.broadside", "serve", str(store), "--create",
+         "--trust", public, "--bind", "127.0.0.1:0", "--beacon-to", "127.0.0.1:9",
+         "--status-interval", "50 ms"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        status_file = store / ".broadside" / "status.json"
+        deadline = time.monotonic() + 30
+        while not status_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert json.loads(bs("status", store).stdout)["running"] is True
+        node.send_signal(sig)
+        _, err = node.communicate(timeout=20)
+    finally:
+        node.kill()
+    assert node.returncode == 0, err
+    assert "Traceback" not in err and "panicked" not in err
+    assert json.loads(bs("status", store).stdout)["running"] is False

@@ -1,13 +1,18 @@
-//! Loopback goodput benchmark: Broadside (two in-process nodes, one UDP
-//! socket each) against a TCP baseline (one connection per file, same files,
-//! same store semantics: write to a temp file, fsync, rename, hash check).
-//! Prints MB/s and CPU seconds per MB for both, and their ratio.
+//! Loopback throughput benchmark, all in one run: Broadside (two in-process
+//! nodes, one UDP socket each), plain UDP at the same datagram size (one
+//! `send_to`/`recv_from` per 2304-byte datagram, unreliable: bytes that
+//! arrived count), and TCP (one connection per file, same store semantics
+//! as Broadside: temp file, fsync, rename, hash check). Prints MB/s and CPU
+//! seconds per MB for each and the ratios; then Broadside through the
+//! userspace relay at LOSS random loss, with data bytes sent per file byte
+//! (ideal 1/(1-LOSS)).
 //!
-//! Usage: `cargo run --release -p broadside-node --example goodput [FILES] [MB] [SEND_RATE_MB_S]`
-//! (defaults 50 files of 10 MB, 400 MB/s pacing). Linux only (CPU time from /proc).
+//! Usage: `cargo run --release -p broadside-node --example goodput [FILES] [MB] [SEND_RATE_MB_S] [LOSS] [LOSSY_RATE_MB_S]`
+//! (defaults 50 files of 10 MB, 0 = unpaced, 0.3, 60). Linux only (CPU time from /proc).
 
 use broadside::{Config, ContentHasher, ProviderKey};
 use broadside_node::node::{Node, NodeOptions};
+use broadside_node::relay::{Impairment, LossModel, Relay, RelayConfig};
 use broadside_node::store::DiskStore;
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -64,8 +69,34 @@ fn prepare(root: &Path, key: &ProviderKey, files: usize, size: usize) -> (PathBu
     (a, b)
 }
 
-fn broadside_run(a: &Path, b: &Path, key: &ProviderKey, files: usize, rate: u64) -> (f64, f64) {
+/// One Broadside run from `a` to `b` (through a relay at `loss` if > 0):
+/// wall seconds, CPU seconds, data bytes the sender sent.
+fn broadside_run(
+    a: &Path,
+    b: &Path,
+    key: &ProviderKey,
+    files: usize,
+    rate: u64,
+    loss: f64,
+) -> (f64, f64, u64) {
     let (pa, pb) = (free_port(), free_port());
+    let (relay, to_a, to_b) = if loss > 0.0 {
+        let (ra, rb) = (free_port(), free_port());
+        let r = Relay::start(RelayConfig {
+            listen_a: ra,
+            listen_b: rb,
+            a: pa,
+            b: pb,
+            impairment: Impairment {
+                loss: LossModel::Random(loss),
+                ..Impairment::none(1)
+            },
+        })
+        .expect("relay");
+        (Some(r), rb, ra)
+    } else {
+        (None, pa, pb)
+    };
     let opts = |store: &Path, me, peer, seed| NodeOptions {
         store: store.to_path_buf(),
         bind: me,
@@ -78,21 +109,18 @@ fn broadside_run(a: &Path, b: &Path, key: &ProviderKey, files: usize, rate: u64)
         },
         status_interval: Duration::from_secs(3600),
         socket_buffer: 16 << 20,
+        ..NodeOptions::default()
     };
     let stop = Arc::new(AtomicBool::new(false));
+    // Opening a store verifies every file (hashes it): not part of the transfer.
+    let nodes = [opts(a, pa, to_b, 1), opts(b, pb, to_a, 2)].map(|o| Node::new(o).expect("node"));
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
     let mut threads = Vec::new();
-    for o in [opts(a, pa, pb, 1), opts(b, pb, pa, 2)] {
-        // Set GOODPUT_LOG=1 to see the nodes' event logs on stderr.
-        let log: Box<dyn FnMut(&str) + Send> = if std::env::var_os("GOODPUT_LOG").is_some() {
-            Box::new(move |l: &str| eprintln!("[{:8.3}] {l}", t0.elapsed().as_secs_f64()))
-        } else {
-            Box::new(|_| {})
-        };
-        let mut node = Node::new(o, log).expect("node");
+    for mut node in nodes {
         let stop = stop.clone();
         threads.push(std::thread::spawn(move || {
-            node.run(&stop, None).expect("run")
+            node.run(&stop, None).expect("run");
+            (node.endpoint().counters().tx.data.bytes, node.io_stats())
         }));
     }
     let done = || {
@@ -105,10 +133,48 @@ fn broadside_run(a: &Path, b: &Path, key: &ProviderKey, files: usize, rate: u64)
     }
     let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
     stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        let _ = t.join();
+    let ends: Vec<_> = threads
+        .into_iter()
+        .map(|t| t.join().expect("node"))
+        .collect();
+    let (tx, rx) = (ends[0].1, ends[1].1);
+    println!(
+        "# sender {} datagrams in {} send calls; receiver {} in {} receive calls",
+        tx.sent, tx.send_calls, rx.received, rx.recv_calls
+    );
+    drop(relay);
+    (wall, cpu, ends.iter().map(|e| e.0).sum())
+}
+
+/// Plain UDP: `total` bytes in `dgram`-byte datagrams, one system call
+/// each way per datagram; the receiver stops 200 ms after the last arrival.
+/// Returns wall seconds (first send to last arrival), CPU seconds, bytes received.
+fn udp_run(total: usize, dgram: usize) -> (f64, f64, u64) {
+    let rx = UdpSocket::bind("127.0.0.1:0").expect("udp bind");
+    let to = rx.local_addr().expect("addr");
+    let _ = socket2::SockRef::from(&rx).set_recv_buffer_size(16 << 20);
+    rx.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let (cpu0, t0) = (cpu_seconds(), Instant::now());
+    let receiver = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 65_536];
+        let (mut got, mut last) = (0u64, Instant::now());
+        while let Ok(n) = rx.recv(&mut buf) {
+            got += n as u64;
+            last = Instant::now();
+        }
+        (got, last)
+    });
+    let tx = UdpSocket::bind("127.0.0.1:0").expect("udp bind");
+    let _ = socket2::SockRef::from(&tx).set_send_buffer_size(16 << 20);
+    let block = vec![0x5au8; dgram];
+    for _ in 0..total.div_ceil(dgram) {
+        let _ = tx.send_to(&block, to);
     }
-    (wall, cpu)
+    let (got, last) = receiver.join().expect("receiver");
+    let wall = last.duration_since(t0).as_secs_f64();
+    // The receiver's 200 ms of final waiting is idle, not CPU.
+    (wall, cpu_seconds() - cpu0, got)
 }
 
 fn tcp_run(a: &Path, out: &Path, files: usize) -> (f64, f64) {
@@ -147,35 +213,66 @@ fn tcp_run(a: &Path, out: &Path, files: usize) -> (f64, f64) {
 }
 
 fn main() {
+    // RUST_LOG=info (or debug) shows the nodes' logs on stderr.
+    broadside_node::init_logging("warn").expect("log filter");
     let arg = |i: usize, d: f64| {
         std::env::args()
             .nth(i)
             .and_then(|a| a.parse().ok())
             .unwrap_or(d)
     };
-    let (files, mb, rate) = (arg(1, 50.0) as usize, arg(2, 10.0), arg(3, 400.0));
+    let (files, mb, rate, loss) = (
+        arg(1, 50.0) as usize,
+        arg(2, 10.0),
+        arg(3, 0.0),
+        arg(4, 0.3),
+    );
+    // Through the userspace relay the sender is paced (the relay forwards
+    // one datagram per system call and would drop the rest).
+    let lossy_rate = (arg(5, 60.0) * 1e6) as u64;
     let size = (mb * 1e6) as usize;
     let root = std::env::temp_dir().join(format!("broadside-goodput-{}", std::process::id()));
     let key = ProviderKey::from_seed([3; 32]);
+    let total = files * size;
+    let total_mb = total as f64 / 1e6;
+    let rate = (rate * 1e6) as u64;
     let (a, b) = prepare(&root, &key, files, size);
-    let total_mb = (files * size) as f64 / 1e6;
-    let (bw, bc) = broadside_run(&a, &b, &key, files, (rate * 1e6) as u64);
+    let (bw, bc, _) = broadside_run(&a, &b, &key, files, rate, 0.0);
+    let (uw, uc, ugot) = udp_run(total, Config::default().packet_size);
     let (tw, tc) = tcp_run(&a, &root.join("tcp"), files);
-    println!("transport,files,mb_total,seconds,goodput_mb_s,cpu_s_per_mb");
+    let _ = std::fs::remove_dir_all(&root);
+    let umb = ugot as f64 / 1e6;
+    println!("transport,mb,seconds,goodput_mb_s,cpu_s_per_mb");
+    let row = |name: &str, mb: f64, wall: f64, cpu: f64| {
+        println!("{name},{mb:.1},{wall:.2},{:.1},{:.4}", mb / wall, cpu / mb);
+        mb / wall
+    };
+    let g_bs = row("broadside", total_mb, bw, bc);
+    let g_udp = row("udp_2304B", umb, uw, uc);
+    let g_tcp = row("tcp", total_mb, tw, tc);
     println!(
-        "broadside,{files},{total_mb:.1},{bw:.2},{:.1},{:.4}",
-        total_mb / bw,
-        bc / total_mb
+        "# goodput broadside/udp = {:.2}, broadside/tcp = {:.2}",
+        g_bs / g_udp,
+        g_bs / g_tcp
     );
     println!(
-        "tcp,{files},{total_mb:.1},{tw:.2},{:.1},{:.4}",
-        total_mb / tw,
-        tc / total_mb
-    );
-    println!(
-        "# goodput ratio broadside/tcp = {:.2}; cpu-per-MB ratio broadside/tcp = {:.2}",
-        tw / bw,
+        "# cpu per MB broadside/udp = {:.2}, broadside/tcp = {:.2}",
+        (bc / total_mb) / (uc / umb),
         (bc / total_mb) / (tc / total_mb)
     );
-    let _ = std::fs::remove_dir_all(&root);
+    println!(
+        "# udp delivered {:.1}% of its bytes",
+        100.0 * umb / total_mb
+    );
+    if loss > 0.0 {
+        let (a, b) = prepare(&root, &key, files, size);
+        let (lw, lc, sent) = broadside_run(&a, &b, &key, files, lossy_rate, loss);
+        let _ = std::fs::remove_dir_all(&root);
+        row(&format!("broadside_loss{loss}"), total_mb, lw, lc);
+        println!(
+            "# loss {loss}: data sent per file byte = {:.3} (ideal {:.3})",
+            sent as f64 / total as f64,
+            1.0 / (1.0 - loss)
+        );
+    }
 }

@@ -40,6 +40,8 @@ fn versions(store: &Path) -> BTreeMap<String, u16> {
 }
 
 fn main() {
+    // RUST_LOG=info (or debug) shows the nodes' logs on stderr.
+    broadside_node::init_logging("warn").expect("log filter");
     let arg = |i: usize, d: f64| {
         std::env::args()
             .nth(i)
@@ -130,13 +132,9 @@ fn main() {
             },
             status_interval: Duration::from_secs(3600),
             socket_buffer: 16 << 20,
+            ..NodeOptions::default()
         };
-        let log: Box<dyn FnMut(&str) + Send> = if std::env::var_os("TWOWAY_LOG").is_some() {
-            Box::new(move |l: &str| eprintln!("[{:8.3}] {l}", t0.elapsed().as_secs_f64()))
-        } else {
-            Box::new(|_| {})
-        };
-        let mut node = Node::new(opts, log).expect("node");
+        let mut node = Node::new(opts).expect("node");
         let stop = stop.clone();
         threads.push(std::thread::spawn(move || {
             node.run(&stop, None).expect("run");

@@ -2,17 +2,21 @@
 //! [`run_cli`] parses, runs, prints errors as one clear line and returns the
 //! exit code (0 ok, 1 runtime failure, 2 usage or configuration error).
 
+use crate::config::Settings;
 use crate::keys;
-use crate::node::{offline_status, Node, NodeOptions};
+use crate::node::{offline_status, Node};
 use crate::relay::{Impairment, LossModel, Relay, RelayConfig, Schedule};
 use crate::store::DiskStore;
 use crate::NodeError;
-use broadside::Config;
 use clap::{Args, Parser, Subcommand};
 use rand::Rng;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::flag;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Broadside node: sync signed, versioned files with peers over UDP.
@@ -46,8 +50,14 @@ enum Command {
         name: Option<String>,
     },
     /// Serve a store directory: beacon, discover and exchange files with peers.
-    Serve(ServeArgs),
-    /// Print files, versions, partial transfers, peers and counters as JSON.
+    ///
+    /// A node updates files it holds to newer versions its peers offer; it
+    /// does not fetch files it has never held. SIGTERM or SIGINT stops it
+    /// cleanly (vectors and status written, exit 0); SIGHUP reloads --config
+    /// and rescans the store. Versions published into the store while it
+    /// runs are picked up within --rescan-interval.
+    Serve(Box<ServeArgs>),
+    /// Print whether a node runs, files, versions, partial transfers, peers and counters as JSON.
     Status {
         /// Store directory.
         dir: PathBuf,
@@ -60,39 +70,17 @@ enum Command {
 struct ServeArgs {
     /// Store directory.
     dir: PathBuf,
-    /// Trusted provider public key (hex); repeatable.
-    #[arg(long = "trust")]
-    trust: Vec<String>,
-    /// File of trusted provider keys, one hex key per line.
+    /// TOML file of settings (any flag below; flags given here win).
     #[arg(long)]
-    trust_file: Option<PathBuf>,
-    /// UDP address to bind.
-    #[arg(long, default_value = "0.0.0.0:47474")]
-    bind: SocketAddr,
-    /// Where beacons go; repeatable (default: 255.255.255.255 on the bound port).
-    #[arg(long = "beacon-to")]
-    beacon_to: Vec<SocketAddr>,
-    /// Largest datagram in bytes (512..=65507).
-    #[arg(long, default_value_t = 2304)]
-    packet_size: usize,
-    /// Files per discovery group.
-    #[arg(long, default_value_t = 500)]
-    group_size: usize,
-    /// Data pacing in bytes per second (0: unpaced).
-    #[arg(long, default_value_t = 50_000_000)]
-    send_rate: u64,
-    /// Seed for groups, salts and ids (default: random).
+    config: Option<PathBuf>,
+    /// Create the store directory if it does not exist.
     #[arg(long)]
-    seed: Option<u64>,
-    /// Stop after this many seconds (default: run until killed).
+    create: bool,
+    /// Stop after this many seconds (default: run until SIGTERM or SIGINT).
     #[arg(long)]
     duration: Option<f64>,
-    /// Seconds between status-file writes.
-    #[arg(long, default_value_t = 1.0)]
-    status_interval: f64,
-    /// Seconds of silence after which a transfer is stopped (partial kept).
-    #[arg(long, default_value_t = 5.0)]
-    transfer_timeout: f64,
+    #[command(flatten)]
+    settings: Settings,
 }
 
 #[derive(Args, Debug)]
@@ -142,48 +130,98 @@ fn secs(what: &str, s: f64) -> Result<Duration, NodeError> {
     }
 }
 
-fn log_line(start: std::time::Instant) -> Box<dyn FnMut(&str) + Send> {
-    Box::new(move |line: &str| eprintln!("[{:9.3}] {line}", start.elapsed().as_secs_f64()))
+/// Flag settings over the config file's, if one is given.
+fn settings(a: &ServeArgs) -> Result<Settings, NodeError> {
+    let file = match &a.config {
+        Some(p) => Settings::from_file(p)?,
+        None => Settings::default(),
+    };
+    Ok(a.settings.clone().over(file))
 }
 
 fn serve(a: ServeArgs) -> Result<(), NodeError> {
-    let mut trusted = a
-        .trust
-        .iter()
-        .map(|k| keys::parse_public(k))
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some(f) = &a.trust_file {
-        trusted.extend(keys::read_trust_file(f)?);
+    let s = settings(&a)?;
+    crate::init_logging(s.log_level())?;
+    let opts = s.resolve(&a.dir, rand::rng().random())?;
+    Node::check(&opts)?;
+    if a.dir.exists() && !a.dir.is_dir() {
+        return Err(NodeError::Usage(format!(
+            "{} is not a directory; a store is a directory",
+            a.dir.display()
+        )));
     }
-    let beacon_to = if a.beacon_to.is_empty() {
-        vec![SocketAddr::from(([255, 255, 255, 255], a.bind.port()))]
-    } else {
-        a.beacon_to
-    };
-    let config = Config {
-        packet_size: a.packet_size,
-        group_size: a.group_size,
-        send_rate: a.send_rate,
-        transfer_timeout: secs("--transfer-timeout", a.transfer_timeout)?,
-        seed: a.seed.unwrap_or_else(|| rand::rng().random()),
-        ..Config::default()
-    };
-    let opts = NodeOptions {
-        store: a.dir,
-        bind: a.bind,
-        beacon_to,
-        trusted,
-        config,
-        status_interval: secs("--status-interval", a.status_interval)?,
-        socket_buffer: 8 << 20,
-    };
+    if !a.dir.exists() && !a.create {
+        return Err(NodeError::Usage(format!(
+            "store directory {} does not exist; give --create to start an empty store there",
+            a.dir.display()
+        )));
+    }
     let until = a
         .duration
         .map(|d| secs("--duration", d))
         .transpose()?
         .map(|d| std::time::Instant::now() + d);
-    let mut node = Node::new(opts, log_line(std::time::Instant::now()))?;
-    node.run(&AtomicBool::new(false), until)
+    let mut node = Node::new(opts.clone())?;
+    // SIGTERM/SIGINT: stop cleanly (a second one exits at once); SIGHUP: reload.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reload = Arc::new(AtomicBool::new(false));
+    let rt = |e: std::io::Error| NodeError::Runtime(format!("cannot install signal handlers: {e}"));
+    let mut ids = Vec::new();
+    for sig in [SIGTERM, SIGINT] {
+        ids.push(flag::register_conditional_shutdown(sig, 1, stop.clone()).map_err(rt)?);
+        ids.push(flag::register(sig, stop.clone()).map_err(rt)?);
+    }
+    ids.push(flag::register(SIGHUP, reload.clone()).map_err(rt)?);
+    let seed = opts.config.seed;
+    let result = node.run_daemon(
+        &stop,
+        &reload,
+        &mut || settings(&a)?.resolve(&a.dir, seed),
+        until,
+    );
+    for id in ids {
+        signal_hook::low_level::unregister(id);
+    }
+    result
+}
+
+/// Prints `text` to stdout; a reader that went away (`status | head`) is not an error.
+fn print_out(text: &str) -> Result<(), NodeError> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(NodeError::Runtime(format!("cannot write to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn status(dir: &std::path::Path) -> Result<(), NodeError> {
+    let store = DiskStore::open_read_only(dir)?;
+    let offline = offline_status(&store);
+    let running = offline.running;
+    let mut report =
+        serde_json::to_value(offline).map_err(|e| NodeError::Runtime(e.to_string()))?;
+    // A running node's report adds its address, peers and counters; a
+    // stopped node's last report, its counters only.
+    let live = std::fs::read(store.status_path())
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let keys: &[&str] = if running {
+        &["addr", "peers", "counters"]
+    } else {
+        &["counters"]
+    };
+    if let (Some(live), Some(obj)) = (live, report.as_object_mut()) {
+        for &k in keys {
+            if let Some(v) = live.get(k) {
+                obj.insert(k.into(), v.clone());
+            }
+        }
+    }
+    print_out(
+        &serde_json::to_string_pretty(&report).map_err(|e| NodeError::Runtime(e.to_string()))?,
+    )
 }
 
 fn relay(a: RelayArgs) -> Result<(), NodeError> {
@@ -247,8 +285,7 @@ fn run(cli: Cli) -> Result<(), NodeError> {
     match cli.command {
         Command::Keygen { out } => {
             let k = keys::generate(&out)?;
-            println!("{}", k.public());
-            Ok(())
+            print_out(&k.public().to_string())
         }
         Command::Publish {
             file,
@@ -270,40 +307,18 @@ fn run(cli: Cli) -> Result<(), NodeError> {
                         ))
                     })?,
             };
-            let mut s = DiskStore::open(&store)?;
+            let mut s = DiskStore::open_for_publish(&store)?;
             let c = s.publish(&key, &file, &name)?;
-            println!(
+            print_out(&format!(
                 "published {} version {} ({} bytes) instance {}",
                 c.name(),
                 c.version(),
                 c.size(),
                 c.instance_id()
-            );
-            Ok(())
+            ))
         }
-        Command::Serve(a) => serve(a),
-        Command::Status { dir } => {
-            let store = DiskStore::open_read_only(&dir)?;
-            // A running node's report has peers and counters; otherwise read the disk.
-            let live = std::fs::read(store.status_path())
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-            let mut report = serde_json::to_value(offline_status(&store))
-                .map_err(|e| NodeError::Runtime(e.to_string()))?;
-            if let (Some(live), Some(obj)) = (live, report.as_object_mut()) {
-                for k in ["addr", "peers", "counters"] {
-                    if let Some(v) = live.get(k) {
-                        obj.insert(k.into(), v.clone());
-                    }
-                }
-            }
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&report)
-                    .map_err(|e| NodeError::Runtime(e.to_string()))?
-            );
-            Ok(())
-        }
+        Command::Serve(a) => serve(*a),
+        Command::Status { dir } => status(&dir),
         Command::Relay(a) => relay(a),
     }
 }

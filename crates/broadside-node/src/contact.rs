@@ -236,10 +236,11 @@ pub fn run_broadside(o: &ContactOptions) -> Result<Vec<Row>, NodeError> {
             },
             status_interval: Duration::from_secs(3600),
             socket_buffer: 4 << 20,
+            ..NodeOptions::default()
         };
         let stop = stop.clone();
         nodes.push(spawn_in_netns(ns, move || {
-            let mut node = Node::new(opts, Box::new(|_| {}))?;
+            let mut node = Node::new(opts)?;
             node.run(&stop, None)?;
             Ok::<_, NodeError>(node.endpoint().counters().file_bytes_received)
         })?);

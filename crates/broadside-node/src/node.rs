@@ -1,20 +1,28 @@
 //! The UDP driver: one socket, one [`DiskStore`], one sans-IO endpoint.
 //! Beacons go to the configured broadcast (or unicast) addresses; everything
-//! else is unicast to the peer's source address. The loop feeds datagrams and
-//! timeouts in, drains transmits and events out, logs every event, and writes
-//! a status report to the store now and then.
+//! else is unicast to the peer's source address. The loop feeds datagrams
+//! (received in batches, see [`crate::udp`]) and timeouts in, drains
+//! transmits (sent in batches) and events out, logs every event through
+//! `tracing`, and on timers writes the status report, writes receive vectors
+//! and rescans the store for versions published meanwhile. It waits in one
+//! `ppoll`, never blocks otherwise, and stops (after sending what is queued,
+//! writing every vector and a last status) when its stop flag is set; a set
+//! reload flag makes it ask for new options and rescan the store.
 
-use crate::store::DiskStore;
+use crate::store::{DiskStore, DEFAULT_PERSIST_BLOCKS};
+use crate::udp::{BatchSocket, IoStats, SEND_BATCH};
 use crate::NodeError;
 use broadside::endpoint::{Destination, Event};
 use broadside::{Config, Endpoint, Instant, PublicKey, TrustedKeys};
+use nix::poll::PollFlags;
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
-use std::io::ErrorKind;
+use std::collections::BTreeSet;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tracing::{debug, info, warn};
 
 /// How to run a node.
 #[derive(Clone, Debug)]
@@ -33,17 +41,47 @@ pub struct NodeOptions {
     pub status_interval: Duration,
     /// Socket buffer size to request, bytes.
     pub socket_buffer: usize,
+    /// How often receive vectors are written.
+    pub persist_interval: Duration,
+    /// Newly received blocks that force a receive-vector write at once.
+    pub persist_blocks: u32,
+    /// How often the store is checked for versions published meanwhile.
+    pub rescan_interval: Duration,
+    /// Use UDP GSO/GRO where the kernel has them.
+    pub offload: bool,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        NodeOptions {
+            store: PathBuf::from("."),
+            bind: SocketAddr::from(([0, 0, 0, 0], 47474)),
+            beacon_to: Vec::new(),
+            trusted: Vec::new(),
+            config: Config::default(),
+            status_interval: Duration::from_secs(1),
+            socket_buffer: 8 << 20,
+            persist_interval: Duration::from_millis(100),
+            persist_blocks: DEFAULT_PERSIST_BLOCKS,
+            rescan_interval: Duration::from_secs(1),
+            offload: true,
+        }
+    }
 }
 
 /// A running node.
 pub struct Node {
-    socket: UdpSocket,
+    socket: BatchSocket,
     endpoint: Endpoint<SocketAddr>,
     store: DiskStore,
     opts: NodeOptions,
+    trusted: TrustedKeys,
     clock: std::time::Instant,
-    log: Box<dyn FnMut(&str) + Send>,
     last_status: std::time::Instant,
+    last_persist: std::time::Instant,
+    last_rescan: std::time::Instant,
+    /// Versions on disk that failed verification (not retried until they change).
+    refused: BTreeSet<(String, String)>,
 }
 
 /// One file in a status report.
@@ -126,6 +164,10 @@ pub struct CounterReport {
 pub struct Status {
     /// Store directory.
     pub store: String,
+    /// Whether a node serves the store now (its lock is held).
+    pub running: bool,
+    /// The serving node's process id.
+    pub pid: Option<u32>,
     /// Bound address of the running node.
     pub addr: Option<String>,
     /// Complete files.
@@ -184,12 +226,16 @@ fn file_status(c: &broadside::Certificate) -> FileStatus {
     }
 }
 
-/// The status of a store read from disk: files (certificates that verify;
-/// contents not re-hashed) and partial transfers; no peers or counters.
+/// The status of a store read from disk: whether a node serves it, files
+/// (certificates that verify; contents not re-hashed) and partial transfers
+/// of versions newer than the current ones; no peers or counters.
 pub fn offline_status(store: &DiskStore) -> Status {
     let certs = store.certificates();
+    let pid = store.serving_pid();
     Status {
         store: store.root().display().to_string(),
+        running: pid.is_some(),
+        pid,
         addr: None,
         files: certs.iter().map(file_status).collect(),
         partials: store
@@ -239,10 +285,54 @@ pub fn describe(e: &Event<SocketAddr>) -> String {
     }
 }
 
+fn log_event(e: &Event<SocketAddr>) {
+    match e {
+        Event::Rejected { .. } | Event::TransferStalled { .. } => warn!("{}", describe(e)),
+        Event::FileUpdated { .. } | Event::TransferStarted { .. } => info!("{}", describe(e)),
+        _ => debug!("{}", describe(e)),
+    }
+}
+
 impl Node {
-    /// Opens the store, loads and verifies its files, binds the socket.
-    /// `log` receives one line per event or load issue.
-    pub fn new(opts: NodeOptions, mut log: Box<dyn FnMut(&str) + Send>) -> Result<Node, NodeError> {
+    /// Opens the store (recovering it), loads and verifies its files, binds the socket.
+    pub fn new(opts: NodeOptions) -> Result<Node, NodeError> {
+        let trusted = Self::check(&opts)?;
+        let mut store = DiskStore::open(&opts.store)?;
+        store.set_persist_blocks(opts.persist_blocks);
+        let endpoint = Self::load_endpoint(&opts, &trusted, &mut store)?;
+        let socket = bind_udp(opts.bind, opts.socket_buffer)?;
+        let socket = BatchSocket::new(socket, opts.config.packet_size, opts.offload)
+            .map_err(|e| NodeError::Runtime(format!("socket setup: {e}")))?;
+        let clock = std::time::Instant::now();
+        let (gso, gro) = socket.offload();
+        info!(
+            files = endpoint.files().count(),
+            gso,
+            gro,
+            "serving {} on {}",
+            opts.store.display(),
+            socket
+                .socket()
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default()
+        );
+        Ok(Node {
+            socket,
+            endpoint,
+            store,
+            opts,
+            trusted,
+            clock,
+            last_status: clock,
+            last_persist: clock,
+            last_rescan: clock,
+            refused: BTreeSet::new(),
+        })
+    }
+
+    /// Checks options: protocol ranges, trusted keys, positive intervals.
+    pub fn check(opts: &NodeOptions) -> Result<TrustedKeys, NodeError> {
         opts.config
             .validate()
             .map_err(|e| NodeError::Usage(e.to_string()))?;
@@ -252,39 +342,37 @@ impl Node {
                     .into(),
             ));
         }
-        let trusted = TrustedKeys::new(opts.trusted.iter().copied());
-        let mut store = DiskStore::open(&opts.store)?;
-        let (certs, issues) = store.load(&trusted)?;
-        for i in issues {
-            log(&format!("store: {}: {}", i.path.display(), i.problem));
+        for (what, d) in [
+            ("status_interval", opts.status_interval),
+            ("persist_interval", opts.persist_interval),
+            ("rescan_interval", opts.rescan_interval),
+        ] {
+            if d.is_zero() {
+                return Err(NodeError::Usage(format!(
+                    "invalid config {what} = 0: allowed a positive duration"
+                )));
+            }
         }
-        let socket = bind_udp(opts.bind, opts.socket_buffer)?;
-        let clock = std::time::Instant::now();
-        let endpoint = Endpoint::new(opts.config.clone(), trusted, certs, Instant::ZERO)
-            .map_err(|e| NodeError::Usage(e.to_string()))?;
-        log(&format!(
-            "serving {} files from {} on {}",
-            endpoint.files().count(),
-            opts.store.display(),
-            socket
-                .local_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default()
-        ));
-        Ok(Node {
-            socket,
-            endpoint,
-            store,
-            opts,
-            clock,
-            log,
-            last_status: clock,
-        })
+        Ok(TrustedKeys::new(opts.trusted.iter().copied()))
+    }
+
+    fn load_endpoint(
+        opts: &NodeOptions,
+        trusted: &TrustedKeys,
+        store: &mut DiskStore,
+    ) -> Result<Endpoint<SocketAddr>, NodeError> {
+        let (certs, issues) = store.load(trusted)?;
+        for i in issues {
+            warn!("store: {}: {}", i.path.display(), i.problem);
+        }
+        Endpoint::new(opts.config.clone(), trusted.clone(), certs, Instant::ZERO)
+            .map_err(|e| NodeError::Usage(e.to_string()))
     }
 
     /// The bound address.
     pub fn local_addr(&self) -> Result<SocketAddr, NodeError> {
         self.socket
+            .socket()
             .local_addr()
             .map_err(|e| NodeError::Runtime(e.to_string()))
     }
@@ -292,6 +380,11 @@ impl Node {
     /// The protocol state.
     pub fn endpoint(&self) -> &Endpoint<SocketAddr> {
         &self.endpoint
+    }
+
+    /// Socket counts (system calls, datagrams).
+    pub fn io_stats(&self) -> IoStats {
+        self.socket.stats()
     }
 
     fn now(&self) -> Instant {
@@ -322,6 +415,8 @@ impl Node {
         partials.sort_by(|a, b| a.name.cmp(&b.name));
         Status {
             store: self.opts.store.display().to_string(),
+            running: true,
+            pid: Some(std::process::id()),
             addr: self.local_addr().ok().map(|a| a.to_string()),
             files: self.endpoint.files().map(file_status).collect(),
             partials,
@@ -348,81 +443,109 @@ impl Node {
             .and_then(|b| std::fs::write(&tmp, b))
             .and_then(|()| std::fs::rename(&tmp, &path));
         if let Err(e) = written {
-            (self.log)(&format!("cannot write status {}: {e}", path.display()));
+            warn!("cannot write status {}: {e}", path.display());
         }
+    }
+
+    fn persist(&mut self) {
+        if let Err(e) = self.store.flush_vectors() {
+            warn!("cannot write receive vectors: {e}");
+        }
+    }
+
+    /// Adds versions published into the store since it was loaded.
+    fn rescan(&mut self) {
+        for (name, inst) in self.store.current_instances() {
+            let held = self
+                .endpoint
+                .files()
+                .any(|c| c.name() == name && c.instance_id().to_hex() == inst);
+            let key = (name, inst);
+            if held || self.refused.contains(&key) {
+                continue;
+            }
+            match self.store.load_one(&key.0, &self.trusted) {
+                Ok(cert) => {
+                    let v = cert.version();
+                    match self.endpoint.add_file(cert) {
+                        Ok(()) => info!("picked up {} version {v} from the store", key.0),
+                        Err(e) => {
+                            debug!("store: {} version {v} not added: {e}", key.0);
+                            self.refused.insert(key);
+                        }
+                    }
+                }
+                Err(i) => {
+                    warn!("store: {}: {}", i.path.display(), i.problem);
+                    self.refused.insert(key);
+                }
+            }
+        }
+    }
+
+    /// Applies new options: protocol settings and trust rebuild the endpoint
+    /// (transfers resume from their stored vectors); the bind address needs a restart.
+    fn reconfigure(&mut self, opts: NodeOptions) -> Result<(), NodeError> {
+        let trusted = Self::check(&opts)?;
+        if opts.bind != self.opts.bind {
+            warn!(
+                "bind address change to {} ignored: restart the node for it",
+                opts.bind
+            );
+        }
+        if opts.config != self.opts.config || opts.trusted != self.opts.trusted {
+            self.persist();
+            self.endpoint = Self::load_endpoint(&opts, &trusted, &mut self.store)?;
+            self.trusted = trusted;
+            self.refused.clear();
+        }
+        self.store.set_persist_blocks(opts.persist_blocks);
+        self.opts = NodeOptions {
+            bind: self.opts.bind,
+            store: self.opts.store.clone(),
+            ..opts
+        };
+        info!("configuration reloaded");
+        Ok(())
     }
 
     fn transmit_some(&mut self) -> usize {
         let mut sent = 0;
-        while sent < 256 {
+        while sent < 4 * SEND_BATCH {
             let now = self.now();
             let Some(t) = self.endpoint.poll_transmit(now, &mut self.store) else {
                 break;
             };
             sent += 1;
-            let targets = match t.destination {
-                Destination::Peer(a) => vec![a],
-                Destination::Broadcast => self.opts.beacon_to.clone(),
-            };
-            for to in targets {
-                if let Err(e) = self.socket.send_to(&t.payload, to) {
-                    if e.kind() != ErrorKind::WouldBlock {
-                        (self.log)(&format!("send to {to}: {e}"));
+            let errors = match t.destination {
+                Destination::Peer(a) => self.socket.queue(a, &t.payload),
+                Destination::Broadcast => {
+                    let mut errors = Vec::new();
+                    for &to in &self.opts.beacon_to {
+                        errors.extend(self.socket.queue(to, &t.payload));
                     }
+                    errors
                 }
-            }
+            };
+            errors.iter().for_each(|e| debug!("send: {e}"));
+        }
+        for e in self.socket.flush() {
+            debug!("send: {e}");
         }
         sent
     }
 
-    fn receive(&mut self, buf: &mut [u8], wait: Duration) -> Result<usize, NodeError> {
-        let rt = |e: std::io::Error| NodeError::Runtime(format!("socket: {e}"));
-        let mut got = 0;
-        self.socket.set_nonblocking(true).map_err(rt)?;
-        loop {
-            match self.socket.recv_from(buf) {
-                Ok((n, from)) => {
-                    got += 1;
-                    let now = self.now();
-                    self.endpoint
-                        .handle_datagram(now, from, &buf[..n], &mut self.store);
-                    if got >= 256 {
-                        return Ok(got);
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                // ICMP errors from earlier sends (peer not listening) surface here: ignore.
-                Err(e) if e.kind() == ErrorKind::ConnectionRefused => continue,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(rt(e)),
-            }
-        }
-        if got == 0 && !wait.is_zero() && wait < Duration::from_millis(2) {
-            // Socket timeouts are rounded to scheduler ticks; a paced sender
-            // needs finer waits, and the socket buffer holds what arrives meanwhile.
-            std::thread::sleep(wait);
-        } else if got == 0 && !wait.is_zero() {
-            self.socket.set_nonblocking(false).map_err(rt)?;
-            self.socket.set_read_timeout(Some(wait)).map_err(rt)?;
-            match self.socket.recv_from(buf) {
-                Ok((n, from)) => {
-                    got += 1;
-                    let now = self.now();
-                    self.endpoint
-                        .handle_datagram(now, from, &buf[..n], &mut self.store);
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::WouldBlock
-                            | ErrorKind::TimedOut
-                            | ErrorKind::ConnectionRefused
-                            | ErrorKind::Interrupted
-                    ) => {}
-                Err(e) => return Err(rt(e)),
-            }
-        }
-        Ok(got)
+    fn receive(&mut self) -> Result<usize, NodeError> {
+        let now = self.now();
+        let Node {
+            socket,
+            endpoint,
+            store,
+            ..
+        } = self;
+        socket
+            .receive(|from, d| endpoint.handle_datagram(now, from, d, store))
+            .map_err(|e| NodeError::Runtime(format!("socket: {e}")))
     }
 
     /// Runs until `stop` is set or `until` passes.
@@ -431,29 +554,71 @@ impl Node {
         stop: &AtomicBool,
         until: Option<std::time::Instant>,
     ) -> Result<(), NodeError> {
-        let mut buf = vec![0u8; 65_536];
+        let opts = self.opts.clone();
+        self.run_daemon(
+            stop,
+            &AtomicBool::new(false),
+            &mut || Ok(opts.clone()),
+            until,
+        )
+    }
+
+    /// Runs until `stop` is set or `until` passes; when `reload` is set,
+    /// applies the options `reconfigure` returns (an error is logged and
+    /// the old options kept) and rescans the store.
+    pub fn run_daemon(
+        &mut self,
+        stop: &AtomicBool,
+        reload: &AtomicBool,
+        reconfigure: &mut dyn FnMut() -> Result<NodeOptions, NodeError>,
+        until: Option<std::time::Instant>,
+    ) -> Result<(), NodeError> {
         while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| std::time::Instant::now() < u) {
+            if reload.swap(false, Ordering::Relaxed) {
+                match reconfigure().and_then(|o| self.reconfigure(o)) {
+                    Ok(()) => self.rescan(),
+                    Err(e) => warn!("reload failed, old configuration kept: {e}"),
+                }
+            }
             let now = self.now();
             if self.endpoint.poll_timeout().is_some_and(|t| t <= now) {
                 self.endpoint.handle_timeout(now, &mut self.store);
             }
             let sent = self.transmit_some();
             while let Some(e) = self.endpoint.poll_event() {
-                (self.log)(&describe(&e));
+                log_event(&e);
             }
-            if self.last_status.elapsed() >= self.opts.status_interval {
-                self.last_status = std::time::Instant::now();
+            let wall = std::time::Instant::now();
+            if wall - self.last_persist >= self.opts.persist_interval {
+                self.last_persist = wall;
+                self.persist();
+            }
+            if wall - self.last_rescan >= self.opts.rescan_interval {
+                self.last_rescan = wall;
+                self.rescan();
+            }
+            if wall - self.last_status >= self.opts.status_interval {
+                self.last_status = wall;
                 self.write_status();
             }
-            let now = self.now();
-            let wait = match self.endpoint.poll_timeout() {
-                _ if sent > 0 => Duration::ZERO,
-                Some(t) => t.saturating_since(now).min(Duration::from_millis(50)),
-                None => Duration::from_millis(50),
-            };
-            self.receive(&mut buf, wait)?;
+            let got = self.receive()?;
+            if sent == 0 && got == 0 {
+                let now = self.now();
+                let wait = self
+                    .endpoint
+                    .poll_timeout()
+                    .map_or(Duration::from_millis(50), |t| t.saturating_since(now))
+                    .min(Duration::from_millis(50));
+                if !wait.is_zero() {
+                    self.socket.wait(PollFlags::POLLIN, wait);
+                }
+            }
         }
+        // Drain: what the endpoint has queued goes out; vectors and status are written.
+        self.transmit_some();
+        self.persist();
         self.write_status();
+        info!("stopped; receive vectors and status written");
         Ok(())
     }
 }

@@ -1,23 +1,46 @@
-//! The store directory: each file `NAME` sits beside its certificate
-//! `NAME.bscert`; partial transfers and bookkeeping live under `.broadside/`.
+//! The store directory: what readers see, what a node serves, partial
+//! transfers, and crash recovery.
 //!
 //! ```text
-//! DIR/NAME                          current content (what readers see)
-//! DIR/NAME.bscert                   its signed certificate
-//! DIR/.broadside/partial/ID.cert    certificate of an incoming version (ID = instanceId)
-//! DIR/.broadside/partial/ID.data    its content so far (blocks at their offsets)
-//! DIR/.broadside/partial/ID.vec     its receive vector (block size + bits), durable
-//! DIR/.broadside/partial/ID.commit  marker: the verified data is being moved in
-//! DIR/.broadside/status.json        written by a running node
+//! DIR/NAME                        -> .broadside/current/NAME/content  (symlink)
+//! DIR/NAME.bscert                 -> .broadside/current/NAME/cert     (symlink)
+//! DIR/.broadside/current/NAME     -> ../versions/ID   (the commit point)
+//! DIR/.broadside/versions/ID/     content + cert of one version (ID = instanceId)
+//! DIR/.broadside/partial/ID.cert  certificate of an incoming version
+//! DIR/.broadside/partial/ID.data  its content so far (blocks at their offsets)
+//! DIR/.broadside/partial/ID.vec   its receive vector (block size + bits)
+//! DIR/.broadside/.publish-*       a publisher's private copy (flock'ed by it)
+//! DIR/.broadside/lock             held (flock) by the serving node; holds its pid
+//! DIR/.broadside/commit.lock      held while a version is committed or recovered
+//! DIR/.broadside/status.json      written by a running node
 //! ```
 //!
-//! Replacement is atomic: content is written to a temporary file, fsynced
-//! and renamed over `NAME`, so a reader sees the old or the new file, never a
-//! mix. A commit marker makes the two renames (content, certificate)
-//! restartable: [`DiskStore::open`] finishes any commit a crash interrupted.
-//! The receive vector is written (temp + rename) only after the data it
-//! covers was written, so a restarted process never believes it holds a
-//! block it does not (see `partial_persist` for power loss).
+//! **Content and certificate never disagree.** A version is written whole
+//! into its own directory — certificate first, then the fsynced content
+//! renamed in, so a version directory with content is complete — and made
+//! current by renaming one symlink (`current/NAME`) over the old one. `NAME`
+//! and `NAME.bscert` both resolve through that symlink, so at every instant
+//! they name the same version, before and after a crash. Readers that open
+//! both see one version unless a commit falls between their two opens (open
+//! the directory `current/NAME` once to rule that out too).
+//!
+//! **Recovery** ([`DiskStore::open`], under `commit.lock`): a complete
+//! version newer than the current one (a crash after its content was moved
+//! in, before the swap) is made current; incomplete and superseded version
+//! directories, `.tmp-*` files, `.publish-*` files whose publisher is gone
+//! (their flock is free) and partials of versions no newer than the current
+//! one are removed. A store written by the older flat layout (regular
+//! `NAME` and `NAME.bscert`) is moved into version directories the same way.
+//!
+//! **Receive vectors** are kept in memory by [`Storage::partial_persist`]
+//! and written (temp + rename, after the blocks they cover) by
+//! [`DiskStore::flush_vectors`], which the node calls on a timer, and at once
+//! whenever `persist_blocks` new blocks have arrived since the last write. A
+//! kill -9 thus costs at most one interval of re-sent blocks, never a block
+//! claimed but not held. Received blocks are written behind in contiguous
+//! runs of up to 1 MiB (flushed before any vector write, read-back or
+//! commit), and complete files are read ahead 1 MiB at a time, so a block
+//! costs a memory copy rather than a system call.
 
 use crate::NodeError;
 use broadside::cert::validate_name;
@@ -28,11 +51,14 @@ use broadside::{
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{symlink, FileExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const CERT_EXT: &str = "bscert";
 const VEC_MAGIC: &[u8; 4] = b"BSV1";
+/// Blocks received since the last vector write that force a write at once.
+pub const DEFAULT_PERSIST_BLOCKS: u32 = 1024;
 
 /// A problem found while loading the store; the file is left as it is and not served.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,13 +80,44 @@ pub struct PartialInfo {
     pub total_blocks: u32,
 }
 
+/// A receive vector not yet written, and the block count last written.
+struct PendingVector {
+    cert: Certificate,
+    partial: Partial,
+    written_blocks: u32,
+}
+
+/// Bytes read ahead from a complete file, and written behind to a partial.
+const IO_WINDOW: usize = 1 << 20;
+
+/// A window of a complete file held in memory (blocks are read in order).
+#[derive(Default)]
+struct ReadAhead {
+    inst: Option<InstanceId>,
+    offset: u64,
+    bytes: Vec<u8>,
+}
+
+/// Contiguous received bytes not yet written to their partial file.
+#[derive(Default)]
+struct WriteBehind {
+    inst: Option<InstanceId>,
+    offset: u64,
+    bytes: Vec<u8>,
+}
+
 /// A store directory.
 pub struct DiskStore {
     root: PathBuf,
+    meta: PathBuf,
     partial_dir: PathBuf,
     readers: BTreeMap<InstanceId, File>,
     writers: BTreeMap<InstanceId, File>,
-    /// Held (flock) while this process may write the store; released on exit, even on kill -9.
+    pending: BTreeMap<InstanceId, PendingVector>,
+    persist_blocks: u32,
+    read_ahead: ReadAhead,
+    write_behind: WriteBehind,
+    /// Held (flock) while this process serves the store; released on exit, even on kill -9.
     _lock: Option<File>,
 }
 
@@ -74,20 +131,18 @@ fn sync_dir(dir: &Path) -> Result<(), StorageError> {
         .map_err(io(format!("fsync {}", dir.display())))
 }
 
-/// Writes `bytes` to `path` atomically: temp file, fsync, rename, fsync dir.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
-    write_replace(path, bytes, true)
+/// A fresh temporary name in `dir`; every temporary file starts with `.tmp-`.
+fn tmp_path(dir: &Path, what: &str) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!(".tmp-{}-{n}-{what}", std::process::id()))
 }
 
 /// Temp file + rename (a reader or a restarted process sees the old or the
 /// new bytes, never a mix); with `durable`, fsync the file and the directory too.
 fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StorageError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("x")
-    ));
+    let tmp = tmp_path(dir, "w");
     let mut f = File::create(&tmp).map_err(io(format!("create {}", tmp.display())))?;
     f.write_all(bytes)
         .map_err(io(format!("write {}", tmp.display())))?;
@@ -100,6 +155,26 @@ fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), Storage
         sync_dir(dir)?;
     }
     Ok(())
+}
+
+/// Points `link` at `target`, atomically replacing whatever `link` was.
+fn symlink_replace(target: &Path, link: &Path) -> Result<(), StorageError> {
+    if fs::read_link(link).is_ok_and(|t| t == target) {
+        return Ok(());
+    }
+    let dir = link.parent().unwrap_or(Path::new("."));
+    let tmp = tmp_path(dir, "link");
+    symlink(target, &tmp).map_err(io(format!("symlink {}", tmp.display())))?;
+    fs::rename(&tmp, link).map_err(io(format!("rename to {}", link.display())))
+}
+
+fn remove_if_exists(p: &Path) -> Result<(), StorageError> {
+    match fs::remove_file(p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(io(format!("remove {}", p.display()))(e))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn hash_file(path: &Path) -> std::io::Result<(broadside::Id160, u64)> {
@@ -117,40 +192,101 @@ fn hash_file(path: &Path) -> std::io::Result<(broadside::Id160, u64)> {
     }
 }
 
+fn read_cert(path: &Path) -> Option<Certificate> {
+    fs::read(path)
+        .ok()
+        .and_then(|b| Certificate::decode(&b).ok())
+}
+
+fn file_names(dir: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    v.sort();
+    v
+}
+
+fn open_lock(path: &Path) -> Result<File, NodeError> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| NodeError::Runtime(format!("cannot open {}: {e}", path.display())))
+}
+
 impl DiskStore {
-    /// Opens (creating if needed) a store directory for writing: takes the
-    /// store's lock (one writer at a time: a serving node, or `publish`) and
-    /// finishes any commit that a crash interrupted.
-    pub fn open(root: &Path) -> Result<Self, NodeError> {
-        let partial_dir = root.join(".broadside").join("partial");
-        fs::create_dir_all(&partial_dir).map_err(|e| {
-            NodeError::Usage(format!(
-                "cannot create store directory {}: {e}",
-                root.display()
-            ))
-        })?;
-        let lock_path = root.join(".broadside").join("lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| NodeError::Runtime(format!("cannot open {}: {e}", lock_path.display())))?;
-        lock.try_lock().map_err(|_| {
-            NodeError::Usage(format!(
-                "store {} is in use by another process (a running node?); stop it first",
-                root.display()
-            ))
-        })?;
-        let mut s = DiskStore {
+    fn layout(root: &Path, lock: Option<File>) -> DiskStore {
+        let meta = root.join(".broadside");
+        DiskStore {
             root: root.to_path_buf(),
-            partial_dir,
+            partial_dir: meta.join("partial"),
+            meta,
             readers: BTreeMap::new(),
             writers: BTreeMap::new(),
-            _lock: Some(lock),
-        };
+            pending: BTreeMap::new(),
+            persist_blocks: DEFAULT_PERSIST_BLOCKS,
+            read_ahead: ReadAhead::default(),
+            write_behind: WriteBehind::default(),
+            _lock: lock,
+        }
+    }
+
+    fn create_dirs(root: &Path) -> Result<(), NodeError> {
+        for d in ["partial", "versions", "current"] {
+            fs::create_dir_all(root.join(".broadside").join(d)).map_err(|e| {
+                NodeError::Usage(format!(
+                    "cannot create store directory {}: {e}",
+                    root.display()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Opens (creating if needed) a store directory to serve it: takes the
+    /// store's lock (one serving node at a time), writes this process's pid
+    /// into it, and recovers from any crash (see the module docs).
+    pub fn open(root: &Path) -> Result<Self, NodeError> {
+        Self::create_dirs(root)?;
+        let lock = open_lock(&root.join(".broadside").join("lock"))?;
+        // A publisher holds the lock for the moment of its recovery: wait a little.
+        let mut tries = 0;
+        while lock.try_lock().is_err() {
+            tries += 1;
+            if tries > 40 {
+                return Err(NodeError::Usage(format!(
+                    "store {} is in use by another process (a running node?); stop it first",
+                    root.display()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = lock
+            .set_len(0)
+            .and_then(|()| lock.write_all_at(format!("{}\n", std::process::id()).as_bytes(), 0));
+        let mut s = Self::layout(root, Some(lock));
         s.recover()
             .map_err(|e| NodeError::Runtime(format!("recovering store {}: {e}", root.display())))?;
+        Ok(s)
+    }
+
+    /// Opens (creating if needed) a store to publish into, alongside a
+    /// serving node or alone. Without a node, recovers first (under the
+    /// node's lock, released again); with one, the node did at its start.
+    pub fn open_for_publish(root: &Path) -> Result<Self, NodeError> {
+        Self::create_dirs(root)?;
+        let lock = open_lock(&root.join(".broadside").join("lock"))?;
+        let mut s = Self::layout(root, None);
+        if lock.try_lock().is_ok() {
+            s.recover().map_err(|e| {
+                NodeError::Runtime(format!("recovering store {}: {e}", root.display()))
+            })?;
+        }
         Ok(s)
     }
 
@@ -163,14 +299,23 @@ impl DiskStore {
                 root.display()
             )));
         }
-        let partial_dir = root.join(".broadside").join("partial");
-        Ok(DiskStore {
-            root: root.to_path_buf(),
-            partial_dir,
-            readers: BTreeMap::new(),
-            writers: BTreeMap::new(),
-            _lock: None,
-        })
+        Ok(Self::layout(root, None))
+    }
+
+    /// The pid of the node serving this store, if one is running (its lock is held).
+    pub fn serving_pid(&self) -> Option<u32> {
+        let f = File::open(self.meta.join("lock")).ok()?;
+        if f.try_lock_shared().is_ok() {
+            return None;
+        }
+        let mut s = String::new();
+        (&f).read_to_string(&mut s).ok()?;
+        s.trim().parse().ok()
+    }
+
+    /// Sets how many newly received blocks force a receive-vector write.
+    pub fn set_persist_blocks(&mut self, blocks: u32) {
+        self.persist_blocks = blocks.max(1);
     }
 
     /// The store directory.
@@ -180,59 +325,169 @@ impl DiskStore {
 
     /// Where a running node writes its status.
     pub fn status_path(&self) -> PathBuf {
-        self.root.join(".broadside").join("status.json")
+        self.meta.join("status.json")
     }
 
     fn partial_path(&self, inst: &InstanceId, ext: &str) -> PathBuf {
         self.partial_dir.join(format!("{}.{ext}", inst.to_hex()))
     }
 
-    fn content_path(&self, cert: &Certificate) -> PathBuf {
-        self.root.join(cert.name())
+    fn version_dir(&self, inst: &InstanceId) -> PathBuf {
+        self.meta.join("versions").join(inst.to_hex())
+    }
+
+    fn current_link(&self, name: &str) -> PathBuf {
+        self.meta.join("current").join(name)
     }
 
     fn cert_path(&self, name: &str) -> PathBuf {
         self.root.join(format!("{name}.{CERT_EXT}"))
     }
 
-    fn recover(&mut self) -> Result<(), StorageError> {
-        for entry in fs::read_dir(&self.partial_dir).map_err(io("list partials"))? {
-            let path = entry.map_err(io("list partials"))?.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("commit") {
-                continue;
-            }
-            let cert_path = path.with_extension("cert");
-            match fs::read(&cert_path)
-                .ok()
-                .and_then(|b| Certificate::decode(&b).ok())
-            {
-                Some(cert) => self.finish_commit(&cert)?,
-                None => fs::remove_file(&path).map_err(io("remove stale commit marker"))?,
+    fn commit_lock(&self) -> Result<File, StorageError> {
+        let f =
+            open_lock(&self.meta.join("commit.lock")).map_err(|e| StorageError(e.to_string()))?;
+        f.lock().map_err(io("lock commit.lock"))?;
+        Ok(f)
+    }
+
+    /// Makes the complete version directory of `cert` current: swap the
+    /// `current/NAME` symlink, make sure `NAME` and `NAME.bscert` point
+    /// through it, remove the superseded version. Idempotent.
+    fn make_current(&mut self, cert: &Certificate) -> Result<(), StorageError> {
+        let name = cert.name();
+        let link = self.current_link(name);
+        let old = fs::read_link(&link).ok();
+        let target = Path::new("..")
+            .join("versions")
+            .join(cert.instance_id().to_hex());
+        symlink_replace(&target, &link)?;
+        sync_dir(&self.meta.join("current"))?;
+        let via = Path::new(".broadside").join("current").join(name);
+        symlink_replace(&via.join("content"), &self.root.join(name))?;
+        symlink_replace(&via.join("cert"), &self.cert_path(name))?;
+        sync_dir(&self.root)?;
+        if let Some(old) = old.filter(|o| *o != target) {
+            let dir = self.meta.join("current").join(old);
+            if dir.is_dir() {
+                fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
             }
         }
+        self.readers.clear();
+        self.read_ahead.inst = None;
         Ok(())
     }
 
-    /// Steps 3–5 of a commit; each is idempotent, so a crash anywhere is
-    /// repaired by running them again.
-    fn finish_commit(&mut self, cert: &Certificate) -> Result<(), StorageError> {
-        let inst = cert.instance_id();
-        let data = self.partial_path(&inst, "data");
-        if data.exists() {
-            fs::rename(&data, self.content_path(cert))
-                .map_err(io(format!("rename into {}", cert.name())))?;
-            sync_dir(&self.root)?;
-        }
-        write_atomic(&self.cert_path(cert.name()), cert.encoded())?;
-        for ext in ["vec", "cert", "commit"] {
-            let p = self.partial_path(&inst, ext);
-            if p.exists() {
-                fs::remove_file(&p).map_err(io(format!("remove {}", p.display())))?;
+    /// The version of `name` that is current on disk, if any.
+    pub fn current(&self, name: &str) -> Option<Certificate> {
+        read_cert(&self.cert_path(name))
+    }
+
+    /// The instanceId (hex) current on disk for each name: one `readlink`
+    /// per file, cheap enough to poll for versions published meanwhile.
+    pub fn current_instances(&self) -> BTreeMap<String, String> {
+        file_names(&self.meta.join("current"))
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .filter_map(|n| {
+                let t = fs::read_link(self.current_link(&n)).ok()?;
+                let id = t.file_name()?.to_str()?.to_owned();
+                Some((n, id))
+            })
+            .collect()
+    }
+
+    fn recover(&mut self) -> Result<(), StorageError> {
+        let _commit = self.commit_lock()?;
+        self.migrate_flat_layout()?;
+        // Leftover temporary files; a publisher's copy only once its owner is gone.
+        for dir in [
+            self.root.clone(),
+            self.meta.clone(),
+            self.partial_dir.clone(),
+            self.meta.join("current"),
+            self.meta.join("versions"),
+        ] {
+            for n in file_names(&dir) {
+                let p = dir.join(&n);
+                let orphan = n.starts_with(".tmp-")
+                    || (n.starts_with(".publish-")
+                        && File::open(&p).is_ok_and(|f| f.try_lock().is_ok()));
+                if orphan {
+                    remove_if_exists(&p)?;
+                }
             }
         }
-        sync_dir(&self.partial_dir)?;
-        self.writers.remove(&inst);
-        self.readers.clear();
+        // Roll complete versions newer than the current one forward; drop the rest.
+        let versions = self.meta.join("versions");
+        let current = self.current_instances();
+        for id in file_names(&versions) {
+            let dir = versions.join(&id);
+            if current.values().any(|c| *c == id) {
+                continue;
+            }
+            let complete = read_cert(&dir.join("cert"))
+                .filter(|c| c.instance_id().to_hex() == id && dir.join("content").is_file());
+            match complete {
+                Some(c)
+                    if self
+                        .current(c.name())
+                        .is_none_or(|h| h.version() < c.version()) =>
+                {
+                    self.make_current(&c)?
+                }
+                _ => fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?,
+            }
+        }
+        // Partials of versions no newer than the current one, and stray pieces.
+        for n in file_names(&self.partial_dir) {
+            let p = self.partial_dir.join(&n);
+            let Some((id, ext)) = n.split_once('.') else {
+                remove_if_exists(&p)?;
+                continue;
+            };
+            let cert = read_cert(&self.partial_dir.join(format!("{id}.cert")));
+            let keep = matches!(ext, "cert" | "data" | "vec")
+                && cert.is_some_and(|c| {
+                    self.current(c.name())
+                        .is_none_or(|h| h.version() < c.version())
+                });
+            if !keep {
+                remove_if_exists(&p)?;
+            }
+        }
+        sync_dir(&self.partial_dir)
+    }
+
+    /// Moves files of the older flat layout (`NAME` and `NAME.bscert` as
+    /// regular files) into version directories. Restartable: the content is
+    /// hard-linked, and the regular certificate is replaced last.
+    fn migrate_flat_layout(&mut self) -> Result<(), StorageError> {
+        for n in file_names(&self.root) {
+            let cert_path = self.root.join(&n);
+            let is_flat_cert = n.ends_with(&format!(".{CERT_EXT}"))
+                && fs::symlink_metadata(&cert_path).is_ok_and(|m| m.is_file());
+            let Some(cert) = is_flat_cert.then(|| read_cert(&cert_path)).flatten() else {
+                continue;
+            };
+            if cert_path != self.cert_path(cert.name()) {
+                continue; // misnamed: left alone, reported by `load`.
+            }
+            let content = self.root.join(cert.name());
+            let dir = self.version_dir(&cert.instance_id());
+            fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+            write_replace(&dir.join("cert"), cert.encoded(), true)?;
+            if fs::symlink_metadata(&content).is_ok_and(|m| m.is_file())
+                && !dir.join("content").exists()
+            {
+                fs::hard_link(&content, dir.join("content"))
+                    .map_err(io(format!("link {}", content.display())))?;
+            }
+            sync_dir(&dir)?;
+            if dir.join("content").exists() {
+                self.make_current(&cert)?;
+            }
+        }
         Ok(())
     }
 
@@ -244,91 +499,83 @@ impl DiskStore {
         &mut self,
         trusted: &TrustedKeys,
     ) -> Result<(Vec<Certificate>, Vec<LoadIssue>), NodeError> {
+        if !self.root.is_dir() {
+            return Err(NodeError::Runtime(format!(
+                "cannot list store {}",
+                self.root.display()
+            )));
+        }
         let mut certs = Vec::new();
         let mut issues = Vec::new();
-        let entries = fs::read_dir(&self.root).map_err(|e| {
-            NodeError::Runtime(format!("cannot list store {}: {e}", self.root.display()))
-        })?;
-        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
-        for path in paths {
-            if path.extension().and_then(|e| e.to_str()) != Some(CERT_EXT) {
-                continue;
-            }
-            let issue = |problem: String| LoadIssue {
-                path: path.clone(),
-                problem,
-            };
-            let cert = match fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| Certificate::decode(&b).map_err(|e| e.to_string()))
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    issues.push(issue(format!("certificate refused: {e}")));
-                    continue;
+        for n in file_names(&self.root) {
+            if n.ends_with(&format!(".{CERT_EXT}")) {
+                match self.verify(&self.root.join(&n), trusted) {
+                    Ok(c) => certs.push(c),
+                    Err(i) => issues.push(i),
                 }
-            };
-            if let Err(e) = cert.check_trusted(trusted) {
-                issues.push(issue(e.to_string()));
-                continue;
-            }
-            if path != self.cert_path(cert.name()) {
-                issues.push(issue(format!(
-                    "certificate is for {:?}, not this file name",
-                    cert.name()
-                )));
-                continue;
-            }
-            match hash_file(&self.content_path(&cert)) {
-                Ok((h, n)) if n == cert.size() && h == cert.content_hash() => certs.push(cert),
-                Ok((_, n)) => issues.push(issue(format!(
-                    "content of {} does not match its certificate (size {n}, expected {}); not served",
-                    cert.name(),
-                    cert.size()
-                ))),
-                Err(e) => issues.push(issue(format!("cannot read {}: {e}", cert.name()))),
             }
         }
         Ok((certs, issues))
     }
 
+    /// Loads and verifies the current version of `name` (as [`DiskStore::load`] does).
+    pub fn load_one(&self, name: &str, trusted: &TrustedKeys) -> Result<Certificate, LoadIssue> {
+        self.verify(&self.cert_path(name), trusted)
+    }
+
+    fn verify(&self, path: &Path, trusted: &TrustedKeys) -> Result<Certificate, LoadIssue> {
+        let issue = |problem: String| LoadIssue {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let cert = fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| Certificate::decode(&b).map_err(|e| e.to_string()))
+            .map_err(|e| issue(format!("certificate refused: {e}")))?;
+        cert.check_trusted(trusted)
+            .map_err(|e| issue(e.to_string()))?;
+        if path != self.cert_path(cert.name()) {
+            return Err(issue(format!(
+                "certificate is for {:?}, not this file name",
+                cert.name()
+            )));
+        }
+        match hash_file(&self.root.join(cert.name())) {
+            Ok((h, n)) if n == cert.size() && h == cert.content_hash() => Ok(cert),
+            Ok((_, n)) => Err(issue(format!(
+                "content of {} does not match its certificate (size {n}, expected {}); not served",
+                cert.name(),
+                cert.size()
+            ))),
+            Err(e) => Err(issue(format!("cannot read {}: {e}", cert.name()))),
+        }
+    }
+
     /// Certificates beside files whose signature verifies (trust and
     /// content not checked: for status reports).
     pub fn certificates(&self) -> Vec<Certificate> {
-        let Ok(entries) = fs::read_dir(&self.root) else {
-            return Vec::new();
-        };
-        let mut certs: Vec<Certificate> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().and_then(|e| e.to_str()) == Some(CERT_EXT))
-            .filter_map(|p| {
-                fs::read(&p)
-                    .ok()
-                    .and_then(|b| Certificate::decode(&b).ok())
-                    .filter(|c| p == self.cert_path(c.name()))
+        let mut certs: Vec<Certificate> = file_names(&self.root)
+            .into_iter()
+            .filter(|n| n.ends_with(&format!(".{CERT_EXT}")))
+            .filter_map(|n| {
+                let p = self.root.join(n);
+                read_cert(&p).filter(|c| p == self.cert_path(c.name()))
             })
             .collect();
         certs.sort_by(|a, b| a.name().cmp(b.name()));
         certs
     }
 
-    /// The current certificate of `name`, if any (not verified for trust).
-    pub fn current(&self, name: &str) -> Option<Certificate> {
-        fs::read(self.cert_path(name))
-            .ok()
-            .and_then(|b| Certificate::decode(&b).ok())
-    }
-
-    /// Partial transfers on disk.
+    /// Partial transfers on disk of versions newer than the current one.
     pub fn partials(&self) -> Vec<PartialInfo> {
-        let Ok(entries) = fs::read_dir(&self.partial_dir) else {
-            return Vec::new();
-        };
-        let mut out: Vec<PartialInfo> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("cert"))
-            .filter_map(|p| fs::read(&p).ok().and_then(|b| Certificate::decode(&b).ok()))
+        let mut out: Vec<PartialInfo> = file_names(&self.partial_dir)
+            .into_iter()
+            .filter(|n| n.ends_with(".cert"))
+            .filter_map(|n| read_cert(&self.partial_dir.join(n)))
+            .filter(|c| {
+                self.current(c.name())
+                    .is_none_or(|h| h.version() < c.version())
+            })
             .map(|cert| {
                 let v = self.read_vector(&cert.instance_id());
                 PartialInfo {
@@ -356,7 +603,8 @@ impl DiskStore {
     }
 
     /// Signs and stores a new version of `name` with the content of `src`:
-    /// version 1, or one more than the current version.
+    /// version 1, or one more than the current version. Safe while a node
+    /// serves the store (it picks the new version up when it rescans).
     pub fn publish(
         &mut self,
         key: &ProviderKey,
@@ -367,41 +615,98 @@ impl DiskStore {
         if name.ends_with(&format!(".{CERT_EXT}")) {
             return Err(NodeError::Usage(format!("invalid file name {name:?}: names ending in .{CERT_EXT} are reserved for certificates")));
         }
+        let rt = |e: StorageError| NodeError::Runtime(e.to_string());
+        // A private copy, locked while we live, so the hash covers exactly the bytes stored.
+        let tmp = self
+            .meta
+            .join(format!(".publish-{}-{}", std::process::id(), name));
+        let mut copy = File::create(&tmp)
+            .map_err(|e| NodeError::Runtime(format!("create {}: {e}", tmp.display())))?;
+        copy.lock()
+            .map_err(|e| NodeError::Runtime(format!("lock {}: {e}", tmp.display())))?;
+        let mut input = File::open(src)
+            .map_err(|e| NodeError::Usage(format!("cannot read {}: {e}", src.display())))?;
+        std::io::copy(&mut input, &mut copy)
+            .and_then(|_| copy.sync_all())
+            .map_err(|e| NodeError::Runtime(format!("copy {}: {e}", src.display())))?;
+        let (hash, size) = hash_file(&tmp)
+            .map_err(|e| NodeError::Runtime(format!("hashing {}: {e}", tmp.display())))?;
+        let _commit = self.commit_lock().map_err(rt)?;
         let version = match self.current(name) {
             None => 1,
             Some(c) if c.provider() != key.public() => {
+                let _ = fs::remove_file(&tmp);
                 return Err(NodeError::Usage(format!(
-                "{name:?} in this store belongs to provider {}; a name is owned by one provider",
-                c.provider()
-            )))
+                    "{name:?} in this store belongs to provider {}; a name is owned by one provider",
+                    c.provider()
+                )));
             }
-            Some(c) => c.version().checked_add(1).ok_or_else(|| {
-                NodeError::Usage(format!(
-                    "{name:?} is at version {}, the last one",
-                    c.version()
-                ))
-            })?,
+            Some(c) => match c.version().checked_add(1) {
+                Some(v) => v,
+                None => {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(NodeError::Usage(format!(
+                        "{name:?} is at version {}, the last one",
+                        c.version()
+                    )));
+                }
+            },
         };
-        let rt = |e: StorageError| NodeError::Runtime(e.to_string());
-        // Copy into a private temp file first so the hash covers exactly the bytes stored.
-        let tmp = self
-            .partial_dir
-            .join(format!(".publish-{}", std::process::id()));
-        fs::copy(src, &tmp)
-            .map_err(|e| NodeError::Usage(format!("cannot read {}: {e}", src.display())))?;
-        let (hash, size) = hash_file(&tmp)
-            .map_err(|e| NodeError::Runtime(format!("hashing {}: {e}", tmp.display())))?;
         let cert = Certificate::issue(key, name, version, size, hash)
             .map_err(|e| NodeError::Usage(e.to_string()))?;
-        let inst = cert.instance_id();
-        write_atomic(&self.partial_path(&inst, "cert"), cert.encoded()).map_err(rt)?;
-        File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| NodeError::Runtime(format!("fsync: {e}")))?;
-        fs::rename(&tmp, self.partial_path(&inst, "data"))
-            .map_err(|e| NodeError::Runtime(format!("rename: {e}")))?;
-        self.partial_commit(&cert).map_err(rt)?;
+        self.install(&cert, &tmp).map_err(rt)?;
         Ok(cert)
+    }
+
+    /// Writes the version directory of `cert` (certificate, then `content`
+    /// renamed from `content_src`) and makes it current. Call under the commit lock.
+    fn install(&mut self, cert: &Certificate, content_src: &Path) -> Result<(), StorageError> {
+        let dir = self.version_dir(&cert.instance_id());
+        if dir.exists() {
+            fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
+        }
+        fs::create_dir(&dir).map_err(io(format!("create {}", dir.display())))?;
+        write_replace(&dir.join("cert"), cert.encoded(), true)?;
+        fs::rename(content_src, dir.join("content"))
+            .map_err(io(format!("move content of {}", cert.name())))?;
+        sync_dir(&dir)?;
+        self.make_current(cert)
+    }
+
+    /// Writes every receive vector not yet written (after the blocks it covers).
+    pub fn flush_vectors(&mut self) -> Result<(), StorageError> {
+        self.flush_writes()?;
+        let ids: Vec<InstanceId> = self.pending.keys().copied().collect();
+        ids.into_iter().try_for_each(|id| self.write_vector(&id))
+    }
+
+    /// Writes the received bytes held back (one `pwrite` per contiguous run).
+    fn flush_writes(&mut self) -> Result<(), StorageError> {
+        let Some(inst) = self.write_behind.inst.take() else {
+            return Ok(());
+        };
+        let offset = self.write_behind.offset;
+        let mut bytes = std::mem::take(&mut self.write_behind.bytes);
+        let r = match self.writers.get(&inst) {
+            Some(f) => f
+                .write_all_at(&bytes, offset)
+                .map_err(io(format!("write partial {}", inst.to_hex()))),
+            None => Ok(()),
+        };
+        bytes.clear();
+        self.write_behind.bytes = bytes;
+        r
+    }
+
+    fn write_vector(&mut self, inst: &InstanceId) -> Result<(), StorageError> {
+        self.flush_writes()?;
+        let Some(p) = self.pending.remove(inst) else {
+            return Ok(());
+        };
+        let mut b = VEC_MAGIC.to_vec();
+        b.extend_from_slice(&p.partial.block_size.to_be_bytes());
+        p.partial.received.encode(&mut b);
+        write_replace(&self.partial_path(&p.cert.instance_id(), "vec"), &b, false)
     }
 
     fn writer(&mut self, cert: &Certificate) -> Result<&File, StorageError> {
@@ -409,7 +714,7 @@ impl DiskStore {
         if !self.writers.contains_key(&inst) {
             let cert_path = self.partial_path(&inst, "cert");
             if !cert_path.exists() {
-                write_atomic(&cert_path, cert.encoded())?;
+                write_replace(&cert_path, cert.encoded(), true)?;
             }
             let path = self.partial_path(&inst, "data");
             let f = OpenOptions::new()
@@ -428,6 +733,19 @@ impl DiskStore {
             .get(&inst)
             .ok_or_else(|| StorageError("writer vanished".into()))
     }
+
+    fn forget_partial(&mut self, inst: &InstanceId) -> Result<(), StorageError> {
+        if self.write_behind.inst == Some(*inst) {
+            self.write_behind.inst = None;
+            self.write_behind.bytes.clear();
+        }
+        self.writers.remove(inst);
+        self.pending.remove(inst);
+        for ext in ["vec", "data", "cert"] {
+            remove_if_exists(&self.partial_path(inst, ext))?;
+        }
+        Ok(())
+    }
 }
 
 impl Storage for DiskStore {
@@ -438,21 +756,42 @@ impl Storage for DiskStore {
         buf: &mut [u8],
     ) -> Result<(), StorageError> {
         let inst = cert.instance_id();
-        if !self.readers.contains_key(&inst) {
-            let path = self.content_path(cert);
-            let f = File::open(&path).map_err(io(format!("open {}", path.display())))?;
-            self.readers.insert(inst, f);
+        let ra = &self.read_ahead;
+        let hit = ra.inst == Some(inst)
+            && offset >= ra.offset
+            && offset + buf.len() as u64 <= ra.offset + ra.bytes.len() as u64;
+        if !hit {
+            if !self.readers.contains_key(&inst) {
+                let path = self.version_dir(&inst).join("content");
+                let f = File::open(&path).map_err(io(format!("open {}", path.display())))?;
+                self.readers.insert(inst, f);
+            }
+            let f = self
+                .readers
+                .get(&inst)
+                .ok_or_else(|| StorageError("reader vanished".into()))?;
+            let want = (cert.size().saturating_sub(offset) as usize)
+                .min(IO_WINDOW)
+                .max(buf.len());
+            let ra = &mut self.read_ahead;
+            ra.inst = None;
+            ra.bytes.resize(want, 0);
+            f.read_exact_at(&mut ra.bytes, offset)
+                .map_err(io(format!("read {}", cert.name())))?;
+            ra.inst = Some(inst);
+            ra.offset = offset;
         }
-        let f = self
-            .readers
-            .get(&inst)
-            .ok_or_else(|| StorageError("reader vanished".into()))?;
-        f.read_exact_at(buf, offset)
-            .map_err(io(format!("read {}", cert.name())))
+        let ra = &self.read_ahead;
+        let start = (offset - ra.offset) as usize;
+        buf.copy_from_slice(&ra.bytes[start..start + buf.len()]);
+        Ok(())
     }
 
     fn partial_load(&mut self, cert: &Certificate) -> Result<Option<Partial>, StorageError> {
         let inst = cert.instance_id();
+        if let Some(p) = self.pending.get(&inst) {
+            return Ok(Some(p.partial.clone()));
+        }
         // A vector without its data file would claim blocks we do not hold.
         if !self.partial_path(&inst, "data").exists() {
             return Ok(None);
@@ -475,9 +814,19 @@ impl Storage for DiskStore {
                 cert.name()
             )));
         }
-        self.writer(cert)?
-            .write_all_at(data, offset)
-            .map_err(io(format!("write {}", cert.name())))
+        self.writer(cert)?;
+        let inst = cert.instance_id();
+        let wb = &self.write_behind;
+        let contiguous = wb.inst == Some(inst)
+            && wb.offset + wb.bytes.len() as u64 == offset
+            && wb.bytes.len() + data.len() <= IO_WINDOW;
+        if !contiguous {
+            self.flush_writes()?;
+            self.write_behind.inst = Some(inst);
+            self.write_behind.offset = offset;
+        }
+        self.write_behind.bytes.extend_from_slice(data);
+        Ok(())
     }
 
     fn partial_read(
@@ -486,16 +835,19 @@ impl Storage for DiskStore {
         offset: u64,
         buf: &mut [u8],
     ) -> Result<(), StorageError> {
+        self.flush_writes()?;
         self.writer(cert)?
             .read_exact_at(buf, offset)
             .map_err(io(format!("read back {}", cert.name())))
     }
 
-    /// Writes the vector after the blocks it covers (both through the page
-    /// cache, without fsync: fsync on the receive path stalls the socket and
-    /// turns into loss). This survives a process crash (kill -9) exactly.
-    /// After a power loss the vector may claim blocks whose bytes were lost;
-    /// the content hash check before commit then discards the partial, so a
+    /// Records the vector in memory; [`DiskStore::flush_vectors`] writes it
+    /// (after the blocks it covers, both through the page cache: fsync on
+    /// the receive path stalls the socket and turns into loss). Written at
+    /// once when `persist_blocks` blocks arrived since the last write. This
+    /// survives a process crash (kill -9) up to the last write. After a
+    /// power loss the vector may claim blocks whose bytes were lost; the
+    /// content hash check before commit then discards the partial, so a
     /// stored file is never corrupted, only the transfer repeated.
     fn partial_persist(
         &mut self,
@@ -503,34 +855,57 @@ impl Storage for DiskStore {
         partial: &Partial,
     ) -> Result<(), StorageError> {
         self.writer(cert)?;
-        let mut b = VEC_MAGIC.to_vec();
-        b.extend_from_slice(&partial.block_size.to_be_bytes());
-        partial.received.encode(&mut b);
-        write_replace(&self.partial_path(&cert.instance_id(), "vec"), &b, false)
+        let inst = cert.instance_id();
+        let written_blocks = match self.pending.get(&inst) {
+            Some(p) => p.written_blocks,
+            None => self
+                .read_vector(&inst)
+                .map_or(0, |v| v.received.count_ones()),
+        };
+        let due =
+            partial.received.count_ones().saturating_sub(written_blocks) >= self.persist_blocks;
+        self.pending.insert(
+            inst,
+            PendingVector {
+                cert: cert.clone(),
+                partial: partial.clone(),
+                written_blocks,
+            },
+        );
+        if due {
+            self.write_vector(&inst)?;
+        }
+        Ok(())
     }
 
     fn partial_commit(&mut self, cert: &Certificate) -> Result<(), StorageError> {
         let inst = cert.instance_id();
+        self.flush_writes()?;
         if let Some(f) = self.writers.get(&inst) {
             f.sync_all().map_err(io(format!("fsync {}", cert.name())))?;
         }
-        write_atomic(&self.partial_path(&inst, "commit"), b"")?;
-        self.finish_commit(cert)
+        let _commit = self.commit_lock()?;
+        if let Some(have) = self.current(cert.name()) {
+            if have.version() >= cert.version() {
+                self.forget_partial(&inst)?;
+                return Err(StorageError(format!(
+                    "{} version {} was superseded by version {} meanwhile",
+                    cert.name(),
+                    cert.version(),
+                    have.version()
+                )));
+            }
+        }
+        let data = self.partial_path(&inst, "data");
+        self.install(cert, &data)?;
+        self.forget_partial(&inst)?;
+        sync_dir(&self.partial_dir)
     }
 
     fn partial_discard(&mut self, cert: &Certificate) -> Result<(), StorageError> {
-        let inst = cert.instance_id();
-        self.writers.remove(&inst);
-        for ext in ["vec", "data", "cert"] {
-            let p = self.partial_path(&inst, ext);
-            if p.exists() {
-                fs::remove_file(&p).map_err(io(format!("remove {}", p.display())))?;
-            }
-        }
-        Ok(())
+        self.forget_partial(&cert.instance_id())
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,42 +960,179 @@ mod tests {
         assert!(certs.is_empty() && issues.len() == 2);
     }
 
+    fn cert_of(k: &ProviderKey, name: &str, version: u16, content: &[u8]) -> Certificate {
+        let mut h = ContentHasher::new();
+        h.update(content);
+        Certificate::issue(k, name, version, content.len() as u64, h.finish()).unwrap()
+    }
+
+    fn one_block(n: u32) -> Partial {
+        let mut v = BitVec::new(3);
+        for i in 0..n {
+            v.set(i);
+        }
+        Partial {
+            block_size: 1000,
+            received: v,
+        }
+    }
+
     #[test]
-    fn partial_survives_reopen_and_interrupted_commit_is_finished() {
+    fn vectors_are_written_on_flush_or_every_n_blocks_and_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("store");
         let k = ProviderKey::from_seed([1; 32]);
         let content = vec![7u8; 3000];
-        let mut h = ContentHasher::new();
-        h.update(&content);
-        let cert = Certificate::issue(&k, "f", 3, 3000, h.finish()).unwrap();
+        let cert = cert_of(&k, "f", 3, &content);
         {
             let mut s = DiskStore::open(&root).unwrap();
+            s.set_persist_blocks(2);
             s.partial_write(&cert, 0, &content[..1000]).unwrap();
-            let mut v = BitVec::new(3);
-            v.set(0);
-            s.partial_persist(
-                &cert,
-                &Partial {
-                    block_size: 1000,
-                    received: v,
-                },
-            )
-            .unwrap();
+            s.partial_persist(&cert, &one_block(1)).unwrap();
+            // Held in memory (and reported to the endpoint), not yet on disk.
+            assert_eq!(
+                s.partial_load(&cert)
+                    .unwrap()
+                    .unwrap()
+                    .received
+                    .count_ones(),
+                1
+            );
+            assert_eq!(s.partials()[0].received_blocks, 0);
+            s.flush_vectors().unwrap();
+            assert_eq!(s.partials()[0].received_blocks, 1);
+            s.partial_write(&cert, 1000, &content[1000..]).unwrap();
+            s.partial_persist(&cert, &one_block(2)).unwrap();
+            assert_eq!(s.partials()[0].received_blocks, 1, "one new block: not due");
+            s.partial_persist(&cert, &one_block(3)).unwrap();
+            assert_eq!(s.partials()[0].received_blocks, 3, "two new blocks: due");
             assert!(s.partial_write(&cert, 2500, &content[..1000]).is_err());
         }
         let mut s = DiskStore::open(&root).unwrap();
         let p = s.partial_load(&cert).unwrap().unwrap();
-        assert_eq!((p.block_size, p.received.count_ones()), (1000, 1));
-        assert_eq!(s.partials()[0].received_blocks, 1);
-        s.partial_write(&cert, 1000, &content[1000..]).unwrap();
-        // Simulate a crash right after the commit marker was written.
-        write_atomic(&s.partial_path(&cert.instance_id(), "commit"), b"").unwrap();
-        drop(s);
-        let mut s = DiskStore::open(&root).unwrap();
+        assert_eq!((p.block_size, p.received.count_ones()), (1000, 3));
+        s.partial_commit(&cert).unwrap();
         assert_eq!(fs::read(root.join("f")).unwrap(), content);
         assert_eq!(s.current("f"), Some(cert.clone()));
         assert!(s.partials().is_empty());
         assert_eq!(s.load(&trusted(&k)).unwrap().0, vec![cert]);
+    }
+
+    #[test]
+    fn a_complete_version_left_by_a_crash_before_the_swap_is_made_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let k = ProviderKey::from_seed([1; 32]);
+        let src = dir.path().join("src");
+        fs::write(&src, b"one").unwrap();
+        let c1 = DiskStore::open(&root)
+            .unwrap()
+            .publish(&k, &src, "f")
+            .unwrap();
+        // A crash after version 2's directory was complete, before the swap.
+        let c2 = cert_of(&k, "f", 2, b"two");
+        let v2 = root
+            .join(".broadside/versions")
+            .join(c2.instance_id().to_hex());
+        fs::create_dir(&v2).unwrap();
+        fs::write(v2.join("cert"), c2.encoded()).unwrap();
+        fs::write(v2.join("content"), b"two").unwrap();
+        // And one whose content never arrived: dropped.
+        let c3 = cert_of(&k, "f", 3, b"three");
+        let v3 = root
+            .join(".broadside/versions")
+            .join(c3.instance_id().to_hex());
+        fs::create_dir(&v3).unwrap();
+        fs::write(v3.join("cert"), c3.encoded()).unwrap();
+        assert_eq!(
+            DiskStore::open_read_only(&root).unwrap().current("f"),
+            Some(c1.clone())
+        );
+        let s = DiskStore::open(&root).unwrap();
+        assert_eq!(s.current("f"), Some(c2.clone()));
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"two");
+        let left = file_names(&root.join(".broadside/versions"));
+        assert_eq!(
+            left,
+            vec![c2.instance_id().to_hex()],
+            "superseded and incomplete removed"
+        );
+    }
+
+    #[test]
+    fn recovery_removes_temporary_files_orphan_copies_and_superseded_partials() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let k = ProviderKey::from_seed([1; 32]);
+        let src = dir.path().join("src");
+        fs::write(&src, b"v1").unwrap();
+        let mut s = DiskStore::open(&root).unwrap();
+        s.publish(&k, &src, "f").unwrap();
+        fs::write(&src, b"v2").unwrap();
+        s.publish(&k, &src, "f").unwrap();
+        // An old partial of version 2 (superseded) and a live one of version 3.
+        let old = cert_of(&k, "f", 2, b"xx");
+        s.partial_write(&old, 0, b"x").unwrap();
+        let new = cert_of(&k, "f", 3, b"yyy");
+        s.partial_write(&new, 0, b"y").unwrap();
+        assert_eq!(s.partials().len(), 1, "superseded partial not reported");
+        drop(s);
+        let meta = root.join(".broadside");
+        fs::write(root.join(".tmp-1-2-w"), b"junk").unwrap();
+        fs::write(meta.join("partial/.tmp-1-3-w"), b"junk").unwrap();
+        fs::write(meta.join(".publish-99-f"), b"orphan").unwrap();
+        let held = meta.join(".publish-98-g");
+        let live = File::create(&held).unwrap();
+        live.lock().unwrap();
+        // The lock is per open file: recovery's own open sees it held.
+        let s = DiskStore::open(&root).unwrap();
+        assert!(!root.join(".tmp-1-2-w").exists());
+        assert!(!meta.join("partial/.tmp-1-3-w").exists());
+        assert!(!meta.join(".publish-99-f").exists());
+        assert!(held.exists(), "a live publisher's copy is kept");
+        let left = file_names(&meta.join("partial"));
+        assert!(
+            left.iter()
+                .all(|n| n.starts_with(&new.instance_id().to_hex())),
+            "{left:?}"
+        );
+        assert_eq!(s.partials().len(), 1);
+    }
+
+    #[test]
+    fn a_flat_layout_store_is_moved_into_version_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let k = ProviderKey::from_seed([1; 32]);
+        fs::create_dir_all(&root).unwrap();
+        let c = cert_of(&k, "old", 4, b"flat");
+        fs::write(root.join("old"), b"flat").unwrap();
+        fs::write(root.join("old.bscert"), c.encoded()).unwrap();
+        let mut s = DiskStore::open(&root).unwrap();
+        assert!(fs::symlink_metadata(root.join("old")).unwrap().is_symlink());
+        assert_eq!(s.load(&trusted(&k)).unwrap().0, vec![c]);
+        assert_eq!(fs::read(root.join("old")).unwrap(), b"flat");
+    }
+
+    #[test]
+    fn a_commit_older_than_a_version_published_meanwhile_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let k = ProviderKey::from_seed([1; 32]);
+        let mut server = DiskStore::open(&root).unwrap();
+        let incoming = cert_of(&k, "f", 1, b"received");
+        server.partial_write(&incoming, 0, b"received").unwrap();
+        let src = dir.path().join("src");
+        fs::write(&src, b"published").unwrap();
+        let mut publisher = DiskStore::open_for_publish(&root).unwrap();
+        assert_eq!(publisher.publish(&k, &src, "f").unwrap().version(), 1);
+        assert!(server.partial_commit(&incoming).is_err());
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"published");
+        assert!(server.serving_pid().is_some());
+        drop(server);
+        assert!(DiskStore::open_read_only(&root)
+            .unwrap()
+            .serving_pid()
+            .is_none());
     }
 }

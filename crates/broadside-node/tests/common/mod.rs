@@ -77,6 +77,7 @@ pub fn options(
         },
         status_interval: Duration::from_millis(200),
         socket_buffer: 8 << 20,
+        ..NodeOptions::default()
     }
 }
 
@@ -93,9 +94,11 @@ impl Running {
 }
 
 pub fn spawn(opts: NodeOptions) -> Running {
+    // RUST_LOG=info (or debug) shows the nodes' logs.
+    broadside_node::init_logging("warn").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
-    let mut node = Node::new(opts, Box::new(|_| {})).unwrap();
+    let mut node = Node::new(opts).unwrap();
     let handle = std::thread::spawn(move || {
         node.run(&s, Some(Instant::now() + Duration::from_secs(120)))
             .unwrap();
