@@ -19,12 +19,14 @@
 //! - [`time`]: the caller-supplied [`Instant`].
 //! - [`id`]: 160-bit identifiers and the hash `H` (SHA-256 truncated).
 //! - [`cert`]: provider keys and signed file certificates (§3).
+//! - [`merkle`]: the per-block hash tree a v2 certificate commits to.
 //! - [`bloom`]: Bloom filters for the file, version and match filters.
 //! - [`bitvec`]: send/receive vectors.
 //! - [`wire`]: packet formats (raw view + validated representation).
 //! - [`beacon`]: content hash, beacon schedule, sync cache, who initiates (§4.1).
 //! - [`discovery`]: the group/filter/match/records/plan exchange (§4.1).
 //! - [`transfer`]: block layout, the sender and receiver of a segment, the ack policy (§4.2).
+//! - [`validate`]: address validation tokens, peer address prefixes.
 //! - [`ratelimit`]: token buckets against floods.
 //! - [`counters`]: packets and bytes by kind.
 //! - [`storage`]: the storage trait and an in-memory store.
@@ -41,11 +43,13 @@ pub mod counters;
 pub mod discovery;
 pub mod endpoint;
 pub mod id;
+pub mod merkle;
 pub mod ratelimit;
 pub mod sim;
 pub mod storage;
 pub mod time;
 pub mod transfer;
+pub mod validate;
 pub mod wire;
 
 pub use bitvec::BitVec;
