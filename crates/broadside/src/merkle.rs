@@ -232,7 +232,7 @@ mod tests {
 
     #[test]
     fn every_chunk_verifies_and_any_change_is_caught() {
-        for (n, block) in [(1u32, 64u32), (2, 64), (5, 96), (100, 2294), (4360, 2294), (33, 200)] {
+        for (n, block) in [(1u32, 64u32), (2, 64), (5, 160), (100, 2294), (4360, 2294), (33, 256)] {
             let t = tree(n, block);
             let s = *t.shape();
             assert!(s.chunk_leaves() >= 1);
