@@ -135,8 +135,12 @@ pub struct SegmentReceiver {
 impl SegmentReceiver {
     /// Segment `[first, first + count)` of a file whose blocks held so far are `held`.
     pub fn new(transfer: u32, first: u32, count: u32, held: &BitVec, now: Instant) -> Self {
-        let vector = held.slice(first, count);
-        let policy = AckPolicy::new(count, vector.count_ones());
+        Self::with_vector(transfer, first, held.slice(first, count), now)
+    }
+    /// A segment starting at block `first` whose receive vector is `vector`
+    /// (for v2 files it starts with the bits of the hash chunks).
+    pub fn with_vector(transfer: u32, first: u32, vector: BitVec, now: Instant) -> Self {
+        let policy = AckPolicy::new(vector.len(), vector.count_ones());
         SegmentReceiver {
             transfer,
             first,
