@@ -89,3 +89,32 @@ pub fn rejections(p: &Pair, node: Addr) -> Vec<broadside::RejectReason> {
         })
         .collect()
 }
+
+/// Runs the address-validation exchange between `ep` and a peer at `addr`
+/// (which echoes the token it is sent), as a real peer would; drains what
+/// `ep` sent.
+pub fn validate(ep: &mut Endpoint<Addr>, store: &mut MemStore, addr: Addr) {
+    use broadside::wire::Message;
+    let hello = Message::Token {
+        echo: [0; 16],
+        token: [1; 16],
+    }
+    .to_vec();
+    ep.handle_datagram(Instant::ZERO, addr, &hello, store);
+    let mut echo = None;
+    while let Some(t) = ep.poll_transmit(Instant::ZERO, store) {
+        if let Ok(Message::Token { token, .. }) = Message::parse(&t.payload) {
+            echo = Some(token);
+        }
+    }
+    let token = echo.expect("a token for an unvalidated peer");
+    let reply = Message::Token {
+        echo: token,
+        token: [0; 16],
+    }
+    .to_vec();
+    ep.handle_datagram(Instant::ZERO, addr, &reply, store);
+    while ep.poll_transmit(Instant::ZERO, store).is_some() {}
+    while ep.poll_event().is_some() {}
+    assert_eq!(ep.peers().len(), 1, "peer {addr} validated");
+}
