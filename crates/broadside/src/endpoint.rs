@@ -498,6 +498,26 @@ struct Upload {
     first_block: u32,
     /// Order in which the receiver asked (its Want arrived).
     seq: u64,
+    /// When the first re-send pass began (the first pass having ended).
+    resending_since: Option<Instant>,
+}
+
+impl Upload {
+    /// When a re-sent block stops being worth sending without news from
+    /// the receiver: `silence` after the later of the first re-send and the
+    /// last vector (none given while blocks are sent for the first time).
+    fn quiet_until(&self, silence: Duration) -> Option<Instant> {
+        self.resending_since
+            .map(|t| t.max(self.sender.last_heard) + silence)
+    }
+    /// Whether the receiver seems gone: re-sent blocks draw acks at once
+    /// from a live receiver (duplicates are acked within `dup_ack_holdoff`,
+    /// and a silent sender is acked within `ack_idle`), so with no vector
+    /// for `silence` the upload waits for one (or for its
+    /// `transfer_timeout`) instead of sending into the void.
+    fn paused(&self, now: Instant, silence: Duration) -> bool {
+        self.quiet_until(silence).is_some_and(|t| now >= t)
+    }
 }
 
 struct InitiatorSlot {
@@ -1940,6 +1960,7 @@ impl<A: PeerAddr> Endpoint<A> {
                 first_chunk,
                 first_block: first,
                 seq: self.next_upload_seq,
+                resending_since: None,
             },
         );
     }
@@ -2152,9 +2173,14 @@ impl<A: PeerAddr> Endpoint<A> {
         for u in self.uploads.values() {
             consider(u.sender.last_heard + self.cfg.transfer_timeout);
         }
-        if self.uploads.values().any(|u| !u.sender.is_complete()) {
-            if let Some(p) = &self.pacer {
-                consider(p.ready_at(self.cfg.packet_size as f64));
+        if let Some(p) = &self.pacer {
+            let ready = p.ready_at(self.cfg.packet_size as f64);
+            let silence = self.silence();
+            let active = |u: &Upload| {
+                !u.sender.is_complete() && u.quiet_until(silence).is_none_or(|q| ready < q)
+            };
+            if self.uploads.values().any(active) {
+                consider(ready);
             }
         }
         Some(t)
@@ -2165,6 +2191,11 @@ impl<A: PeerAddr> Endpoint<A> {
     /// sender even if one or two of them are lost.
     fn ack_cap(&self) -> Duration {
         self.cfg.transfer_timeout / 3
+    }
+
+    /// How long a re-send pass may go unanswered before the upload pauses.
+    fn silence(&self) -> Duration {
+        self.cfg.ack_idle * 4
     }
 
     fn offer_wait(&self) -> Duration {
@@ -2426,8 +2457,13 @@ impl<A: PeerAddr> Endpoint<A> {
             out.extend_from_slice(&t.payload);
             return Some((t.destination, t.kind));
         }
+        let silence = self.silence();
         loop {
-            let key = self.next_upload()?;
+            let key = self.next_upload(now)?;
+            if self.uploads.get(&key).is_some_and(|u| u.paused(now, silence)) {
+                self.eligible_dirty = true;
+                continue;
+            }
             if let Some(p) = &mut self.pacer {
                 if !p.try_take(now, self.cfg.packet_size as f64) {
                     return None;
@@ -2435,6 +2471,9 @@ impl<A: PeerAddr> Endpoint<A> {
             }
             let up = self.uploads.get_mut(&key)?;
             self.last_upload = Some(key.clone());
+            if up.sender.at_pass_end() && up.resending_since.is_none() {
+                up.resending_since = Some(now);
+            }
             let Some((rel, _)) = up.sender.next_block() else {
                 self.eligible_dirty = true;
                 continue;
@@ -2472,10 +2511,10 @@ impl<A: PeerAddr> Endpoint<A> {
     /// The key of the upload to send the next data block of: round-robin
     /// over the eligible uploads, which are recomputed (sorted) only when an
     /// ack, a want, a close or the end of a pass changed them, not per packet.
-    fn next_upload(&mut self) -> Option<(A, u32)> {
+    fn next_upload(&mut self, now: Instant) -> Option<(A, u32)> {
         if self.eligible_dirty {
             self.eligible_dirty = false;
-            self.rebuild_eligible();
+            self.rebuild_eligible(now);
         }
         let after = self
             .last_upload
@@ -2484,7 +2523,8 @@ impl<A: PeerAddr> Endpoint<A> {
         after.or(self.eligible.first()).cloned()
     }
 
-    fn rebuild_eligible(&mut self) {
+    fn rebuild_eligible(&mut self, now: Instant) {
+        let silence = self.silence();
         // Uploads are keyed (peer, transfer): each peer's are contiguous.
         let mut chosen = std::mem::take(&mut self.eligible);
         chosen.clear();
@@ -2510,7 +2550,7 @@ impl<A: PeerAddr> Endpoint<A> {
         }
         let n = self.cfg.uploads_per_peer;
         for (k, u) in &self.uploads {
-            if u.sender.is_complete() {
+            if u.sender.is_complete() || u.paused(now, silence) {
                 continue;
             }
             if peer.first().is_some_and(|(p, _)| p.0 != k.0) {

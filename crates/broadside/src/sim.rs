@@ -44,10 +44,16 @@ pub struct Net {
     pub stray: Vec<Sent>,
     /// Every datagram a node sent, when `Some`.
     pub log: Option<Vec<Sent>>,
+    /// Rewrites (or drops, by returning `false`) each datagram a node sends:
+    /// `(from, to, bytes)`. Models a lying peer or a selective loss.
+    pub tamper: Option<Tamper>,
     rng: Xoshiro256PlusPlus,
     in_flight: BinaryHeap<InFlight>,
     seq: u64,
 }
+
+/// A hook on sent datagrams: see [`Net::tamper`].
+pub type Tamper = Box<dyn FnMut(Addr, Addr, &mut Vec<u8>) -> bool>;
 
 /// Two endpoints: the common case.
 pub type Pair = Net;
@@ -80,6 +86,7 @@ impl Net {
             dropped: 0,
             stray: Vec::new(),
             log: None,
+            tamper: None,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             in_flight: BinaryHeap::new(),
             seq: 0,
@@ -123,14 +130,16 @@ impl Net {
                     self.dropped += 1;
                     continue;
                 }
+                let mut bytes = t.payload.clone();
+                if let Some(hook) = &mut self.tamper {
+                    if !hook(from as Addr, to, &mut bytes) {
+                        self.dropped += 1;
+                        continue;
+                    }
+                }
                 self.seq += 1;
-                self.in_flight.push(Reverse((
-                    self.now + self.delay,
-                    self.seq,
-                    from as Addr,
-                    to,
-                    t.payload.clone(),
-                )));
+                self.in_flight
+                    .push(Reverse((self.now + self.delay, self.seq, from as Addr, to, bytes)));
             }
         }
         while let Some(e) = self.nodes[from].poll_event() {

@@ -277,6 +277,10 @@ impl SegmentSender {
         // Segments have at most 2^16 blocks, so a relative index fits in u16.
         Some((i as u16, self.first + i))
     }
+    /// Whether the current pass has no block left (the next one starts a new pass).
+    pub fn at_pass_end(&self) -> bool {
+        self.pending.is_none()
+    }
     /// Whether the current pass has blocks left, or the receiver's vector
     /// arrived since it began (so a new pass is worth starting).
     pub fn in_pass(&self) -> bool {

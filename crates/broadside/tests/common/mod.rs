@@ -35,6 +35,32 @@ pub fn file(k: &ProviderKey, name: &str, version: u16, size: usize) -> (Certific
     )
 }
 
+/// As [`file`], with a v2 certificate (a block tree at the default block size).
+pub fn file_v2(k: &ProviderKey, name: &str, version: u16, size: usize) -> (Certificate, Vec<u8>) {
+    let (_, data) = file(k, name, version, size);
+    let block = 2304 - broadside::wire::DATA_HEADER_LEN as u32;
+    let mut b = broadside::merkle::TreeBuilder::new(block);
+    b.update(&data);
+    let (size, hash, leaves) = b.finish();
+    let root = broadside::merkle::Tree::new(leaves, block).unwrap().root();
+    (
+        Certificate::issue_v2(k, name, version, size, hash, block, root).unwrap(),
+        data,
+    )
+}
+
+/// Simulated seconds of an instant.
+pub fn at(t: Instant) -> f64 {
+    t.as_micros() as f64 / 1e6
+}
+
+/// Whether node `node` committed a file.
+pub fn updated(p: &Pair, node: broadside::sim::Addr) -> bool {
+    p.events
+        .iter()
+        .any(|(n, e)| *n == node && matches!(e, Event::FileUpdated { .. }))
+}
+
 pub fn config(seed: u64) -> Config {
     Config {
         seed,
