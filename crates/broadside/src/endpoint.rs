@@ -88,6 +88,10 @@ pub struct Config {
     pub token_period: Duration,
     /// Most peers tracked from one network prefix (IPv4 /24, IPv6 /64).
     pub max_peers_per_prefix: usize,
+    /// Token packets per second sent to addresses not validated yet (all
+    /// together). Each is no larger than the packet it answers, so this
+    /// bounds reflected bytes, not amplification.
+    pub challenge_rate: f64,
     /// First wait before a sync that left files unfinished is tried again
     /// (doubling per failure up to 64 times this).
     pub retry_backoff: Duration,
@@ -127,6 +131,7 @@ impl Default for Config {
             seed: 0,
             token_period: Duration::from_secs(10),
             max_peers_per_prefix: 16,
+            challenge_rate: 10_000.0,
             retry_backoff: Duration::from_secs(1),
             slow_peer_timeout: Duration::from_secs(1),
             penalty: Duration::from_secs(60),
@@ -199,6 +204,7 @@ impl Config {
             ("beacon_rate", self.beacon_rate),
             ("request_rate", self.request_rate),
             ("transfer_rate", self.transfer_rate),
+            ("challenge_rate", self.challenge_rate),
         ] {
             if !(r.is_finite() && r > 0.0) {
                 return err(field, r.to_string(), "a positive number per second".into());
@@ -668,7 +674,7 @@ impl<A: PeerAddr> Endpoint<A> {
         rng.fill(&mut key);
         let mut ep = Endpoint {
             tokens: Tokens::new(key, cfg.token_period),
-            challenges: TokenBucket::new(1000.0, 1000.0, now),
+            challenges: TokenBucket::new(cfg.challenge_rate, cfg.challenge_rate, now),
             wanted: BTreeSet::new(),
             subscribed: BTreeSet::new(),
             finished: VecDeque::new(),

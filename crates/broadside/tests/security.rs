@@ -37,7 +37,7 @@ fn victim() -> (Endpoint<Addr>, MemStore, broadside::ProviderKey) {
     let (c, d) = file(&k, "poi", 2, 5000);
     s.insert(c, d);
     let mut ep = endpoint(config(11), &[&k], &s);
-    validate(&mut ep, &mut s, ATTACKER);
+    assert!(validate(&mut ep, &mut s, ATTACKER));
     (ep, s, k)
 }
 

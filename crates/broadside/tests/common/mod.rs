@@ -118,15 +118,19 @@ pub fn rejections(p: &Pair, node: Addr) -> Vec<broadside::RejectReason> {
 
 /// Runs the address-validation exchange between `ep` and a peer at `addr`
 /// (which echoes the token it is sent), as a real peer would; drains what
-/// `ep` sent.
-pub fn validate(ep: &mut Endpoint<Addr>, store: &mut MemStore, addr: Addr) {
+/// `ep` sent; returns whether `ep` now keeps state for the peer.
+pub fn validate<A: broadside::validate::PeerAddr>(
+    ep: &mut Endpoint<A>,
+    store: &mut MemStore,
+    addr: A,
+) -> bool {
     use broadside::wire::Message;
     let hello = Message::Token {
         echo: [0; 16],
         token: [1; 16],
     }
     .to_vec();
-    ep.handle_datagram(Instant::ZERO, addr, &hello, store);
+    ep.handle_datagram(Instant::ZERO, addr.clone(), &hello, store);
     let mut echo = None;
     while let Some(t) = ep.poll_transmit(Instant::ZERO, store) {
         if let Ok(Message::Token { token, .. }) = Message::parse(&t.payload) {
@@ -139,8 +143,8 @@ pub fn validate(ep: &mut Endpoint<Addr>, store: &mut MemStore, addr: Addr) {
         token: [0; 16],
     }
     .to_vec();
-    ep.handle_datagram(Instant::ZERO, addr, &reply, store);
+    ep.handle_datagram(Instant::ZERO, addr.clone(), &reply, store);
     while ep.poll_transmit(Instant::ZERO, store).is_some() {}
     while ep.poll_event().is_some() {}
-    assert_eq!(ep.peers().len(), 1, "peer {addr} validated");
+    ep.peers().iter().any(|p| p.peer == addr)
 }
