@@ -2148,8 +2148,12 @@ impl<A: PeerAddr> Endpoint<A> {
     // ---------------------------------------------------------------- timers
 
     /// The earliest time [`handle_timeout`](Self::handle_timeout) or
-    /// [`poll_transmit`](Self::poll_transmit) has something to do.
+    /// [`poll_transmit`](Self::poll_transmit) has something to do (the
+    /// epoch if datagrams are queued already).
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.queue.is_empty() {
+            return Some(Instant::ZERO);
+        }
         let mut t = self.next_beacon;
         let mut consider = |x: Instant| t = t.min(x);
         for s in self.initiators.values() {
