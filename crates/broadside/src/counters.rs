@@ -79,8 +79,9 @@ pub struct Counters {
     pub unvalidated: u64,
     /// Blocks or hash chunks that failed verification.
     pub poisoned_blocks: u64,
-    /// v2 blocks dropped because their hash chunk had not arrived yet.
-    pub unverifiable_blocks: u64,
+    /// v2 blocks that arrived before their hash chunk: stored unmarked and
+    /// checked when the chunk arrives.
+    pub unverified_blocks: u64,
     /// Receive-vector persists through storage.
     pub persists: u64,
     /// File bytes written to storage from data packets (new blocks only).

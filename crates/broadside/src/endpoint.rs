@@ -472,6 +472,8 @@ struct TreeRx {
     root: Hash,
     /// Leaf hashes of the segment's blocks (valid where their chunk's bit is set).
     leaves: Vec<Hash>,
+    /// Segment blocks stored before their chunk arrived, to verify when it does.
+    unverified: Vec<bool>,
 }
 
 struct Fetch<A> {
@@ -1551,6 +1553,7 @@ impl<A: PeerAddr> Endpoint<A> {
             shape,
             root,
             leaves: Vec::new(),
+            unverified: Vec::new(),
         });
         self.fetches.insert(
             file,
@@ -1613,6 +1616,8 @@ impl<A: PeerAddr> Endpoint<A> {
                 }
                 t.leaves.clear();
                 t.leaves.resize(count as usize, merkle::EMPTY);
+                t.unverified.clear();
+                t.unverified.resize(count as usize, false);
                 f.hdr = hdr;
                 SegmentReceiver::with_vector(transfer, first, v, now)
             }
@@ -2016,18 +2021,39 @@ impl<A: PeerAddr> Endpoint<A> {
                 };
                 let at = (rel * m) as usize;
                 t.leaves[at..at + leaves.len()].copy_from_slice(&leaves);
+                let early: Vec<u32> = (at..at + leaves.len())
+                    .filter(|&i| t.unverified[i])
+                    .map(|i| i as u32)
+                    .collect();
+                for i in early {
+                    if let Err(bad) = self.verify_stored(file, i, store) {
+                        return self.poisoned(now, file, "block", bad, store);
+                    }
+                }
                 self.accept(now, file, from, rel, store);
             }
             BlockKind::New => {
                 let i = rel - f.hdr;
                 let abs = f.segment.first() + i;
                 let (offset, len) = f.layout.block_range(abs);
-                if let Some(t) = &f.tree {
+                if let Some(t) = &mut f.tree {
+                    if bytes.len() != len {
+                        return self.poisoned(now, file, "block", abs, store);
+                    }
                     if !f.segment.vector().get(i / t.shape.chunk_leaves()) {
-                        self.counters.unverifiable_blocks += 1;
+                        // Its hash chunk was lost: keep the block, unmarked,
+                        // and check it when the chunk comes.
+                        self.data_from.insert(from.clone(), now);
+                        if !t.unverified[i as usize] {
+                            if let Err(e) = store.partial_write(&f.cert, offset, bytes) {
+                                return self.fail_fetch(now, file, RejectReason::Storage(e));
+                            }
+                            t.unverified[i as usize] = true;
+                            self.counters.unverified_blocks += 1;
+                        }
                         return;
                     }
-                    if bytes.len() != len || merkle::leaf(bytes) != t.leaves[i as usize] {
+                    if merkle::leaf(bytes) != t.leaves[i as usize] {
                         return self.poisoned(now, file, "block", abs, store);
                     }
                 } else if bytes.len() != len {
@@ -2042,6 +2068,32 @@ impl<A: PeerAddr> Endpoint<A> {
                 self.accept(now, file, from, rel, store);
             }
         }
+    }
+
+    /// Checks segment block `i`, stored before its hash chunk came, against
+    /// the chunk's leaf; marks it if it matches, else returns its absolute
+    /// index (the source lied).
+    fn verify_stored(&mut self, file: FileId, i: u32, store: &mut dyn Storage) -> Result<(), u32> {
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return Ok(());
+        };
+        let Some(t) = &mut f.tree else {
+            return Ok(());
+        };
+        t.unverified[i as usize] = false;
+        let abs = f.segment.first() + i;
+        let (offset, len) = f.layout.block_range(abs);
+        let mut buf = vec![0u8; len];
+        let ok = store.partial_read(&f.cert, offset, &mut buf).is_ok()
+            && merkle::leaf(&buf) == t.leaves[i as usize];
+        if !ok {
+            return Err(abs);
+        }
+        f.received.set(abs);
+        f.unpersisted += 1;
+        f.segment.mark(f.hdr + i, f.segment.last_data);
+        self.counters.file_bytes_received += len as u64;
+        Ok(())
     }
 
     /// Marks a new, verified block or chunk; acks, persists and moves to
@@ -2374,8 +2426,14 @@ impl<A: PeerAddr> Endpoint<A> {
                     continue;
                 };
                 if now >= f.segment.idle_deadline(self.cfg.ack_idle, cap) {
+                    // The idle vector goes as a Want: it also (re)creates the
+                    // upload at a sender that lost the first Want.
                     f.segment.idle_acks += 1;
-                    self.send_ack(now, file);
+                    f.segment.acked(now);
+                    let peer = f.peer.clone();
+                    if let Some(w) = self.want_message(&file) {
+                        self.send_to(&peer, w);
+                    }
                 }
             }
         }
