@@ -286,7 +286,14 @@ impl Certificate {
         root: Hash,
     ) -> Result<Self, CertError> {
         check_block_size(size, block_size)?;
-        Self::sign(key, name, version, size, content_hash, Some((block_size, root)))
+        Self::sign(
+            key,
+            name,
+            version,
+            size,
+            content_hash,
+            Some((block_size, root)),
+        )
     }
 
     fn sign(
@@ -300,7 +307,15 @@ impl Certificate {
         validate_name(name)?;
         let provider = key.public();
         let file_id = file_id_of(&provider, name);
-        let mut encoded = body(&provider, &file_id, version, size, &content_hash, tree, name);
+        let mut encoded = body(
+            &provider,
+            &file_id,
+            version,
+            size,
+            &content_hash,
+            tree,
+            name,
+        );
         let signature = key.0.sign(&signed_message(&encoded)).to_bytes();
         encoded.extend_from_slice(&signature);
         let instance = Id160::hash(&[&encoded]);
@@ -508,8 +523,8 @@ mod tests {
     #[test]
     fn v2_roundtrips_and_any_flipped_bit_is_rejected() {
         let k = key(4);
-        let c = Certificate::issue_v2(&k, "tiles", 3, 10_000, Id160([5; 20]), 2294, [6; 32])
-            .unwrap();
+        let c =
+            Certificate::issue_v2(&k, "tiles", 3, 10_000, Id160([5; 20]), 2294, [6; 32]).unwrap();
         assert_eq!(&c.encoded()[..4], b"BSC2");
         let d = Certificate::decode(c.encoded()).unwrap();
         assert_eq!(d, c);
@@ -517,7 +532,10 @@ mod tests {
         for i in 0..c.encoded().len() {
             let mut b = c.encoded().to_vec();
             b[i] ^= 0x04;
-            assert!(Certificate::decode(&b).is_err(), "flip at byte {i} accepted");
+            assert!(
+                Certificate::decode(&b).is_err(),
+                "flip at byte {i} accepted"
+            );
         }
         // A v1 body relabelled as v2 (or back) does not verify.
         let v1 = Certificate::issue(&k, "tiles", 3, 10_000, Id160([5; 20])).unwrap();

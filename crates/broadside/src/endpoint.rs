@@ -19,15 +19,15 @@
 use crate::beacon::{self, SyncCache};
 use crate::bitvec::BitVec;
 use crate::cert::{CertError, Certificate, PublicKey, TrustedKeys};
-use crate::merkle::{self, Hash, Shape, Tree, TreeBuilder};
-use crate::validate::{PeerAddr, Token, Tokens, TOKEN_LEN};
 use crate::counters::{Counters, PacketKind};
 use crate::discovery::{Initiator, LocalFile, Params, RecordsReply, Responder, Step};
 use crate::id::{ContentHasher, FileId, Id160, InstanceId};
+use crate::merkle::{self, Hash, Shape, Tree, TreeBuilder};
 use crate::ratelimit::TokenBucket;
 use crate::storage::{Partial, Storage, StorageError};
 use crate::time::Instant;
 use crate::transfer::{BlockKind, Layout, SegmentReceiver, SegmentSender};
+use crate::validate::{PeerAddr, Token, Tokens, TOKEN_LEN};
 use crate::wire::{self, Action, CloseCode, Message, MsgType, WireError};
 use core::time::Duration;
 use rand::{Rng, SeedableRng};
@@ -909,7 +909,10 @@ impl<A: PeerAddr> Endpoint<A> {
                 return;
             }
         }
-        if self.peers.get(&from).is_some_and(|p| now < p.penalized_until)
+        if self
+            .peers
+            .get(&from)
+            .is_some_and(|p| now < p.penalized_until)
             && !matches!(kind, MsgType::Beacon | MsgType::Ack | MsgType::Close)
         {
             self.counters.rate_limited += 1;
@@ -1073,7 +1076,10 @@ impl<A: PeerAddr> Endpoint<A> {
         self.initiators.contains_key(a)
             || self.responders.contains_key(a)
             || self.offers.keys().any(|(p, _)| p == a)
-            || self.fetches.values().any(|f| f.peer == *a || f.standby.contains(a))
+            || self
+                .fetches
+                .values()
+                .any(|f| f.peer == *a || f.standby.contains(a))
             || self.uploads.keys().any(|(p, _)| p == a)
     }
 
@@ -1437,7 +1443,11 @@ impl<A: PeerAddr> Endpoint<A> {
             max: self.cfg.max_file_size,
         };
         let Some((block_size, _)) = cert.tree() else {
-            let l = Layout::new(cert.size(), self.cfg.block_size(), self.cfg.segment_blocks());
+            let l = Layout::new(
+                cert.size(),
+                self.cfg.block_size(),
+                self.cfg.segment_blocks(),
+            );
             return l.map(|l| (l, None)).ok_or_else(too_large);
         };
         let too_big = || RejectReason::BlockTooLarge {
@@ -1714,7 +1724,13 @@ impl<A: PeerAddr> Endpoint<A> {
     /// the partial is persisted, and the next standby source, if any, takes
     /// over the current segment; otherwise the fetch stops (the partial is
     /// kept for a later contact).
-    fn drop_source(&mut self, now: Instant, file: FileId, status: Option<CloseCode>, store: &mut dyn Storage) {
+    fn drop_source(
+        &mut self,
+        now: Instant,
+        file: FileId,
+        status: Option<CloseCode>,
+        store: &mut dyn Storage,
+    ) {
         if !self.persist(file, now, store) {
             return;
         }
@@ -1724,7 +1740,13 @@ impl<A: PeerAddr> Endpoint<A> {
         let old = f.peer.clone();
         if let Some(code) = status {
             let instance = f.cert.instance_id();
-            self.send_to(&old, Message::Close { instance, status: code });
+            self.send_to(
+                &old,
+                Message::Close {
+                    instance,
+                    status: code,
+                },
+            );
         }
         let peers = &self.peers;
         let Some(f) = self.fetches.get_mut(&file) else {
@@ -1758,7 +1780,14 @@ impl<A: PeerAddr> Endpoint<A> {
 
     /// A block or chunk failed verification: the sender is penalised and
     /// dropped as a source; what was verified before stays.
-    fn poisoned(&mut self, now: Instant, file: FileId, what: &'static str, index: u32, store: &mut dyn Storage) {
+    fn poisoned(
+        &mut self,
+        now: Instant,
+        file: FileId,
+        what: &'static str,
+        index: u32,
+        store: &mut dyn Storage,
+    ) {
         let Some(f) = self.fetches.get(&file) else {
             return;
         };
@@ -1853,7 +1882,11 @@ impl<A: PeerAddr> Endpoint<A> {
 
     /// Builds (once per version) the tree of a v2 file this node sends,
     /// from its stored bytes; refuses a file whose bytes do not match it.
-    fn ensure_tree(&mut self, cert: &Certificate, store: &mut dyn Storage) -> Result<(), RejectReason> {
+    fn ensure_tree(
+        &mut self,
+        cert: &Certificate,
+        store: &mut dyn Storage,
+    ) -> Result<(), RejectReason> {
         let Some((block_size, root)) = cert.tree() else {
             return Ok(());
         };
@@ -1925,13 +1958,19 @@ impl<A: PeerAddr> Endpoint<A> {
         let (mut hdr, mut first_chunk, mut count) = (0, 0, vector.len());
         if let Some((tree_block, _)) = cert.tree() {
             let shape = Shape::new(layout.blocks(), tree_block);
-            let Some(m) = shape.filter(|_| tree_block == u32::from(block_size)).map(|s| s.chunk_leaves()) else {
+            let Some(m) = shape
+                .filter(|_| tree_block == u32::from(block_size))
+                .map(|s| s.chunk_leaves())
+            else {
                 return self.reject(from, RejectReason::InvalidVector("block size"));
             };
             count = vector.len() - vector.len().div_ceil(m + 1);
             hdr = count.div_ceil(m);
-            if first % m != 0 || hdr + count != vector.len() {
-                return self.reject(from, RejectReason::InvalidVector("segment not made of whole chunks"));
+            if !first.is_multiple_of(m) || hdr + count != vector.len() {
+                return self.reject(
+                    from,
+                    RejectReason::InvalidVector("segment not made of whole chunks"),
+                );
             }
             first_chunk = first / m;
         }
@@ -2157,9 +2196,10 @@ impl<A: PeerAddr> Endpoint<A> {
             status: Some(status),
         });
         let outcome = match status {
-            CloseCode::Complete | CloseCode::HaveNewer | CloseCode::Refused | CloseCode::NotCommon => {
-                Outcome::Done
-            }
+            CloseCode::Complete
+            | CloseCode::HaveNewer
+            | CloseCode::Refused
+            | CloseCode::NotCommon => Outcome::Done,
             CloseCode::Busy | CloseCode::Failed | CloseCode::Gone => Outcome::Retry,
         };
         self.resolve(now, from, &offer.cert.file_id(), outcome);
@@ -2188,12 +2228,7 @@ impl<A: PeerAddr> Endpoint<A> {
             return;
         }
         let max = (self.cfg.packet_size - wire::HEADER_LEN) / wire::KEY_LEN;
-        let keys: Vec<u8> = self
-            .subscribed
-            .iter()
-            .take(max)
-            .flat_map(|k| k.0)
-            .collect();
+        let keys: Vec<u8> = self.subscribed.iter().take(max).flat_map(|k| k.0).collect();
         self.send_to(peer, Message::Interest { keys: &keys });
     }
 
@@ -2528,7 +2563,11 @@ impl<A: PeerAddr> Endpoint<A> {
         let silence = self.silence();
         loop {
             let key = self.next_upload(now)?;
-            if self.uploads.get(&key).is_some_and(|u| u.paused(now, silence)) {
+            if self
+                .uploads
+                .get(&key)
+                .is_some_and(|u| u.paused(now, silence))
+            {
                 self.eligible_dirty = true;
                 continue;
             }

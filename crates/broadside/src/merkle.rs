@@ -65,7 +65,9 @@ impl Shape {
             return None;
         }
         let depth = u64::from(leaves).next_power_of_two().trailing_zeros();
-        let fits = |j: u32| (HASH_LEN as u64) * ((1u64 << j) + u64::from(depth - j)) <= u64::from(block_size);
+        let fits = |j: u32| {
+            (HASH_LEN as u64) * ((1u64 << j) + u64::from(depth - j)) <= u64::from(block_size)
+        };
         let chunk_log = (0..=depth).rev().find(|&j| fits(j))?;
         Some(Shape {
             leaves,
@@ -114,7 +116,7 @@ impl Shape {
         let mut cur = level[0];
         let mut idx = c;
         for s in proof {
-            cur = if idx % 2 == 0 {
+            cur = if idx.is_multiple_of(2) {
                 node(&cur, s)
             } else {
                 node(s, &cur)
@@ -232,7 +234,14 @@ mod tests {
 
     #[test]
     fn every_chunk_verifies_and_any_change_is_caught() {
-        for (n, block) in [(1u32, 64u32), (2, 64), (5, 160), (100, 2294), (4360, 2294), (33, 256)] {
+        for (n, block) in [
+            (1u32, 64u32),
+            (2, 64),
+            (5, 160),
+            (100, 2294),
+            (4360, 2294),
+            (33, 256),
+        ] {
             let t = tree(n, block);
             let s = *t.shape();
             assert!(s.chunk_leaves() >= 1);
@@ -247,10 +256,15 @@ mod tests {
                 for i in [0, b.len() / 2, b.len() - 1] {
                     let mut bad = b.clone();
                     bad[i] ^= 0x10;
-                    assert!(s.verify_chunk(&t.root(), c, &bad).is_none(), "n={n} c={c} i={i}");
+                    assert!(
+                        s.verify_chunk(&t.root(), c, &bad).is_none(),
+                        "n={n} c={c} i={i}"
+                    );
                 }
                 if s.chunks() > 1 {
-                    assert!(s.verify_chunk(&t.root(), (c + 1) % s.chunks(), &b).is_none());
+                    assert!(s
+                        .verify_chunk(&t.root(), (c + 1) % s.chunks(), &b)
+                        .is_none());
                 }
             }
             assert!(s.verify_chunk(&t.root(), s.chunks(), &[]).is_none());

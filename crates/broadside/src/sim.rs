@@ -138,8 +138,13 @@ impl Net {
                     }
                 }
                 self.seq += 1;
-                self.in_flight
-                    .push(Reverse((self.now + self.delay, self.seq, from as Addr, to, bytes)));
+                self.in_flight.push(Reverse((
+                    self.now + self.delay,
+                    self.seq,
+                    from as Addr,
+                    to,
+                    bytes,
+                )));
             }
         }
         while let Some(e) = self.nodes[from].poll_event() {

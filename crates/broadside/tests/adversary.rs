@@ -13,7 +13,11 @@ const SIZE: usize = BLOCKS as usize * 2294;
 
 /// Node 0 holds version 1 of "update"; nodes 1.. hold version 2 (v2
 /// certificates); `configs` override the default config per node.
-fn net(holders: usize, seed: u64, tweak: impl Fn(usize, Config) -> Config) -> (Net, broadside::ProviderKey) {
+fn net(
+    holders: usize,
+    seed: u64,
+    tweak: impl Fn(usize, Config) -> Config,
+) -> (Net, broadside::ProviderKey) {
     let k = key(8);
     let mut nodes = Vec::new();
     let mut stores = Vec::new();
@@ -57,8 +61,16 @@ fn a_poisoner_is_dropped_and_the_honest_peer_finishes_from_the_verified_partial(
         true
     }));
     p.down[1] = true;
-    assert!(p.run_until(secs(30.0), |p| p.events.iter().any(|(n, e)| *n == 0
-        && matches!(e, Event::Rejected { reason: RejectReason::Poisoned { .. }, .. }))));
+    assert!(
+        p.run_until(secs(30.0), |p| p.events.iter().any(|(n, e)| *n == 0
+            && matches!(
+                e,
+                Event::Rejected {
+                    reason: RejectReason::Poisoned { .. },
+                    ..
+                }
+            )))
+    );
     let poisoned_at = at(p.now);
     p.down[1] = false;
     let t0 = p.now;
@@ -69,7 +81,11 @@ fn a_poisoner_is_dropped_and_the_honest_peer_finishes_from_the_verified_partial(
         .events
         .iter()
         .filter_map(|(n, e)| match e {
-            Event::TransferStarted { peer, resumed_blocks, .. } if *n == 0 => Some((*peer, *resumed_blocks)),
+            Event::TransferStarted {
+                peer,
+                resumed_blocks,
+                ..
+            } if *n == 0 => Some((*peer, *resumed_blocks)),
             _ => None,
         })
         .collect();
@@ -87,7 +103,10 @@ fn a_poisoner_is_dropped_and_the_honest_peer_finishes_from_the_verified_partial(
     assert!(started.last().unwrap().1 >= BLOCKS / 2 - 64, "{started:?}");
     assert!(!p.events.iter().any(|(_, e)| matches!(
         e,
-        Event::Rejected { reason: RejectReason::ContentMismatch { .. }, .. }
+        Event::Rejected {
+            reason: RejectReason::ContentMismatch { .. },
+            ..
+        }
     )));
     assert!(c.poisoned_blocks >= 1);
 }
@@ -99,7 +118,10 @@ fn a_slowloris_loses_its_slot_to_an_honest_peer() {
     // honest and arrives after 2 s.
     let (mut p, k) = net(2, 32, |i, c| {
         if i == 1 {
-            Config { send_rate: 2304 / 4, ..c }
+            Config {
+                send_rate: 2304 / 4,
+                ..c
+            }
         } else {
             c
         }
@@ -112,9 +134,10 @@ fn a_slowloris_loses_its_slot_to_an_honest_peer() {
     assert!(p.run_until(secs(60.0), |p| done(p, &k)));
     let honest = at(p.now) - at(t0);
     assert_eq!(verified_version(&p, 0, &k, "update"), Some(2));
-    let switched = p.events.iter().any(|(n, e)| {
-        *n == 0 && matches!(e, Event::SourceSwitched { from: 1, to: 2, .. })
-    });
+    let switched = p
+        .events
+        .iter()
+        .any(|(n, e)| *n == 0 && matches!(e, Event::SourceSwitched { from: 1, to: 2, .. }));
     println!(
         "slowloris: honest peer took over and finished {honest:.3} s after it arrived \
          (clean: {clean:.3} s, ratio {:.2})",
@@ -144,7 +167,12 @@ fn a_spoofed_source_gets_at_most_its_own_bytes_and_no_data() {
         vector: broadside::BitVec::new(4400),
     }
     .to_vec();
-    let beacon = Message::Beacon { node: 5, file_count: 0, content_hash: Id160([1; 20]) }.to_vec();
+    let beacon = Message::Beacon {
+        node: 5,
+        file_count: 0,
+        content_hash: Id160([1; 20]),
+    }
+    .to_vec();
     let filters = Message::Filters {
         session: 1,
         round: 0,
@@ -155,7 +183,11 @@ fn a_spoofed_source_gets_at_most_its_own_bytes_and_no_data() {
         version_filter: &[0; 1143],
     }
     .to_vec();
-    let token = Message::Token { echo: [3; 16], token: [4; 16] }.to_vec();
+    let token = Message::Token {
+        echo: [3; 16],
+        token: [4; 16],
+    }
+    .to_vec();
     let mut injected = 0;
     for step in 0..50 {
         for pkt in [&want, &beacon, &filters, &token] {
@@ -189,7 +221,10 @@ fn first_block(flood: u8) -> f64 {
     let sent_data = |p: &Net| {
         p.log
             .as_ref()
-            .and_then(|l| l.iter().find(|s| s.1 == 1 && s.2 == 0 && s.3 == PacketKind::Data))
+            .and_then(|l| {
+                l.iter()
+                    .find(|s| s.1 == 1 && s.2 == 0 && s.3 == PacketKind::Data)
+            })
             .map(|s| at(s.0))
     };
     for step in 0..300u32 {
@@ -203,7 +238,15 @@ fn first_block(flood: u8) -> f64 {
             .to_vec();
             p.inject(from, 0, beacon);
             p.inject(from, 0, vec![from; 300]);
-            p.inject(from, 0, Message::Token { echo: [from; 16], token: [from; 16] }.to_vec());
+            p.inject(
+                from,
+                0,
+                Message::Token {
+                    echo: [from; 16],
+                    token: [from; 16],
+                }
+                .to_vec(),
+            );
         }
         if step == 20 {
             p.down[1] = false;
@@ -214,7 +257,10 @@ fn first_block(flood: u8) -> f64 {
         }
     }
     let t = sent_data(&p).expect("a first block") - 2.0;
-    assert!(p.nodes[0].peers().iter().all(|s| s.peer == 1), "fake sources got state");
+    assert!(
+        p.nodes[0].peers().iter().all(|s| s.peer == 1),
+        "fake sources got state"
+    );
     t
 }
 
@@ -257,7 +303,11 @@ fn peers_from_one_prefix_cannot_fill_the_table() {
     assert_eq!(ep.peers().len(), 6);
     // A spoofed token echo (not issued to this address) creates nothing.
     let other: SocketAddr = "192.0.2.9:1".parse().unwrap();
-    let forged = Message::Token { echo: [9; 16], token: [0; 16] }.to_vec();
+    let forged = Message::Token {
+        echo: [9; 16],
+        token: [0; 16],
+    }
+    .to_vec();
     ep.handle_datagram(Instant::ZERO, other, &forged, &mut s);
     assert_eq!(ep.peers().len(), 6);
 }

@@ -46,7 +46,9 @@ fn received(p: &Pair, k: &broadside::ProviderKey) -> u32 {
         .get(&broadside::cert::file_id_of(&k.public(), "update"))
         .map(|(c, _)| c.instance_id())
         .unwrap();
-    p.stores[0].partial(&c2).map_or(0, |v| v.received.count_ones())
+    p.stores[0]
+        .partial(&c2)
+        .map_or(0, |v| v.received.count_ones())
 }
 
 fn resumed(p: &Pair) -> Vec<u32> {
@@ -85,7 +87,8 @@ fn two_contacts(
     p.up = true;
     let back = p.now;
     assert!(
-        p.run_until(secs(contact + gap + 120.0), |p| version(p, 0, &k, "update") == Some(2)),
+        p.run_until(secs(contact + gap + 120.0), |p| version(p, 0, &k, "update")
+            == Some(2)),
         "not finished at the second contact: {:?}",
         p.nodes[0].fetches()
     );
@@ -141,7 +144,11 @@ fn a_restarted_receiver_is_served_again_without_waiting_for_timeouts() {
     p.nodes[0] = endpoint(cfg, &[&k], &p.stores[0]);
     let restarted_with = received(&p, &k);
     assert!(p.run_until(secs(60.0), |p| {
-        p.events.iter().filter(|(n, e)| *n == 0 && matches!(e, Event::TransferStarted { .. })).count() >= 2
+        p.events
+            .iter()
+            .filter(|(n, e)| *n == 0 && matches!(e, Event::TransferStarted { .. }))
+            .count()
+            >= 2
     }));
     let wait = at(p.now) - at(cut);
     assert!(p.run_until(secs(60.0), |p| version(p, 0, &k, "update") == Some(2)));
@@ -174,7 +181,16 @@ fn a_lost_close_is_sent_again_and_the_sender_stops() {
     let done = p.now;
     let sent_at_commit = p.nodes[1].counters().tx.data.bytes;
     let ok = p.run_until(secs(40.0), |p| {
-        p.events.iter().any(|(n, e)| *n == 1 && matches!(e, Event::OfferClosed { status: Some(broadside::CloseStatus::Complete), .. }))
+        p.events.iter().any(|(n, e)| {
+            *n == 1
+                && matches!(
+                    e,
+                    Event::OfferClosed {
+                        status: Some(broadside::CloseStatus::Complete),
+                        ..
+                    }
+                )
+        })
     });
     assert!(ok);
     let stopped = at(p.now) - at(done);
@@ -191,7 +207,12 @@ fn a_lost_close_is_sent_again_and_the_sender_stops() {
 fn an_empty_node_gets_wanted_and_subscribed_files() {
     let (k, other) = (key(6), key(7));
     let (mut a, b) = (MemStore::new(), MemStore::new());
-    for (kk, name) in [(&k, "map"), (&k, "poi"), (&other, "ads"), (&other, "want-me")] {
+    for (kk, name) in [
+        (&k, "map"),
+        (&k, "poi"),
+        (&other, "ads"),
+        (&other, "want-me"),
+    ] {
         let (c, d) = file_v2(kk, name, 3, 30_000);
         a.insert(c, d);
     }
@@ -199,11 +220,17 @@ fn an_empty_node_gets_wanted_and_subscribed_files() {
     p.nodes[1].subscribe(k.public());
     p.nodes[1].want(broadside::cert::file_id_of(&other.public(), "want-me"));
     assert!(p.run_until(secs(20.0), |p| {
-        ["map", "poi"].iter().all(|n| version(p, 1, &k, n) == Some(3))
+        ["map", "poi"]
+            .iter()
+            .all(|n| version(p, 1, &k, n) == Some(3))
             && version(p, 1, &other, "want-me") == Some(3)
     }));
     p.run_until(p.now + core::time::Duration::from_secs(3), |_| false);
-    assert_eq!(version(&p, 1, &other, "ads"), None, "neither wanted nor subscribed");
+    assert_eq!(
+        version(&p, 1, &other, "ads"),
+        None,
+        "neither wanted nor subscribed"
+    );
     assert_eq!(p.nodes[1].wanted().count(), 0);
     assert_eq!(verified_version(&p, 1, &k, "map"), Some(3));
 }
