@@ -1966,7 +1966,7 @@ impl<A: PeerAddr> Endpoint<A> {
             };
             count = vector.len() - vector.len().div_ceil(m + 1);
             hdr = count.div_ceil(m);
-            if !first.is_multiple_of(m) || hdr + count != vector.len() {
+            if first & (m - 1) != 0 || hdr + count != vector.len() {
                 return self.reject(
                     from,
                     RejectReason::InvalidVector("segment not made of whole chunks"),
@@ -2623,11 +2623,12 @@ impl<A: PeerAddr> Endpoint<A> {
             self.eligible_dirty = false;
             self.rebuild_eligible(now);
         }
-        let after = self
+        // `eligible` is sorted: the next key after the last one served.
+        let at = self
             .last_upload
             .as_ref()
-            .and_then(|last| self.eligible.iter().find(|k| *k > last));
-        after.or(self.eligible.first()).cloned()
+            .map_or(0, |last| self.eligible.partition_point(|k| k <= last));
+        self.eligible.get(at).or(self.eligible.first()).cloned()
     }
 
     fn rebuild_eligible(&mut self, now: Instant) {

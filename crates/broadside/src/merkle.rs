@@ -116,7 +116,7 @@ impl Shape {
         let mut cur = level[0];
         let mut idx = c;
         for s in proof {
-            cur = if idx.is_multiple_of(2) {
+            cur = if idx & 1 == 0 {
                 node(&cur, s)
             } else {
                 node(s, &cur)
