@@ -2501,9 +2501,10 @@ impl<A: PeerAddr> Endpoint<A> {
     /// starts its next pass at once. Files waiting their turn stay alive on
     /// both sides: see `fetch_timers`.
     ///
-    /// Each call allocates the returned payload; [`poll_transmit_into`]
-    /// (Self::poll_transmit_into) and [`poll_transmits`](Self::poll_transmits)
-    /// write into the caller's buffers instead.
+    /// Each call allocates the returned payload;
+    /// [`poll_transmit_into`](Self::poll_transmit_into) and
+    /// [`poll_transmits`](Self::poll_transmits) write into the caller's
+    /// buffers instead.
     pub fn poll_transmit(&mut self, now: Instant, store: &mut dyn Storage) -> Option<Transmit<A>> {
         let mut payload = Vec::new();
         let (destination, kind) = self.write_next(now, store, &mut payload)?;

@@ -7,18 +7,18 @@
 //!
 //! | kind | fields after the 4-byte header |
 //! |------|--------------------------------|
-//! | Beacon | node u64, file count u32, content hash [20] |
+//! | Beacon | node u64, file count u32, content hash \[20\] |
 //! | Filters | session u32, round u16, rounds u16, salt u32, k u8, flags u8, file filter, version filter (equal halves) |
 //! | Match | session u32, round u16, salt u32, k u8, flags u8, match filter (empty: no candidates) |
-//! | Records | session u32, round u16, seq u16, total u16, n × (fileId [20], version u16) |
+//! | Records | session u32, round u16, seq u16, total u16, n × (fileId \[20\], version u16) |
 //! | Plan | session u32, round u16, count u16, 2-bit action per record |
 //! | Offer | certificate |
-//! | Want | transfer u32, instanceId [20], block size u16, segment u32, receive vector |
+//! | Want | transfer u32, instanceId \[20\], block size u16, segment u32, receive vector |
 //! | Data | transfer u32, block u16, bytes |
 //! | Ack | transfer u32, receive vector |
-//! | Close | instanceId [20], status u8 |
-//! | Token | echo [16], token [16] (either may be all zero: none) |
-//! | Interest | n × provider key [32] (n ≥ 1) |
+//! | Close | instanceId \[20\], status u8 |
+//! | Token | echo \[16\], token \[16\] (either may be all zero: none) |
+//! | Interest | n × provider key \[32\] (n ≥ 1) |
 
 use crate::bitvec::BitVec;
 use crate::counters::PacketKind;

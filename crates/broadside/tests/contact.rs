@@ -234,3 +234,12 @@ fn an_empty_node_gets_wanted_and_subscribed_files() {
     assert_eq!(p.nodes[1].wanted().count(), 0);
     assert_eq!(verified_version(&p, 1, &k, "map"), Some(3));
 }
+
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let a = two_contacts(0.3, 60.0, 1500, 10.0, 26);
+    let b = two_contacts(0.3, 60.0, 1500, 10.0, 26);
+    assert_eq!(a.0, b.0);
+    assert_eq!(a.1.to_bits(), b.1.to_bits());
+    assert_eq!((a.2, a.3, a.4), (b.2, b.3, b.4));
+}
