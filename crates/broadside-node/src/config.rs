@@ -138,9 +138,28 @@ pub struct Settings {
     /// Content-hash pairs remembered as synchronised [default: 1024].
     #[arg(long)]
     pub sync_cache: Option<usize>,
-    /// Seed for groups, salts and ids [default: random].
+    /// Seed for groups, salts, ids and the address-validation key; keep it
+    /// secret (a known seed lets anyone forge validation tokens) [default: random].
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Address-validation tokens stay valid for one to two of these [default: 10 s].
+    #[arg(long)]
+    pub token_period: Option<Dur>,
+    /// Most peers tracked from one IPv4 /24 or IPv6 /64 [default: 16].
+    #[arg(long)]
+    pub max_peers_per_prefix: Option<usize>,
+    /// Token replies per second to unvalidated addresses, all together [default: 10000].
+    #[arg(long)]
+    pub challenge_rate: Option<f64>,
+    /// First wait before retrying a sync that left files unfinished (doubling) [default: 1 s].
+    #[arg(long)]
+    pub retry_backoff: Option<Dur>,
+    /// A source with no new verified block for this long loses its slot [default: 1 s].
+    #[arg(long)]
+    pub slow_peer_timeout: Option<Dur>,
+    /// How long a peer that sent a bad block is ignored [default: 60 s].
+    #[arg(long)]
+    pub penalty: Option<Dur>,
     /// Status-file write period [default: 1 s].
     #[arg(long)]
     pub status_interval: Option<Dur>,
@@ -188,7 +207,8 @@ impl Settings {
             beacon_interval, discovery_timeout, discovery_retries, offer_timeout,
             offer_retries, ack_idle, transfer_timeout, dup_ack_holdoff, send_rate,
             max_file_size, beacon_rate, request_rate, transfer_rate, max_peers,
-            uploads_per_peer, sync_cache, seed, status_interval, persist_interval,
+            uploads_per_peer, sync_cache, seed, token_period, max_peers_per_prefix,
+            challenge_rate, retry_backoff, slow_peer_timeout, penalty, status_interval, persist_interval,
             persist_blocks, rescan_interval, socket_buffer, offload, log_level)
     }
 
@@ -238,6 +258,15 @@ impl Settings {
             uploads_per_peer: self.uploads_per_peer.unwrap_or(c.uploads_per_peer),
             sync_cache: self.sync_cache.unwrap_or(c.sync_cache),
             seed: self.seed.unwrap_or(random_seed),
+            token_period: dur(self.token_period, c.token_period),
+            max_peers_per_prefix: self.max_peers_per_prefix.unwrap_or(c.max_peers_per_prefix),
+            challenge_rate: self.challenge_rate.unwrap_or(c.challenge_rate),
+            retry_backoff: dur(self.retry_backoff, c.retry_backoff),
+            slow_peer_timeout: dur(self.slow_peer_timeout, c.slow_peer_timeout),
+            penalty: dur(self.penalty, c.penalty),
+            // The library hands the vector to the store at the node's cadence.
+            persist_blocks: self.persist_blocks.unwrap_or(DEFAULT_PERSIST_BLOCKS),
+            persist_interval: dur(self.persist_interval, d.persist_interval),
         };
         config
             .validate()

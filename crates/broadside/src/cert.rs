@@ -5,20 +5,36 @@
 //! `instanceId = H(encoded certificate)`. A [`Certificate`] value always carries
 //! a valid signature: decoding verifies it, and the only other constructor signs.
 //! Whether the signer is *trusted* is a separate check ([`TrustedKeys`]).
+//!
+//! Two formats are read. **v1** (`BSC1`) is the paper's: the content hash
+//! covers the whole file, so a receiver can only check the file after its
+//! last block. **v2** (`BSC2`) adds a block size and the root of a
+//! [`merkle`](crate::merkle) tree over the blocks, so each block is checked
+//! as it arrives and a peer sending one bad block is caught at once; v2 is
+//! what [`Certificate::issue_v2`] signs. A v1 file still transfers, with the
+//! whole-file check at the end. The signing context names the format, so a
+//! v1 signature never verifies as v2 or the other way round.
 
 use crate::id::{FileId, Id160, InstanceId, ID_LEN};
+use crate::merkle::{Hash, Shape, HASH_LEN};
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use std::collections::BTreeSet;
 use std::fmt;
 
 const MAGIC: &[u8; 4] = b"BSC1";
+const MAGIC_V2: &[u8; 4] = b"BSC2";
 const SIGNING_CONTEXT: &[u8] = b"broadside certificate v1\0";
+const SIGNING_CONTEXT_V2: &[u8] = b"broadside certificate v2\0";
+/// Bytes a v2 certificate adds: block size u32 and the tree root.
+const V2_EXTRA: usize = 4 + HASH_LEN;
 /// Longest allowed file name, in bytes.
 pub const MAX_NAME_LEN: usize = 128;
 const FIXED_LEN: usize = 4 + 32 + ID_LEN + 2 + 8 + ID_LEN + 1;
 const SIG_LEN: usize = 64;
 /// Largest encoded certificate.
-pub const MAX_CERT_LEN: usize = FIXED_LEN + MAX_NAME_LEN + SIG_LEN;
+pub const MAX_CERT_LEN: usize = FIXED_LEN + V2_EXTRA + MAX_NAME_LEN + SIG_LEN;
+/// Block sizes a v2 certificate may fix.
+pub const V2_BLOCK_SIZES: core::ops::RangeInclusive<u32> = 256..=65_497;
 
 /// Why a certificate or name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,8 +51,12 @@ pub enum CertError {
     #[error("certificate has {0} trailing bytes")]
     Trailing(usize),
     /// Wrong magic or format number.
-    #[error("not a broadside v1 certificate")]
+    #[error("not a broadside certificate: magic must be BSC1 or BSC2")]
     BadMagic,
+    /// A v2 block size outside what is allowed, or a tree that cannot be
+    /// cut into chunks of that size.
+    #[error("v2 block size {0} refused: allowed 256..=65497 bytes, with room for one leaf hash and its proof")]
+    BadBlockSize(u32),
     /// The name is not allowed (see [`validate_name`]).
     #[error("invalid file name {name:?}: {why}; allowed: 1-{max} characters from A-Z a-z 0-9 . _ -, not starting with '.'", max = MAX_NAME_LEN)]
     InvalidName {
@@ -168,6 +188,8 @@ pub struct Certificate {
     size: u64,
     content_hash: Id160,
     name: String,
+    /// v2: block size and the root of the tree over the blocks.
+    tree: Option<(u32, Hash)>,
     signature: [u8; SIG_LEN],
     encoded: Vec<u8>,
     instance: InstanceId,
@@ -196,15 +218,20 @@ fn body(
     version: u16,
     size: u64,
     hash: &Id160,
+    tree: Option<(u32, Hash)>,
     name: &str,
 ) -> Vec<u8> {
-    let mut b = Vec::with_capacity(FIXED_LEN + name.len() + SIG_LEN);
-    b.extend_from_slice(MAGIC);
+    let mut b = Vec::with_capacity(FIXED_LEN + V2_EXTRA + name.len() + SIG_LEN);
+    b.extend_from_slice(if tree.is_some() { MAGIC_V2 } else { MAGIC });
     b.extend_from_slice(&provider.0);
     b.extend_from_slice(&file_id.0);
     b.extend_from_slice(&version.to_be_bytes());
     b.extend_from_slice(&size.to_be_bytes());
     b.extend_from_slice(&hash.0);
+    if let Some((block_size, root)) = tree {
+        b.extend_from_slice(&block_size.to_be_bytes());
+        b.extend_from_slice(&root);
+    }
     // validate_name bounds the length by MAX_NAME_LEN < 256.
     b.push(name.len() as u8);
     b.extend_from_slice(name.as_bytes());
@@ -212,7 +239,24 @@ fn body(
 }
 
 fn signed_message(body: &[u8]) -> Vec<u8> {
-    [SIGNING_CONTEXT, body].concat()
+    let context = if body.starts_with(MAGIC_V2) {
+        SIGNING_CONTEXT_V2
+    } else {
+        SIGNING_CONTEXT
+    };
+    [context, body].concat()
+}
+
+/// Whether a file of `size` bytes can be committed to in blocks of `block_size`.
+fn check_block_size(size: u64, block_size: u32) -> Result<Shape, CertError> {
+    if !V2_BLOCK_SIZES.contains(&block_size) {
+        return Err(CertError::BadBlockSize(block_size));
+    }
+    let blocks = size.div_ceil(u64::from(block_size)).max(1);
+    u32::try_from(blocks)
+        .ok()
+        .and_then(|n| Shape::new(n, block_size))
+        .ok_or(CertError::BadBlockSize(block_size))
 }
 
 impl Certificate {
@@ -225,10 +269,53 @@ impl Certificate {
         size: u64,
         content_hash: Id160,
     ) -> Result<Self, CertError> {
+        Self::sign(key, name, version, size, content_hash, None)
+    }
+
+    /// Signs a v2 certificate: as [`issue`](Self::issue), plus the block
+    /// size and the root of the tree over the blocks (see
+    /// [`merkle::TreeBuilder`](crate::merkle::TreeBuilder), which yields
+    /// size, content hash and leaves in one pass over the file).
+    pub fn issue_v2(
+        key: &ProviderKey,
+        name: &str,
+        version: u16,
+        size: u64,
+        content_hash: Id160,
+        block_size: u32,
+        root: Hash,
+    ) -> Result<Self, CertError> {
+        check_block_size(size, block_size)?;
+        Self::sign(
+            key,
+            name,
+            version,
+            size,
+            content_hash,
+            Some((block_size, root)),
+        )
+    }
+
+    fn sign(
+        key: &ProviderKey,
+        name: &str,
+        version: u16,
+        size: u64,
+        content_hash: Id160,
+        tree: Option<(u32, Hash)>,
+    ) -> Result<Self, CertError> {
         validate_name(name)?;
         let provider = key.public();
         let file_id = file_id_of(&provider, name);
-        let mut encoded = body(&provider, &file_id, version, size, &content_hash, name);
+        let mut encoded = body(
+            &provider,
+            &file_id,
+            version,
+            size,
+            &content_hash,
+            tree,
+            name,
+        );
         let signature = key.0.sign(&signed_message(&encoded)).to_bytes();
         encoded.extend_from_slice(&signature);
         let instance = Id160::hash(&[&encoded]);
@@ -239,30 +326,33 @@ impl Certificate {
             size,
             content_hash,
             name: name.to_owned(),
+            tree,
             signature,
             encoded,
             instance,
         })
     }
 
-    /// Parses and verifies an encoded certificate (untrusted input).
+    /// Parses and verifies an encoded certificate, v1 or v2 (untrusted input).
     pub fn decode(bytes: &[u8]) -> Result<Self, CertError> {
-        if bytes.len() < FIXED_LEN {
-            return Err(CertError::Truncated {
-                got: bytes.len(),
-                need: FIXED_LEN,
-            });
+        let truncated = |need| CertError::Truncated {
+            got: bytes.len(),
+            need,
+        };
+        let v2 = match bytes.get(..4) {
+            None => return Err(truncated(FIXED_LEN)),
+            Some(m) if m == MAGIC => false,
+            Some(m) if m == MAGIC_V2 => true,
+            Some(_) => return Err(CertError::BadMagic),
+        };
+        let fixed = FIXED_LEN + if v2 { V2_EXTRA } else { 0 };
+        if bytes.len() < fixed {
+            return Err(truncated(fixed));
         }
-        if &bytes[..4] != MAGIC {
-            return Err(CertError::BadMagic);
-        }
-        let name_len = usize::from(bytes[FIXED_LEN - 1]);
-        let need = FIXED_LEN + name_len + SIG_LEN;
+        let name_len = usize::from(bytes[fixed - 1]);
+        let need = fixed + name_len + SIG_LEN;
         if bytes.len() < need {
-            return Err(CertError::Truncated {
-                got: bytes.len(),
-                need,
-            });
+            return Err(truncated(need));
         }
         if bytes.len() > need {
             return Err(CertError::Trailing(bytes.len() - need));
@@ -279,7 +369,14 @@ impl Certificate {
         size_b.copy_from_slice(&bytes[58..66]);
         let size = u64::from_be_bytes(size_b);
         let content_hash = Id160::from_slice(&bytes[66..]).ok_or(CertError::BadMagic)?;
-        let name_bytes = &bytes[FIXED_LEN..FIXED_LEN + name_len];
+        let tree = if v2 {
+            let block_size = u32::from_be_bytes([bytes[86], bytes[87], bytes[88], bytes[89]]);
+            check_block_size(size, block_size)?;
+            Some((block_size, arr32(90)))
+        } else {
+            None
+        };
+        let name_bytes = &bytes[fixed..fixed + name_len];
         let name = String::from_utf8_lossy(name_bytes).into_owned();
         if name.as_bytes() != name_bytes {
             return Err(CertError::InvalidName {
@@ -292,10 +389,10 @@ impl Certificate {
             return Err(CertError::FileIdMismatch);
         }
         let mut signature = [0u8; SIG_LEN];
-        signature.copy_from_slice(&bytes[FIXED_LEN + name_len..]);
+        signature.copy_from_slice(&bytes[fixed + name_len..]);
         let vk = VerifyingKey::from_bytes(&provider.0).map_err(|_| CertError::BadKey)?;
         vk.verify_strict(
-            &signed_message(&bytes[..FIXED_LEN + name_len]),
+            &signed_message(&bytes[..fixed + name_len]),
             &Signature::from_bytes(&signature),
         )
         .map_err(|_| CertError::BadSignature)?;
@@ -306,6 +403,7 @@ impl Certificate {
             size,
             content_hash,
             name,
+            tree,
             signature,
             encoded: bytes.to_vec(),
             instance: Id160::hash(&[bytes]),
@@ -352,6 +450,10 @@ impl Certificate {
     /// The provider-chosen file name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+    /// v2: the block size and the root of the tree over the blocks; `None` for v1.
+    pub fn tree(&self) -> Option<(u32, Hash)> {
+        self.tree
     }
     /// The Ed25519 signature.
     pub fn signature(&self) -> &[u8; SIG_LEN] {
@@ -416,6 +518,35 @@ mod tests {
         for good in ["a", "map_v2.bin", "A-Z.09"] {
             validate_name(good).unwrap();
         }
+    }
+
+    #[test]
+    fn v2_roundtrips_and_any_flipped_bit_is_rejected() {
+        let k = key(4);
+        let c =
+            Certificate::issue_v2(&k, "tiles", 3, 10_000, Id160([5; 20]), 2294, [6; 32]).unwrap();
+        assert_eq!(&c.encoded()[..4], b"BSC2");
+        let d = Certificate::decode(c.encoded()).unwrap();
+        assert_eq!(d, c);
+        assert_eq!(d.tree(), Some((2294, [6; 32])));
+        for i in 0..c.encoded().len() {
+            let mut b = c.encoded().to_vec();
+            b[i] ^= 0x04;
+            assert!(
+                Certificate::decode(&b).is_err(),
+                "flip at byte {i} accepted"
+            );
+        }
+        // A v1 body relabelled as v2 (or back) does not verify.
+        let v1 = Certificate::issue(&k, "tiles", 3, 10_000, Id160([5; 20])).unwrap();
+        assert_eq!(v1.tree(), None);
+        let mut relabelled = v1.encoded().to_vec();
+        relabelled[..4].copy_from_slice(b"BSC2");
+        assert!(Certificate::decode(&relabelled).is_err());
+        assert_eq!(
+            Certificate::issue_v2(&k, "t", 1, 10, Id160::default(), 16, [0; 32]),
+            Err(CertError::BadBlockSize(16))
+        );
     }
 
     #[test]

@@ -73,8 +73,17 @@ pub struct Counters {
     pub rx: ByKind,
     /// Datagrams that failed to parse.
     pub malformed: u64,
-    /// Datagrams dropped by a rate limit or the peer-table limit.
+    /// Datagrams dropped by a rate limit, the peer-table limit or a penalty.
     pub rate_limited: u64,
+    /// Datagrams from addresses not validated (answered with a token at most).
+    pub unvalidated: u64,
+    /// Blocks or hash chunks that failed verification.
+    pub poisoned_blocks: u64,
+    /// v2 blocks that arrived before their hash chunk: stored unmarked and
+    /// checked when the chunk arrives.
+    pub unverified_blocks: u64,
+    /// Receive-vector persists through storage.
+    pub persists: u64,
     /// File bytes written to storage from data packets (new blocks only).
     pub file_bytes_received: u64,
     /// File bytes sent in data packets.

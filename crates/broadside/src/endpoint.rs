@@ -18,20 +18,21 @@
 
 use crate::beacon::{self, SyncCache};
 use crate::bitvec::BitVec;
-use crate::cert::{CertError, Certificate, TrustedKeys};
+use crate::cert::{CertError, Certificate, PublicKey, TrustedKeys};
 use crate::counters::{Counters, PacketKind};
 use crate::discovery::{Initiator, LocalFile, Params, RecordsReply, Responder, Step};
 use crate::id::{ContentHasher, FileId, Id160, InstanceId};
+use crate::merkle::{self, Hash, Shape, Tree, TreeBuilder};
 use crate::ratelimit::TokenBucket;
 use crate::storage::{Partial, Storage, StorageError};
 use crate::time::Instant;
 use crate::transfer::{BlockKind, Layout, SegmentReceiver, SegmentSender};
+use crate::validate::{PeerAddr, Token, Tokens, TOKEN_LEN};
 use crate::wire::{self, Action, CloseCode, Message, MsgType, WireError};
-use core::fmt::Debug;
 use core::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub use crate::wire::CloseCode as CloseStatus;
 
@@ -79,8 +80,30 @@ pub struct Config {
     pub uploads_per_peer: usize,
     /// Hash pairs remembered as synchronised.
     pub sync_cache: usize,
-    /// Seed of all randomness (groups, salts, session and node ids).
+    /// Seed of all randomness (groups, salts, session and node ids) and of
+    /// the address-validation key: a deployment must keep it secret (pick
+    /// it at random), or anyone can forge validation tokens.
     pub seed: u64,
+    /// Validation tokens stay valid for one to two of these.
+    pub token_period: Duration,
+    /// Most peers tracked from one network prefix (IPv4 /24, IPv6 /64).
+    pub max_peers_per_prefix: usize,
+    /// Token packets per second sent to addresses not validated yet (all
+    /// together). Each is no larger than the packet it answers, so this
+    /// bounds reflected bytes, not amplification.
+    pub challenge_rate: f64,
+    /// First wait before a sync that left files unfinished is tried again
+    /// (doubling per failure up to 64 times this).
+    pub retry_backoff: Duration,
+    /// A source that delivered no new verified block for this long loses
+    /// its slot to another peer that offered the same version.
+    pub slow_peer_timeout: Duration,
+    /// How long a peer that sent a block failing verification is ignored.
+    pub penalty: Duration,
+    /// The receive vector is persisted after this many new blocks …
+    pub persist_blocks: u32,
+    /// … or this long after the last persist, whichever comes first.
+    pub persist_interval: Duration,
 }
 
 impl Default for Config {
@@ -106,6 +129,14 @@ impl Default for Config {
             uploads_per_peer: 1,
             sync_cache: 1024,
             seed: 0,
+            token_period: Duration::from_secs(10),
+            max_peers_per_prefix: 16,
+            challenge_rate: 10_000.0,
+            retry_backoff: Duration::from_secs(1),
+            slow_peer_timeout: Duration::from_secs(1),
+            penalty: Duration::from_secs(60),
+            persist_blocks: 256,
+            persist_interval: Duration::from_secs(1),
         }
     }
 }
@@ -160,6 +191,10 @@ impl Config {
             ("offer_timeout", self.offer_timeout),
             ("ack_idle", self.ack_idle),
             ("transfer_timeout", self.transfer_timeout),
+            ("token_period", self.token_period),
+            ("retry_backoff", self.retry_backoff),
+            ("slow_peer_timeout", self.slow_peer_timeout),
+            ("persist_interval", self.persist_interval),
         ] {
             if d.is_zero() {
                 return err(field, "0".into(), "a positive duration".into());
@@ -169,6 +204,7 @@ impl Config {
             ("beacon_rate", self.beacon_rate),
             ("request_rate", self.request_rate),
             ("transfer_rate", self.transfer_rate),
+            ("challenge_rate", self.challenge_rate),
         ] {
             if !(r.is_finite() && r > 0.0) {
                 return err(field, r.to_string(), "a positive number per second".into());
@@ -179,6 +215,12 @@ impl Config {
         }
         if self.uploads_per_peer == 0 {
             return err("uploads_per_peer", "0".into(), "at least 1".into());
+        }
+        if self.max_peers_per_prefix == 0 {
+            return err("max_peers_per_prefix", "0".into(), "at least 1".into());
+        }
+        if self.persist_blocks == 0 {
+            return err("persist_blocks", "0".into(), "at least 1".into());
         }
         Ok(())
     }
@@ -260,6 +302,28 @@ pub enum RejectReason {
     /// A data packet whose length does not match its block.
     #[error("data block of wrong length")]
     BadBlock,
+    /// A block or hash chunk that fails verification against the
+    /// certificate's tree: the peer is dropped as a source and ignored for
+    /// `penalty`; blocks verified before are kept.
+    #[error("{what} {index} of {name} fails verification against its certificate; peer dropped")]
+    Poisoned {
+        /// File name.
+        name: String,
+        /// "block" or "hash chunk".
+        what: &'static str,
+        /// Its index.
+        index: u32,
+    },
+    /// A v2 certificate whose block does not fit this node's packets.
+    #[error("block size {block_size} of {name} does not fit packets of {packet_size} bytes")]
+    BlockTooLarge {
+        /// File name.
+        name: String,
+        /// The certificate's block size.
+        block_size: u32,
+        /// This node's packet size.
+        packet_size: usize,
+    },
     /// Too many packets of this kind from this peer.
     #[error("rate limit exceeded for {0:?} packets")]
     RateLimited(MsgType),
@@ -348,6 +412,23 @@ pub enum Event<A> {
         /// How it ended; `None` if the receiver never answered.
         status: Option<CloseStatus>,
     },
+    /// A receive moved to another peer that offered the same version:
+    /// the previous one was too slow, failed verification or went silent.
+    SourceSwitched {
+        /// File name.
+        name: String,
+        /// Previous source.
+        from: A,
+        /// New source.
+        to: A,
+    },
+    /// A sync ended with files unfinished; it is tried again after `after`.
+    SyncRetry {
+        /// Peer.
+        peer: A,
+        /// Back-off before the next attempt (at a beacon from any peer).
+        after: Duration,
+    },
     /// Something from a peer was refused, with the reason.
     Rejected {
         /// Peer.
@@ -359,6 +440,12 @@ pub enum Event<A> {
 
 struct PeerState {
     last_seen: Instant,
+    /// Node id of its last beacon (a change means it restarted).
+    node: Option<u64>,
+    /// Ignored until then (it sent a block that failed verification).
+    penalized_until: Instant,
+    /// Next retry back-off after a sync that left files unfinished.
+    backoff: Duration,
     /// Token buckets: beacons, discovery requests, transfer requests.
     buckets: [TokenBucket; 3],
     last_beacon: Option<(u32, Id160)>,
@@ -379,26 +466,127 @@ struct Offer {
     retries: u32,
 }
 
+/// What a receiver of a v2 file knows of its tree for the current segment.
+struct TreeRx {
+    shape: Shape,
+    root: Hash,
+    /// Leaf hashes of the segment's blocks (valid where their chunk's bit is set).
+    leaves: Vec<Hash>,
+    /// Segment blocks stored before their chunk arrived, to verify when it does.
+    unverified: Vec<bool>,
+}
+
 struct Fetch<A> {
+    /// The current source.
     peer: A,
     cert: Certificate,
     layout: Layout,
     received: BitVec,
     segment: SegmentReceiver,
+    /// v2 only: what is known of the tree.
+    tree: Option<TreeRx>,
+    /// Hash-chunk bits at the front of the segment vector (v2; else 0).
+    hdr: u32,
+    /// Peers that offered the same version while another was the source.
+    standby: Vec<A>,
+    /// Last new verified block or chunk.
+    last_progress: Instant,
+    /// New blocks since the vector was last persisted, and when that was.
+    unpersisted: u32,
+    last_persist: Instant,
 }
 
 struct Upload {
     cert: Certificate,
     layout: Layout,
     sender: SegmentSender,
+    /// v2: hash-chunk bits at the front of the vector, and the first chunk.
+    hdr: u32,
+    first_chunk: u32,
+    first_block: u32,
     /// Order in which the receiver asked (its Want arrived).
     seq: u64,
+    /// When the first re-send pass began (the first pass having ended).
+    resending_since: Option<Instant>,
+}
+
+impl Upload {
+    /// When a re-sent block stops being worth sending without news from
+    /// the receiver: `silence` after the later of the first re-send and the
+    /// last vector (none given while blocks are sent for the first time).
+    fn quiet_until(&self, silence: Duration) -> Option<Instant> {
+        self.resending_since
+            .map(|t| t.max(self.sender.last_heard) + silence)
+    }
+    /// Whether the receiver seems gone: re-sent blocks draw acks at once
+    /// from a live receiver (duplicates are acked within `dup_ack_holdoff`,
+    /// and a silent sender is acked within `ack_idle`), so with no vector
+    /// for `silence` the upload waits for one (or for its
+    /// `transfer_timeout`) instead of sending into the void.
+    fn paused(&self, now: Instant, silence: Duration) -> bool {
+        self.quiet_until(silence).is_some_and(|t| now >= t)
+    }
 }
 
 struct InitiatorSlot {
     initiator: Initiator,
     their_hash: Id160,
     my_hash: Id160,
+    /// Some planned exchange ended neither completed nor refused for a reason.
+    failed: bool,
+}
+
+/// How a planned exchange ended, for the sync it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Completed, or refused for a stated reason (nothing to retry).
+    Done,
+    /// Stalled, busy, unanswered or failed: try again later.
+    Retry,
+}
+
+/// A fetch that ended recently: its last transfer id, so that a sender who
+/// missed the Close and keeps sending gets it again.
+struct Finished<A> {
+    transfer: u32,
+    peer: A,
+    instance: InstanceId,
+    status: CloseCode,
+    last_close: Instant,
+}
+
+/// Recently ended fetches remembered for lost-Close recovery.
+const FINISHED_KEPT: usize = 64;
+
+/// A batch of datagrams written back to back into one buffer
+/// ([`Endpoint::poll_transmits`]).
+#[derive(Clone, Debug, Default)]
+pub struct Batch<A> {
+    /// The datagrams, back to back.
+    pub buf: Vec<u8>,
+    /// Each datagram: destination, byte range in `buf`, counter class.
+    pub items: Vec<(Destination<A>, core::ops::Range<usize>, PacketKind)>,
+}
+
+impl<A> Batch<A> {
+    /// An empty batch (keep it and pass it again: its buffers are reused).
+    pub fn new() -> Self {
+        Batch {
+            buf: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+    /// Empties the batch, keeping its capacity.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.items.clear();
+    }
+    /// The datagrams.
+    pub fn iter(&self) -> impl Iterator<Item = (&Destination<A>, &[u8], PacketKind)> {
+        self.items
+            .iter()
+            .map(|(d, r, k)| (d, &self.buf[r.clone()], *k))
+    }
 }
 
 /// A snapshot of one incoming transfer, for status reports.
@@ -455,9 +643,21 @@ pub struct Endpoint<A> {
     counters: Counters,
     next_beacon: Instant,
     pacer: Option<TokenBucket>,
+    tokens: Tokens,
+    /// Replies to addresses not validated yet (all of them together).
+    challenges: TokenBucket,
+    /// Files wanted though not held, and providers subscribed to.
+    wanted: BTreeSet<FileId>,
+    subscribed: BTreeSet<PublicKey>,
+    finished: VecDeque<Finished<A>>,
+    /// Trees of files being sent (v2), built once per version.
+    trees: BTreeMap<InstanceId, Tree>,
+    /// Uploads eligible to send (see `next_upload`); rebuilt when `dirty`.
+    eligible: Vec<(A, u32)>,
+    eligible_dirty: bool,
 }
 
-impl<A: Clone + Ord + Debug> Endpoint<A> {
+impl<A: PeerAddr> Endpoint<A> {
     /// A node holding `files` (already verified by the caller's store).
     /// Certificates from untrusted providers are left out.
     pub fn new(
@@ -472,7 +672,17 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             let burst = (cfg.send_rate as f64 * 0.005).max(8.0 * cfg.packet_size as f64);
             TokenBucket::new(cfg.send_rate as f64, burst, now)
         });
+        let mut key = [0u8; 32];
+        rng.fill(&mut key);
         let mut ep = Endpoint {
+            tokens: Tokens::new(key, cfg.token_period),
+            challenges: TokenBucket::new(cfg.challenge_rate, cfg.challenge_rate, now),
+            wanted: BTreeSet::new(),
+            subscribed: BTreeSet::new(),
+            finished: VecDeque::new(),
+            trees: BTreeMap::new(),
+            eligible: Vec::new(),
+            eligible_dirty: true,
             node_id: rng.random(),
             next_transfer: rng.random(),
             rng,
@@ -523,6 +733,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             self.by_instance.remove(&old.instance_id());
         }
         self.by_instance.insert(cert.instance_id(), cert.file_id());
+        self.wanted.remove(&cert.file_id());
         self.local.insert(
             cert.file_id(),
             LocalFile {
@@ -536,8 +747,47 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         Ok(())
     }
 
+    /// Asks for a file this node does not hold yet (by fileId): discovery
+    /// then treats it as held at version 0, so any peer holding it offers
+    /// it (the §5.6 "file required by all devices"). A no-op if it is held.
+    pub fn want(&mut self, file: FileId) {
+        if self.files.contains_key(&file) || !self.wanted.insert(file) {
+            return;
+        }
+        self.local.insert(
+            file,
+            LocalFile {
+                file_id: file,
+                instance: Id160::hash(&[b"broadside want", &file.0]),
+                version: 0,
+            },
+        );
+        self.rehash();
+    }
+
+    /// Takes every file signed by `provider` (which must also be trusted),
+    /// held or not: peers are told at each sync and offer what they hold.
+    pub fn subscribe(&mut self, provider: PublicKey) {
+        if self.subscribed.insert(provider) {
+            self.rehash();
+        }
+    }
+
+    /// Files wanted and not held yet.
+    pub fn wanted(&self) -> impl Iterator<Item = &FileId> {
+        self.wanted.iter()
+    }
+
+    /// The content hash covers the files held, the files wanted and the
+    /// providers subscribed to: a new interest makes peers sync again.
     fn rehash(&mut self) {
-        self.content_hash = beacon::content_hash(self.local.values().map(|f| &f.instance));
+        let subs: Vec<Id160> = self
+            .subscribed
+            .iter()
+            .map(|k| Id160::hash(&[b"broadside subscribe", &k.0]))
+            .collect();
+        self.content_hash =
+            beacon::content_hash(self.local.values().map(|f| &f.instance).chain(&subs));
     }
 
     /// The files held, by fileId.
@@ -622,6 +872,10 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     // ---------------------------------------------------------------- input
 
     /// Handles one datagram from `from`.
+    ///
+    /// Nothing is kept for a sender whose address is not validated yet, and
+    /// all it can get back is a Token packet no larger than what it sent
+    /// (see [`validate`](crate::validate)).
     pub fn handle_datagram(
         &mut self,
         now: Instant,
@@ -629,23 +883,46 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         bytes: &[u8],
         store: &mut dyn Storage,
     ) {
-        if !self.admit_peer(now, &from) {
-            return;
-        }
         let msg = match Message::parse(bytes) {
             Ok(m) => m,
             Err(e) => {
                 self.counters.malformed += 1;
-                if self.take(now, &from, 1, None) {
+                if self.peers.contains_key(&from) && self.take(now, &from, 1, None) {
                     self.reject(&from, RejectReason::Malformed(e));
                 }
                 return;
             }
         };
         let kind = msg.msg_type();
+        if let Message::Token { echo, token } = msg {
+            self.counters.rx.add(kind.class(), bytes.len());
+            return self.on_token(now, &from, echo, token);
+        }
+        match self.peers.get_mut(&from) {
+            Some(p) => p.last_seen = now,
+            None => {
+                let own = matches!(msg, Message::Beacon { node, .. } if node == self.node_id);
+                self.counters.unvalidated += 1;
+                if !own {
+                    self.challenge(now, &from, bytes.len());
+                }
+                return;
+            }
+        }
+        if self
+            .peers
+            .get(&from)
+            .is_some_and(|p| now < p.penalized_until)
+            && !matches!(kind, MsgType::Beacon | MsgType::Ack | MsgType::Close)
+        {
+            self.counters.rate_limited += 1;
+            return;
+        }
         let limited = match kind {
             MsgType::Beacon => !self.take(now, &from, 0, Some(kind)),
-            MsgType::Filters | MsgType::Records => !self.take(now, &from, 1, Some(kind)),
+            MsgType::Filters | MsgType::Records | MsgType::Interest => {
+                !self.take(now, &from, 1, Some(kind))
+            }
             MsgType::Offer | MsgType::Want => !self.take(now, &from, 2, Some(kind)),
             _ => false,
         };
@@ -658,7 +935,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 node,
                 file_count,
                 content_hash,
-            } => self.on_beacon(now, &from, node, file_count, content_hash),
+            } => self.on_beacon(now, &from, node, file_count, content_hash, store),
             Message::Filters {
                 session,
                 round,
@@ -716,7 +993,9 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 block_size,
                 segment,
                 vector,
-            } => self.on_want(now, &from, transfer, instance, block_size, segment, vector),
+            } => self.on_want(
+                now, &from, transfer, instance, block_size, segment, vector, store,
+            ),
             Message::Data {
                 transfer,
                 block,
@@ -724,26 +1003,108 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             } => self.on_data(now, &from, transfer, block, bytes, store),
             Message::Ack { transfer, vector } => self.on_ack(now, &from, transfer, &vector),
             Message::Close { instance, status } => self.on_close(now, &from, instance, status),
+            Message::Interest { keys } => self.on_interest(now, &from, keys),
+            Message::Token { .. } => {}
         }
     }
 
-    fn admit_peer(&mut self, now: Instant, from: &A) -> bool {
+    /// Asks an address that is not validated to echo a token, if the reply
+    /// is at most three times what it sent (it is never larger, in fact:
+    /// the smallest packet that gets one is a Token packet itself).
+    fn challenge(&mut self, now: Instant, to: &A, received: usize) {
+        if wire::TOKEN_PACKET_LEN > received || !self.challenges.try_take(now, 1.0) {
+            return;
+        }
+        let token = self.tokens.issue(to, now);
+        self.send_to(
+            to,
+            Message::Token {
+                echo: [0; TOKEN_LEN],
+                token,
+            },
+        );
+    }
+
+    /// A Token packet: an echo of ours validates the sender; a token of
+    /// theirs is echoed (with ours if we have not validated them yet).
+    fn on_token(&mut self, now: Instant, from: &A, echo: Token, token: Token) {
+        let absent = [0u8; TOKEN_LEN];
+        if echo != absent && !self.peers.contains_key(from) {
+            if !self.tokens.check(from, now, &echo) {
+                self.counters.unvalidated += 1;
+                return;
+            }
+            if !self.admit_peer(now, from) {
+                return;
+            }
+            // Let the new peer see our content at once, not at the next beacon.
+            let beacon = self.beacon_message();
+            self.send_to(from, beacon);
+        }
+        if token == absent {
+            return;
+        }
         if let Some(p) = self.peers.get_mut(from) {
             p.last_seen = now;
-            return true;
+        } else if !self.challenges.try_take(now, 1.0) {
+            return;
         }
-        if self.peers.len() >= self.cfg.max_peers {
-            let idle = self.cfg.transfer_timeout * 6;
-            let busy: Vec<A> = self
-                .initiators
-                .keys()
-                .chain(self.responders.keys())
-                .cloned()
+        let mine = if self.peers.contains_key(from) {
+            absent
+        } else {
+            self.tokens.issue(from, now)
+        };
+        self.send_to(
+            from,
+            Message::Token {
+                echo: token,
+                token: mine,
+            },
+        );
+    }
+
+    fn beacon_message(&self) -> Message<'static> {
+        Message::Beacon {
+            node: self.node_id,
+            file_count: self.files.len() as u32,
+            content_hash: self.content_hash,
+        }
+    }
+
+    /// Whether a peer holds a sync, offer or transfer with this node.
+    fn busy_with(&self, a: &A) -> bool {
+        self.initiators.contains_key(a)
+            || self.responders.contains_key(a)
+            || self.offers.keys().any(|(p, _)| p == a)
+            || self
+                .fetches
+                .values()
+                .any(|f| f.peer == *a || f.standby.contains(a))
+            || self.uploads.keys().any(|(p, _)| p == a)
+    }
+
+    /// Creates the state of a validated peer, within the limits on peers in
+    /// all and per network prefix; idle peers make room.
+    fn admit_peer(&mut self, now: Instant, from: &A) -> bool {
+        let prefix = from.prefix();
+        let full = |ep: &Self| {
+            ep.peers.len() >= ep.cfg.max_peers
+                || ep.peers.keys().filter(|a| a.prefix() == prefix).count()
+                    >= ep.cfg.max_peers_per_prefix
+        };
+        if full(self) {
+            let idle = self.cfg.beacon_interval * 4;
+            let gone: Vec<A> = self
+                .peers
+                .iter()
+                .filter(|(a, p)| now.saturating_since(p.last_seen) >= idle && !self.busy_with(a))
+                .map(|(a, _)| a.clone())
                 .collect();
-            self.peers
-                .retain(|a, p| busy.contains(a) || now.saturating_since(p.last_seen) < idle);
+            for a in gone {
+                self.peers.remove(&a);
+            }
         }
-        if self.peers.len() >= self.cfg.max_peers {
+        if full(self) {
             self.counters.rate_limited += 1;
             return false;
         }
@@ -752,6 +1113,9 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             from.clone(),
             PeerState {
                 last_seen: now,
+                node: None,
+                penalized_until: now,
+                backoff: c.retry_backoff,
                 buckets: [
                     TokenBucket::new(c.beacon_rate, 2.0 * c.beacon_rate, now),
                     TokenBucket::new(c.request_rate, 2.0 * c.request_rate, now),
@@ -799,7 +1163,15 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         ok
     }
 
-    fn on_beacon(&mut self, now: Instant, from: &A, node: u64, count: u32, hash: Id160) {
+    fn on_beacon(
+        &mut self,
+        now: Instant,
+        from: &A,
+        node: u64,
+        count: u32,
+        hash: Id160,
+        store: &mut dyn Storage,
+    ) {
         if node == self.node_id {
             return; // our own broadcast, looped back
         }
@@ -807,7 +1179,15 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             return;
         };
         p.last_beacon = Some((count, hash));
-        let retry_after = p.retry_after;
+        let restarted = p.node.is_some_and(|n| n != node);
+        p.node = Some(node);
+        if restarted {
+            self.forget_sessions(now, from, store);
+        }
+        let Some(p) = self.peers.get(from) else {
+            return;
+        };
+        let retry_after = p.retry_after.max(p.penalized_until);
         let mine = (self.files.len() as u32, self.content_hash);
         if hash == self.content_hash
             || self.sync_cache.contains(hash, self.content_hash)
@@ -833,12 +1213,14 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             peer: from.clone(),
             initiator: true,
         });
+        self.send_interest(from);
         self.initiators.insert(
             from.clone(),
             InitiatorSlot {
                 initiator,
                 their_hash: hash,
                 my_hash: self.content_hash,
+                failed: false,
             },
         );
         self.apply_step(now, from, step);
@@ -869,27 +1251,75 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                         if let Some(cert) = self.files.get(&file).cloned() {
                             self.start_offer(now, peer, cert);
                         } else {
-                            self.resolve(now, peer, &file);
+                            self.resolve(now, peer, &file, Outcome::Done);
                         }
                     }
                 }
             }
             Step::Done => {
                 if let Some(slot) = self.initiators.remove(peer) {
-                    self.sync_cache.insert(slot.their_hash, slot.my_hash);
                     self.events.push_back(Event::SyncFinished {
                         peer: peer.clone(),
                         rounds: slot.initiator.rounds(),
                     });
+                    self.sync_ended(now, peer, &slot);
                 }
             }
         }
     }
 
+    /// Records a finished sync as done only if every exchange it planned
+    /// ended completed or refused for a reason; otherwise schedules a retry
+    /// with doubling back-off (at the next beacon from this or any peer
+    /// whose content differs).
+    fn sync_ended(&mut self, now: Instant, peer: &A, slot: &InitiatorSlot) {
+        let Some(p) = self.peers.get_mut(peer) else {
+            return;
+        };
+        if slot.failed {
+            let after = p.backoff;
+            p.retry_after = now + after;
+            p.backoff = (after * 2).min(self.cfg.retry_backoff * 64);
+            self.events.push_back(Event::SyncRetry {
+                peer: peer.clone(),
+                after,
+            });
+        } else {
+            p.backoff = self.cfg.retry_backoff;
+            self.sync_cache.insert(slot.their_hash, slot.my_hash);
+        }
+    }
+
+    /// A peer restarted (its beacon carries a new node id): what it knew of
+    /// our syncs, offers and transfers is gone, so they end now rather than
+    /// at their timeouts; receives from it keep their partials.
+    fn forget_sessions(&mut self, now: Instant, peer: &A, store: &mut dyn Storage) {
+        self.initiators.remove(peer);
+        self.responders.remove(peer);
+        self.offers.retain(|(a, _), _| a != peer);
+        self.uploads.retain(|(a, _), _| a != peer);
+        self.eligible_dirty = true;
+        let files: Vec<FileId> = self
+            .fetches
+            .iter()
+            .filter(|(_, f)| f.peer == *peer)
+            .map(|(k, _)| *k)
+            .collect();
+        for file in files {
+            self.drop_source(now, file, None, store);
+        }
+        for f in self.fetches.values_mut() {
+            f.standby.retain(|a| a != peer);
+        }
+    }
+
     /// One planned exchange with `peer` ended; the initiator may move on.
-    fn resolve(&mut self, now: Instant, peer: &A, file: &FileId) {
+    fn resolve(&mut self, now: Instant, peer: &A, file: &FileId, outcome: Outcome) {
         let step = match self.initiators.get_mut(peer) {
-            Some(s) => s.initiator.resolve(now, file),
+            Some(s) => {
+                s.failed |= outcome == Outcome::Retry;
+                s.initiator.resolve(now, file)
+            }
             None => return,
         };
         self.apply_step(now, peer, step);
@@ -926,6 +1356,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                     peer: from.clone(),
                     initiator: false,
                 });
+                self.send_interest(from);
             }
             self.send(Destination::Peer(from.clone()), reply);
         }
@@ -968,11 +1399,10 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         }
     }
 
+    /// Offers `cert` to `peer`; an offer already open is sent again at once
+    /// (the receiver may have restarted or lost it: no waiting for timeouts).
     fn start_offer(&mut self, now: Instant, peer: &A, cert: Certificate) {
         let key = (peer.clone(), cert.instance_id());
-        if self.offers.contains_key(&key) {
-            return;
-        }
         self.send_to(
             peer,
             Message::Offer {
@@ -980,6 +1410,11 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             },
         );
         let deadline = now + self.cfg.offer_timeout;
+        if let Some(o) = self.offers.get_mut(&key) {
+            o.deadline = deadline;
+            o.retries = 0;
+            return;
+        }
         self.offers.insert(
             key,
             Offer {
@@ -995,6 +1430,43 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         self.send_to(peer, Message::Close { instance, status });
     }
 
+    /// Whether this node takes a file it does not hold: wanted by fileId or
+    /// from a subscribed provider.
+    fn wants(&self, cert: &Certificate) -> bool {
+        self.wanted.contains(&cert.file_id()) || self.subscribed.contains(&cert.provider())
+    }
+
+    /// Block layout and tree shape a receive of `cert` uses.
+    fn fetch_layout(&self, cert: &Certificate) -> Result<(Layout, Option<Shape>), RejectReason> {
+        let too_large = || RejectReason::FileTooLarge {
+            size: cert.size(),
+            max: self.cfg.max_file_size,
+        };
+        let Some((block_size, _)) = cert.tree() else {
+            let l = Layout::new(
+                cert.size(),
+                self.cfg.block_size(),
+                self.cfg.segment_blocks(),
+            );
+            return l.map(|l| (l, None)).ok_or_else(too_large);
+        };
+        let too_big = || RejectReason::BlockTooLarge {
+            name: cert.name().into(),
+            block_size,
+            packet_size: self.cfg.packet_size,
+        };
+        if block_size > self.cfg.block_size() {
+            return Err(too_big());
+        }
+        // Segments hold whole chunks, and their vector holds the chunk bits too.
+        let probe = Layout::new(cert.size(), block_size, 1).ok_or_else(too_large)?;
+        let shape = Shape::new(probe.blocks(), block_size).ok_or_else(too_big)?;
+        let m = shape.chunk_leaves();
+        let seg = self.cfg.segment_blocks() / (m + 1) * m;
+        let layout = Layout::new(cert.size(), block_size, seg).ok_or_else(too_big)?;
+        Ok((layout, Some(shape)))
+    }
+
     fn on_offer(&mut self, now: Instant, from: &A, bytes: &[u8], store: &mut dyn Storage) {
         let cert = match Certificate::decode(bytes)
             .and_then(|c| c.check_trusted(&self.trusted).map(|()| c))
@@ -1007,23 +1479,27 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             }
         };
         let (file, instance) = (cert.file_id(), cert.instance_id());
-        let Some(have) = self.files.get(&file) else {
-            self.close(from, instance, CloseCode::NotCommon);
-            return self.resolve(now, from, &file);
-        };
-        if have.instance_id() == instance {
-            self.close(from, instance, CloseCode::HaveNewer);
-            return self.resolve(now, from, &file);
-        }
-        if have.version() >= cert.version() {
-            let reason = RejectReason::StaleVersion {
-                name: cert.name().into(),
-                have: have.version(),
-                offered: cert.version(),
-            };
-            self.reject(from, reason);
-            self.close(from, instance, CloseCode::HaveNewer);
-            return self.resolve(now, from, &file);
+        match self.files.get(&file) {
+            None if !self.wants(&cert) => {
+                self.close(from, instance, CloseCode::NotCommon);
+                return self.resolve(now, from, &file, Outcome::Done);
+            }
+            None => {}
+            Some(have) if have.instance_id() == instance => {
+                self.close(from, instance, CloseCode::HaveNewer);
+                return self.resolve(now, from, &file, Outcome::Done);
+            }
+            Some(have) if have.version() >= cert.version() => {
+                let reason = RejectReason::StaleVersion {
+                    name: cert.name().into(),
+                    have: have.version(),
+                    offered: cert.version(),
+                };
+                self.reject(from, reason);
+                self.close(from, instance, CloseCode::HaveNewer);
+                return self.resolve(now, from, &file, Outcome::Done);
+            }
+            Some(_) => {}
         }
         if cert.size() > self.cfg.max_file_size {
             self.reject(
@@ -1034,35 +1510,32 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 },
             );
             self.close(from, instance, CloseCode::Refused);
-            return self.resolve(now, from, &file);
+            return self.resolve(now, from, &file, Outcome::Done);
         }
-        if let Some(f) = self.fetches.get(&file) {
-            if f.peer == *from && f.cert.instance_id() == instance {
+        if let Some(f) = self.fetches.get_mut(&file) {
+            if f.cert.instance_id() != instance {
+                self.close(from, instance, CloseCode::Busy);
+                return self.resolve(now, from, &file, Outcome::Retry);
+            }
+            if f.peer == *from {
                 // A repeated offer: our Want may have been lost.
-                let want = self.want_message(&file);
-                if let Some(w) = want {
+                if let Some(w) = self.want_message(&file) {
                     self.send_to(from, w);
                 }
-            } else {
-                self.close(from, instance, CloseCode::Busy);
-                self.resolve(now, from, &file);
+            } else if !f.standby.contains(from) {
+                // Another source of the same version: it takes over if the
+                // current one turns out slow, silent or lying.
+                f.standby.push(from.clone());
             }
             return;
         }
-        let Some(layout) = Layout::new(
-            cert.size(),
-            self.cfg.block_size(),
-            self.cfg.segment_blocks(),
-        ) else {
-            self.reject(
-                from,
-                RejectReason::FileTooLarge {
-                    size: cert.size(),
-                    max: self.cfg.max_file_size,
-                },
-            );
-            self.close(from, instance, CloseCode::Refused);
-            return self.resolve(now, from, &file);
+        let (layout, shape) = match self.fetch_layout(&cert) {
+            Ok(x) => x,
+            Err(reason) => {
+                self.reject(from, reason);
+                self.close(from, instance, CloseCode::Refused);
+                return self.resolve(now, from, &file, Outcome::Done);
+            }
         };
         let received = match store.partial_load(&cert) {
             Ok(Some(p))
@@ -1074,7 +1547,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             Err(e) => {
                 self.reject(from, RejectReason::Storage(e));
                 self.close(from, instance, CloseCode::Failed);
-                return self.resolve(now, from, &file);
+                return self.resolve(now, from, &file, Outcome::Retry);
             }
         };
         self.events.push_back(Event::TransferStarted {
@@ -1086,6 +1559,12 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         });
         let transfer = self.new_transfer_id(file);
         let placeholder = SegmentReceiver::new(transfer, 0, 0, &received, now);
+        let tree = shape.zip(cert.tree()).map(|(shape, (_, root))| TreeRx {
+            shape,
+            root,
+            leaves: Vec::new(),
+            unverified: Vec::new(),
+        });
         self.fetches.insert(
             file,
             Fetch {
@@ -1094,6 +1573,12 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 layout,
                 received,
                 segment: placeholder,
+                hdr: 0,
+                tree,
+                standby: Vec::new(),
+                last_progress: now,
+                unpersisted: 0,
+                last_persist: now,
             },
         );
         self.next_segment(now, file, store);
@@ -1105,7 +1590,8 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         self.next_transfer
     }
 
-    /// Starts the first incomplete segment of a fetch, or finishes the file.
+    /// Starts the first incomplete segment of a fetch (with a new transfer
+    /// id, asking the current source), or finishes the file.
     fn next_segment(&mut self, now: Instant, file: FileId, store: &mut dyn Storage) {
         let Some(f) = self.fetches.get(&file) else {
             return;
@@ -1113,20 +1599,43 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         let next = (0..)
             .map_while(|s| f.layout.segment(s))
             .find(|&(first, count)| f.received.slice(first, count).count_ones() < count);
-        match next {
-            None => self.finish_fetch(now, file, store),
-            Some((first, count)) => {
-                self.transfer_ids.remove(&f.segment.transfer);
-                let transfer = self.new_transfer_id(file);
-                if let Some(f) = self.fetches.get_mut(&file) {
-                    f.segment = SegmentReceiver::new(transfer, first, count, &f.received, now);
-                }
-                if let Some(w) = self.want_message(&file) {
-                    let peer = self.fetches.get(&file).map(|f| f.peer.clone());
-                    if let Some(p) = peer {
-                        self.send_to(&p, w);
+        let Some((first, count)) = next else {
+            return self.finish_fetch(now, file, store);
+        };
+        let old = f.segment.transfer;
+        self.transfer_ids.remove(&old);
+        let transfer = self.new_transfer_id(file);
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return;
+        };
+        let held = f.received.slice(first, count);
+        f.segment = match &mut f.tree {
+            None => SegmentReceiver::new(transfer, first, count, &f.received, now),
+            Some(t) => {
+                // Chunk bits first: a chunk is needed unless all its blocks are held.
+                let m = t.shape.chunk_leaves();
+                let hdr = count.div_ceil(m);
+                let mut v = BitVec::new(hdr + count);
+                for c in 0..hdr {
+                    if (c * m..(c * m + m).min(count)).all(|i| held.get(i)) {
+                        v.set(c);
                     }
                 }
+                for i in held.iter_ones() {
+                    v.set(hdr + i);
+                }
+                t.leaves.clear();
+                t.leaves.resize(count as usize, merkle::EMPTY);
+                t.unverified.clear();
+                t.unverified.resize(count as usize, false);
+                f.hdr = hdr;
+                SegmentReceiver::with_vector(transfer, first, v, now)
+            }
+        };
+        if let Some(w) = self.want_message(&file) {
+            let peer = self.fetches.get(&file).map(|f| f.peer.clone());
+            if let Some(p) = peer {
+                self.send_to(&p, w);
             }
         }
     }
@@ -1142,18 +1651,13 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         })
     }
 
-    /// Persists the vector, then sends it (so whatever is acknowledged survives a crash).
-    fn send_ack(&mut self, now: Instant, file: FileId, store: &mut dyn Storage) {
+    /// Sends the segment's receive vector. The vector is persisted apart
+    /// from acks (see `persist_due`): after a crash, blocks acknowledged
+    /// but not persisted are simply asked for again.
+    fn send_ack(&mut self, now: Instant, file: FileId) {
         let Some(f) = self.fetches.get_mut(&file) else {
             return;
         };
-        let partial = Partial {
-            block_size: f.layout.block_size(),
-            received: f.received.clone(),
-        };
-        if let Err(e) = store.partial_persist(&f.cert, &partial) {
-            return self.fail_fetch(now, file, RejectReason::Storage(e));
-        }
         f.segment.acked(now);
         let (peer, msg) = (
             f.peer.clone(),
@@ -1165,26 +1669,150 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         self.send_to(&peer, msg);
     }
 
+    /// Persists the whole-file receive vector through storage.
+    fn persist(&mut self, file: FileId, now: Instant, store: &mut dyn Storage) -> bool {
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return false;
+        };
+        let partial = Partial {
+            block_size: f.layout.block_size(),
+            received: f.received.clone(),
+        };
+        f.unpersisted = 0;
+        f.last_persist = now;
+        self.counters.persists += 1;
+        match store.partial_persist(&f.cert, &partial) {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail_fetch(now, file, RejectReason::Storage(e));
+                false
+            }
+        }
+    }
+
     fn remove_fetch(&mut self, file: &FileId) -> Option<Fetch<A>> {
         let f = self.fetches.remove(file)?;
         self.transfer_ids.remove(&f.segment.transfer);
         Some(f)
     }
 
+    fn remember_finished(&mut self, now: Instant, f: &Fetch<A>, status: CloseCode) {
+        if self.finished.len() >= FINISHED_KEPT {
+            self.finished.pop_front();
+        }
+        self.finished.push_back(Finished {
+            transfer: f.segment.transfer,
+            peer: f.peer.clone(),
+            instance: f.cert.instance_id(),
+            status,
+            last_close: now,
+        });
+    }
+
     fn fail_fetch(&mut self, now: Instant, file: FileId, reason: RejectReason) {
         if let Some(f) = self.remove_fetch(&file) {
             self.reject(&f.peer, reason);
             self.close(&f.peer, f.cert.instance_id(), CloseCode::Failed);
-            self.resolve(now, &f.peer, &file);
+            self.remember_finished(now, &f, CloseCode::Failed);
+            for a in f.standby.iter().chain([&f.peer]) {
+                self.resolve(now, a, &file, Outcome::Retry);
+            }
         }
+    }
+
+    /// The current source of a fetch is done with (silent, slow or lying):
+    /// the partial is persisted, and the next standby source, if any, takes
+    /// over the current segment; otherwise the fetch stops (the partial is
+    /// kept for a later contact).
+    fn drop_source(
+        &mut self,
+        now: Instant,
+        file: FileId,
+        status: Option<CloseCode>,
+        store: &mut dyn Storage,
+    ) {
+        if !self.persist(file, now, store) {
+            return;
+        }
+        let Some(f) = self.fetches.get(&file) else {
+            return;
+        };
+        let old = f.peer.clone();
+        if let Some(code) = status {
+            let instance = f.cert.instance_id();
+            self.send_to(
+                &old,
+                Message::Close {
+                    instance,
+                    status: code,
+                },
+            );
+        }
+        let peers = &self.peers;
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return;
+        };
+        f.standby
+            .retain(|a| peers.get(a).is_some_and(|p| now >= p.penalized_until));
+        if f.standby.is_empty() {
+            let Some(f) = self.remove_fetch(&file) else {
+                return;
+            };
+            self.events.push_back(Event::TransferStalled {
+                peer: f.peer.clone(),
+                name: f.cert.name().into(),
+                received_blocks: f.received.count_ones(),
+                total_blocks: f.received.len(),
+            });
+        } else {
+            let next = f.standby.remove(0);
+            f.peer = next.clone();
+            f.last_progress = now;
+            self.events.push_back(Event::SourceSwitched {
+                name: f.cert.name().into(),
+                from: old.clone(),
+                to: next,
+            });
+            self.next_segment(now, file, store);
+        }
+        self.resolve(now, &old, &file, Outcome::Retry);
+    }
+
+    /// A block or chunk failed verification: the sender is penalised and
+    /// dropped as a source; what was verified before stays.
+    fn poisoned(
+        &mut self,
+        now: Instant,
+        file: FileId,
+        what: &'static str,
+        index: u32,
+        store: &mut dyn Storage,
+    ) {
+        let Some(f) = self.fetches.get(&file) else {
+            return;
+        };
+        let peer = f.peer.clone();
+        let name = f.cert.name().into();
+        self.counters.poisoned_blocks += 1;
+        self.reject(&peer, RejectReason::Poisoned { name, what, index });
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.penalized_until = now + self.cfg.penalty;
+        }
+        self.drop_source(now, file, Some(CloseCode::Failed), store);
     }
 
     fn finish_fetch(&mut self, now: Instant, file: FileId, store: &mut dyn Storage) {
         let Some(f) = self.remove_fetch(&file) else {
             return;
         };
-        let (peer, cert) = (f.peer, f.cert);
-        let verdict = hash_partial(store, &cert).map(|h| h == cert.content_hash());
+        // v2: every block was verified against the tree as it arrived. v1:
+        // only the whole-file hash can tell, so read the file back.
+        let verdict = match f.tree {
+            Some(_) => Ok(true),
+            None => hash_partial(store, &f.cert).map(|h| h == f.cert.content_hash()),
+        };
+        let cert = f.cert.clone();
+        let peer = f.peer.clone();
         let outcome = match verdict {
             Ok(true) => match self.files.get(&file) {
                 Some(have) if have.version() >= cert.version() => Err(RejectReason::StaleVersion {
@@ -1200,7 +1828,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             }),
             Err(e) => Err(RejectReason::Storage(e)),
         };
-        match outcome {
+        let (status, result) = match outcome {
             Ok(()) => {
                 // Trust and version were checked on offer and just above.
                 let _ = self.add_file(cert.clone());
@@ -1210,16 +1838,83 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                     version: cert.version(),
                     instance: cert.instance_id(),
                 });
-                self.close(&peer, cert.instance_id(), CloseCode::Complete);
+                (CloseCode::Complete, Outcome::Done)
             }
             Err(reason) => {
                 // Discarding a partial is best effort; the committed file is untouched either way.
                 let _ = store.partial_discard(&cert);
                 self.reject(&peer, reason);
-                self.close(&peer, cert.instance_id(), CloseCode::Failed);
+                (CloseCode::Failed, Outcome::Retry)
             }
+        };
+        self.close(&peer, cert.instance_id(), status);
+        self.remember_finished(now, &f, status);
+        self.resolve(now, &peer, &file, result);
+        for a in &f.standby {
+            let code = if status == CloseCode::Complete {
+                CloseCode::HaveNewer
+            } else {
+                CloseCode::Failed
+            };
+            self.close(a, cert.instance_id(), code);
+            self.resolve(now, a, &file, result);
         }
-        self.resolve(now, &peer, &file);
+    }
+
+    /// Data for a transfer this node no longer runs: if it ended recently,
+    /// the sender missed the Close; send it again (at most once per `ack_idle`).
+    fn lost_close(&mut self, now: Instant, from: &A, transfer: u32) {
+        let idle = self.cfg.ack_idle;
+        let Some(f) = self
+            .finished
+            .iter_mut()
+            .find(|f| f.transfer == transfer && f.peer == *from)
+        else {
+            return;
+        };
+        if now.saturating_since(f.last_close) < idle {
+            return;
+        }
+        f.last_close = now;
+        let (instance, status) = (f.instance, f.status);
+        self.close(from, instance, status);
+    }
+
+    /// Builds (once per version) the tree of a v2 file this node sends,
+    /// from its stored bytes; refuses a file whose bytes do not match it.
+    fn ensure_tree(
+        &mut self,
+        cert: &Certificate,
+        store: &mut dyn Storage,
+    ) -> Result<(), RejectReason> {
+        let Some((block_size, root)) = cert.tree() else {
+            return Ok(());
+        };
+        if self.trees.contains_key(&cert.instance_id()) {
+            return Ok(());
+        }
+        let mut b = TreeBuilder::new(block_size);
+        let mut buf = vec![0u8; 1 << 16];
+        let mut off = 0u64;
+        while off < cert.size() {
+            let n = (cert.size() - off).min(buf.len() as u64) as usize;
+            store
+                .read(cert, off, &mut buf[..n])
+                .map_err(RejectReason::Storage)?;
+            b.update(&buf[..n]);
+            off += n as u64;
+        }
+        let (_, _, leaves) = b.finish();
+        match Tree::new(leaves, block_size) {
+            Some(t) if t.root() == root => {
+                self.trees.insert(cert.instance_id(), t);
+                Ok(())
+            }
+            _ => Err(RejectReason::ContentMismatch {
+                name: cert.name().into(),
+                version: cert.version(),
+            }),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1232,11 +1927,13 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         block_size: u16,
         first: u32,
         vector: BitVec,
+        store: &mut dyn Storage,
     ) {
         if let Some(up) = self.uploads.get_mut(&(from.clone(), transfer)) {
             if !up.sender.on_vector(&vector, now) {
                 self.reject(from, RejectReason::InvalidVector("vector length changed"));
             }
+            self.eligible_dirty = true;
             return;
         }
         let Some(cert) = self
@@ -1257,10 +1954,30 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         else {
             return self.reject(from, RejectReason::InvalidVector("block size"));
         };
+        // v2: the vector is [hash chunks][blocks] over whole chunks.
+        let (mut hdr, mut first_chunk, mut count) = (0, 0, vector.len());
+        if let Some((tree_block, _)) = cert.tree() {
+            let shape = Shape::new(layout.blocks(), tree_block);
+            let Some(m) = shape
+                .filter(|_| tree_block == u32::from(block_size))
+                .map(|s| s.chunk_leaves())
+            else {
+                return self.reject(from, RejectReason::InvalidVector("block size"));
+            };
+            count = vector.len() - vector.len().div_ceil(m + 1);
+            hdr = count.div_ceil(m);
+            if first & (m - 1) != 0 || hdr + count != vector.len() {
+                return self.reject(
+                    from,
+                    RejectReason::InvalidVector("segment not made of whole chunks"),
+                );
+            }
+            first_chunk = first / m;
+        }
         let fits = first
-            .checked_add(vector.len())
+            .checked_add(count)
             .is_some_and(|end| end <= layout.blocks());
-        if vector.is_empty() || !fits {
+        if count == 0 || !fits {
             return self.reject(
                 from,
                 RejectReason::InvalidVector("segment outside the file"),
@@ -1269,17 +1986,31 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         if self.uploads.len() >= self.cfg.max_peers * 4 {
             return self.reject(from, RejectReason::RateLimited(MsgType::Want));
         }
+        if let Err(reason) = self.ensure_tree(&cert, store) {
+            self.reject(from, reason);
+            self.close(from, instance, CloseCode::Gone);
+            return;
+        }
+        // A new Want for the same version replaces an older transfer (the
+        // receiver restarted, moved on to another segment, or switched to us).
+        self.uploads
+            .retain(|(a, _), u| !(a == from && u.cert.instance_id() == instance));
         if let Some(o) = self.offers.get_mut(&(from.clone(), instance)) {
             o.stage = OfferStage::Sending;
         }
         self.next_upload_seq += 1;
+        self.eligible_dirty = true;
         self.uploads.insert(
             (from.clone(), transfer),
             Upload {
                 cert,
                 layout,
                 sender: SegmentSender::new(first, vector, now),
+                hdr,
+                first_chunk,
+                first_block: first,
                 seq: self.next_upload_seq,
+                resending_since: None,
             },
         );
     }
@@ -1294,7 +2025,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         store: &mut dyn Storage,
     ) {
         let Some(&file) = self.transfer_ids.get(&transfer) else {
-            return;
+            return self.lost_close(now, from, transfer);
         };
         let Some(f) = self.fetches.get_mut(&file) else {
             return;
@@ -1303,24 +2034,68 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             return;
         }
         let rel = u32::from(block);
-        // The peer is alive and serving us: fetches waiting their turn behind
-        // this one stay open (see `fetch_timers`).
-        self.data_from.insert(from.clone(), now);
         match f.segment.classify(rel) {
             BlockKind::OutOfRange => self.reject(from, RejectReason::BadBlock),
             BlockKind::Duplicate { resumed } => {
+                // The peer is alive and serving us: fetches waiting their turn
+                // behind this one stay open (see `fetch_timers`).
+                self.data_from.insert(from.clone(), now);
                 self.counters.duplicate_blocks += 1;
                 if resumed {
                     self.counters.resumed_blocks_resent += 1;
                 }
                 if f.segment.duplicate(now, self.cfg.dup_ack_holdoff) {
-                    self.send_ack(now, file, store);
+                    self.send_ack(now, file);
                 }
             }
+            BlockKind::New if rel < f.hdr => {
+                // A hash chunk of a v2 file.
+                let Some(t) = &mut f.tree else {
+                    return;
+                };
+                let m = t.shape.chunk_leaves();
+                let chunk = f.segment.first() / m + rel;
+                let Some(leaves) = t.shape.verify_chunk(&t.root, chunk, bytes) else {
+                    return self.poisoned(now, file, "hash chunk", chunk, store);
+                };
+                let at = (rel * m) as usize;
+                t.leaves[at..at + leaves.len()].copy_from_slice(&leaves);
+                let early: Vec<u32> = (at..at + leaves.len())
+                    .filter(|&i| t.unverified[i])
+                    .map(|i| i as u32)
+                    .collect();
+                for i in early {
+                    if let Err(bad) = self.verify_stored(file, i, store) {
+                        return self.poisoned(now, file, "block", bad, store);
+                    }
+                }
+                self.accept(now, file, from, rel, store);
+            }
             BlockKind::New => {
-                let abs = f.segment.first() + rel;
+                let i = rel - f.hdr;
+                let abs = f.segment.first() + i;
                 let (offset, len) = f.layout.block_range(abs);
-                if bytes.len() != len {
+                if let Some(t) = &mut f.tree {
+                    if bytes.len() != len {
+                        return self.poisoned(now, file, "block", abs, store);
+                    }
+                    if !f.segment.vector().get(i / t.shape.chunk_leaves()) {
+                        // Its hash chunk was lost: keep the block, unmarked,
+                        // and check it when the chunk comes.
+                        self.data_from.insert(from.clone(), now);
+                        if !t.unverified[i as usize] {
+                            if let Err(e) = store.partial_write(&f.cert, offset, bytes) {
+                                return self.fail_fetch(now, file, RejectReason::Storage(e));
+                            }
+                            t.unverified[i as usize] = true;
+                            self.counters.unverified_blocks += 1;
+                        }
+                        return;
+                    }
+                    if merkle::leaf(bytes) != t.leaves[i as usize] {
+                        return self.poisoned(now, file, "block", abs, store);
+                    }
+                } else if bytes.len() != len {
                     return self.reject(from, RejectReason::BadBlock);
                 }
                 if let Err(e) = store.partial_write(&f.cert, offset, bytes) {
@@ -1328,15 +2103,59 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 }
                 self.counters.file_bytes_received += len as u64;
                 f.received.set(abs);
-                let due = f.segment.mark(rel, now);
-                let complete = f.segment.is_complete();
-                if due {
-                    self.send_ack(now, file, store);
-                }
-                if complete {
-                    self.next_segment(now, file, store);
-                }
+                f.unpersisted += 1;
+                self.accept(now, file, from, rel, store);
             }
+        }
+    }
+
+    /// Checks segment block `i`, stored before its hash chunk came, against
+    /// the chunk's leaf; marks it if it matches, else returns its absolute
+    /// index (the source lied).
+    fn verify_stored(&mut self, file: FileId, i: u32, store: &mut dyn Storage) -> Result<(), u32> {
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return Ok(());
+        };
+        let Some(t) = &mut f.tree else {
+            return Ok(());
+        };
+        t.unverified[i as usize] = false;
+        let abs = f.segment.first() + i;
+        let (offset, len) = f.layout.block_range(abs);
+        let mut buf = vec![0u8; len];
+        let ok = store.partial_read(&f.cert, offset, &mut buf).is_ok()
+            && merkle::leaf(&buf) == t.leaves[i as usize];
+        if !ok {
+            return Err(abs);
+        }
+        f.received.set(abs);
+        f.unpersisted += 1;
+        f.segment.mark(f.hdr + i, f.segment.last_data);
+        self.counters.file_bytes_received += len as u64;
+        Ok(())
+    }
+
+    /// Marks a new, verified block or chunk; acks, persists and moves to
+    /// the next segment as due.
+    fn accept(&mut self, now: Instant, file: FileId, from: &A, rel: u32, store: &mut dyn Storage) {
+        self.data_from.insert(from.clone(), now);
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return;
+        };
+        f.last_progress = now;
+        let due = f.segment.mark(rel, now);
+        let complete = f.segment.is_complete();
+        let persist = f.unpersisted >= self.cfg.persist_blocks
+            || (f.unpersisted > 0
+                && now.saturating_since(f.last_persist) >= self.cfg.persist_interval);
+        if persist && !complete && !self.persist(file, now, store) {
+            return;
+        }
+        if due {
+            self.send_ack(now, file);
+        }
+        if complete {
+            self.next_segment(now, file, store);
         }
     }
 
@@ -1345,6 +2164,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         let Some(up) = self.uploads.get_mut(&key) else {
             return;
         };
+        self.eligible_dirty = true;
         if !up.sender.on_vector(vector, now) {
             return self.reject(
                 from,
@@ -1364,24 +2184,63 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     }
 
     fn on_close(&mut self, now: Instant, from: &A, instance: InstanceId, status: CloseCode) {
+        self.uploads
+            .retain(|(a, _), u| !(a == from && u.cert.instance_id() == instance));
+        self.eligible_dirty = true;
         let Some(offer) = self.offers.remove(&(from.clone(), instance)) else {
             return;
         };
-        self.uploads
-            .retain(|(a, _), u| !(a == from && u.cert.instance_id() == instance));
         self.events.push_back(Event::OfferClosed {
             peer: from.clone(),
             name: offer.cert.name().into(),
             status: Some(status),
         });
-        self.resolve(now, from, &offer.cert.file_id());
+        let outcome = match status {
+            CloseCode::Complete
+            | CloseCode::HaveNewer
+            | CloseCode::Refused
+            | CloseCode::NotCommon => Outcome::Done,
+            CloseCode::Busy | CloseCode::Failed | CloseCode::Gone => Outcome::Retry,
+        };
+        self.resolve(now, from, &offer.cert.file_id(), outcome);
+    }
+
+    /// A peer's subscriptions: offer it every file held from those providers
+    /// (it closes at once the ones it already has).
+    fn on_interest(&mut self, now: Instant, from: &A, keys: &[u8]) {
+        let offers: Vec<Certificate> = keys
+            .chunks_exact(wire::KEY_LEN)
+            .flat_map(|k| {
+                self.files
+                    .values()
+                    .filter(move |c| c.provider().0 == k)
+                    .cloned()
+            })
+            .collect();
+        for cert in offers {
+            self.start_offer(now, from, cert);
+        }
+    }
+
+    /// Sends our subscriptions to a peer a sync just started with.
+    fn send_interest(&mut self, peer: &A) {
+        if self.subscribed.is_empty() {
+            return;
+        }
+        let max = (self.cfg.packet_size - wire::HEADER_LEN) / wire::KEY_LEN;
+        let keys: Vec<u8> = self.subscribed.iter().take(max).flat_map(|k| k.0).collect();
+        self.send_to(peer, Message::Interest { keys: &keys });
     }
 
     // ---------------------------------------------------------------- timers
 
     /// The earliest time [`handle_timeout`](Self::handle_timeout) or
-    /// [`poll_transmit`](Self::poll_transmit) has something to do.
+    /// [`poll_transmit`](Self::poll_transmit) has something to do (the
+    /// epoch if datagrams are queued already).
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.queue.is_empty() {
+            return Some(Instant::ZERO);
+        }
         let mut t = self.next_beacon;
         let mut consider = |x: Instant| t = t.min(x);
         for s in self.initiators.values() {
@@ -1401,13 +2260,24 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         }
         for f in self.fetches.values() {
             consider(f.segment.idle_deadline(self.cfg.ack_idle, self.ack_cap()));
+            if !f.standby.is_empty() {
+                consider(f.last_progress + self.cfg.slow_peer_timeout);
+            }
+            if f.unpersisted > 0 {
+                consider(f.last_persist + self.cfg.persist_interval);
+            }
         }
         for u in self.uploads.values() {
             consider(u.sender.last_heard + self.cfg.transfer_timeout);
         }
-        if self.uploads.values().any(|u| !u.sender.is_complete()) {
-            if let Some(p) = &self.pacer {
-                consider(p.ready_at(self.cfg.packet_size as f64));
+        if let Some(p) = &self.pacer {
+            let ready = p.ready_at(self.cfg.packet_size as f64);
+            let silence = self.silence();
+            let active = |u: &Upload| {
+                !u.sender.is_complete() && u.quiet_until(silence).is_none_or(|q| ready < q)
+            };
+            if self.uploads.values().any(active) {
+                consider(ready);
             }
         }
         Some(t)
@@ -1420,6 +2290,11 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         self.cfg.transfer_timeout / 3
     }
 
+    /// How long a re-send pass may go unanswered before the upload pauses.
+    fn silence(&self) -> Duration {
+        self.cfg.ack_idle * 4
+    }
+
     fn offer_wait(&self) -> Duration {
         self.cfg.offer_timeout * (self.cfg.offer_retries + 2)
     }
@@ -1427,11 +2302,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Instant, store: &mut dyn Storage) {
         if now >= self.next_beacon {
-            let msg = Message::Beacon {
-                node: self.node_id,
-                file_count: self.files.len() as u32,
-                content_hash: self.content_hash,
-            };
+            let msg = self.beacon_message();
             self.send(Destination::Broadcast, msg.to_vec());
             self.next_beacon = now + self.cfg.beacon_interval;
         }
@@ -1447,6 +2318,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             .collect();
         for (peer, t) in stale {
             if let Some(u) = self.uploads.remove(&(peer.clone(), t)) {
+                self.eligible_dirty = true;
                 if let Some(o) = self.offers.get_mut(&(peer, u.cert.instance_id())) {
                     o.stage = OfferStage::AwaitWant;
                     o.deadline = now;
@@ -1459,6 +2331,11 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         let fetches = &self.fetches;
         self.data_from
             .retain(|a, _| fetches.values().any(|f| f.peer == *a));
+        let (uploads, offers) = (&self.uploads, &self.offers);
+        self.trees.retain(|i, _| {
+            uploads.values().any(|u| u.cert.instance_id() == *i)
+                || offers.keys().any(|(_, o)| o == i)
+        });
     }
 
     fn initiator_timers(&mut self, now: Instant) {
@@ -1495,7 +2372,10 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             let overdue: Vec<FileId> = pending
                 .filter(|(file, action)| {
                     **action == Action::Push
-                        && self.fetches.get(file).is_none_or(|f| f.peer != peer)
+                        && self
+                            .fetches
+                            .get(file)
+                            .is_none_or(|f| f.peer != peer && !f.standby.contains(&peer))
                         || **action == Action::Pull
                             && !self.files.get(file).is_some_and(|c| {
                                 self.offers.contains_key(&(peer.clone(), c.instance_id()))
@@ -1507,7 +2387,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 slot.initiator.recheck_after(now);
             }
             for file in overdue {
-                self.resolve(now, &peer, &file);
+                self.resolve(now, &peer, &file, Outcome::Retry);
             }
         }
     }
@@ -1530,7 +2410,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                         name: o.cert.name().into(),
                         status: None,
                     });
-                    self.resolve(now, &key.0, &o.cert.file_id());
+                    self.resolve(now, &key.0, &o.cert.file_id(), Outcome::Retry);
                 }
                 continue;
             }
@@ -1544,12 +2424,15 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         }
     }
 
-    /// Idle acks, and stalls. A fetch stalls when its *peer* has sent no
-    /// data block for any of our fetches for `transfer_timeout`: a sender
-    /// serves one file (or `uploads_per_peer`) at a time, so a fetch waiting
-    /// its turn gets no data for as long as the files before it take, while
-    /// the sender is alive and busy for us. Its idle acks (at least three per
-    /// `transfer_timeout`) keep it alive at the sender meanwhile.
+    /// Idle acks, persists, slow sources and stalls. A fetch stalls when
+    /// its *peer* has sent no data block for any of our fetches for
+    /// `transfer_timeout`: a sender serves one file (or `uploads_per_peer`)
+    /// at a time, so a fetch waiting its turn gets no data for as long as
+    /// the files before it take, while the sender is alive and busy for us.
+    /// Its idle acks (at least three per `transfer_timeout`) keep it alive
+    /// at the sender meanwhile. A source that makes no progress for
+    /// `slow_peer_timeout` while another peer offered the same version
+    /// loses its slot to that peer.
     fn fetch_timers(&mut self, now: Instant, store: &mut dyn Storage) {
         let files: Vec<FileId> = self.fetches.keys().copied().collect();
         let cap = self.ack_cap();
@@ -1561,28 +2444,32 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 .data_from
                 .get(&f.peer)
                 .map_or(f.segment.last_data, |&t| t.max(f.segment.last_data));
+            let slow = !f.standby.is_empty()
+                && now.saturating_since(f.last_progress) >= self.cfg.slow_peer_timeout;
             if now.saturating_since(heard) >= self.cfg.transfer_timeout {
-                let Some(f) = self.remove_fetch(&file) else {
+                self.drop_source(now, file, None, store);
+            } else if slow {
+                self.drop_source(now, file, Some(CloseCode::Busy), store);
+            } else {
+                if f.unpersisted > 0
+                    && now.saturating_since(f.last_persist) >= self.cfg.persist_interval
+                    && !self.persist(file, now, store)
+                {
+                    continue;
+                }
+                let Some(f) = self.fetches.get_mut(&file) else {
                     continue;
                 };
-                // Keep what we have for a later resume, with this or another peer.
-                let _ = store.partial_persist(
-                    &f.cert,
-                    &Partial {
-                        block_size: f.layout.block_size(),
-                        received: f.received.clone(),
-                    },
-                );
-                self.events.push_back(Event::TransferStalled {
-                    peer: f.peer.clone(),
-                    name: f.cert.name().into(),
-                    received_blocks: f.received.count_ones(),
-                    total_blocks: f.received.len(),
-                });
-                self.resolve(now, &f.peer, &file);
-            } else if now >= f.segment.idle_deadline(self.cfg.ack_idle, cap) {
-                f.segment.idle_acks += 1;
-                self.send_ack(now, file, store);
+                if now >= f.segment.idle_deadline(self.cfg.ack_idle, cap) {
+                    // The idle vector goes as a Want: it also (re)creates the
+                    // upload at a sender that lost the first Want.
+                    f.segment.idle_acks += 1;
+                    f.segment.acked(now);
+                    let peer = f.peer.clone();
+                    if let Some(w) = self.want_message(&file) {
+                        self.send_to(&peer, w);
+                    }
+                }
             }
         }
     }
@@ -1613,13 +2500,78 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
     /// the blocks still in flight again; with nothing else to send it
     /// starts its next pass at once. Files waiting their turn stay alive on
     /// both sides: see `fetch_timers`.
+    ///
+    /// Each call allocates the returned payload;
+    /// [`poll_transmit_into`](Self::poll_transmit_into) and
+    /// [`poll_transmits`](Self::poll_transmits) write into the caller's
+    /// buffers instead.
     pub fn poll_transmit(&mut self, now: Instant, store: &mut dyn Storage) -> Option<Transmit<A>> {
+        let mut payload = Vec::new();
+        let (destination, kind) = self.write_next(now, store, &mut payload)?;
+        Some(Transmit {
+            destination,
+            payload,
+            kind,
+        })
+    }
+
+    /// As [`poll_transmit`](Self::poll_transmit), writing the datagram into
+    /// `buf` (cleared first; no allocation once it has grown to a datagram).
+    pub fn poll_transmit_into(
+        &mut self,
+        now: Instant,
+        store: &mut dyn Storage,
+        buf: &mut Vec<u8>,
+    ) -> Option<(Destination<A>, PacketKind)> {
+        buf.clear();
+        self.write_next(now, store, buf)
+    }
+
+    /// Appends up to `max` datagrams to `batch` (for `sendmmsg`-style
+    /// drivers); returns how many.
+    pub fn poll_transmits(
+        &mut self,
+        now: Instant,
+        store: &mut dyn Storage,
+        batch: &mut Batch<A>,
+        max: usize,
+    ) -> usize {
+        let mut n = 0;
+        while n < max {
+            let start = batch.buf.len();
+            let Some((dest, kind)) = self.write_next(now, store, &mut batch.buf) else {
+                break;
+            };
+            let end = batch.buf.len();
+            batch.items.push((dest, start..end, kind));
+            n += 1;
+        }
+        n
+    }
+
+    /// Appends the next datagram to `out`.
+    fn write_next(
+        &mut self,
+        now: Instant,
+        store: &mut dyn Storage,
+        out: &mut Vec<u8>,
+    ) -> Option<(Destination<A>, PacketKind)> {
         if let Some(t) = self.queue.pop_front() {
             self.counters.tx.add(t.kind, t.payload.len());
-            return Some(t);
+            out.extend_from_slice(&t.payload);
+            return Some((t.destination, t.kind));
         }
+        let silence = self.silence();
         loop {
-            let key = self.next_upload()?;
+            let key = self.next_upload(now)?;
+            if self
+                .uploads
+                .get(&key)
+                .is_some_and(|u| u.paused(now, silence))
+            {
+                self.eligible_dirty = true;
+                continue;
+            }
             if let Some(p) = &mut self.pacer {
                 if !p.try_take(now, self.cfg.packet_size as f64) {
                     return None;
@@ -1627,41 +2579,69 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
             }
             let up = self.uploads.get_mut(&key)?;
             self.last_upload = Some(key.clone());
-            let Some((rel, abs)) = up.sender.next_block() else {
+            if up.sender.at_pass_end() && up.resending_since.is_none() {
+                up.resending_since = Some(now);
+            }
+            let Some((rel, _)) = up.sender.next_block() else {
+                self.eligible_dirty = true;
                 continue;
             };
-            let (offset, len) = up.layout.block_range(abs);
-            let mut buf = vec![0u8; len];
-            if let Err(e) = store.read(&up.cert, offset, &mut buf) {
-                self.uploads.remove(&key);
-                self.reject(&key.0, RejectReason::Storage(e));
-                continue;
+            if !up.sender.in_pass() {
+                self.eligible_dirty = true;
             }
-            let payload = Message::Data {
-                transfer: key.1,
-                block: rel,
-                bytes: &buf,
-            }
-            .to_vec();
-            self.counters.tx.add(PacketKind::Data, payload.len());
+            let start = out.len();
+            wire::emit_data_header(out, key.1, rel);
+            let rel = u32::from(rel);
+            let len = if rel < up.hdr {
+                let tree = self.trees.get(&up.cert.instance_id())?;
+                tree.chunk(up.first_chunk + rel, out);
+                out.len() - start - wire::DATA_HEADER_LEN
+            } else {
+                let abs = up.first_block + rel - up.hdr;
+                let (offset, len) = up.layout.block_range(abs);
+                let at = out.len();
+                out.resize(at + len, 0);
+                if let Err(e) = store.read(&up.cert, offset, &mut out[at..]) {
+                    out.truncate(start);
+                    self.uploads.remove(&key);
+                    self.eligible_dirty = true;
+                    self.reject(&key.0, RejectReason::Storage(e));
+                    continue;
+                }
+                len
+            };
+            self.counters.tx.add(PacketKind::Data, out.len() - start);
             self.counters.file_bytes_sent += len as u64;
-            return Some(Transmit {
-                destination: Destination::Peer(key.0),
-                payload,
-                kind: PacketKind::Data,
-            });
+            return Some((Destination::Peer(key.0), PacketKind::Data));
         }
     }
 
-    /// The key of the upload to send the next data block of.
-    fn next_upload(&self) -> Option<(A, u32)> {
+    /// The key of the upload to send the next data block of: round-robin
+    /// over the eligible uploads, which are recomputed (sorted) only when an
+    /// ack, a want, a close or the end of a pass changed them, not per packet.
+    fn next_upload(&mut self, now: Instant) -> Option<(A, u32)> {
+        if self.eligible_dirty {
+            self.eligible_dirty = false;
+            self.rebuild_eligible(now);
+        }
+        // `eligible` is sorted: the next key after the last one served.
+        let at = self
+            .last_upload
+            .as_ref()
+            .map_or(0, |last| self.eligible.partition_point(|k| k <= last));
+        self.eligible.get(at).or(self.eligible.first()).cloned()
+    }
+
+    fn rebuild_eligible(&mut self, now: Instant) {
+        let silence = self.silence();
         // Uploads are keyed (peer, transfer): each peer's are contiguous.
-        let mut chosen: Vec<&(A, u32)> = Vec::new();
+        let mut chosen = std::mem::take(&mut self.eligible);
+        chosen.clear();
         let mut peer: Vec<(&(A, u32), &Upload)> = Vec::new();
-        fn flush<'a, A: Ord>(
+        fn flush<A: Clone + Ord>(
             n: usize,
-            peer: &mut Vec<(&'a (A, u32), &'a Upload)>,
-            chosen: &mut Vec<&'a (A, u32)>,
+            peer: &mut Vec<(&(A, u32), &Upload)>,
+            chosen: &mut Vec<(A, u32)>,
         ) {
             peer.sort_by_key(|(_, u)| (u.sender.remaining(u.layout.blocks()), u.seq));
             let before = chosen.len();
@@ -1669,17 +2649,17 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
                 peer.iter()
                     .filter(|(_, u)| u.sender.in_pass())
                     .take(n)
-                    .map(|(k, _)| *k),
+                    .map(|(k, _)| (*k).clone()),
             );
             if chosen.len() == before {
                 // Every file's pass has ended: re-send rather than idle.
-                chosen.extend(peer.iter().take(n).map(|(k, _)| *k));
+                chosen.extend(peer.iter().take(n).map(|(k, _)| (*k).clone()));
             }
             peer.clear();
         }
         let n = self.cfg.uploads_per_peer;
         for (k, u) in &self.uploads {
-            if u.sender.is_complete() {
+            if u.sender.is_complete() || u.paused(now, silence) {
                 continue;
             }
             if peer.first().is_some_and(|(p, _)| p.0 != k.0) {
@@ -1689,11 +2669,7 @@ impl<A: Clone + Ord + Debug> Endpoint<A> {
         }
         flush(n, &mut peer, &mut chosen);
         chosen.sort();
-        let after = self
-            .last_upload
-            .as_ref()
-            .and_then(|last| chosen.iter().find(|k| **k > last));
-        after.or(chosen.first()).map(|k| (*k).clone())
+        self.eligible = chosen;
     }
 }
 

@@ -4,8 +4,10 @@
 //! Complete files are addressed by certificate (the store keeps the content of
 //! exactly the certificates the endpoint holds). A partial file is the content
 //! of a certificate being received plus its receive vector; the endpoint
-//! persists the vector *before* it acknowledges, so everything acknowledged
-//! survives a crash.
+//! persists the vector every `persist_blocks` new blocks or
+//! `persist_interval`, and whenever a transfer stops. After a crash, blocks
+//! received since the last persist are asked for again; a block is in the
+//! persisted vector only after it was written (and, for v2 files, verified).
 
 use crate::bitvec::BitVec;
 use crate::cert::Certificate;

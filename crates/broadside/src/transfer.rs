@@ -135,8 +135,12 @@ pub struct SegmentReceiver {
 impl SegmentReceiver {
     /// Segment `[first, first + count)` of a file whose blocks held so far are `held`.
     pub fn new(transfer: u32, first: u32, count: u32, held: &BitVec, now: Instant) -> Self {
-        let vector = held.slice(first, count);
-        let policy = AckPolicy::new(count, vector.count_ones());
+        Self::with_vector(transfer, first, held.slice(first, count), now)
+    }
+    /// A segment starting at block `first` whose receive vector is `vector`
+    /// (for v2 files it starts with the bits of the hash chunks).
+    pub fn with_vector(transfer: u32, first: u32, vector: BitVec, now: Instant) -> Self {
+        let policy = AckPolicy::new(vector.len(), vector.count_ones());
         SegmentReceiver {
             transfer,
             first,
@@ -272,6 +276,10 @@ impl SegmentSender {
         self.rescan();
         // Segments have at most 2^16 blocks, so a relative index fits in u16.
         Some((i as u16, self.first + i))
+    }
+    /// Whether the current pass has no block left (the next one starts a new pass).
+    pub fn at_pass_end(&self) -> bool {
+        self.pending.is_none()
     }
     /// Whether the current pass has blocks left, or the receiver's vector
     /// arrived since it began (so a new pass is worth starting).

@@ -7,20 +7,23 @@
 //!
 //! | kind | fields after the 4-byte header |
 //! |------|--------------------------------|
-//! | Beacon | node u64, file count u32, content hash [20] |
+//! | Beacon | node u64, file count u32, content hash \[20\] |
 //! | Filters | session u32, round u16, rounds u16, salt u32, k u8, flags u8, file filter, version filter (equal halves) |
 //! | Match | session u32, round u16, salt u32, k u8, flags u8, match filter (empty: no candidates) |
-//! | Records | session u32, round u16, seq u16, total u16, n × (fileId [20], version u16) |
+//! | Records | session u32, round u16, seq u16, total u16, n × (fileId \[20\], version u16) |
 //! | Plan | session u32, round u16, count u16, 2-bit action per record |
 //! | Offer | certificate |
-//! | Want | transfer u32, instanceId [20], block size u16, segment u32, receive vector |
+//! | Want | transfer u32, instanceId \[20\], block size u16, segment u32, receive vector |
 //! | Data | transfer u32, block u16, bytes |
 //! | Ack | transfer u32, receive vector |
-//! | Close | instanceId [20], status u8 |
+//! | Close | instanceId \[20\], status u8 |
+//! | Token | echo \[16\], token \[16\] (either may be all zero: none) |
+//! | Interest | n × provider key \[32\] (n ≥ 1) |
 
 use crate::bitvec::BitVec;
 use crate::counters::PacketKind;
 use crate::id::{FileId, Id160, InstanceId, ID_LEN};
+use crate::validate::{Token, TOKEN_LEN};
 
 /// First two bytes of every packet.
 pub const MAGIC: [u8; 2] = *b"BS";
@@ -47,6 +50,10 @@ pub const WANT_HEADER_LEN: usize = HEADER_LEN + 4 + ID_LEN + 2 + 4 + 4;
 pub const RECORD_LEN: usize = ID_LEN + 2;
 /// Most blocks in one segment: block ids are 2 bytes, as in §4.2.
 pub const MAX_SEGMENT_BLOCKS: u32 = 1 << 16;
+/// Bytes of a Token packet.
+pub const TOKEN_PACKET_LEN: usize = HEADER_LEN + 2 * TOKEN_LEN;
+/// Bytes of one provider key in an Interest packet.
+pub const KEY_LEN: usize = 32;
 /// Most hash functions a filter may ask the receiver to evaluate.
 pub const MAX_HASH_COUNT: u8 = 32;
 
@@ -107,6 +114,8 @@ pub enum MsgType {
     Data = 8,
     Ack = 9,
     Close = 10,
+    Token = 11,
+    Interest = 12,
 }
 
 impl MsgType {
@@ -123,6 +132,8 @@ impl MsgType {
             8 => Data,
             9 => Ack,
             10 => Close,
+            11 => Token,
+            12 => Interest,
             other => return Err(WireError::UnknownKind(other)),
         })
     }
@@ -133,7 +144,7 @@ impl MsgType {
         match self {
             Beacon => PacketKind::Beacon,
             Filters | Match | Records | Plan => PacketKind::Discovery,
-            Offer | Want | Close => PacketKind::Control,
+            Offer | Want | Close | Token | Interest => PacketKind::Control,
             Data => PacketKind::Data,
             Ack => PacketKind::Ack,
         }
@@ -290,6 +301,17 @@ pub enum Message<'a> {
     Close {
         instance: InstanceId,
         status: CloseCode,
+    },
+    /// Address validation: `echo` returns a token the receiver issued to
+    /// the sender; `token` is one the sender issued to the receiver, to be
+    /// echoed. All zero means absent.
+    Token {
+        echo: Token,
+        token: Token,
+    },
+    /// Provider keys whose files the sender wants, held or not.
+    Interest {
+        keys: &'a [u8],
     },
 }
 
@@ -456,6 +478,23 @@ impl<'a> Message<'a> {
                 r.end()?;
                 Message::Close { instance, status }
             }
+            MsgType::Token => {
+                let mut tok = || -> Result<Token, WireError> {
+                    let mut t = [0u8; TOKEN_LEN];
+                    t.copy_from_slice(r.take(TOKEN_LEN)?);
+                    Ok(t)
+                };
+                let (echo, token) = (tok()?, tok()?);
+                r.end()?;
+                Message::Token { echo, token }
+            }
+            MsgType::Interest => {
+                let keys = r.rest();
+                if keys.is_empty() || keys.len() % KEY_LEN != 0 {
+                    return Err(WireError::InvalidField("interest length"));
+                }
+                Message::Interest { keys }
+            }
         };
         if let Message::Beacon { .. } = msg {
             r.end()?;
@@ -476,6 +515,8 @@ impl<'a> Message<'a> {
             Message::Data { .. } => MsgType::Data,
             Message::Ack { .. } => MsgType::Ack,
             Message::Close { .. } => MsgType::Close,
+            Message::Token { .. } => MsgType::Token,
+            Message::Interest { .. } => MsgType::Interest,
         }
     }
 
@@ -588,8 +629,24 @@ impl<'a> Message<'a> {
                 out.extend_from_slice(&instance.0);
                 out.push(*status as u8);
             }
+            Message::Token { echo, token } => {
+                out.extend_from_slice(echo);
+                out.extend_from_slice(token);
+            }
+            Message::Interest { keys } => out.extend_from_slice(keys),
         }
     }
+}
+
+/// Appends the header of a Data packet (the block's bytes follow): what
+/// [`Message::emit`] writes before them, for senders that read the block
+/// straight into the datagram.
+pub fn emit_data_header(out: &mut Vec<u8>, transfer: u32, block: u16) {
+    out.extend_from_slice(&MAGIC);
+    out.push(FORMAT);
+    out.push(MsgType::Data as u8);
+    out.extend_from_slice(&transfer.to_be_bytes());
+    out.extend_from_slice(&block.to_be_bytes());
 }
 
 /// Encodes file records back to back.
@@ -726,6 +783,15 @@ mod tests {
             instance: Id160([2; 20]),
             status: CloseCode::Busy,
         });
+        roundtrip(Message::Token {
+            echo: [0; 16],
+            token: [7; 16],
+        });
+        roundtrip(Message::Interest { keys: &[9; 64] });
+        assert_eq!(
+            Message::parse(b"BS\x01\x0c"),
+            Err(WireError::InvalidField("interest length"))
+        );
         assert_eq!(
             decode_records(&recs).collect::<Vec<_>>(),
             vec![FileRecord {

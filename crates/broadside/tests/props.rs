@@ -1,11 +1,14 @@
 //! Property tests: Bloom filter false-positive rate against theory, bit
-//! vector round trips, and hostile bytes against every parser.
+//! vector round trips, hostile bytes against every parser and endpoint,
+//! the anti-amplification bound, and batched output.
 
 mod common;
 use broadside::bloom::{false_positive_rate, Bloom};
+use broadside::endpoint::Batch;
+use broadside::merkle::Shape;
 use broadside::sim::Addr;
 use broadside::wire::Message;
-use broadside::{BitVec, Certificate, Id160, Instant, MemStore};
+use broadside::{BitVec, Certificate, Destination, Id160, Instant, MemStore, PacketKind};
 use common::*;
 use proptest::prelude::*;
 
@@ -89,6 +92,15 @@ proptest! {
     fn certificate_decoder_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
         prop_assert!(Certificate::decode(&bytes).is_err());
     }
+
+    /// Hash chunks from a peer: any bytes, any chunk index, never a panic,
+    /// and never accepted against a root they were not cut from.
+    #[test]
+    fn hash_chunk_check_never_panics(leaves in 1u32..5000, chunk in any::<u32>(), root in any::<[u8; 32]>(), bytes in prop::collection::vec(any::<u8>(), 0..2300)) {
+        if let Some(shape) = Shape::new(leaves, 2294) {
+            prop_assert!(shape.verify_chunk(&root, chunk, &bytes).is_none());
+        }
+    }
 }
 
 proptest! {
@@ -96,12 +108,15 @@ proptest! {
 
     /// Hostile datagrams never panic an endpoint nor change its files.
     #[test]
-    fn endpoint_survives_hostile_datagrams(packets in prop::collection::vec((0u8..12, prop::collection::vec(any::<u8>(), 0..120)), 1..40)) {
+    fn endpoint_survives_hostile_datagrams(packets in prop::collection::vec((0u8..14, prop::collection::vec(any::<u8>(), 0..120)), 1..40)) {
         let k = key(1);
         let mut s = MemStore::new();
         let (c, d) = file(&k, "poi", 2, 5000);
         s.insert(c, d);
         let mut ep = endpoint(config(3), &[&k], &s);
+        for a in 0..3 {
+            prop_assert!(validate(&mut ep, &mut s, a));
+        }
         let before: Vec<Id160> = ep.files().map(|c| c.instance_id()).collect();
         for (i, (kind, body)) in packets.iter().enumerate() {
             let bytes = [b"BS\x01".as_slice(), &[*kind], body].concat();
@@ -113,4 +128,115 @@ proptest! {
         let after: Vec<Id160> = ep.files().map(|c| c.instance_id()).collect();
         prop_assert_eq!(before, after);
     }
+}
+
+/// A well-formed packet of each kind an attacker might send, from fuzzed fields.
+fn packet(kind: u8, n: u32, body: &[u8]) -> Vec<u8> {
+    let v = BitVec::new(n % 70_000 + 1);
+    match kind {
+        0 => Message::Beacon {
+            node: u64::from(n),
+            file_count: n,
+            content_hash: id(1, u64::from(n)),
+        }
+        .to_vec(),
+        1 => Message::Want {
+            transfer: n,
+            instance: id(2, 0),
+            block_size: 2294,
+            segment: 0,
+            vector: v,
+        }
+        .to_vec(),
+        2 => Message::Ack {
+            transfer: n,
+            vector: v,
+        }
+        .to_vec(),
+        3 => Message::Token {
+            echo: [n as u8; 16],
+            token: [1; 16],
+        }
+        .to_vec(),
+        4 => Message::Offer { cert: body }.to_vec(),
+        _ => [b"BS\x01".as_slice(), &[kind], body].concat(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever a source that cannot receive at its address sends (it never
+    /// sees the token), the endpoint keeps no state for it and sends it at
+    /// most three times the bytes it sent, and nothing but Token packets.
+    #[test]
+    fn a_spoofed_source_gets_no_state_and_at_most_three_times_its_bytes(packets in prop::collection::vec((0u8..16, any::<u32>(), prop::collection::vec(any::<u8>(), 0..300)), 1..60)) {
+        let k = key(1);
+        let mut s = MemStore::new();
+        let (c, d) = file_v2(&k, "poi", 2, 50_000);
+        s.insert(c, d);
+        let mut ep = endpoint(config(4), &[&k], &s);
+        let spoofed: Addr = 77;
+        let (mut got, mut sent) = (0usize, 0usize);
+        for (i, (kind, n, body)) in packets.iter().enumerate() {
+            let bytes = packet(*kind, *n, body);
+            got += bytes.len();
+            let now = Instant::from_micros(i as u64 * 1000);
+            ep.handle_datagram(now, spoofed, &bytes, &mut s);
+            ep.handle_timeout(now, &mut s);
+            while let Some(t) = ep.poll_transmit(now, &mut s) {
+                if t.destination == Destination::Peer(spoofed) {
+                    prop_assert_eq!(t.kind, PacketKind::Control);
+                    sent += t.payload.len();
+                }
+            }
+        }
+        prop_assert!(sent <= 3 * got, "{} > 3 x {}", sent, got);
+        prop_assert!(ep.peers().is_empty());
+    }
+}
+
+/// Draining one datagram at a time and in batches gives the same datagrams.
+#[test]
+fn batched_output_equals_one_at_a_time() {
+    let k = key(1);
+    let mut s = MemStore::new();
+    let (c, d) = file_v2(&k, "poi", 2, 200_000);
+    let instance = c.instance_id();
+    s.insert(c, d);
+    let mut single = (endpoint(config(5), &[&k], &s), s.clone());
+    let mut batched = (endpoint(config(5), &[&k], &s), s);
+    let want = Message::Want {
+        transfer: 7,
+        instance,
+        block_size: 2294,
+        // 88 blocks, 64 per chunk: 2 chunk bits first.
+        segment: 0,
+        vector: BitVec::new(90),
+    }
+    .to_vec();
+    for (ep, st) in [&mut single, &mut batched] {
+        assert!(validate(ep, st, 1));
+        ep.handle_datagram(Instant::ZERO, 1, &want, st);
+    }
+    let mut one = Vec::new();
+    let mut buf = Vec::new();
+    let mut batch = Batch::new();
+    for ms in 0..20u64 {
+        let now = Instant::from_micros(ms * 1000);
+        while let Some((d, k)) = single.0.poll_transmit_into(now, &mut single.1, &mut buf) {
+            one.push((d, buf.clone(), k));
+        }
+        while batched
+            .0
+            .poll_transmits(now, &mut batched.1, &mut batch, 16)
+            > 0
+        {}
+    }
+    let many: Vec<_> = batch
+        .iter()
+        .map(|(d, b, k)| (d.clone(), b.to_vec(), k))
+        .collect();
+    assert!(one.iter().filter(|t| t.2 == PacketKind::Data).count() >= 90);
+    assert_eq!(one, many);
 }

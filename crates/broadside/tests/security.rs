@@ -36,7 +36,8 @@ fn victim() -> (Endpoint<Addr>, MemStore, broadside::ProviderKey) {
     let mut s = MemStore::new();
     let (c, d) = file(&k, "poi", 2, 5000);
     s.insert(c, d);
-    let ep = endpoint(config(11), &[&k], &s);
+    let mut ep = endpoint(config(11), &[&k], &s);
+    assert!(validate(&mut ep, &mut s, ATTACKER));
     (ep, s, k)
 }
 

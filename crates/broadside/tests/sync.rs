@@ -69,7 +69,7 @@ fn lossy_transfer(blocks: usize, loss: f64, seed: u64) -> (u64, u64, u64) {
     let (c, d) = file(&k, "big", 2, size);
     b.insert(c, d);
     let mut p = pair(a, b, &[&k], seed);
-    p.loss = [loss, loss];
+    p.loss = vec![loss, loss];
     assert!(
         p.run_until(secs(120.0), |p| version(p, 0, &k, "big") == Some(2)),
         "transfer did not complete"
@@ -129,7 +129,7 @@ fn interrupted_transfer_resumes_from_stored_vector_with_another_peer() {
     assert!(stored.received.count_ones() > 500 && !stored.received.is_full());
 
     // Meet a different node with the same version; the receiver restarts too.
-    let [store_a, _] = std::mem::take(&mut p.stores);
+    let store_a = std::mem::take(&mut p.stores[0]);
     let mut q = pair(store_a, c, &[&k], 8);
     assert!(q.run_until(secs(60.0), |q| version(q, 0, &k, "map") == Some(2)));
     assert_eq!(verified_version(&q, 0, &k, "map"), Some(2));

@@ -1,8 +1,9 @@
 //! Fuzzes every parser of untrusted bytes in `broadside`: packets,
-//! certificates and bit vectors. A parse must never panic, and an accepted
-//! packet must re-emit to the same bytes.
+//! certificates (v1 and v2), bit vectors and hash-tree chunks. A parse must
+//! never panic, and an accepted packet must re-emit to the same bytes.
 #![no_main]
 
+use broadside::merkle::Shape;
 use broadside::wire::{Message, MAX_SEGMENT_BLOCKS};
 use broadside::{BitVec, Certificate};
 use libfuzzer_sys::fuzz_target;
@@ -13,4 +14,12 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = Certificate::decode(data);
     let _ = BitVec::decode(data, MAX_SEGMENT_BLOCKS);
+    // A hash chunk: the first 6 bytes pick the tree and the chunk.
+    if data.len() >= 6 {
+        let leaves = u32::from(u16::from_be_bytes([data[0], data[1]])) + 1;
+        let chunk = u32::from_be_bytes([data[2], data[3], data[4], data[5]]);
+        if let Some(shape) = Shape::new(leaves, 2294) {
+            assert!(shape.verify_chunk(&[0; 32], chunk, &data[6..]).is_none());
+        }
+    }
 });

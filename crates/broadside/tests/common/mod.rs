@@ -35,6 +35,32 @@ pub fn file(k: &ProviderKey, name: &str, version: u16, size: usize) -> (Certific
     )
 }
 
+/// As [`file`], with a v2 certificate (a block tree at the default block size).
+pub fn file_v2(k: &ProviderKey, name: &str, version: u16, size: usize) -> (Certificate, Vec<u8>) {
+    let (_, data) = file(k, name, version, size);
+    let block = 2304 - broadside::wire::DATA_HEADER_LEN as u32;
+    let mut b = broadside::merkle::TreeBuilder::new(block);
+    b.update(&data);
+    let (size, hash, leaves) = b.finish();
+    let root = broadside::merkle::Tree::new(leaves, block).unwrap().root();
+    (
+        Certificate::issue_v2(k, name, version, size, hash, block, root).unwrap(),
+        data,
+    )
+}
+
+/// Simulated seconds of an instant.
+pub fn at(t: Instant) -> f64 {
+    t.as_micros() as f64 / 1e6
+}
+
+/// Whether node `node` committed a file.
+pub fn updated(p: &Pair, node: broadside::sim::Addr) -> bool {
+    p.events
+        .iter()
+        .any(|(n, e)| *n == node && matches!(e, Event::FileUpdated { .. }))
+}
+
 pub fn config(seed: u64) -> Config {
     Config {
         seed,
@@ -88,4 +114,37 @@ pub fn rejections(p: &Pair, node: Addr) -> Vec<broadside::RejectReason> {
             _ => None,
         })
         .collect()
+}
+
+/// Runs the address-validation exchange between `ep` and a peer at `addr`
+/// (which echoes the token it is sent), as a real peer would; drains what
+/// `ep` sent; returns whether `ep` now keeps state for the peer.
+pub fn validate<A: broadside::validate::PeerAddr>(
+    ep: &mut Endpoint<A>,
+    store: &mut MemStore,
+    addr: A,
+) -> bool {
+    use broadside::wire::Message;
+    let hello = Message::Token {
+        echo: [0; 16],
+        token: [1; 16],
+    }
+    .to_vec();
+    ep.handle_datagram(Instant::ZERO, addr.clone(), &hello, store);
+    let mut echo = None;
+    while let Some(t) = ep.poll_transmit(Instant::ZERO, store) {
+        if let Ok(Message::Token { token, .. }) = Message::parse(&t.payload) {
+            echo = Some(token);
+        }
+    }
+    let token = echo.expect("a token for an unvalidated peer");
+    let reply = Message::Token {
+        echo: token,
+        token: [0; 16],
+    }
+    .to_vec();
+    ep.handle_datagram(Instant::ZERO, addr.clone(), &reply, store);
+    while ep.poll_transmit(Instant::ZERO, store).is_some() {}
+    while ep.poll_event().is_some() {}
+    ep.peers().iter().any(|p| p.peer == addr)
 }
