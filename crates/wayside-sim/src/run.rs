@@ -4,7 +4,7 @@
 use crate::config::SimConfig;
 use crate::ids::NodeId;
 use crate::pcap::{Air, Capture, CapturedNode};
-use crate::ratectl::RateControlSpec;
+use crate::ratectl::SnrMap;
 use crate::rng::Stream;
 use crate::scenario::ScenarioError;
 use crate::trace::Trace;
@@ -32,9 +32,10 @@ pub fn run_scenario(scenario: &str, overrides: &[String], seed: Option<u64>, run
 /// ([`crate::pcap`]) if one is given.
 pub fn run_scenario_pcap(scenario: &str, overrides: &[String], seed: Option<u64>, run: u64, pcap_dir: Option<&Path>) -> Result<RunOutput, ScenarioError> {
     let (resolved, s) = crate::scenario::load(scenario, overrides)?;
-    let mut cfg = s.to_sim_config(seed, run);
-    train_rate_maps(&mut cfg);
+    let cfg = s.to_sim_config(seed, run);
+    let learned = train(&cfg);
     let mut world = World::new(&cfg);
+    world.set_priors(&learned);
     if let Some(dir) = pcap_dir {
         world.capture = Some(Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg)).map_err(|e| ScenarioError(e.0))?);
     }
@@ -63,31 +64,24 @@ fn capture_air(cfg: &SimConfig) -> Air {
     Air { standard: cfg.radio.standard, preamble: cfg.radio.preamble, noise_floor: cfg.channel.noise_floor, beacon_interval: cfg.mgmt.beacon_interval }
 }
 
-/// Simulates the earlier passes environment-aware rate control asks for
-/// (`training_passes`, the most any node asks) and installs what they
-/// learned as each such node's map. Pass k runs the same scenario with the
-/// same environment seed (same shadowing) and a run seed drawn from
-/// (seed, run, k), so fading, backoff and traffic differ from the measured
-/// run's and from each other; each pass starts from the map learned so far.
-fn train_rate_maps(cfg: &mut SimConfig) {
-    let spec = |c: &SimConfig, i: usize| c.nodes[i].rate_control.clone().unwrap_or_else(|| c.mac.rate.clone());
-    let passes = (0..cfg.nodes.len())
-        .filter_map(|i| match spec(cfg, i) {
-            RateControlSpec::EnvAware(p) => Some(p.training_passes),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
+/// Simulates the earlier passes that learning rate control asks for (the
+/// most training passes any node's algorithm wants) and returns, per node,
+/// the map it learned (`None` where it does not learn), to start the
+/// measured run from. Pass k runs the same scenario with the same
+/// environment seed (same shadowing) and a run seed drawn from (seed, run,
+/// k), so fading, backoff and traffic differ from the measured run's and
+/// from each other; each pass starts from what the passes before learned.
+fn train(cfg: &SimConfig) -> Vec<Option<Arc<SnrMap>>> {
+    let spec = |i: usize| cfg.nodes[i].rate_control.as_ref().unwrap_or(&cfg.mac.rate);
+    let passes = (0..cfg.nodes.len()).map(|i| spec(i).training_passes()).max().unwrap_or(0);
+    let mut learned = vec![None; cfg.nodes.len()];
     for k in 0..passes {
         let mut draw = Stream::new("run", cfg.seed, cfg.run, &format!("ratectl/training/{k}"));
         let pass_run = (u64::from(draw.integer_inclusive(u32::MAX)) << 32) | u64::from(draw.integer_inclusive(u32::MAX));
         let mut world = World::new(&SimConfig { run: pass_run, ..cfg.clone() });
+        world.set_priors(&learned);
         world.run_events();
-        for i in 0..cfg.nodes.len() {
-            if let (RateControlSpec::EnvAware(mut p), Some(map)) = (spec(cfg, i), world.nodes[i].dcf.links().learned()) {
-                p.map = Arc::new(map);
-                cfg.nodes[i].rate_control = Some(RateControlSpec::EnvAware(p));
-            }
-        }
+        learned = world.learned();
     }
+    learned
 }

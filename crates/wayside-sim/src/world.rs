@@ -18,9 +18,11 @@ use crate::net::WiredLink;
 use crate::node::Node;
 use crate::phy::mode::{ModClass, Mode};
 use crate::phy::state::{RxStart, Signal};
+use crate::ratectl::SnrMap;
 use crate::sockets::{Listener, Socket};
 use crate::trace::{ConnEvent, DropReason, EventRow, FrameRow, PhyEvent, Trace, TxOutcome};
 use crate::units::{Db, Dbm, Meters, SimTime};
+use std::sync::Arc;
 
 /// Counters a run reports besides its trace.
 #[derive(Clone, Copy, Debug, Default)]
@@ -123,6 +125,22 @@ impl World {
             w.power_schedule(NodeId(i as u32));
         }
         w
+    }
+
+    /// Starts each node whose rate control learns from the map given for
+    /// it (what earlier passes learned).
+    pub(crate) fn set_priors(&mut self, maps: &[Option<Arc<SnrMap>>]) {
+        for (n, map) in self.nodes.iter_mut().zip(maps) {
+            if let Some(map) = map {
+                n.dcf.links_mut().set_prior(Arc::clone(map));
+            }
+        }
+    }
+
+    /// What each node's rate control knows after this pass (`None` where it
+    /// does not learn).
+    pub(crate) fn learned(&self) -> Vec<Option<Arc<SnrMap>>> {
+        self.nodes.iter().map(|n| n.dcf.links().learned().map(Arc::new)).collect()
     }
 
     pub fn node_names(&self) -> Vec<String> {

@@ -56,7 +56,12 @@ impl Links {
     /// Whether frames from peers should carry their position and power
     /// (the controller learns per position).
     pub fn learns(&self) -> bool {
-        self.spec.prior_map().is_some()
+        self.spec.prior().is_some()
+    }
+
+    /// Starts this pass from `map`, what earlier passes learned.
+    pub fn set_prior(&mut self, map: Arc<SnrMap>) {
+        self.spec.set_prior(map);
     }
 
     /// The retry chain for a `bytes`-byte frame to `peer`.
@@ -92,21 +97,21 @@ impl Links {
     /// takes it if it takes hints.
     pub fn beacon_hint(&mut self, ap: NodeId, map: &Arc<SnrMap>) {
         if self.spec.takes_hints() {
-            self.controller(ap).beacon_hint(map);
+            self.controller(ap).hint(map);
         }
     }
 
     /// The map this MAC advertises in its beacons, if any.
     pub fn advertised(&self) -> Option<&Arc<SnrMap>> {
-        self.spec.advertised_map()
+        self.spec.advertised()
     }
 
     /// What this MAC knows after a pass: the map it started from merged
     /// with what each of its controllers observed (`None` if it does not
     /// learn).
     pub fn learned(&self) -> Option<SnrMap> {
-        let mut map = SnrMap::clone(self.spec.prior_map()?);
-        for seen in self.controllers.iter().filter_map(|(_, rc)| rc.observed_map()) {
+        let mut map = SnrMap::clone(self.spec.prior()?);
+        for seen in self.controllers.iter().filter_map(|(_, rc)| rc.observed()) {
             map.merge(seen);
         }
         Some(map)

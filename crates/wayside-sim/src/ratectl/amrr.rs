@@ -60,6 +60,8 @@ pub struct AmrrParams {
     pub reset_threshold_on_rate_change: bool,
 }
 
+impl super::Params for AmrrParams {}
+
 impl Default for AmrrParams {
     fn default() -> Self {
         AmrrParams {

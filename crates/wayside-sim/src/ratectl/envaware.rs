@@ -147,6 +147,25 @@ pub struct EnvAwareParams {
     pub map: Arc<SnrMap>,
 }
 
+impl super::Params for EnvAwareParams {
+    fn training_passes(&self) -> u32 {
+        self.training_passes
+    }
+    fn prior(&self) -> Option<&Arc<SnrMap>> {
+        Some(&self.map)
+    }
+    fn set_prior(&mut self, map: Arc<SnrMap>) {
+        self.map = map;
+    }
+    /// An AP advertises its map; a station that takes hints does not learn.
+    fn advertised(&self) -> Option<&Arc<SnrMap>> {
+        (!self.beacon_hints).then_some(&self.map)
+    }
+    fn takes_hints(&self) -> bool {
+        self.beacon_hints
+    }
+}
+
 impl Default for EnvAwareParams {
     fn default() -> Self {
         let bin = Meters(10.0);
@@ -201,18 +220,6 @@ impl EnvAware {
         }
     }
 
-    /// This pass's observations.
-    pub fn observed(&self) -> &SnrMap {
-        &self.seen
-    }
-
-    /// A map advertised by the AP in a beacon (used only with `beacon_hints`).
-    pub fn hint(&mut self, map: Arc<SnrMap>) {
-        if self.params.beacon_hints {
-            self.hint = Some(map);
-        }
-    }
-
     /// The link gain the map predicts for this frame, if any.
     fn gain(&self, req: &TxRequest) -> Option<Db> {
         let (min, reach) = (self.params.min_samples, self.params.reach);
@@ -228,6 +235,16 @@ impl EnvAware {
 }
 
 impl RateControl for EnvAware {
+    /// A map advertised by the AP in a beacon (used only with `beacon_hints`).
+    fn hint(&mut self, map: &Arc<SnrMap>) {
+        if self.params.beacon_hints {
+            self.hint = Some(Arc::clone(map));
+        }
+    }
+    /// This pass's observations.
+    fn observed(&self) -> Option<&SnrMap> {
+        Some(&self.seen)
+    }
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain {
         let r = match self.gain(req) {
             Some(g) => {
@@ -435,10 +452,10 @@ mod tests {
         ch.position = Vec2::new(5.0, 0.0);
         ch.peer_position = Some(Vec2::new(500.0, 0.0));
         let mut on = EnvAware::new(g, EnvAwareParams { beacon_hints: true, ..EnvAwareParams::default() });
-        on.hint(map_with(40.0, 3));
+        on.hint(&map_with(40.0, 3));
         assert_eq!(on.retry_chain(&ch.request()).stages[0].mode.rate.mbps(), 54.0);
         let mut off = EnvAware::new(g, EnvAwareParams::default());
-        off.hint(map_with(40.0, 3));
+        off.hint(&map_with(40.0, 3));
         assert_eq!(off.retry_chain(&ch.request()).stages[0].mode.rate.mbps(), 1.0);
     }
 
@@ -450,11 +467,11 @@ mod tests {
             rc.observe(&RxObservation { now: SimTime::ZERO, snr: Db(20.0), peer_tx_power: Dbm(15.0), peer_position: Vec2::new(7.0, 0.0) });
         }
         // Three observations of 20 − 15 = 5 dB; the prior is not among them.
-        assert_eq!(rc.observed().estimate(Vec2::new(5.0, 0.0), 3, 0), Some(Db(5.0)));
-        assert_eq!(rc.observed().estimate(Vec2::new(5.0, 0.0), 4, 0), None);
+        assert_eq!(rc.observed().unwrap().estimate(Vec2::new(5.0, 0.0), 3, 0), Some(Db(5.0)));
+        assert_eq!(rc.observed().unwrap().estimate(Vec2::new(5.0, 0.0), 4, 0), None);
         // A station with hints learns nothing.
         let mut sta = EnvAware::new(g, EnvAwareParams { beacon_hints: true, ..EnvAwareParams::default() });
         sta.observe(&RxObservation { now: SimTime::ZERO, snr: Db(20.0), peer_tx_power: Dbm(15.0), peer_position: Vec2::new(7.0, 0.0) });
-        assert_eq!(sta.observed().cells(), 0);
+        assert_eq!(sta.observed().unwrap().cells(), 0);
     }
 }

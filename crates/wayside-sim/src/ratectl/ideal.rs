@@ -36,6 +36,12 @@ pub struct IdealParams {
     pub error_model: ErrorModelKind,
 }
 
+impl super::Params for IdealParams {
+    fn needs_oracle(&self) -> bool {
+        true
+    }
+}
+
 impl Default for IdealParams {
     fn default() -> Self {
         IdealParams { min_success: 0.9, tries: [4, 2, 2], error_model: ErrorModelKind::default() }

@@ -73,6 +73,8 @@ pub struct MinstrelParams {
     pub segment_size_us: f64,
 }
 
+impl super::Params for MinstrelParams {}
+
 impl Default for MinstrelParams {
     fn default() -> Self {
         MinstrelParams { update_interval: SimTime::from_ms(100), ewma_level: 0.75, lookaround: 0.10, segment_size_us: 6000.0 }

@@ -128,9 +128,49 @@ pub trait RateControl {
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain;
     fn report(&mut self, status: &TxStatus);
     /// A frame from the peer arrived intact; only algorithms that learn from
-    /// receptions (environment-aware) use it.
+    /// receptions use it.
     fn observe(&mut self, _obs: &RxObservation) {}
+    /// The peer (an AP) advertised `map` in a beacon; only algorithms that
+    /// take hints use it.
+    fn hint(&mut self, _map: &Arc<SnrMap>) {}
+    /// What it observed this pass, if it learns per position.
+    fn observed(&self) -> Option<&SnrMap> {
+        None
+    }
 }
+
+/// What a rate-control configuration says of itself before any link runs
+/// it: the MAC and the run ask these instead of naming algorithms.
+pub trait Params {
+    /// It chooses from the link's true mean SNR, an oracle the MAC must then
+    /// compute for every frame.
+    fn needs_oracle(&self) -> bool {
+        false
+    }
+    /// Earlier passes to simulate before the measured run, for it to learn.
+    fn training_passes(&self) -> u32 {
+        0
+    }
+    /// The map a pass starts from, if it learns per position (frames then
+    /// carry their sender's position and power).
+    fn prior(&self) -> Option<&Arc<SnrMap>> {
+        None
+    }
+    /// Starts later passes from `map` (what earlier ones learned).
+    fn set_prior(&mut self, _map: Arc<SnrMap>) {}
+    /// The map a node running it advertises in its beacons.
+    fn advertised(&self) -> Option<&Arc<SnrMap>> {
+        None
+    }
+    /// It takes the map its AP advertises.
+    fn takes_hints(&self) -> bool {
+        false
+    }
+}
+
+/// A fixed chain knows nothing the MAC must provide.
+struct NoParams;
+impl Params for NoParams {}
 
 /// The implemented algorithms.
 #[derive(Clone, Debug)]
@@ -170,25 +210,38 @@ impl RateControl for RateControlKind {
     fn observe(&mut self, obs: &RxObservation) {
         dispatch!(self, rc => rc.observe(obs))
     }
+    fn hint(&mut self, map: &Arc<SnrMap>) {
+        dispatch!(self, rc => rc.hint(map))
+    }
+    fn observed(&self) -> Option<&SnrMap> {
+        dispatch!(self, rc => rc.observed())
+    }
 }
 
-impl RateControlKind {
-    /// What an environment-aware controller observed this pass; `None` for
-    /// the other algorithms.
-    pub fn observed_map(&self) -> Option<&SnrMap> {
-        match self {
-            RateControlKind::EnvAware(e) => Some(e.observed()),
-            _ => None,
+/// Runs `$e` with `$p` bound to the spec's parameters (a fixed chain's are
+/// [`NoParams`]).
+macro_rules! with_params {
+    ($self:expr, $p:ident => $e:expr) => {
+        with_params!($self, $p => $e, fixed = &NoParams)
+    };
+    (mut $self:expr, $p:ident => $e:expr) => {
+        with_params!($self, $p => $e, fixed = &mut NoParams)
+    };
+    ($self:expr, $p:ident => $e:expr, fixed = $none:expr) => {
+        match $self {
+            RateControlSpec::Fixed { .. } => {
+                let $p = $none;
+                $e
+            }
+            RateControlSpec::SampleRate($p) => $e,
+            RateControlSpec::Onoe($p) => $e,
+            RateControlSpec::Amrr($p) => $e,
+            RateControlSpec::Rraa($p) => $e,
+            RateControlSpec::Minstrel($p) => $e,
+            RateControlSpec::Ideal($p) => $e,
+            RateControlSpec::EnvAware($p) => $e,
         }
-    }
-
-    /// Hands a map an AP advertised in its beacon to an environment-aware
-    /// controller (which uses it if it takes hints); others ignore it.
-    pub fn beacon_hint(&mut self, map: &Arc<SnrMap>) {
-        if let RateControlKind::EnvAware(e) = self {
-            e.hint(Arc::clone(map));
-        }
-    }
+    };
 }
 
 /// Configuration of a link's rate control, from which each (sender,
@@ -222,32 +275,34 @@ impl RateControlSpec {
         }
     }
 
-    /// The map an environment-aware controller starts a pass from.
-    pub fn prior_map(&self) -> Option<&Arc<SnrMap>> {
-        match self {
-            RateControlSpec::EnvAware(p) => Some(&p.map),
-            _ => None,
-        }
-    }
-
-    /// Whether the algorithm chooses from the link's true mean SNR (an
-    /// oracle the MAC must then compute for every frame).
+    /// See [`Params::needs_oracle`].
     pub fn needs_oracle(&self) -> bool {
-        matches!(self, RateControlSpec::Ideal(_))
+        with_params!(self, p => p.needs_oracle())
     }
 
-    /// Whether a station's controller takes the map its AP advertises.
+    /// See [`Params::training_passes`].
+    pub fn training_passes(&self) -> u32 {
+        with_params!(self, p => p.training_passes())
+    }
+
+    /// See [`Params::prior`].
+    pub fn prior(&self) -> Option<&Arc<SnrMap>> {
+        with_params!(self, p => p.prior())
+    }
+
+    /// See [`Params::set_prior`].
+    pub fn set_prior(&mut self, map: Arc<SnrMap>) {
+        with_params!(mut self, p => p.set_prior(map))
+    }
+
+    /// See [`Params::advertised`].
+    pub fn advertised(&self) -> Option<&Arc<SnrMap>> {
+        with_params!(self, p => p.advertised())
+    }
+
+    /// See [`Params::takes_hints`].
     pub fn takes_hints(&self) -> bool {
-        matches!(self, RateControlSpec::EnvAware(p) if p.beacon_hints)
-    }
-
-    /// The map an environment-aware AP advertises in its beacons (not a
-    /// station's, which takes hints instead of learning).
-    pub fn advertised_map(&self) -> Option<&Arc<SnrMap>> {
-        match self {
-            RateControlSpec::EnvAware(p) if !p.beacon_hints => Some(&p.map),
-            _ => None,
-        }
+        with_params!(self, p => p.takes_hints())
     }
 
     /// A fresh controller for one link. `modes` is the standard's mode list,

@@ -53,6 +53,8 @@ pub struct OnoeParams {
     pub raise_threshold: u32,
 }
 
+impl super::Params for OnoeParams {}
+
 impl Default for OnoeParams {
     fn default() -> Self {
         OnoeParams { interval: SimTime::from_ms(1_000), raise: 10, raise_threshold: 10 }

@@ -70,6 +70,8 @@ pub struct RraaParams {
     pub max_tries: u8,
 }
 
+impl super::Params for RraaParams {}
+
 impl Default for RraaParams {
     fn default() -> Self {
         RraaParams { alpha: 1.25, beta: 2.0, frame_bytes: 1528, window_timeout: SimTime::from_ms(50), max_tries: 7 }

@@ -115,6 +115,8 @@ pub struct SampleRateParams {
     pub initial_36_above: Db,
 }
 
+impl super::Params for SampleRateParams {}
+
 impl SampleRateParams {
     /// madwifi 0.9.x defaults (Hadaller Table 1, "Original").
     pub fn default_preset() -> Self {
