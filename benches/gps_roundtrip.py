@@ -43,7 +43,7 @@ def main() -> None:
             errors = gpsout.GpsErrors(delay_s=args.delay, day_hours=i * args.spacing_min / 60, seed=100 + i)
             measured.append(roundtrip.measure(r, f"run{i}", errors, Path(tmp) / f"run{i}", args.format))
     c = gpscorrect.correct([m.logs for m in measured])
-    e = roundtrip.position_errors(c, measured)
+    e = roundtrip.position_errors(c, [m.truth for m in measured])
     clock_err = [abs(m.clock_error_s) for m in measured]
     print(f"hadaller-highway, {args.runs} runs alternating directions, GPS logs as {args.format} "
           f"({time.perf_counter() - started:.1f} s)")

@@ -141,7 +141,7 @@ def test_table2_corrections_recover_injected_gps_errors(both_ways, tmp_path):
     c = gpscorrect.correct([m.logs for m in measured])
     assert c.delay_estimated and abs(c.delay_s - 1.5) <= 0.2
     assert c.axis[0] == pytest.approx(1.0, abs=1e-3)  # the road runs east
-    errors = roundtrip.position_errors(c, measured)
+    errors = roundtrip.position_errors(c, [m.truth for m in measured])
     assert len(errors) > 1000 and errors.max() <= 10.0
 
 

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import wayside
-from wayside import _native, capture, driveby, gpsout
+from wayside import _native, capture, driveby, gpsout, roundtrip
 from wayside.traces import table
 
 TSHARK = shutil.which("tshark")
@@ -246,3 +246,21 @@ def test_cli_run_writes_pcaps(cli, tmp_path):
     assert [p.name for p in (tmp_path / "run2" / "pcap").iterdir()] == ["car.pcap"]
     bad = cli("run", "drive-by", "--set", 'duration="5 s"', "--set", 'pcap.sniffer="car"', "--out", tmp_path / "run3")
     assert bad.returncode == 2 and "pcap.sniffer: 'car' is named by a [[traffic]]" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("fast_frames", [True, False], ids=["fast-frames", "no-fast-frames"])
+def test_round_trip_through_pcap_recovers_the_native_analysis(tmp_path, fast_frames):
+    """Issue 17's round trip on four passes, two each way: pcaps on the
+    hosts' clocks and GPS logs with Table 2's errors, read back as a
+    capture, give the injected GPS delay within 0.2 s, the simulated
+    positions within 10 m, and the native runs' phase boundaries and
+    supremum data within 5%; with fast frames too, whose records hold
+    their first packet only (the receiver's cumulative TCP ACKs still
+    count the second)."""
+    s = roundtrip.capture_sweep(tmp_path, 4, seed=40, fast_frames=fast_frames)
+    c = s.converted.corrections
+    assert c.delay_estimated and abs(c.delay_s - 1.5) <= 0.2
+    errors = roundtrip.position_errors(c, s.truths)
+    assert len(errors) > 1000 and errors.max() <= 10.0
+    for name, native, captured, err in roundtrip.compare(s):
+        assert err <= 0.05, f"{name}: native {native:.2f}, captured {captured:.2f}"
