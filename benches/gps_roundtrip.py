@@ -34,12 +34,11 @@ def main() -> None:
     import wayside
     from wayside import gpscorrect, gpsout, roundtrip
 
-    west = ["node.car.position=[1500, 0]", "node.car.mobility.heading=180"]
     started = time.perf_counter()
     measured = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
-            r = wayside.run("hadaller-highway", seed=1 + i, overrides=west if i % 2 else [])
+            r = wayside.run("hadaller-highway", seed=1 + i, overrides=roundtrip.sweep_overrides(i))
             errors = gpsout.GpsErrors(delay_s=args.delay, day_hours=i * args.spacing_min / 60, seed=100 + i)
             measured.append(roundtrip.measure(r, f"run{i}", errors, Path(tmp) / f"run{i}", args.format))
     c = gpscorrect.correct([m.logs for m in measured])
