@@ -39,8 +39,8 @@ def sniffer_view(result: RunResult, host: str, clock_offset_s: float, epoch_s: f
     """The records a sniffer on the host of node `host` would hold of a
     simulated run: every frame its radio sent or received, node names for
     addresses, stamped by a clock `clock_offset_s` off the true time, run
-    time 0 at `epoch_s`. Without upper-layer fields: it stands for a capture
-    until the simulator writes pcap."""
+    time 0 at `epoch_s`. Without upper-layer fields: a capture without
+    files (`capture_sweep` writes real ones)."""
     f = table(result, "frames").filter((pl.col("node") == host) & pl.col("event").is_in(["tx", "rx"]))
     tx = pl.col("event") == "tx"
     peer = pl.when(pl.col("peer") == "broadcast").then(pl.lit(BROADCAST)).otherwise(pl.col("peer"))
