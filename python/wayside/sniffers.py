@@ -6,8 +6,12 @@ captured traces").
 Each sniffer stamps frames with its host's clock. The offsets between the
 hosts' clocks (Table 2: up to 500 ms of drift a day) are estimated from the
 frames two sniffers both caught: a first transmission (retry bit clear) is
-identified by its transmitter, sequence number, kind and length, and the
-median difference of the two hosts' timestamps of such frames is their
+identified by its transmitter, sequence number, kind and length. A host
+stamps a frame its own radio sent (a record without a received signal) at
+its first bit and a frame it received at its last, so such a pair's
+difference of stamps is the offset plus or minus the frame's airtime
+(from its length and rate), which is taken off; frames both received
+need nothing. The median of the corrected differences is the hosts'
 offset. Offsets chain from the reference host through every host that
 shares frames with one already placed. Then the records are put on the
 reference clock and duplicates removed: records of the same transmitter,
@@ -59,13 +63,23 @@ class Offsets:
     shared: dict[str, int]
 
 
+def _airtime_s() -> pl.Expr:
+    """A frame's time on the air from its length and rate: the PSDU's bits
+    plus the preamble and header (802.11g OFDM 20 µs; DSSS long 192 µs)."""
+    dsss = pl.col("rate_mbps").is_in([1.0, 2.0, 5.5, 11.0])
+    rate = pl.col("rate_mbps").fill_nan(1.0).fill_null(1.0).cast(pl.Float64)
+    preamble = pl.when(dsss).then(192e-6).otherwise(20e-6)
+    return pl.col("bytes").cast(pl.Float64) * 8 / rate / 1e6 + preamble
+
+
 def pair_offset(a: pl.DataFrame, b: pl.DataFrame, max_offset_s: float = MAX_OFFSET_S) -> tuple[float, int]:
-    """Median of b's timestamp minus a's over the first transmissions both
-    caught (NaN and 0 when they share none)."""
+    """b's clock minus a's, from the first transmissions both caught (see
+    the module's doc), and how many there were (NaN and 0 when none)."""
     def firsts(df: pl.DataFrame) -> pl.DataFrame:
+        sent = pl.col("rssi_dbm").is_null() | pl.col("rssi_dbm").is_nan()
         return df.filter((pl.col("ta") != "") & (pl.col("seq") >= 0) & ~pl.col("retry") & ~pl.col("bad_fcs")).select(
-            "ta", "seq", "kind", "bytes", "time_s").sort("time_s")
-    fa, fb = firsts(a), firsts(b).rename({"time_s": "time_b"})
+            "ta", "seq", "kind", "bytes", "rate_mbps", "time_s", sent.alias("sent")).sort("time_s")
+    fa, fb = firsts(a), firsts(b).drop("rate_mbps").rename({"time_s": "time_b", "sent": "sent_b"})
     if fa.is_empty() or fb.is_empty():
         return math.nan, 0
     # Sequence numbers wrap every 4096 frames of a transmitter: pair each
@@ -75,7 +89,9 @@ def pair_offset(a: pl.DataFrame, b: pl.DataFrame, max_offset_s: float = MAX_OFFS
                          check_sortedness=False).drop_nulls("time_b")
     if pairs.is_empty():
         return math.nan, 0
-    return float((pairs["time_b"] - pairs["time_s"]).median()), pairs.height
+    d = pl.col("time_b") - pl.col("time_s")
+    offset = pl.when(pl.col("sent")).then(d - _airtime_s()).when(pl.col("sent_b")).then(d + _airtime_s()).otherwise(d)
+    return float(pairs.select(offset.median()).item()), pairs.height
 
 
 def clock_offsets(records: pl.DataFrame, hosts: dict[str, str], reference: str,
