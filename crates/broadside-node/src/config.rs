@@ -138,8 +138,9 @@ pub struct Settings {
     /// Content-hash pairs remembered as synchronised [default: 1024].
     #[arg(long)]
     pub sync_cache: Option<usize>,
-    /// Seed for groups, salts, ids and the address-validation key; keep it
-    /// secret (a known seed lets anyone forge validation tokens) [default: random].
+    /// Seed for groups, salts, ids and the address-validation key. Leave it
+    /// unset in deployments: anyone who knows a fixed seed can forge
+    /// validation tokens and have spoofed addresses served [default: random].
     #[arg(long)]
     pub seed: Option<u64>,
     /// Address-validation tokens stay valid for one to two of these [default: 10 s].
