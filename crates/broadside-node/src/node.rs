@@ -534,12 +534,9 @@ impl Node {
         let mut sent = 0;
         while sent < 4 * SEND_BATCH {
             let now = self.now();
-            let n = self.endpoint.poll_transmits(
-                now,
-                &mut self.store,
-                self.socket.batch(),
-                SEND_BATCH,
-            );
+            let n =
+                self.endpoint
+                    .poll_transmits(now, &mut self.store, self.socket.batch(), SEND_BATCH);
             for e in self.socket.flush(&self.opts.beacon_to) {
                 debug!("send: {e}");
             }
