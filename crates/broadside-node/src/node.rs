@@ -40,6 +40,8 @@ pub struct NodeOptions {
     pub beacon_to: Vec<SocketAddr>,
     /// Providers whose certificates are accepted.
     pub trusted: Vec<PublicKey>,
+    /// Providers all of whose files are taken, held or not (must be trusted).
+    pub subscribe: Vec<PublicKey>,
     /// Protocol tunables.
     pub config: Config,
     /// How often to write the status file.
@@ -63,6 +65,7 @@ impl Default for NodeOptions {
             bind: SocketAddr::from(([0, 0, 0, 0], 47474)),
             beacon_to: Vec::new(),
             trusted: Vec::new(),
+            subscribe: Vec::new(),
             // A random seed: a known one would let anyone forge validation tokens.
             config: Config {
                 seed: rand::random(),
@@ -355,6 +358,11 @@ impl Node {
         opts.config
             .validate()
             .map_err(|e| NodeError::Usage(e.to_string()))?;
+        if let Some(k) = opts.subscribe.iter().find(|k| !opts.trusted.contains(k)) {
+            return Err(NodeError::Usage(format!(
+                "subscribed provider {k} is not trusted: give it with --trust too"
+            )));
+        }
         if opts.trusted.is_empty() {
             return Err(NodeError::Usage(
                 "no trusted provider keys: give at least one with --trust KEY or --trust-file FILE"
@@ -384,8 +392,10 @@ impl Node {
         for i in issues {
             warn!("store: {}: {}", i.path.display(), i.problem);
         }
-        Endpoint::new(opts.config.clone(), trusted.clone(), certs, Instant::ZERO)
-            .map_err(|e| NodeError::Usage(e.to_string()))
+        let mut e = Endpoint::new(opts.config.clone(), trusted.clone(), certs, Instant::ZERO)
+            .map_err(|e| NodeError::Usage(e.to_string()))?;
+        opts.subscribe.iter().for_each(|&k| e.subscribe(k));
+        Ok(e)
     }
 
     /// The bound address.
@@ -512,7 +522,10 @@ impl Node {
                 opts.bind
             );
         }
-        if opts.config != self.opts.config || opts.trusted != self.opts.trusted {
+        if opts.config != self.opts.config
+            || opts.trusted != self.opts.trusted
+            || opts.subscribe != self.opts.subscribe
+        {
             self.persist();
             self.endpoint = Self::load_endpoint(&opts, &trusted, &mut self.store)?;
             self.trusted = trusted;

@@ -183,3 +183,33 @@ fn publish_issues_v2_and_v1_certificates_are_still_read_and_transferred() {
     assert_eq!(verified_versions(&sb, &k).len(), 2);
     assert_eq!(nb.endpoint().counters().malformed, 0);
 }
+
+#[test]
+fn an_empty_node_subscribed_to_a_provider_receives_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sa, sb, scratch) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("scratch"),
+    );
+    std::fs::create_dir_all(&scratch).unwrap();
+    let k = key();
+    publish_to(&sa, &scratch, &k, "map", 3, 200_000);
+    drop(broadside_node::store::DiskStore::open(&sb).unwrap());
+    let (pa, pb) = (free_port(), free_port());
+    let a = spawn(options(sa.clone(), pa, pb, &k, 1));
+    let b = spawn(broadside_node::node::NodeOptions {
+        subscribe: vec![k.public()],
+        ..options(sb.clone(), pb, pa, &k, 2)
+    });
+    let arrived = wait_for(Duration::from_secs(30), || {
+        broadside_node::store::DiskStore::open_read_only(&sb)
+            .unwrap()
+            .current("map")
+            .is_some_and(|c| c.version() == 3)
+    });
+    a.stop();
+    b.stop();
+    assert!(arrived, "the subscribed node received nothing");
+    assert_eq!(verified_versions(&sb, &k).get("map"), Some(&3));
+}
