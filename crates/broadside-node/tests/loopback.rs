@@ -5,15 +5,23 @@ use broadside_node::relay::{Impairment, LossModel, Relay, RelayConfig, Schedule}
 use common::*;
 use std::time::Duration;
 
+/// A temporary directory with store paths `a` and `b` and a `scratch` directory.
+fn stores() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n| dir.path().join(n);
+    let (sa, sb, scratch) = (p("a"), p("b"), p("scratch"));
+    std::fs::create_dir_all(&scratch).unwrap();
+    (dir, sa, sb, scratch)
+}
+
 #[test]
 fn two_nodes_sync_fifty_files_both_ways() {
-    let dir = tempfile::tempdir().unwrap();
-    let (sa, sb, scratch) = (
-        dir.path().join("a"),
-        dir.path().join("b"),
-        dir.path().join("scratch"),
-    );
-    std::fs::create_dir_all(&scratch).unwrap();
+    let (_dir, sa, sb, scratch) = stores();
     let k = key();
     let mut want = std::collections::BTreeMap::new();
     for i in 0..50 {
@@ -65,13 +73,7 @@ fn two_nodes_sync_fifty_files_both_ways() {
 
 #[test]
 fn transfer_completes_through_relay_with_thirty_percent_loss() {
-    let dir = tempfile::tempdir().unwrap();
-    let (sa, sb, scratch) = (
-        dir.path().join("a"),
-        dir.path().join("b"),
-        dir.path().join("scratch"),
-    );
-    std::fs::create_dir_all(&scratch).unwrap();
+    let (_dir, sa, sb, scratch) = stores();
     let k = key();
     let size = 3 << 20;
     publish_to(&sa, &scratch, &k, "map", 1, size);
@@ -143,13 +145,7 @@ fn write_v1(store: &std::path::Path, k: &broadside::ProviderKey, name: &str, v: 
 
 #[test]
 fn publish_issues_v2_and_v1_certificates_are_still_read_and_transferred() {
-    let dir = tempfile::tempdir().unwrap();
-    let (sa, sb, scratch) = (
-        dir.path().join("a"),
-        dir.path().join("b"),
-        dir.path().join("scratch"),
-    );
-    std::fs::create_dir_all(&scratch).unwrap();
+    let (_dir, sa, sb, scratch) = stores();
     let k = key();
     // "new": v2 from publish, version 2 on A. "old": v1, version 2 on A.
     publish_to(&sa, &scratch, &k, "new", 2, 300_000);
@@ -186,13 +182,7 @@ fn publish_issues_v2_and_v1_certificates_are_still_read_and_transferred() {
 
 #[test]
 fn an_empty_node_subscribed_to_a_provider_receives_its_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let (sa, sb, scratch) = (
-        dir.path().join("a"),
-        dir.path().join("b"),
-        dir.path().join("scratch"),
-    );
-    std::fs::create_dir_all(&scratch).unwrap();
+    let (_dir, sa, sb, scratch) = stores();
     let k = key();
     publish_to(&sa, &scratch, &k, "map", 3, 200_000);
     drop(broadside_node::store::DiskStore::open(&sb).unwrap());
