@@ -48,6 +48,11 @@ enum Command {
         /// Name in the store (default: FILE's file name).
         #[arg(long)]
         name: Option<String>,
+        /// Block size of the (v2) certificate, whose hash tree lets
+        /// receivers check every block on arrival; receivers need packets
+        /// of at least this plus 10 bytes (256..=65497).
+        #[arg(long, default_value_t = crate::store::DEFAULT_BLOCK_SIZE)]
+        block_size: u32,
     },
     /// Serve a store directory: beacon, discover and exchange files with peers.
     ///
@@ -144,6 +149,11 @@ fn serve(a: ServeArgs) -> Result<(), NodeError> {
     crate::init_logging(s.log_level())?;
     let opts = s.resolve(&a.dir, rand::rng().random())?;
     Node::check(&opts)?;
+    if s.seed.is_some() {
+        tracing::warn!(
+            "a fixed seed is set: whoever knows it can forge address-validation tokens; leave it unset outside tests"
+        );
+    }
     if a.dir.exists() && !a.dir.is_dir() {
         return Err(NodeError::Usage(format!(
             "{} is not a directory; a store is a directory",
@@ -292,6 +302,7 @@ fn run(cli: Cli) -> Result<(), NodeError> {
             store,
             key,
             name,
+            block_size,
         } => {
             let key = keys::read_secret(&key)?;
             let name = match name {
@@ -308,7 +319,7 @@ fn run(cli: Cli) -> Result<(), NodeError> {
                     })?,
             };
             let mut s = DiskStore::open_for_publish(&store)?;
-            let c = s.publish(&key, &file, &name)?;
+            let c = s.publish_blocks(&key, &file, &name, block_size)?;
             print_out(&format!(
                 "published {} version {} ({} bytes) instance {}",
                 c.name(),

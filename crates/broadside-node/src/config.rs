@@ -81,6 +81,10 @@ pub struct Settings {
     /// File of trusted provider keys, one hex key per line.
     #[arg(long)]
     pub trust_file: Option<PathBuf>,
+    /// Take every file of this trusted provider (hex key), held or not;
+    /// repeatable. Without it a node only updates files it already holds.
+    #[arg(long = "subscribe")]
+    pub subscribe: Option<Vec<String>>,
     /// Largest datagram in bytes, 512..=65507 [default: 2304].
     #[arg(long)]
     pub packet_size: Option<usize>,
@@ -138,8 +142,9 @@ pub struct Settings {
     /// Content-hash pairs remembered as synchronised [default: 1024].
     #[arg(long)]
     pub sync_cache: Option<usize>,
-    /// Seed for groups, salts, ids and the address-validation key; keep it
-    /// secret (a known seed lets anyone forge validation tokens) [default: random].
+    /// Seed for groups, salts, ids and the address-validation key. Leave it
+    /// unset in deployments: anyone who knows a fixed seed can forge
+    /// validation tokens and have spoofed addresses served [default: random].
     #[arg(long)]
     pub seed: Option<u64>,
     /// Address-validation tokens stay valid for one to two of these [default: 10 s].
@@ -203,7 +208,7 @@ impl Settings {
     /// These settings where given, `base` elsewhere.
     pub fn over(self, base: Settings) -> Settings {
         overlay!(self, base;
-            bind, beacon_to, trust, trust_file, packet_size, group_size, hash_count,
+            bind, beacon_to, trust, trust_file, subscribe, packet_size, group_size, hash_count,
             beacon_interval, discovery_timeout, discovery_retries, offer_timeout,
             offer_retries, ack_idle, transfer_timeout, dup_ack_holdoff, send_rate,
             max_file_size, beacon_rate, request_rate, transfer_rate, max_peers,
@@ -229,6 +234,12 @@ impl Settings {
         if let Some(f) = &self.trust_file {
             trusted.extend(keys::read_trust_file(f)?);
         }
+        let subscribe = self
+            .subscribe
+            .iter()
+            .flatten()
+            .map(|k| keys::parse_public(k))
+            .collect::<Result<Vec<_>, _>>()?;
         let d = NodeOptions::default();
         let c = Config::default();
         let bind = self.bind.unwrap_or(d.bind);
@@ -276,6 +287,7 @@ impl Settings {
             bind,
             beacon_to,
             trusted,
+            subscribe,
             config,
             status_interval: dur(self.status_interval, d.status_interval),
             socket_buffer: self.socket_buffer.unwrap_or(d.socket_buffer),

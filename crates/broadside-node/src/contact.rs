@@ -164,6 +164,8 @@ fn prepare(dir: &Path, o: &ContactOptions) -> Result<(PathBuf, PathBuf), NodeErr
     std::fs::create_dir_all(&scratch).map_err(rt("scratch"))?;
     let (mut sa, mut sb) = (DiskStore::open(&a)?, DiskStore::open(&b)?);
     let k = key();
+    // v2 blocks as large as the node's datagrams (one UDP/IP packet) carry.
+    let block = (o.mtu as usize - 28 - broadside::wire::DATA_HEADER_LEN) as u32;
     let mut data = vec![0u8; o.file_size];
     for i in 0..2 * o.files_per_side {
         let n = name(i);
@@ -176,9 +178,9 @@ fn prepare(dir: &Path, o: &ContactOptions) -> Result<(PathBuf, PathBuf), NodeErr
             Xoshiro256PlusPlus::seed_from_u64(i as u64 * 1000 + v).fill_bytes(&mut data);
             let src = scratch.join(&n);
             std::fs::write(&src, &data).map_err(rt("write source"))?;
-            newer.publish(&k, &src, &n)?;
+            newer.publish_blocks(&k, &src, &n, block)?;
             if v == 1 {
-                older.publish(&k, &src, &n)?;
+                older.publish_blocks(&k, &src, &n, block)?;
             }
         }
     }

@@ -12,7 +12,7 @@
 use crate::store::{DiskStore, DEFAULT_PERSIST_BLOCKS};
 use crate::udp::{BatchSocket, IoStats, SEND_BATCH};
 use crate::NodeError;
-use broadside::endpoint::{Destination, Event};
+use broadside::endpoint::Event;
 use broadside::{Config, Endpoint, Instant, PublicKey, TrustedKeys};
 use nix::poll::PollFlags;
 use serde::Serialize;
@@ -23,6 +23,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tracing::{debug, info, warn};
+
+/// Longest wait for a datagram when the endpoint has no earlier deadline.
+const MAX_WAIT: Duration = Duration::from_millis(50);
+/// Shortest wait after an idle pass, when a deadline is already due.
+const MIN_WAIT: Duration = Duration::from_micros(100);
 
 /// How to run a node.
 #[derive(Clone, Debug)]
@@ -35,6 +40,8 @@ pub struct NodeOptions {
     pub beacon_to: Vec<SocketAddr>,
     /// Providers whose certificates are accepted.
     pub trusted: Vec<PublicKey>,
+    /// Providers all of whose files are taken, held or not (must be trusted).
+    pub subscribe: Vec<PublicKey>,
     /// Protocol tunables.
     pub config: Config,
     /// How often to write the status file.
@@ -58,7 +65,12 @@ impl Default for NodeOptions {
             bind: SocketAddr::from(([0, 0, 0, 0], 47474)),
             beacon_to: Vec::new(),
             trusted: Vec::new(),
-            config: Config::default(),
+            subscribe: Vec::new(),
+            // A random seed: a known one would let anyone forge validation tokens.
+            config: Config {
+                seed: rand::random(),
+                ..Config::default()
+            },
             status_interval: Duration::from_secs(1),
             socket_buffer: 8 << 20,
             persist_interval: Duration::from_millis(100),
@@ -281,6 +293,13 @@ pub fn describe(e: &Event<SocketAddr>) -> String {
         } => {
             format!("transfer of {name} from {peer} stalled at {received_blocks}/{total_blocks} blocks; partial kept")
         }
+        Event::SourceSwitched { name, from, to } => {
+            format!("receiving {name} from {to} instead of {from}")
+        }
+        Event::SyncRetry { peer, after } => format!(
+            "sync with {peer} left files unfinished; retrying in {:.1} s",
+            after.as_secs_f64()
+        ),
         other => format!("{other:?}"),
     }
 }
@@ -288,7 +307,10 @@ pub fn describe(e: &Event<SocketAddr>) -> String {
 fn log_event(e: &Event<SocketAddr>) {
     match e {
         Event::Rejected { .. } | Event::TransferStalled { .. } => warn!("{}", describe(e)),
-        Event::FileUpdated { .. } | Event::TransferStarted { .. } => info!("{}", describe(e)),
+        Event::FileUpdated { .. }
+        | Event::TransferStarted { .. }
+        | Event::SourceSwitched { .. }
+        | Event::SyncRetry { .. } => info!("{}", describe(e)),
         _ => debug!("{}", describe(e)),
     }
 }
@@ -336,6 +358,11 @@ impl Node {
         opts.config
             .validate()
             .map_err(|e| NodeError::Usage(e.to_string()))?;
+        if let Some(k) = opts.subscribe.iter().find(|k| !opts.trusted.contains(k)) {
+            return Err(NodeError::Usage(format!(
+                "subscribed provider {k} is not trusted: give it with --trust too"
+            )));
+        }
         if opts.trusted.is_empty() {
             return Err(NodeError::Usage(
                 "no trusted provider keys: give at least one with --trust KEY or --trust-file FILE"
@@ -365,8 +392,10 @@ impl Node {
         for i in issues {
             warn!("store: {}: {}", i.path.display(), i.problem);
         }
-        Endpoint::new(opts.config.clone(), trusted.clone(), certs, Instant::ZERO)
-            .map_err(|e| NodeError::Usage(e.to_string()))
+        let mut e = Endpoint::new(opts.config.clone(), trusted.clone(), certs, Instant::ZERO)
+            .map_err(|e| NodeError::Usage(e.to_string()))?;
+        opts.subscribe.iter().for_each(|&k| e.subscribe(k));
+        Ok(e)
     }
 
     /// The bound address.
@@ -493,7 +522,10 @@ impl Node {
                 opts.bind
             );
         }
-        if opts.config != self.opts.config || opts.trusted != self.opts.trusted {
+        if opts.config != self.opts.config
+            || opts.trusted != self.opts.trusted
+            || opts.subscribe != self.opts.subscribe
+        {
             self.persist();
             self.endpoint = Self::load_endpoint(&opts, &trusted, &mut self.store)?;
             self.trusted = trusted;
@@ -509,28 +541,22 @@ impl Node {
         Ok(())
     }
 
+    /// Sends up to `4 × SEND_BATCH` datagrams, written by the endpoint
+    /// straight into the socket's batch; returns how many.
     fn transmit_some(&mut self) -> usize {
         let mut sent = 0;
         while sent < 4 * SEND_BATCH {
             let now = self.now();
-            let Some(t) = self.endpoint.poll_transmit(now, &mut self.store) else {
+            let n =
+                self.endpoint
+                    .poll_transmits(now, &mut self.store, self.socket.batch(), SEND_BATCH);
+            for e in self.socket.flush(&self.opts.beacon_to) {
+                debug!("send: {e}");
+            }
+            sent += n;
+            if n < SEND_BATCH {
                 break;
-            };
-            sent += 1;
-            let errors = match t.destination {
-                Destination::Peer(a) => self.socket.queue(a, &t.payload),
-                Destination::Broadcast => {
-                    let mut errors = Vec::new();
-                    for &to in &self.opts.beacon_to {
-                        errors.extend(self.socket.queue(to, &t.payload));
-                    }
-                    errors
-                }
-            };
-            errors.iter().for_each(|e| debug!("send: {e}"));
-        }
-        for e in self.socket.flush() {
-            debug!("send: {e}");
+            }
         }
         sent
     }
@@ -546,6 +572,20 @@ impl Node {
         socket
             .receive(|from, d| endpoint.handle_datagram(now, from, d, store))
             .map_err(|e| NodeError::Runtime(format!("socket: {e}")))
+    }
+
+    /// How long to wait for a datagram after a pass that sent and received
+    /// nothing: until the endpoint's next deadline, at most [`MAX_WAIT`].
+    /// A deadline that is already due (`poll_timeout` is the epoch while
+    /// datagrams are queued, or a timer fell due meanwhile) is honoured
+    /// after [`MIN_WAIT`]: the next pass runs it, and a deadline the
+    /// endpoint keeps due without sending costs no busy spin.
+    fn idle_wait(&self) -> Duration {
+        let now = self.now();
+        self.endpoint
+            .poll_timeout()
+            .map_or(MAX_WAIT, |t| t.saturating_since(now))
+            .clamp(MIN_WAIT, MAX_WAIT)
     }
 
     /// Runs until `stop` is set or `until` passes.
@@ -603,15 +643,8 @@ impl Node {
             }
             let got = self.receive()?;
             if sent == 0 && got == 0 {
-                let now = self.now();
-                let wait = self
-                    .endpoint
-                    .poll_timeout()
-                    .map_or(Duration::from_millis(50), |t| t.saturating_since(now))
-                    .min(Duration::from_millis(50));
-                if !wait.is_zero() {
-                    self.socket.wait(PollFlags::POLLIN, wait);
-                }
+                let wait = self.idle_wait();
+                self.socket.wait(PollFlags::POLLIN, wait);
             }
         }
         // Drain: what the endpoint has queued goes out; vectors and status are written.

@@ -44,6 +44,7 @@
 
 use crate::NodeError;
 use broadside::cert::validate_name;
+use broadside::merkle::{Hash, Tree, TreeBuilder};
 use broadside::{
     BitVec, Certificate, ContentHasher, InstanceId, Partial, ProviderKey, Storage, StorageError,
     TrustedKeys,
@@ -57,6 +58,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 const CERT_EXT: &str = "bscert";
 const VEC_MAGIC: &[u8; 4] = b"BSV1";
+/// Block size of published (v2) certificates unless another is asked for:
+/// the largest that the default 2304-byte packets carry.
+pub const DEFAULT_BLOCK_SIZE: u32 = 2304 - broadside::wire::DATA_HEADER_LEN as u32;
 /// Blocks received since the last vector write that force a write at once.
 pub const DEFAULT_PERSIST_BLOCKS: u32 = 1024;
 
@@ -189,6 +193,20 @@ fn hash_file(path: &Path) -> std::io::Result<(broadside::Id160, u64)> {
         }
         h.update(&buf[..r]);
         n += r as u64;
+    }
+}
+
+/// Size, content hash and block-tree leaves of a file, in one pass.
+fn tree_file(path: &Path, block_size: u32) -> std::io::Result<(u64, broadside::Id160, Vec<Hash>)> {
+    let mut f = File::open(path)?;
+    let mut b = TreeBuilder::new(block_size);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let r = f.read(&mut buf)?;
+        if r == 0 {
+            return Ok(b.finish());
+        }
+        b.update(&buf[..r]);
     }
 }
 
@@ -602,18 +620,38 @@ impl DiskStore {
         })
     }
 
-    /// Signs and stores a new version of `name` with the content of `src`:
-    /// version 1, or one more than the current version. Safe while a node
-    /// serves the store (it picks the new version up when it rescans).
+    /// [`publish_blocks`](Self::publish_blocks) with blocks of
+    /// [`DEFAULT_BLOCK_SIZE`] bytes.
     pub fn publish(
         &mut self,
         key: &ProviderKey,
         src: &Path,
         name: &str,
     ) -> Result<Certificate, NodeError> {
+        self.publish_blocks(key, src, name, DEFAULT_BLOCK_SIZE)
+    }
+
+    /// Signs and stores a new version of `name` with the content of `src`:
+    /// version 1, or one more than the current version. The certificate is
+    /// v2: it commits to the hash tree over `block_size`-byte blocks, so
+    /// receivers check every block on arrival (receivers whose packets
+    /// cannot carry such a block refuse the file). Safe while a node serves
+    /// the store (it picks the new version up when it rescans).
+    pub fn publish_blocks(
+        &mut self,
+        key: &ProviderKey,
+        src: &Path,
+        name: &str,
+        block_size: u32,
+    ) -> Result<Certificate, NodeError> {
         validate_name(name).map_err(|e| NodeError::Usage(e.to_string()))?;
         if name.ends_with(&format!(".{CERT_EXT}")) {
             return Err(NodeError::Usage(format!("invalid file name {name:?}: names ending in .{CERT_EXT} are reserved for certificates")));
+        }
+        if !broadside::cert::V2_BLOCK_SIZES.contains(&block_size) {
+            return Err(NodeError::Usage(
+                broadside::CertError::BadBlockSize(block_size).to_string(),
+            ));
         }
         let rt = |e: StorageError| NodeError::Runtime(e.to_string());
         // A private copy, locked while we live, so the hash covers exactly the bytes stored.
@@ -629,7 +667,7 @@ impl DiskStore {
         std::io::copy(&mut input, &mut copy)
             .and_then(|_| copy.sync_all())
             .map_err(|e| NodeError::Runtime(format!("copy {}: {e}", src.display())))?;
-        let (hash, size) = hash_file(&tmp)
+        let (size, hash, leaves) = tree_file(&tmp, block_size)
             .map_err(|e| NodeError::Runtime(format!("hashing {}: {e}", tmp.display())))?;
         let _commit = self.commit_lock().map_err(rt)?;
         let version = match self.current(name) {
@@ -652,8 +690,19 @@ impl DiskStore {
                 }
             },
         };
-        let cert = Certificate::issue(key, name, version, size, hash)
-            .map_err(|e| NodeError::Usage(e.to_string()))?;
+        let root = Tree::new(leaves, block_size)
+            .map(|t| t.root())
+            .ok_or_else(|| {
+                let _ = fs::remove_file(&tmp);
+                NodeError::Usage(format!(
+                    "{name:?}: {size} bytes do not fit blocks of {block_size} bytes"
+                ))
+            })?;
+        let cert = Certificate::issue_v2(key, name, version, size, hash, block_size, root)
+            .map_err(|e| {
+                let _ = fs::remove_file(&tmp);
+                NodeError::Usage(e.to_string())
+            })?;
         self.install(&cert, &tmp).map_err(rt)?;
         Ok(cert)
     }

@@ -1,11 +1,13 @@
-//! Batched datagram I/O for the node (Linux): datagrams are queued into one
-//! preallocated buffer and sent with `sendmmsg`, or — where the kernel has
-//! UDP GSO — as one `sendmsg` per run of equal-size datagrams to one peer;
+//! Batched datagram I/O for the node (Linux): datagrams are written into one
+//! reusable [`Batch`] (by the endpoint's `poll_transmits`, or copied in by
+//! [`BatchSocket::queue`]) and sent with `sendmmsg`, or — where the kernel
+//! has UDP GSO — as one `sendmsg` per run of equal-size datagrams to one peer;
 //! they are received with `recvmmsg` into preallocated buffers, with UDP GRO
 //! where the kernel has it (a coalesced buffer is split at its segment
 //! size). The socket stays non-blocking; waiting is one `ppoll` with a
 //! nanosecond timeout. Nothing here allocates per datagram.
 
+use broadside::{Batch, Destination, PacketKind};
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::socket::{
@@ -47,8 +49,7 @@ pub struct BatchSocket {
     socket: UdpSocket,
     gso: bool,
     gro: bool,
-    tx: Vec<u8>,
-    tx_entries: Vec<(SocketAddr, usize, usize)>,
+    tx: Batch<SocketAddr>,
     rx: Vec<u8>,
     stats: IoStats,
 }
@@ -85,8 +86,10 @@ impl BatchSocket {
             socket,
             gso,
             gro,
-            tx: Vec::with_capacity(SEND_BATCH * packet_size.max(1)),
-            tx_entries: Vec::with_capacity(SEND_BATCH),
+            tx: Batch {
+                buf: Vec::with_capacity(SEND_BATCH * packet_size.max(1)),
+                items: Vec::with_capacity(SEND_BATCH),
+            },
             rx: vec![0; RECV_BATCH * SLOT],
             stats: IoStats::default(),
         })
@@ -109,42 +112,75 @@ impl BatchSocket {
 
     /// Datagrams queued and not yet sent.
     pub fn queued(&self) -> usize {
-        self.tx_entries.len()
+        self.tx.items.len()
+    }
+
+    /// The queue, for a driver to append to (up to [`SEND_BATCH`]
+    /// datagrams before a [`flush`](Self::flush)).
+    pub fn batch(&mut self) -> &mut Batch<SocketAddr> {
+        &mut self.tx
     }
 
     /// Queues one datagram (copied); sends the queue first if it is full.
     pub fn queue(&mut self, to: SocketAddr, payload: &[u8]) -> Vec<std::io::Error> {
-        let errors = if self.tx_entries.len() >= SEND_BATCH {
-            self.flush()
+        let errors = if self.tx.items.len() >= SEND_BATCH {
+            self.flush(&[])
         } else {
             Vec::new()
         };
-        let start = self.tx.len();
-        self.tx.extend_from_slice(payload);
-        self.tx_entries.push((to, start, payload.len()));
+        let start = self.tx.buf.len();
+        self.tx.buf.extend_from_slice(payload);
+        self.tx.items.push((
+            Destination::Peer(to),
+            start..self.tx.buf.len(),
+            PacketKind::Data,
+        ));
         errors
     }
 
-    /// Sends everything queued; returns the errors met (other than a full
-    /// buffer, which is waited out for a moment). The result is empty, and
-    /// allocates nothing, when all went well.
-    pub fn flush(&mut self) -> Vec<std::io::Error> {
+    /// The unicast destination and byte range of queued datagram `i`.
+    fn entry(&self, i: usize) -> (Option<SocketAddr>, usize, usize) {
+        let (d, r, _) = &self.tx.items[i];
+        let to = match d {
+            Destination::Peer(a) => Some(*a),
+            Destination::Broadcast => None,
+        };
+        (to, r.start, r.len())
+    }
+
+    /// Sends everything queued, broadcasts to each of `broadcast`; returns
+    /// the errors met (other than a full buffer, which is waited out for a
+    /// moment). The result is empty, and allocates nothing, when all went well.
+    pub fn flush(&mut self, broadcast: &[SocketAddr]) -> Vec<std::io::Error> {
         let mut errors = Vec::new();
         let mut i = 0;
-        while i < self.tx_entries.len() {
+        while i < self.tx.items.len() {
+            let (to, start, len) = self.entry(i);
+            let Some(to) = to else {
+                for &b in broadcast {
+                    if let Err(e) = self.send_one(b, start, len) {
+                        self.stats.send_dropped += 1;
+                        errors.push(std::io::Error::from(e));
+                    } else {
+                        self.stats.sent += 1;
+                    }
+                }
+                i += 1;
+                continue;
+            };
             // A run: same destination, equal sizes (the last may be shorter).
-            let (to, start, len) = self.tx_entries[i];
             let mut j = i + 1;
             let mut bytes = len;
-            while self.gso
-                && j < self.tx_entries.len()
-                && j - i < GSO_MAX_SEGMENTS
-                && self.tx_entries[j].0 == to
-                && self.tx_entries[j - 1].2 == len
-                && self.tx_entries[j].2 <= len
-                && bytes + self.tx_entries[j].2 <= 65_000
-            {
-                bytes += self.tx_entries[j].2;
+            while self.gso && j < self.tx.items.len() && j - i < GSO_MAX_SEGMENTS {
+                let (next, _, next_len) = self.entry(j);
+                if next != Some(to)
+                    || self.entry(j - 1).2 != len
+                    || next_len > len
+                    || bytes + next_len > 65_000
+                {
+                    break;
+                }
+                bytes += next_len;
                 j += 1;
             }
             let sent = if j - i > 1 {
@@ -177,7 +213,6 @@ impl BatchSocket {
             }
         }
         self.tx.clear();
-        self.tx_entries.clear();
         errors
     }
 
@@ -189,7 +224,7 @@ impl BatchSocket {
         seg: usize,
     ) -> nix::Result<usize> {
         self.stats.send_calls += 1;
-        let iov = [IoSlice::new(&self.tx[start..start + bytes])];
+        let iov = [IoSlice::new(&self.tx.buf[start..start + bytes])];
         let seg = seg as u16;
         let cmsg = [ControlMessage::UdpGsoSegments(&seg)];
         let addr = SockaddrStorage::from(to);
@@ -208,22 +243,25 @@ impl BatchSocket {
         let addr = SockaddrStorage::from(to);
         socket::sendto(
             self.socket.as_raw_fd(),
-            &self.tx[start..start + len],
+            &self.tx.buf[start..start + len],
             &addr,
             MsgFlags::empty(),
         )?;
         Ok(1)
     }
 
-    /// One `sendmmsg` of the queue from entry `from` on; returns how many went.
+    /// One `sendmmsg` of the unicast run of the queue from entry `from` on
+    /// (at least one); returns how many went.
     fn send_many(&mut self, from: usize) -> nix::Result<usize> {
-        let n = (self.tx_entries.len() - from).min(SEND_BATCH);
         self.stats.send_calls += 1;
         let mut iovs: [[IoSlice<'_>; 1]; SEND_BATCH] = [[IoSlice::new(&[])]; SEND_BATCH];
         let mut addrs: [Option<SockaddrStorage>; SEND_BATCH] = [None; SEND_BATCH];
-        for (k, &(to, start, len)) in self.tx_entries[from..from + n].iter().enumerate() {
-            iovs[k] = [IoSlice::new(&self.tx[start..start + len])];
-            addrs[k] = Some(SockaddrStorage::from(to));
+        let mut n = 0;
+        for (d, r, _) in self.tx.items[from..].iter().take(SEND_BATCH) {
+            let Destination::Peer(to) = d else { break };
+            iovs[n] = [IoSlice::new(&self.tx.buf[r.clone()])];
+            addrs[n] = Some(SockaddrStorage::from(*to));
+            n += 1;
         }
         let cmsgs: [ControlMessage<'_>; 0] = [];
         let fd = self.socket.as_raw_fd();
@@ -340,7 +378,7 @@ mod tests {
             if sent.len() % 25 != 0 {
                 continue;
             }
-            assert!(a.flush().is_empty());
+            assert!(a.flush(&[]).is_empty());
             while got.len() < sent.len() {
                 assert!(
                     b.wait(PollFlags::POLLIN, Duration::from_secs(5)),

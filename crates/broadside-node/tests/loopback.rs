@@ -5,15 +5,23 @@ use broadside_node::relay::{Impairment, LossModel, Relay, RelayConfig, Schedule}
 use common::*;
 use std::time::Duration;
 
+/// A temporary directory with store paths `a` and `b` and a `scratch` directory.
+fn stores() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n| dir.path().join(n);
+    let (sa, sb, scratch) = (p("a"), p("b"), p("scratch"));
+    std::fs::create_dir_all(&scratch).unwrap();
+    (dir, sa, sb, scratch)
+}
+
 #[test]
 fn two_nodes_sync_fifty_files_both_ways() {
-    let dir = tempfile::tempdir().unwrap();
-    let (sa, sb, scratch) = (
-        dir.path().join("a"),
-        dir.path().join("b"),
-        dir.path().join("scratch"),
-    );
-    std::fs::create_dir_all(&scratch).unwrap();
+    let (_dir, sa, sb, scratch) = stores();
     let k = key();
     let mut want = std::collections::BTreeMap::new();
     for i in 0..50 {
@@ -65,13 +73,7 @@ fn two_nodes_sync_fifty_files_both_ways() {
 
 #[test]
 fn transfer_completes_through_relay_with_thirty_percent_loss() {
-    let dir = tempfile::tempdir().unwrap();
-    let (sa, sb, scratch) = (
-        dir.path().join("a"),
-        dir.path().join("b"),
-        dir.path().join("scratch"),
-    );
-    std::fs::create_dir_all(&scratch).unwrap();
+    let (_dir, sa, sb, scratch) = stores();
     let k = key();
     let size = 3 << 20;
     publish_to(&sa, &scratch, &k, "map", 1, size);
@@ -128,4 +130,76 @@ fn transfer_completes_through_relay_with_thirty_percent_loss() {
         "{} acks for {blocks} blocks",
         rx.tx.ack.packets
     );
+}
+
+/// A v1 certificate (whole-file hash, as older publishers made) in the
+/// flat layout: `NAME` and `NAME.bscert`.
+fn write_v1(store: &std::path::Path, k: &broadside::ProviderKey, name: &str, v: u16, data: &[u8]) {
+    let mut h = broadside::ContentHasher::new();
+    h.update(data);
+    let c = broadside::Certificate::issue(k, name, v, data.len() as u64, h.finish()).unwrap();
+    std::fs::create_dir_all(store).unwrap();
+    std::fs::write(store.join(name), data).unwrap();
+    std::fs::write(store.join(format!("{name}.bscert")), c.encoded()).unwrap();
+}
+
+#[test]
+fn publish_issues_v2_and_v1_certificates_are_still_read_and_transferred() {
+    let (_dir, sa, sb, scratch) = stores();
+    let k = key();
+    // "new": v2 from publish, version 2 on A. "old": v1, version 2 on A.
+    publish_to(&sa, &scratch, &k, "new", 2, 300_000);
+    publish_to(&sb, &scratch, &k, "new", 1, 300_000);
+    let old: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 251) as u8).collect();
+    write_v1(&sa, &k, "old", 2, &old);
+    write_v1(&sb, &k, "old", 1, &old[..1000]);
+    let store = |s: &std::path::Path| {
+        broadside_node::store::DiskStore::open_read_only(s)
+            .unwrap()
+            .certificates()
+            .into_iter()
+            .map(|c| (c.name().to_string(), (c.version(), c.tree().is_some())))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    // Opening migrates the flat files; the published file is v2.
+    drop(broadside_node::store::DiskStore::open(&sa).unwrap());
+    drop(broadside_node::store::DiskStore::open(&sb).unwrap());
+    let want = std::collections::BTreeMap::from([
+        ("new".to_string(), (2, true)),
+        ("old".to_string(), (2, false)),
+    ]);
+    assert_eq!(store(&sa), want);
+    let (pa, pb) = (free_port(), free_port());
+    let a = spawn(options(sa.clone(), pa, pb, &k, 1));
+    let b = spawn(options(sb.clone(), pb, pa, &k, 2));
+    let arrived = wait_for(Duration::from_secs(30), || store(&sb) == want);
+    let (_, nb) = (a.stop(), b.stop());
+    assert!(arrived, "B holds {:?}", store(&sb));
+    assert_eq!(std::fs::read(sb.join("old")).unwrap(), old);
+    assert_eq!(verified_versions(&sb, &k).len(), 2);
+    assert_eq!(nb.endpoint().counters().malformed, 0);
+}
+
+#[test]
+fn an_empty_node_subscribed_to_a_provider_receives_its_files() {
+    let (_dir, sa, sb, scratch) = stores();
+    let k = key();
+    publish_to(&sa, &scratch, &k, "map", 3, 200_000);
+    drop(broadside_node::store::DiskStore::open(&sb).unwrap());
+    let (pa, pb) = (free_port(), free_port());
+    let a = spawn(options(sa.clone(), pa, pb, &k, 1));
+    let b = spawn(broadside_node::node::NodeOptions {
+        subscribe: vec![k.public()],
+        ..options(sb.clone(), pb, pa, &k, 2)
+    });
+    let arrived = wait_for(Duration::from_secs(30), || {
+        broadside_node::store::DiskStore::open_read_only(&sb)
+            .unwrap()
+            .current("map")
+            .is_some_and(|c| c.version() == 3)
+    });
+    a.stop();
+    b.stop();
+    assert!(arrived, "the subscribed node received nothing");
+    assert_eq!(verified_versions(&sb, &k).get("map"), Some(&3));
 }
