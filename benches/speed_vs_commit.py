@@ -13,6 +13,7 @@ example of older commits prints no digest).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -27,7 +28,7 @@ CASES = [("saturation", ["duration=\"2 s\""]), ("drive-by", []), ("hadaller-high
 
 def build(tree: Path, target: Path) -> Path:
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "wayside-sim", "--example", "run"],
-                   cwd=tree, check=True, env={**__import__("os").environ, "CARGO_TARGET_DIR": str(target)})
+                   cwd=tree, check=True, env={**os.environ, "CARGO_TARGET_DIR": str(target)})
     return target / "release" / "examples" / "run"
 
 

@@ -193,7 +193,7 @@ impl World {
     }
 
     fn antenna(&self, n: NodeId, t: SimTime) -> Antenna {
-        Antenna { endpoint: self.bodies[n.index()].endpoint(t), channel: self.nodes[n.index()].channel }
+        antenna_of(&self.bodies, &self.nodes, n, t)
     }
 
     /// The mode the PLCP header is sent with: the lowest rate of the class.
@@ -216,10 +216,7 @@ impl World {
         let radios = nodes.iter().enumerate().filter(|(_, n)| n.net.radio).map(|(i, _)| (NodeId(i as u32), bodies[i].position(now)));
         self.medium.rebin(now, radios);
         let tx_power = self.bodies[src.index()].tx_power;
-        let antenna = |j: NodeId| {
-            let n = &nodes[j.index()];
-            n.on.then(|| Antenna { endpoint: bodies[j.index()].endpoint(now), channel: n.channel })
-        };
+        let antenna = |j: NodeId| nodes[j.index()].on.then(|| antenna_of(bodies, nodes, j, now));
         let mut reached = std::mem::take(&mut self.reached);
         let id = self.medium.transmit(now, end, src, tx, tx_power, frame, mode, antenna, &mut reached);
         for &(rx, delay) in &reached {
@@ -360,6 +357,11 @@ impl World {
 
 /// The mean SNR (path loss and shadowing, no fast fading) of frames from
 /// `a` at `b` at `now`: the oracle some rate controllers are given.
+/// Radio `n` as the medium sees it at `t`: where its antenna is, and its channel.
+fn antenna_of(bodies: &[Body], nodes: &[Node], n: NodeId, t: SimTime) -> Antenna {
+    Antenna { endpoint: bodies[n.index()].endpoint(t), channel: nodes[n.index()].channel }
+}
+
 pub(crate) fn mean_snr(bodies: &[Body], medium: &mut Medium, a: NodeId, b: NodeId, now: SimTime) -> Db {
     let (ta, tb) = (bodies[a.index()].endpoint(now), bodies[b.index()].endpoint(now));
     let power = bodies[a.index()].tx_power;
