@@ -7,7 +7,7 @@ use crate::channel::ChannelConfig;
 use crate::mac::mgmt::MgmtConfig;
 use crate::mac::MacConfig;
 use crate::mobility::MobilityModel;
-use crate::net::WiredLink;
+use crate::wire::WiredLink;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{Preamble, Standard};
 use crate::transport::tcp::TcpConfig;
@@ -40,7 +40,7 @@ pub struct NodeConfig {
     /// Operating channel (an AP's; a station's until it scans).
     pub channel: u32,
     pub tcp: TcpConfig,
-    pub arp: crate::net::ArpConfig,
+    pub arp: crate::net::arp::ArpConfig,
     /// Transmit queue limit, frames.
     pub queue_limit: usize,
     /// Get an address by DHCP after association (stations only).

@@ -5,8 +5,9 @@
 use crate::ids::{NodeId, TxId};
 use crate::mac::dcf::MacTimer;
 use crate::mac::mgmt::MgmtTimer;
-use crate::net::Packet;
+use crate::net::NetTimer;
 use crate::units::SimTime;
+use crate::wire::WireFrame;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -15,17 +16,15 @@ use std::collections::BinaryHeap;
 pub enum Event {
     /// A management timer of `node` (beacons, scanning, timeouts).
     Mgmt { node: NodeId, timer: MgmtTimer, generation: u32 },
-    /// ARP retransmission or expiry for `peer` at `node`.
-    Arp { node: NodeId, peer: NodeId, generation: u32 },
-    /// DHCP client retransmission at `node`.
-    Dhcp { node: NodeId, generation: u32 },
-    /// A packet reaches `node` over a wired link.
+    /// A network-layer timer of `node` (ARP, DHCP).
+    Net { node: NodeId, timer: NetTimer, generation: u32 },
+    /// A frame reaches `node` over wired link `link`.
     /// (Boxed: every event in the queue would otherwise be the size of a packet.)
-    WireArrive { node: NodeId, packet: Box<Packet> },
-    /// The timer of TCP socket `socket`.
-    Tcp { socket: u32, generation: u32 },
-    /// Application `app` wants to act (start, next datagram).
-    App { app: u32 },
+    WireArrive { node: NodeId, link: u32, frame: Box<WireFrame> },
+    /// The timer of socket `socket` of `node`.
+    Tcp { node: NodeId, socket: u32, generation: u32 },
+    /// Application `app` wants to act at `node` (start, next datagram).
+    App { node: NodeId, app: u32 },
     /// The first energy of transmission `tx` reaches `node`.
     RxStart { node: NodeId, tx: TxId },
     /// The last energy of transmission `tx` leaves `node`.
@@ -34,8 +33,8 @@ pub enum Event {
     TxEnd { node: NodeId, tx: TxId },
     /// A MAC timer of `node`.
     Mac { node: NodeId, timer: MacTimer, generation: u32 },
-    /// Traffic source number `source` wants to emit.
-    Traffic { source: u32 },
+    /// Frame source number `source` of `node` wants to emit.
+    Traffic { node: NodeId, source: u32 },
     /// `node`'s radio is switched on (it appears) or off (it disappears).
     Power { node: NodeId, on: bool },
 }
@@ -50,7 +49,7 @@ impl Event {
             Event::RxEnd { .. } => 1,
             Event::Mac { .. } => 2,
             Event::RxStart { .. } => 3,
-            Event::Mgmt { .. } | Event::Arp { .. } | Event::Dhcp { .. } | Event::WireArrive { .. } | Event::Tcp { .. } | Event::Power { .. } => 4,
+            Event::Mgmt { .. } | Event::Net { .. } | Event::WireArrive { .. } | Event::Tcp { .. } | Event::Power { .. } => 4,
             Event::Traffic { .. } | Event::App { .. } => 5,
         }
     }
@@ -146,22 +145,22 @@ mod tests {
     fn orders_by_time_then_rank_then_source_then_sequence() {
         let mut q = EventQueue::new();
         let t = SimTime::from_us(5);
-        q.schedule(t, 2, Event::Traffic { source: 9 });
+        q.schedule(t, 2, Event::Traffic { node: NodeId(0), source: 9 });
         q.schedule(t, 1, Event::RxStart { node: NodeId(1), tx: TxId(0) });
         q.schedule(t, 0, Event::RxStart { node: NodeId(0), tx: TxId(0) });
         q.schedule(t, 3, Event::TxEnd { node: NodeId(3), tx: TxId(1) });
-        q.schedule(SimTime::from_us(1), 7, Event::Traffic { source: 7 });
+        q.schedule(SimTime::from_us(1), 7, Event::Traffic { node: NodeId(0), source: 7 });
         q.schedule(t, 0, Event::RxStart { node: NodeId(0), tx: TxId(5) });
         let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(
             order,
             vec![
-                Event::Traffic { source: 7 },
+                Event::Traffic { node: NodeId(0), source: 7 },
                 Event::TxEnd { node: NodeId(3), tx: TxId(1) },
                 Event::RxStart { node: NodeId(0), tx: TxId(0) },
                 Event::RxStart { node: NodeId(0), tx: TxId(5) },
                 Event::RxStart { node: NodeId(1), tx: TxId(0) },
-                Event::Traffic { source: 9 },
+                Event::Traffic { node: NodeId(0), source: 9 },
             ]
         );
     }
@@ -170,8 +169,8 @@ mod tests {
     #[should_panic(expected = "in the past")]
     fn refuses_to_schedule_in_the_past() {
         let mut q = EventQueue::new();
-        q.schedule(SimTime::from_us(10), 0, Event::Traffic { source: 0 });
+        q.schedule(SimTime::from_us(10), 0, Event::Traffic { node: NodeId(0), source: 0 });
         q.pop();
-        q.schedule(SimTime::from_us(9), 0, Event::Traffic { source: 0 });
+        q.schedule(SimTime::from_us(9), 0, Event::Traffic { node: NodeId(0), source: 0 });
     }
 }

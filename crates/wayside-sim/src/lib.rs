@@ -17,10 +17,12 @@ pub mod ratectl;
 pub mod rng;
 pub mod run;
 pub mod scenario;
+pub mod script;
 pub mod sockets;
 pub mod trace;
 pub mod transport;
 pub mod units;
+pub mod wire;
 pub mod world;
 
 pub use run::{run_scenario, run_scenario_pcap, RunOutput};

@@ -7,7 +7,8 @@
 use crate::apps::ip::{AppConfig, AppKind, AppStart};
 use crate::apps::{SourceConfig, SourceKind};
 use crate::mac::mgmt::{DriverProfile, MgmtConfig};
-use crate::net::{ArpConfig, ArpProfile, WiredLink};
+use crate::net::arp::{ArpConfig, ArpProfile};
+use crate::wire::WiredLink;
 use crate::transport::tcp::{TcpConfig, TcpProfile};
 use crate::channel::{ChannelConfig, FadingKind, PathLoss};
 use crate::ids::NodeId;

@@ -1,27 +1,25 @@
 //! The world: the event loop, the nodes' bodies (where they are, their
-//! antennas) and stacks in an arena, the radio medium, the wired links and
-//! the trace. It carries a transmission through the medium to every radio
-//! it reaches and hands each radio event to that node's stack
-//! ([`crate::node`]).
+//! antennas) and stacks in an arena, the radio medium, the wired links, the
+//! experiment's script and the trace. It carries a transmission through
+//! the medium to every radio it reaches and hands each event to that
+//! node's stack ([`crate::node`]).
 
-use crate::apps::ip::App;
-use crate::apps::Source;
 use crate::channel::Endpoint;
 use crate::config::SimConfig;
 use crate::event::{Event, EventQueue};
 use crate::ids::{NodeId, TxId};
-use crate::mac::mgmt::MgmtConfig;
 use crate::mac::Frame;
 use crate::medium::{Antenna, Medium, RadioLimits};
 use crate::mobility::{Mobility, MobilityModel, Vec2};
-use crate::net::WiredLink;
+use crate::net::route::AddressPlan;
 use crate::node::Node;
 use crate::phy::mode::{ModClass, Mode};
 use crate::phy::state::{RxStart, Signal};
 use crate::ratectl::SnrMap;
-use crate::sockets::{Listener, Socket};
+use crate::script::Script;
 use crate::trace::{ConnEvent, DropReason, EventRow, FrameRow, PhyEvent, Trace, TxOutcome};
 use crate::units::{Db, Dbm, Meters, SimTime};
+use crate::wire::WiredLink;
 use std::sync::Arc;
 
 /// Counters a run reports besides its trace.
@@ -57,16 +55,10 @@ pub struct World {
     pub(crate) nodes: Vec<Node>,
     pub(crate) medium: Medium,
     pub(crate) radio: crate::config::RadioConfig,
-    pub(crate) sources: Vec<Source>,
     pub(crate) trace: Trace,
     duration: SimTime,
-    pub(crate) mgmt: MgmtConfig,
     pub(crate) wires: Vec<WiredLink>,
-    pub(crate) sockets: Vec<Socket>,
-    pub(crate) listeners: Vec<Listener>,
-    pub(crate) apps: Vec<App>,
-    pub(crate) seed: u64,
-    pub(crate) run_index: u64,
+    pub(crate) script: Script,
     /// The pcap files the frame rows also go to, if any.
     pub(crate) capture: Option<crate::pcap::Capture>,
     /// Scratch: the radios a transmission reaches, with their delays.
@@ -83,7 +75,8 @@ impl World {
             .iter()
             .map(|n| Body { mobility: n.mobility.clone(), antenna_height: n.antenna_height, antenna_gain: n.antenna_gain, tx_power: n.tx_power })
             .collect();
-        let nodes = cfg.nodes.iter().enumerate().map(|(i, n)| Node::new(NodeId(i as u32), n, cfg, &timing)).collect();
+        let plan = Arc::new(AddressPlan::new(cfg.nodes.iter().map(|n| n.radio).collect(), cfg.nodes.iter().map(|n| n.dhcp).collect()));
+        let nodes = cfg.nodes.iter().enumerate().map(|(i, n)| Node::new(NodeId(i as u32), n, cfg, &timing, &plan)).collect();
         let radios = || cfg.nodes.iter().filter(|n| n.radio);
         let limits = RadioLimits {
             eirp: Dbm(radios().map(|n| n.tx_power.0 + n.antenna_gain.0).fold(f64::NEG_INFINITY, f64::max)),
@@ -97,29 +90,22 @@ impl World {
             nodes,
             medium: Medium::new(&cfg.channel, &names, cfg.seed, cfg.run, limits),
             radio: cfg.radio.clone(),
-            sources: Vec::new(),
             trace: Trace::default(),
             duration: cfg.duration,
-            mgmt: cfg.mgmt.clone(),
             wires: cfg.wires.clone(),
-            sockets: Vec::new(),
-            listeners: Vec::new(),
-            apps: Vec::new(),
-            seed: cfg.seed,
-            run_index: cfg.run,
+            script: Script::new(&cfg.apps, cfg.mgmt.beacon_interval),
             capture: None,
             reached: Vec::new(),
             sniffer: cfg.pcap.sniffer,
         };
-        for (i, l) in cfg.wires.iter().enumerate() {
-            w.nodes[l.a.index()].net.wired.push(i);
-            w.nodes[l.b.index()].net.wired.push(i);
+        for i in 0..w.nodes.len() {
+            let n = &mut w.nodes[i];
+            n.apps.listen(&mut n.sockets);
+            n.apps.start_sources();
+            w.pump_apps(SimTime::ZERO, NodeId(i as u32));
         }
-        for (i, s) in cfg.sources.iter().enumerate() {
-            w.add_source(i as u32, s);
-        }
-        for (i, a) in cfg.apps.iter().enumerate() {
-            w.add_app(i as u32, a);
+        for s in w.script.timed() {
+            w.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
         }
         for i in 0..w.nodes.len() {
             w.power_schedule(NodeId(i as u32));
@@ -171,19 +157,17 @@ impl World {
         let off = |n: NodeId| !self.nodes[n.index()].on;
         match ev {
             Event::RxStart { node, tx } | Event::RxEnd { node, tx } | Event::TxEnd { node, tx } if off(node) => self.medium.release(tx),
-            Event::Mac { node, .. } | Event::Mgmt { node, .. } | Event::Arp { node, .. } | Event::Dhcp { node, .. } | Event::WireArrive { node, .. }
-                if off(node) => {}
+            Event::Mac { node, .. } | Event::Mgmt { node, .. } | Event::Net { node, .. } | Event::WireArrive { node, .. } if off(node) => {}
             Event::RxStart { node, tx } => self.on_rx_start(now, node, tx),
             Event::RxEnd { node, tx } => self.on_rx_end(now, node, tx),
             Event::TxEnd { node, tx } => self.on_tx_end(now, node, tx),
             Event::Mac { node, timer, generation } => self.on_mac_timer(now, node, timer, generation),
-            Event::Traffic { source } => self.on_source(now, source),
+            Event::Traffic { node, source } => self.on_emit(now, node, source),
             Event::Mgmt { node, timer, generation } => self.on_mgmt_timer(now, node, timer, generation),
-            Event::Arp { node, peer, generation } => self.on_arp_timer(now, node, peer, generation),
-            Event::WireArrive { node, packet } => self.net_rx_wired(now, node, *packet),
-            Event::Dhcp { node, generation } => self.on_dhcp_timer(now, node, generation),
-            Event::Tcp { socket, generation } => self.on_tcp_timer(now, socket as usize, generation),
-            Event::App { app } => self.on_app(now, app),
+            Event::Net { node, timer, generation } => self.on_net_timer(now, node, timer, generation),
+            Event::WireArrive { node, link, frame } => self.on_wire_arrive(now, node, link as usize, *frame),
+            Event::Tcp { node, socket, generation } => self.on_tcp_timer(now, node, socket, generation),
+            Event::App { node, app } => self.on_app(now, node, app),
             Event::Power { node, on } => self.on_power(now, node, on),
         }
     }
@@ -213,7 +197,7 @@ impl World {
         self.nodes[src.index()].sent(&frame, row);
         let tx = self.antenna(src, now);
         let (bodies, nodes) = (&self.bodies, &self.nodes);
-        let radios = nodes.iter().enumerate().filter(|(_, n)| n.net.radio).map(|(i, _)| (NodeId(i as u32), bodies[i].position(now)));
+        let radios = nodes.iter().enumerate().filter(|(_, n)| n.net.has_radio()).map(|(i, _)| (NodeId(i as u32), bodies[i].position(now)));
         self.medium.rebin(now, radios);
         let tx_power = self.bodies[src.index()].tx_power;
         let antenna = |j: NodeId| nodes[j.index()].on.then(|| antenna_of(bodies, nodes, j, now));

@@ -71,6 +71,6 @@ fn adding_a_vehicle_out_of_reach_leaves_every_other_node_unchanged() {
     let n = a.node_names.len() as u32;
     assert_eq!(b.node_names.len() as u32, n + 1);
     let far_id = n;
-    assert!(b.trace.frames.node.iter().any(|&x| x == far_id), "the new vehicle transmits (it scans)");
+    assert!(b.trace.frames.node.contains(&far_id), "the new vehicle transmits (it scans)");
     assert_eq!(rows_of_first_nodes(&a, n), rows_of_first_nodes(&b, n));
 }

@@ -1,19 +1,18 @@
 //! Applications over IP: a bulk TCP sender (iperf-like), a constant bit rate
 //! UDP sender (rtpsend-like, with every arrival logged at the receiver as
 //! rtpspy does) and a request-response exchange started by a multicast
-//! trigger (tcpx-like, [`super::reqresp`]). Each starts at a fixed time or
-//! when its endpoints associate, after an application start delay (Hadaller
-//! et al. §6.2.3: the AP's script launched iperf 1–2 s after association).
+//! trigger (tcpx-like, [`super::reqresp`]). When each starts is the experiment's
+//! script ([`crate::script`]).
 //!
 //! A UDP sender can be `blocking`: when its node's MAC queue is full the
 //! application waits until a frame leaves instead of losing the datagram —
 //! the implicit flow control Ott & Kutscher (2004, §IV-A) saw from their
 //! Orinoco card, which throttles a mobile sender to what DCF can carry.
 
-use crate::event::Event;
+use super::{AppOutput, Apps};
 use crate::ids::NodeId;
-use crate::net::{Body, Packet};
-use crate::world::World;
+use crate::net::{Body, Packet, ALL_HOSTS};
+use crate::sockets::Sockets;
 use crate::trace::ConnEvent;
 use crate::transport::udp::Datagram;
 use crate::units::{Dbm, SimTime};
@@ -57,138 +56,111 @@ pub struct AppConfig {
     pub stop: SimTime,
 }
 
-pub struct App {
-    pub cfg: AppConfig,
-    /// Its start is scheduled (or it has started).
-    scheduled: bool,
+/// One application's state at one of its ends.
+pub(super) struct App {
+    /// Its index in the scenario.
+    pub(super) id: u32,
+    pub(super) cfg: AppConfig,
     started: bool,
     /// Waiting for room in the MAC queue.
     blocked: bool,
-    pub(crate) seq: u64,
+    pub(super) seq: u64,
     /// Request-response: the client's connection of the current session.
-    pub(crate) session: Option<usize>,
+    pub(super) session: Option<usize>,
     /// Request-response: exchanges the client has completed.
-    pub(crate) completed: u64,
+    pub(super) completed: u64,
 }
 
-impl World {
-    pub(crate) fn add_app(&mut self, index: u32, cfg: &AppConfig) {
-        let at_time = matches!(cfg.start, AppStart::At(_));
-        self.apps.push(App { cfg: cfg.clone(), scheduled: at_time, started: false, blocked: false, seq: 0, session: None, completed: 0 });
-        match cfg.kind {
-            AppKind::TcpBulk { .. } => {
-                let tcp = self.nodes[cfg.to.index()].tcp.clone();
-                self.tcp_listen(cfg.to, cfg.port, tcp, index);
-            }
-            AppKind::RequestResponse { .. } => {
-                let tcp = self.nodes[cfg.from.index()].tcp.clone();
-                self.tcp_listen(cfg.from, cfg.port, tcp, index);
-            }
-            AppKind::UdpCbr { .. } => {}
-        }
-        if let AppStart::At(t) = cfg.start {
-            self.queue.schedule(t, cfg.from.0, Event::App { app: index });
-        }
+impl App {
+    pub(super) fn new(id: u32, cfg: AppConfig) -> App {
+        App { id, cfg, started: false, blocked: false, seq: 0, session: None, completed: 0 }
+    }
+}
+
+impl Apps {
+    pub(super) fn app(&mut self, id: u32) -> &mut App {
+        self.ip.iter_mut().find(|a| a.id == id).expect("an application of this node")
     }
 
-    /// Association between `node` and `peer` came up: start the apps waiting for it.
-    pub(crate) fn apps_link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId) {
-        for i in 0..self.apps.len() {
-            let a = &mut self.apps[i];
-            let AppStart::OnAssociation { delay } = a.cfg.start else { continue };
-            let involved = [a.cfg.from, a.cfg.to].iter().any(|&n| n == node || n == peer);
-            if involved && !a.scheduled {
-                a.scheduled = true;
-                let from = a.cfg.from;
-                self.queue.schedule(now + delay, from.0, Event::App { app: i as u32 });
+    /// Opens the listening ports of the applications served here.
+    pub fn listen(&self, sockets: &mut Sockets) {
+        for a in &self.ip {
+            let server = match a.cfg.kind {
+                AppKind::TcpBulk { .. } => a.cfg.to,
+                AppKind::RequestResponse { .. } => a.cfg.from,
+                AppKind::UdpCbr { .. } => continue,
+            };
+            if server == self.me {
+                sockets.listen(a.cfg.port, a.id);
             }
         }
     }
 
-    pub(crate) fn on_app(&mut self, now: SimTime, index: u32) {
-        let cfg = self.apps[index as usize].cfg.clone();
+    /// Application `id` (whose sending end is here) acts: it starts, or
+    /// sends its next datagram or trigger. `queue_full`: the MAC has no room.
+    pub fn handle_app(&mut self, now: SimTime, id: u32, queue_full: bool, sockets: &mut Sockets) {
+        let cfg = self.app(id).cfg.clone();
         if now >= cfg.stop {
             return;
         }
+        let first = !self.app(id).started;
         match cfg.kind {
             AppKind::TcpBulk { bytes } => {
-                if self.apps[index as usize].started {
+                if !first {
                     return;
                 }
-                self.apps[index as usize].started = true;
-                self.conn_event(now, cfg.from, cfg.to.0, ConnEvent::AppStart, 0.0);
-                let tcp = self.nodes[cfg.from.index()].tcp.clone();
-                self.tcp_connect(now, cfg.from, cfg.to, cfg.port, tcp, index, bytes);
+                self.app(id).started = true;
+                self.conn(cfg.to, ConnEvent::AppStart, 0.0);
+                sockets.connect(now, cfg.to, cfg.port, id, bytes);
             }
             AppKind::UdpCbr { payload, interval } => {
-                if cfg.blocking && self.mac_queue_full(cfg.from) {
-                    self.apps[index as usize].blocked = true;
+                if cfg.blocking && queue_full {
+                    self.app(id).blocked = true;
                     return;
                 }
-                let app = &mut self.apps[index as usize];
-                if !app.started {
-                    app.started = true;
-                    self.conn_event(now, cfg.from, cfg.to.0, ConnEvent::AppStart, 0.0);
+                if first {
+                    self.app(id).started = true;
+                    self.conn(cfg.to, ConnEvent::AppStart, 0.0);
                 }
-                let app = &mut self.apps[index as usize];
+                let app = self.app(id);
                 let seq = app.seq;
                 app.seq += 1;
                 let datagram = Datagram { src_port: cfg.port, dst_port: cfg.port, len: payload };
-                let p = Packet::new(cfg.from, cfg.to, Body::Udp { datagram, app: index, seq, sent: now });
-                self.net_send(now, cfg.from, p);
-                self.queue.schedule(now + interval, cfg.from.0, Event::App { app: index });
+                self.out.push_back(AppOutput::Packet(Packet::new(self.me, cfg.to, Body::Udp { datagram, app: id, seq, sent: now })));
+                self.out.push_back(AppOutput::Wake { app: id, at: now + interval });
             }
             AppKind::RequestResponse { trigger, trigger_interval, .. } => {
-                let app = &mut self.apps[index as usize];
-                if !app.started {
-                    app.started = true;
-                    self.conn_event(now, cfg.from, cfg.to.0, ConnEvent::AppStart, 0.0);
+                if first {
+                    self.app(id).started = true;
+                    self.conn(cfg.to, ConnEvent::AppStart, 0.0);
                 }
-                self.send_trigger(now, index, trigger);
-                self.queue.schedule(now + trigger_interval, cfg.from.0, Event::App { app: index });
+                self.send_trigger(now, id, trigger);
+                self.out.push_back(AppOutput::Wake { app: id, at: now + trigger_interval });
             }
         }
     }
 
-    /// Station `sta` heard a beacon from its AP `ap`: start the applications
-    /// waiting for the production phase whose condition now holds.
-    pub(crate) fn apps_beacon(&mut self, now: SimTime, sta: NodeId, ap: NodeId) {
-        if !self.addressed(sta) {
+    /// A UDP packet for this host: logged if it is unicast or for a group
+    /// an application here has joined (the client of a request-response
+    /// application), and a trigger starts its client.
+    pub fn handle_datagram(&mut self, now: SimTime, p: Packet, sockets: &mut Sockets) {
+        let Body::Udp { datagram, app, seq, sent } = p.body else { return };
+        let group = p.dst == ALL_HOSTS;
+        if group && !self.ip.iter().any(|a| a.id == app && a.cfg.to == self.me) {
             return;
         }
-        let station = &self.nodes[sta.index()].mgmt;
-        if !station.is_station() {
-            return;
-        }
-        let interval = self.mgmt.beacon_interval;
-        let mut start = Vec::new();
-        for (i, a) in self.apps.iter().enumerate() {
-            let AppStart::OnProduction { delay, window, ratio, rssi } = a.cfg.start else { continue };
-            if a.scheduled || (a.cfg.from != sta && a.cfg.to != sta) {
-                continue;
-            }
-            let expected = (window.as_ns() / interval.as_ns()).max(1);
-            let heard = station.beacons_after(now.saturating_sub(window)) as u64;
-            let strong = rssi.is_none_or(|r| station.filtered_rssi(ap).is_some_and(|f| f.0 >= r.0));
-            if heard as f64 >= ratio * expected as f64 && strong {
-                start.push((i, delay, heard as f64 / expected as f64));
-            }
-        }
-        for (i, delay, measured) in start {
-            self.apps[i].scheduled = true;
-            self.conn_event(now, sta, ap.0, ConnEvent::Production, measured);
-            let from = self.apps[i].cfg.from;
-            self.queue.schedule(now + delay, from.0, Event::App { app: i as u32 });
+        self.out.push_back(AppOutput::Datagram { peer: p.src, app, seq, bytes: datagram.len, delay: now - sent });
+        if group {
+            self.trigger_heard(now, app, seq, sockets);
         }
     }
 
-    /// A frame left `node`'s MAC queue: blocked senders there resume.
-    pub(crate) fn apps_mac_ready(&mut self, now: SimTime, node: NodeId) {
-        for i in 0..self.apps.len() {
-            let a = &mut self.apps[i];
-            if a.blocked && a.cfg.from == node {
+    /// Blocked senders here resume now.
+    pub(super) fn resume_blocked(&mut self, now: SimTime) {
+        for a in &mut self.ip {
+            if a.blocked {
                 a.blocked = false;
-                self.queue.schedule(now, node.0, Event::App { app: i as u32 });
+                self.out.push_back(AppOutput::Wake { app: a.id, at: now });
             }
         }
     }

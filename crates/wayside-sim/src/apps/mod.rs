@@ -1,21 +1,28 @@
-//! Applications. Here: frame sources that exercise the link directly on
-//! the MAC — a saturating source (always a frame waiting), constant bit rate,
-//! and a sounder that broadcasts probes cycling through a list of rates (to
-//! measure delivery ratio per rate against distance, as measurement studies
-//! do with broadcast probes). Applications over IP are in [`ip`] and
-//! [`reqresp`]; the split-TCP proxy in [`split`].
+//! A node's applications as a sans-IO layer ([`Apps`]). Frame sources
+//! exercise the link directly on the MAC — a saturating source (always a
+//! frame waiting), constant bit rate, and a sounder that broadcasts probes
+//! cycling through a list of rates (to measure delivery ratio per rate
+//! against distance, as measurement studies do with broadcast probes).
+//! Applications over IP are in [`ip`] and [`reqresp`]; they use this node's
+//! sockets ([`crate::sockets::Sockets`]) as a program uses its OS's. When
+//! an application starts is the experiment's script ([`crate::script`]).
+//!
+//! Inputs are the application's own timer (`handle_app`), packets and
+//! socket notices for this host, and the MAC finishing a frame; outputs come
+//! out of [`Apps::poll`] in the order they were produced.
 
 pub mod ip;
 pub mod reqresp;
-pub mod split;
 
-use crate::event::Event;
 use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
+use crate::net::Packet;
 use crate::phy::mode::Mode;
 use crate::ratectl::Stage;
-use crate::world::World;
+use crate::trace::ConnEvent;
 use crate::units::SimTime;
+use ip::{App, AppConfig};
+use std::collections::VecDeque;
 
 /// Frames a saturating source keeps queued at its MAC.
 const SATURATION_BACKLOG: usize = 2;
@@ -38,20 +45,74 @@ pub struct SourceConfig {
     pub stop: SimTime,
 }
 
-pub struct Source {
+struct Source {
+    /// Its index in the scenario.
+    id: u32,
     cfg: SourceConfig,
     next_mode: usize,
 }
 
-impl World {
-    pub(crate) fn add_source(&mut self, index: u32, cfg: &SourceConfig) {
-        self.sources.push(Source { cfg: cfg.clone(), next_mode: 0 });
-        let key = self.nodes.len() as u32 + index;
-        self.queue.schedule(cfg.start, key, Event::Traffic { source: index });
+/// What the applications ask of the node around them.
+#[derive(Debug)]
+pub enum AppOutput {
+    /// A packet for the network layer.
+    Packet(Packet),
+    /// A frame for the MAC (frame sources).
+    Frame(Msdu),
+    /// A connection event for the trace.
+    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    /// A datagram arrived (the `transport` trace).
+    Datagram { peer: NodeId, app: u32, seq: u64, bytes: u32, delay: SimTime },
+    /// Application `app` wants to act at `at`.
+    Wake { app: u32, at: SimTime },
+    /// Frame source `source` wants to emit at `at`.
+    Emit { source: u32, at: SimTime },
+}
+
+/// A node's applications: the IP applications with an end here, and the
+/// frame sources sending from here.
+pub struct Apps {
+    me: NodeId,
+    ip: Vec<App>,
+    sources: Vec<Source>,
+    out: VecDeque<AppOutput>,
+}
+
+impl Apps {
+    /// The applications of `me` among the scenario's.
+    pub fn new(me: NodeId, apps: &[AppConfig], sources: &[SourceConfig]) -> Apps {
+        let ip = apps.iter().enumerate().filter(|(_, a)| a.from == me || a.to == me).map(|(i, a)| App::new(i as u32, a.clone())).collect();
+        let sources = sources
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.from == me)
+            .map(|(i, s)| Source { id: i as u32, cfg: s.clone(), next_mode: 0 })
+            .collect();
+        Apps { me, ip, sources, out: VecDeque::new() }
     }
 
-    fn source_emit(&mut self, now: SimTime, index: u32) -> bool {
-        let s = &mut self.sources[index as usize];
+    /// The next output, oldest first.
+    pub fn poll(&mut self) -> Option<AppOutput> {
+        self.out.pop_front()
+    }
+
+    fn conn(&mut self, peer: NodeId, event: ConnEvent, value: f64) {
+        self.out.push_back(AppOutput::Conn { peer, event, value });
+    }
+
+    /// The frame sources' first emissions.
+    pub fn start_sources(&mut self) {
+        for s in &self.sources {
+            self.out.push_back(AppOutput::Emit { source: s.id, at: s.cfg.start });
+        }
+    }
+
+    fn source(&mut self, id: u32) -> &mut Source {
+        self.sources.iter_mut().find(|s| s.id == id).expect("a source of this node")
+    }
+
+    fn source_emit(&mut self, now: SimTime, id: u32) {
+        let s = self.source(id);
         let fixed = match &s.cfg.kind {
             SourceKind::Sounder { modes, .. } => {
                 let mode = modes[s.next_mode % modes.len()];
@@ -60,35 +121,38 @@ impl World {
             }
             _ => None,
         };
-        let msdu = Msdu { dst: s.cfg.to, bytes: s.cfg.payload, enqueued: now, fixed, source: Some(index), payload: Payload::Raw };
-        let from: NodeId = s.cfg.from;
-        self.mac_enqueue(now, from, msdu)
+        let msdu = Msdu { dst: s.cfg.to, bytes: s.cfg.payload, enqueued: now, fixed, source: Some(id), payload: Payload::Raw };
+        self.out.push_back(AppOutput::Frame(msdu));
     }
 
-    pub(crate) fn on_source(&mut self, now: SimTime, index: u32) {
-        let cfg = self.sources[index as usize].cfg.clone();
+    /// Frame source `id`'s time to emit.
+    pub fn handle_emit(&mut self, now: SimTime, id: u32) {
+        let cfg = self.source(id).cfg.clone();
         if now >= cfg.stop {
             return;
         }
         match cfg.kind {
             SourceKind::Saturate => {
                 for _ in 0..SATURATION_BACKLOG {
-                    self.source_emit(now, index);
+                    self.source_emit(now, id);
                 }
             }
             SourceKind::Cbr { interval } | SourceKind::Sounder { interval, .. } => {
-                self.source_emit(now, index);
-                let key = self.nodes.len() as u32 + index;
-                self.queue.schedule(now + interval, key, Event::Traffic { source: index });
+                self.source_emit(now, id);
+                self.out.push_back(AppOutput::Emit { source: id, at: now + interval });
             }
         }
     }
 
-    /// The MAC is finished with an MSDU of source `index`.
-    pub(crate) fn on_msdu_done(&mut self, now: SimTime, index: u32) {
-        let s = &self.sources[index as usize];
-        if s.cfg.kind == SourceKind::Saturate && now < s.cfg.stop {
-            self.source_emit(now, index);
+    /// The MAC is finished with an MSDU (of frame source `source`, if any):
+    /// a saturating source refills, blocked senders resume.
+    pub fn handle_mac_done(&mut self, now: SimTime, source: Option<u32>) {
+        if let Some(id) = source {
+            let s = self.source(id);
+            if s.cfg.kind == SourceKind::Saturate && now < s.cfg.stop {
+                self.source_emit(now, id);
+            }
         }
+        self.resume_blocked(now);
     }
 }

@@ -857,7 +857,7 @@ mod tests {
         let mut now = at;
         for attempt in 1..=11 {
             d.handle_tx_end(now, &frame);
-            now = now + timing().ack_timeout;
+            now += timing().ack_timeout;
             let armed = timers(&mut d);
             d.handle_timeout(now, MacTimer::ResponseTimeout, false, false, &mut NoOracle);
             assert_eq!(armed.last().map(|t| t.0), Some(MacTimer::ResponseTimeout));

@@ -1,19 +1,16 @@
-//! DHCP (RFC 2131), off by default: a station with `dhcp = true` has no
-//! address after association until it has been through DISCOVER, OFFER,
-//! REQUEST and ACK with a server — here the access point itself. The client
-//! An AP serves DHCP unless its `dhcp_server` is off. The client
-//! retransmits per RFC 2131 §4.1: 4 s, doubling to 64 s, each randomised by
-//! ±1 s, then starts over. Until bound, the station sends and receives no IP
-//! traffic, and applications waiting for the connection do not start. A lease
-//! is kept across re-associations (no INIT-REBOOT exchange is modelled).
+//! DHCP (RFC 2131) as a sans-IO client, off by default: a station with
+//! `dhcp = true` has no address after association until it has been through
+//! DISCOVER, OFFER, REQUEST and ACK with a server — here the access point
+//! itself (an AP serves DHCP unless its `dhcp_server` is off; the server's
+//! side is small and lives in [`super::Net`]). The client retransmits per
+//! RFC 2131 §4.1: 4 s, doubling to 64 s, each randomised by ±1 s, then starts
+//! over. Until bound, the station sends and receives no IP traffic, and
+//! applications waiting for the connection do not start. A lease is kept
+//! across re-associations (no INIT-REBOOT exchange is modelled).
 
-use crate::event::Event;
 use crate::ids::NodeId;
-use crate::mac::{Dst, Msdu, Payload};
-use crate::net::{Body, Packet, IP_HEADER, LLC_SNAP};
+use crate::net::IP_HEADER;
 use crate::rng::Stream;
-use crate::world::World;
-use crate::trace::ConnEvent;
 use crate::units::SimTime;
 
 /// BOOTP message bytes (the minimum size RFC 2131 clients send).
@@ -47,18 +44,34 @@ pub enum DhcpState {
     Init,
 }
 
+/// A message the client sends now (broadcast), and when it retransmits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientSend {
+    pub op: DhcpOp,
+    pub server: NodeId,
+    pub attempt: u32,
+    /// The retransmission timer: after `wait`, carrying `generation`.
+    pub wait: SimTime,
+    pub generation: u32,
+}
+
+/// What a message from a server did to the client.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ClientStep {
+    /// Not for this exchange: ignored.
+    Ignored,
+    /// An offer: the client requests it.
+    Send(ClientSend),
+    /// An ack: the client holds a lease now.
+    Bound,
+}
+
 /// A client's DHCP state and its retransmission timer.
 #[derive(Clone, Debug)]
 pub struct DhcpClient {
-    pub state: DhcpState,
+    state: DhcpState,
     generation: u32,
     rng: Stream,
-}
-
-impl DhcpClient {
-    pub fn new(rng: Stream) -> Self {
-        DhcpClient { state: DhcpState::Init, generation: 0, rng }
-    }
 }
 
 /// RFC 2131 §4.1: 4 s before the first retransmission, doubling up to 64 s.
@@ -66,105 +79,152 @@ fn backoff(attempt: u32) -> f64 {
     4.0 * 2f64.powi(attempt.min(4) as i32)
 }
 
-impl World {
-    /// Whether `node` has an address (static, or a DHCP lease).
-    pub(crate) fn addressed(&self, node: NodeId) -> bool {
-        self.nodes[node.index()].net.dhcp.as_ref().is_none_or(|c| c.state == DhcpState::Bound)
+impl DhcpClient {
+    pub fn new(rng: Stream) -> Self {
+        DhcpClient { state: DhcpState::Init, generation: 0, rng }
     }
 
-    fn dhcp_send(&mut self, now: SimTime, node: NodeId, dst: Dst, to: NodeId, op: DhcpOp) {
-        let p = Packet::new(node, to, Body::Dhcp { op });
-        let msdu = Msdu { dst, bytes: DhcpOp::bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) };
-        self.mac_enqueue(now, node, msdu);
+    pub fn state(&self) -> DhcpState {
+        self.state
     }
 
-    fn dhcp_client_send(&mut self, now: SimTime, node: NodeId) {
-        let c = self.nodes[node.index()].net.dhcp.as_mut().expect("dhcp client");
-        let (op, server, attempt) = match c.state {
+    pub fn bound(&self) -> bool {
+        self.state == DhcpState::Bound
+    }
+
+    /// The message for the current state, with a fresh timer.
+    fn send(&mut self) -> Option<ClientSend> {
+        let (op, server, attempt) = match self.state {
             DhcpState::Selecting { server, attempt } => (DhcpOp::Discover, server, attempt),
             DhcpState::Requesting { server, attempt } => (DhcpOp::Request, server, attempt),
-            DhcpState::Bound | DhcpState::Init => return,
+            DhcpState::Bound | DhcpState::Init => return None,
         };
-        let jitter = c.rng.uniform() * 2.0 - 1.0;
-        c.generation = c.generation.wrapping_add(1);
-        let generation = c.generation;
-        let wait = SimTime::from_secs_f64(backoff(attempt) + jitter);
-        let event = if op == DhcpOp::Discover { ConnEvent::DhcpDiscover } else { ConnEvent::DhcpRequest };
-        self.conn_event(now, node, server.0, event, attempt as f64);
-        self.dhcp_send(now, node, Dst::Broadcast, server, op);
-        self.queue.schedule(now + wait, node.0, Event::Dhcp { node, generation });
+        let jitter = self.rng.uniform() * 2.0 - 1.0;
+        self.generation = self.generation.wrapping_add(1);
+        Some(ClientSend { op, server, attempt, wait: SimTime::from_secs_f64(backoff(attempt) + jitter), generation: self.generation })
     }
 
-    /// Association came up: a DHCP client without a lease starts DISCOVER.
-    pub(crate) fn dhcp_start(&mut self, now: SimTime, node: NodeId, ap: NodeId) -> bool {
-        match self.nodes[node.index()].net.dhcp.as_mut() {
-            Some(c) if c.state != DhcpState::Bound => {
-                c.state = DhcpState::Selecting { server: ap, attempt: 0 };
-                self.dhcp_client_send(now, node);
-                true
-            }
-            _ => false,
+    /// Association with `ap` came up: without a lease, DISCOVER starts.
+    pub fn start(&mut self, ap: NodeId) -> Option<ClientSend> {
+        if self.bound() {
+            return None;
         }
+        self.state = DhcpState::Selecting { server: ap, attempt: 0 };
+        self.send()
     }
 
     /// Association was lost during an exchange: stop retransmitting.
-    pub(crate) fn dhcp_stop(&mut self, node: NodeId) {
-        if let Some(c) = self.nodes[node.index()].net.dhcp.as_mut() {
-            if c.state != DhcpState::Bound {
-                c.state = DhcpState::Init;
-                c.generation = c.generation.wrapping_add(1);
-            }
+    pub fn stop(&mut self) {
+        if !self.bound() {
+            self.state = DhcpState::Init;
+            self.generation = self.generation.wrapping_add(1);
         }
     }
 
-    pub(crate) fn on_dhcp_timer(&mut self, now: SimTime, node: NodeId, generation: u32) {
-        let Some(c) = self.nodes[node.index()].net.dhcp.as_mut() else { return };
-        if c.generation != generation {
-            return;
+    /// The retransmission timer of `generation` fired.
+    pub fn expire(&mut self, generation: u32) -> Option<ClientSend> {
+        if self.generation != generation {
+            return None;
         }
-        c.state = match c.state {
+        self.state = match self.state {
             DhcpState::Selecting { server, attempt } => DhcpState::Selecting { server, attempt: (attempt + 1) % 5 },
             // RFC 2131: no answer to REQUEST sends the client back to INIT.
             DhcpState::Requesting { server, .. } => DhcpState::Selecting { server, attempt: 0 },
             s => s,
         };
-        self.dhcp_client_send(now, node);
+        self.send()
     }
 
-    /// A DHCP message arrived at `node` from `from` over the air.
-    pub(crate) fn dhcp_rx(&mut self, now: SimTime, node: NodeId, from: NodeId, op: DhcpOp) {
-        match op {
-            DhcpOp::Discover | DhcpOp::Request => {
-                if !self.nodes[node.index()].cfg.dhcp_server || !self.nodes[node.index()].mgmt.has_station(from) {
-                    return;
-                }
-                let reply = if op == DhcpOp::Discover { DhcpOp::Offer } else { DhcpOp::Ack };
-                self.dhcp_send(now, node, Dst::Node(from), from, reply);
-                if reply == DhcpOp::Ack {
-                    self.apps_link_up(now, node, from);
-                }
+    /// A server's `op` arrived from `from`.
+    pub fn handle(&mut self, from: NodeId, op: DhcpOp) -> ClientStep {
+        match (self.state, op) {
+            (DhcpState::Selecting { server, .. }, DhcpOp::Offer) if server == from => {
+                self.state = DhcpState::Requesting { server, attempt: 0 };
+                self.send().map_or(ClientStep::Ignored, ClientStep::Send)
             }
-            DhcpOp::Offer | DhcpOp::Ack => {
-                let Some(c) = self.nodes[node.index()].net.dhcp.as_mut() else { return };
-                match (c.state, op) {
-                    (DhcpState::Selecting { server, .. }, DhcpOp::Offer) if server == from => {
-                        c.state = DhcpState::Requesting { server, attempt: 0 };
-                        self.dhcp_client_send(now, node);
-                    }
-                    (DhcpState::Requesting { server, .. }, DhcpOp::Ack) if server == from => {
-                        c.state = DhcpState::Bound;
-                        c.generation = c.generation.wrapping_add(1);
-                        self.conn_event(now, node, from.0, ConnEvent::DhcpBound, 0.0);
-                        self.apps_link_up(now, node, from);
-                    }
-                    _ => {}
-                }
+            (DhcpState::Requesting { server, .. }, DhcpOp::Ack) if server == from => {
+                self.state = DhcpState::Bound;
+                self.generation = self.generation.wrapping_add(1);
+                ClientStep::Bound
             }
+            _ => ClientStep::Ignored,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AP: NodeId = NodeId(0);
+    const OTHER: NodeId = NodeId(5);
+
+    fn client() -> DhcpClient {
+        DhcpClient::new(Stream::new("test", 1, 0, "dhcp"))
+    }
+
+    #[test]
+    fn init_link_up_sends_discover_with_a_jittered_four_second_timer() {
+        let mut c = client();
+        let s = c.start(AP).expect("discover");
+        assert_eq!((s.op, s.server, s.attempt), (DhcpOp::Discover, AP, 0));
+        assert!((3.0..=5.0).contains(&s.wait.as_secs_f64()), "{:?}", s.wait);
+        assert_eq!(c.state(), DhcpState::Selecting { server: AP, attempt: 0 });
+    }
+
+    #[test]
+    fn selecting_offer_from_the_server_sends_request() {
+        let mut c = client();
+        c.start(AP);
+        assert_eq!(c.handle(OTHER, DhcpOp::Offer), ClientStep::Ignored, "another server's offer");
+        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else { panic!("no request") };
+        assert_eq!(s.op, DhcpOp::Request);
+        assert_eq!(c.handle(AP, DhcpOp::Offer), ClientStep::Ignored, "offer while requesting");
+    }
+
+    #[test]
+    fn requesting_ack_binds_and_voids_the_timer() {
+        let mut c = client();
+        c.start(AP);
+        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else { panic!() };
+        assert_eq!(c.handle(AP, DhcpOp::Ack), ClientStep::Bound);
+        assert!(c.bound());
+        assert_eq!(c.expire(s.generation), None);
+        assert_eq!(c.start(AP), None, "the lease is kept across re-associations");
+    }
+
+    #[test]
+    fn selecting_timeout_doubles_the_backoff_up_to_64_s_then_starts_over() {
+        let mut c = client();
+        let mut s = c.start(AP).unwrap();
+        let mut waits = vec![];
+        for _ in 0..5 {
+            s = c.expire(s.generation).unwrap();
+            waits.push((s.attempt, s.wait.as_secs_f64()));
+        }
+        let attempts: Vec<u32> = waits.iter().map(|w| w.0).collect();
+        assert_eq!(attempts, vec![1, 2, 3, 4, 0]);
+        for (attempt, wait) in waits {
+            let base = backoff(attempt);
+            assert!((base - 1.0..=base + 1.0).contains(&wait), "attempt {attempt}: {wait}");
         }
     }
 
-    /// Whether `node` is a station whose AP should treat it as reachable.
-    pub(crate) fn station_reachable(&self, ap: NodeId, sta: NodeId) -> bool {
-        self.nodes[ap.index()].mgmt.has_station(sta) && self.addressed(sta)
+    #[test]
+    fn requesting_timeout_goes_back_to_discover() {
+        let mut c = client();
+        c.start(AP);
+        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else { panic!() };
+        let again = c.expire(s.generation).unwrap();
+        assert_eq!((again.op, again.attempt), (DhcpOp::Discover, 0));
+    }
+
+    #[test]
+    fn link_down_stops_the_exchange() {
+        let mut c = client();
+        let s = c.start(AP).unwrap();
+        c.stop();
+        assert_eq!(c.state(), DhcpState::Init);
+        assert_eq!(c.expire(s.generation), None);
     }
 }

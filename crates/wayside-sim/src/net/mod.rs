@@ -1,72 +1,58 @@
-//! The network layer: packets, ARP with per-OS behaviour, forwarding at the
-//! access point, and wired point-to-point links (the AP's backhaul).
+//! The network layer of a node as a sans-IO state machine ([`Net`]): IP
+//! sending and forwarding through a routing hook ([`route`]), ARP on
+//! wireless interfaces ([`arp`]; a wired link is treated as always
+//! resolved), DHCP ([`dhcp`]), multicast, and the packets themselves.
 //!
-//! Addressing is static, one address per node (the papers' choice): node *i*
-//! is 10.0.0.*i+1*, and the simulator identifies a host by its node id at
-//! both layers, so ARP's role here is its delay and its losses, not a mapping.
-//! Routing is implicit: a station sends everything through the AP it is
-//! associated with; an AP delivers to its stations over the air and to other
-//! hosts over its wired links; a wired host picks the link whose far end is
-//! the destination or an AP the destination is associated with, else its
-//! first link; nodes without a role (ad hoc) send directly. ARP runs on wireless
-//! interfaces only (a wired link is treated as always resolved).
+//! Inputs are `send` (from the transport above, or a packet to forward),
+//! `handle_air`/`handle_wire` (from the MAC and wired links below),
+//! `handle_timeout`, and `handle_link_up`/`handle_link_down` (association
+//! from management); every output — a frame for the MAC, a packet for a
+//! wired link, a packet for this host's transport, a trace event, a timer —
+//! comes out of [`Net::poll`], in the order it was produced. What the node
+//! knows of its BSS is passed in with each input ([`route::Bss`]).
 //!
-//! ARP profiles (`ArpProfile`):
-//! - `linux`: a request is retransmitted every second, three requests in all
-//!   (`mcast_solicit` = 3, `retrans_time` = 1 s), up to three packets wait for
-//!   the answer (`unres_qlen`); then the entry fails and its packets are
-//!   dropped; the next packet starts a new resolution.
-//! - `windows-xp`: one request, never retransmitted; the unresolved entry
-//!   stays about 3.5 s, during which no new request is sent and one packet
-//!   waits (Zahn et al. 2009, §5.1).
-//!
-//! A node's `arp_retransmit` replaces its profile's retransmission timeout
-//! (for `windows-xp`: how long the failed entry is held) — Hadaller et al.
-//! (2007) §7.3 (c), "reducing the ARP timeout".
-//!
-//! Resolved entries do not expire within a run.
-//!
-//! Addresses are static unless a station has `dhcp = true` ([`dhcp`]).
+//! Addresses are static, one per node (the papers' choice): node *i* is
+//! 10.0.0.*i+1*, the simulator names a host by its node id at every layer,
+//! and a station with `dhcp = true` has no address until it holds a lease.
 //!
 //! Multicast: a packet to [`ALL_HOSTS`] (a group every host has joined, as
 //! tcpx's trigger group; Ott & Kutscher 2004, §III-A) goes out as an 802.11
 //! broadcast frame (basic rate, no ACK, no retry, no ARP) from a node with a
-//! radio, and over every wired link from the host that sent it. A receiver
-//! takes it if it runs an application of that group (see
-//! [`World::multicast_member`]); an AP passes group packets from its wired
-//! side on to the air, but not from the air to the wire, and a station takes
-//! them only from the AP it is associated with.
+//! radio, and over every wired link from the host that sent it. It is
+//! handed to this host's transport, which keeps it only if an application
+//! here is a member; an AP passes group packets from its wired side on to
+//! the air, but not from the air to the wire, and a station takes them only
+//! from the AP it is associated with.
 //!
-//! An AP with `split_tcp` terminates TCP connections it forwards
-//! ([`crate::apps::split`]).
+//! An AP with `split_tcp` offers every TCP segment it would forward to its
+//! transport first ([`NetOutput::Intercept`], [`crate::apps::split`]).
+//!
+//! When a station associates, its AP announces it on every wired link with
+//! a layer-2 update frame (IEEE 802.11F; hostapd sends one on association)
+//! so that wired hosts learn which link leads to it.
 
+pub mod arp;
 pub mod dhcp;
+pub mod route;
 
-use crate::event::Event;
-use crate::ids::NodeId;
-use dhcp::{DhcpClient, DhcpOp};
 use crate::config::Role;
+use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
-use crate::world::World;
 use crate::trace::ConnEvent;
 use crate::transport::tcp::Segment;
 use crate::transport::udp::Datagram;
 use crate::units::SimTime;
+use crate::wire::WireFrame;
+use arp::{Arp, ArpConfig, ArpOp, Expiry, Lookup, ARP_BYTES};
+use dhcp::{ClientSend, ClientStep, DhcpClient, DhcpOp};
+use route::{AddressPlan, Bss, Hop, Port, Router, View};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// IPv4 header bytes.
 pub const IP_HEADER: u32 = 20;
 /// LLC/SNAP header in front of an IP packet in an 802.11 frame.
 pub const LLC_SNAP: u32 = 8;
-/// An ARP packet (Ethernet/IPv4).
-pub const ARP_BYTES: u32 = 28;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArpOp {
-    Request,
-    Reply,
-}
-
 /// What a packet carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Body {
@@ -112,351 +98,335 @@ impl Packet {
     }
 }
 
+
+/// A timer of the network layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArpProfile {
-    Linux,
-    WindowsXp,
+pub enum NetTimer {
+    /// ARP retransmission or expiry for a neighbour.
+    Arp(NodeId),
+    /// DHCP client retransmission.
+    Dhcp,
 }
 
-impl ArpProfile {
-    /// The profile's timers and limits.
-    pub fn config(self) -> ArpConfig {
-        match self {
-            ArpProfile::Linux => ArpConfig { requests: 3, retransmit: SimTime::from_ms(1000), queue: 3 },
-            ArpProfile::WindowsXp => ArpConfig { requests: 1, retransmit: SimTime::from_ms(3500), queue: 1 },
-        }
-    }
-}
-
-/// ARP behaviour of one node (see [`ArpProfile`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ArpConfig {
-    /// Requests sent before the entry fails.
-    pub requests: u32,
-    /// Time between requests (and after the last, before the entry fails).
-    pub retransmit: SimTime,
-    /// Packets that wait for the answer; older ones are dropped.
-    pub queue: usize,
-}
-
-#[derive(Clone, Debug)]
-enum ArpState {
-    Resolved,
-    Pending { requests: u32, waiting: VecDeque<Packet> },
-}
-
-#[derive(Clone, Debug)]
-struct ArpEntry {
-    peer: NodeId,
-    state: ArpState,
-    generation: u32,
-}
-
-/// One direction of a wired link.
-#[derive(Clone, Debug, Default)]
-struct WireDir {
-    /// When each queued packet finishes serialising, oldest first.
-    departures: VecDeque<SimTime>,
-}
-
-/// A full-duplex point-to-point link with a drop-tail queue per direction.
-#[derive(Clone, Debug)]
-pub struct WiredLink {
-    pub a: NodeId,
-    pub b: NodeId,
-    pub bandwidth_bps: f64,
-    pub delay: SimTime,
-    pub queue_limit: usize,
-    dirs: [WireDir; 2],
-}
-
-impl WiredLink {
-    pub fn new(a: NodeId, b: NodeId, bandwidth_bps: f64, delay: SimTime, queue_limit: usize) -> Self {
-        WiredLink { a, b, bandwidth_bps, delay, queue_limit, dirs: Default::default() }
-    }
+/// What the network layer asks of the node around it.
+#[derive(Debug)]
+pub enum NetOutput {
+    /// A frame for the MAC.
+    Air(Msdu),
+    /// A frame for wired link `link`.
+    Wire { link: usize, frame: WireFrame },
+    /// A packet for this host's transport.
+    Deliver(Packet),
+    /// A TCP segment this node would forward: its transport may take it
+    /// (split TCP); if not, it goes back to [`Net::send`].
+    Intercept(Packet),
+    /// A connection event for the trace.
+    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    /// IP traffic with `peer` can start (association, and a lease if DHCP).
+    Ready(NodeId),
+    /// Arm `timer` for `at`; an expiry with another generation is void.
+    Timer { timer: NetTimer, at: SimTime, generation: u32 },
 }
 
 /// A node's network layer.
-#[derive(Clone, Debug)]
-pub struct NetStack {
-    pub arp_cfg: ArpConfig,
-    arp: Vec<ArpEntry>,
-    /// Indices of this node's wired links.
-    pub wired: Vec<usize>,
-    /// Whether the node has a radio.
+pub struct Net {
+    me: NodeId,
+    role: Role,
+    radio: bool,
+    split_tcp: bool,
+    dhcp_server: bool,
+    arp: Arp,
+    dhcp: Option<DhcpClient>,
+    ports: Vec<Port>,
+    /// Stations announced behind each wired link (layer-2 updates).
+    bridged: Vec<(NodeId, usize)>,
+    /// An AP's stations holding a lease from it.
+    leased: Vec<NodeId>,
+    plan: Arc<AddressPlan>,
+    router: Box<dyn Router>,
+    out: VecDeque<NetOutput>,
+}
+
+/// How a node's network layer is set up.
+pub struct NetSetup {
+    pub role: Role,
     pub radio: bool,
-    /// The DHCP client, for a station that gets its address by DHCP.
+    pub split_tcp: bool,
+    pub dhcp_server: bool,
+    pub arp: ArpConfig,
     pub dhcp: Option<DhcpClient>,
+    pub ports: Vec<Port>,
+    pub plan: Arc<AddressPlan>,
+    pub router: Box<dyn Router>,
 }
 
-impl NetStack {
-    pub fn new(arp_cfg: ArpConfig, radio: bool, dhcp: Option<DhcpClient>) -> Self {
-        NetStack { arp_cfg, arp: Vec::new(), wired: Vec::new(), radio, dhcp }
-    }
+/// An MSDU carrying `p` to `dst`.
+fn msdu(now: SimTime, dst: Dst, p: Packet) -> Msdu {
+    Msdu { dst, bytes: p.bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) }
 }
 
-/// Where a packet leaves a node.
-enum Route {
-    Wireless(NodeId),
-    Wired(usize),
-}
-
-impl World {
-    /// The wired link of `node` that leads towards `dst`.
-    fn wired_route(&self, node: NodeId, dst: NodeId) -> Option<Route> {
-        let links = &self.nodes[node.index()].net.wired;
-        let far = |l: usize| {
-            let w = &self.wires[l];
-            if w.a == node {
-                w.b
-            } else {
-                w.a
-            }
-        };
-        links
-            .iter()
-            .copied()
-            .find(|&l| far(l) == dst || self.nodes[far(l).index()].mgmt.has_station(dst))
-            .or_else(|| links.first().copied())
-            .map(Route::Wired)
-    }
-
-    fn route(&self, node: NodeId, dst: NodeId) -> Option<Route> {
-        let n = &self.nodes[node.index()];
-        if !n.net.radio {
-            return self.wired_route(node, dst);
-        }
-        match n.cfg.role {
-            Role::Sta => n.mgmt.associated_ap().filter(|_| self.addressed(node)).map(Route::Wireless),
-            Role::Ap => {
-                if self.station_reachable(node, dst) {
-                    Some(Route::Wireless(dst))
-                } else if self.nodes[dst.index()].net.radio {
-                    None // a radio host not associated here: no route
-                } else {
-                    self.wired_route(node, dst)
-                }
-            }
-            Role::Independent => {
-                if self.nodes[dst.index()].net.radio {
-                    Some(Route::Wireless(dst))
-                } else {
-                    self.wired_route(node, dst)
-                }
-            }
+impl Net {
+    pub fn new(me: NodeId, s: NetSetup) -> Net {
+        Net {
+            me,
+            role: s.role,
+            radio: s.radio,
+            split_tcp: s.split_tcp,
+            dhcp_server: s.dhcp_server,
+            arp: Arp::new(s.arp),
+            dhcp: s.dhcp,
+            ports: s.ports,
+            bridged: Vec::new(),
+            leased: Vec::new(),
+            plan: s.plan,
+            router: s.router,
+            out: VecDeque::new(),
         }
     }
 
-    /// Sends (or forwards) packet `id` from `node` towards its destination.
-    /// Packets without a route are dropped.
-    pub(crate) fn net_send(&mut self, now: SimTime, node: NodeId, mut p: Packet) {
+    /// The next output, oldest first.
+    pub fn poll(&mut self) -> Option<NetOutput> {
+        self.out.pop_front()
+    }
+
+    /// Whether this node has an address (static, or a DHCP lease).
+    pub fn addressed(&self) -> bool {
+        self.dhcp.as_ref().is_none_or(DhcpClient::bound)
+    }
+
+    pub fn has_radio(&self) -> bool {
+        self.radio
+    }
+
+    fn conn(&mut self, peer: NodeId, event: ConnEvent, value: f64) {
+        self.out.push_back(NetOutput::Conn { peer, event, value });
+    }
+
+    /// Sends (or forwards) `p` towards its destination; packets without a
+    /// route, or whose TTL runs out here, are dropped.
+    pub fn send(&mut self, now: SimTime, mut p: Packet, bss: &dyn Bss) {
         if p.dst == ALL_HOSTS {
-            self.multicast_send(now, node, p, p.src == node);
+            self.multicast_send(now, p, p.src == self.me, bss);
             return;
         }
-        if p.dst == node {
-            self.transport_rx(now, node, p);
+        if p.dst == self.me {
+            self.out.push_back(NetOutput::Deliver(p));
             return;
         }
-        if p.src != node {
+        if p.src != self.me {
             if p.ttl <= 1 {
                 return;
             }
             p.ttl -= 1;
         }
-        match self.route(node, p.dst) {
-            Some(Route::Wired(link)) => self.wire_send(now, node, link, p),
-            Some(Route::Wireless(hop)) => self.arp_send(now, node, hop, p),
+        let view = View {
+            me: self.me,
+            role: self.role,
+            radio: self.radio,
+            addressed: self.dhcp.as_ref().is_none_or(DhcpClient::bound),
+            bss,
+            plan: &self.plan,
+            ports: &self.ports,
+            bridged: &self.bridged,
+            leased: &self.leased,
+        };
+        let hop = self.router.next_hop(now, &p, &view);
+        match hop {
+            Some(Hop::Wire(link)) => self.out.push_back(NetOutput::Wire { link, frame: WireFrame::Ip(p) }),
+            Some(Hop::Air(hop)) => self.arp_send(now, hop, p),
             None => {}
         }
     }
 
-    /// A group packet at `node`, sent here (`local`) or arrived over a wire:
-    /// out on the air as a broadcast frame, and, if sent here, over every wired link.
-    fn multicast_send(&mut self, now: SimTime, node: NodeId, p: Packet, local: bool) {
-        let n = &self.nodes[node.index()];
-        let on_air = n.net.radio && self.addressed(node) && (n.cfg.role != Role::Sta || n.mgmt.associated_ap().is_some());
+    /// A packet not for this node, arrived from below: to the proxy first
+    /// if this node splits TCP, else forwarded.
+    fn forward(&mut self, now: SimTime, p: Packet, bss: &dyn Bss) {
+        if p.dst != self.me && self.split_tcp && matches!(p.body, Body::Tcp(_)) {
+            self.out.push_back(NetOutput::Intercept(p));
+        } else {
+            self.send(now, p, bss);
+        }
+    }
+
+    /// A group packet sent here (`local`) or arrived over a wire: out on
+    /// the air as a broadcast frame, and, if sent here, over every wired link.
+    fn multicast_send(&mut self, now: SimTime, p: Packet, local: bool, bss: &dyn Bss) {
+        let on_air = self.radio && self.addressed() && (self.role != Role::Sta || bss.associated_ap().is_some());
         if on_air {
-            let msdu = Msdu { dst: Dst::Broadcast, bytes: p.bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) };
-            self.mac_enqueue(now, node, msdu);
+            self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
         }
         if local {
-            for link in self.nodes[node.index()].net.wired.clone() {
-                self.wire_send(now, node, link, p);
+            for i in 0..self.ports.len() {
+                self.out.push_back(NetOutput::Wire { link: self.ports[i].link, frame: WireFrame::Ip(p) });
             }
         }
     }
 
-    /// A group packet arrived at `node` (over the air if `from_air`).
-    fn multicast_rx(&mut self, now: SimTime, node: NodeId, p: Packet, from_air: bool) {
-        if self.multicast_member(node, &p) {
-            self.transport_rx(now, node, p);
-        }
+    /// A group packet arrived (over the air if `from_air`).
+    fn multicast_rx(&mut self, now: SimTime, p: Packet, from_air: bool, bss: &dyn Bss) {
+        self.out.push_back(NetOutput::Deliver(p));
         if !from_air && p.ttl > 1 {
-            self.multicast_send(now, node, Packet { ttl: p.ttl - 1, ..p }, false);
+            self.multicast_send(now, Packet { ttl: p.ttl - 1, ..p }, false, bss);
         }
     }
 
-    /// A packet arrived at `node` over a wired link.
-    pub(crate) fn net_rx_wired(&mut self, now: SimTime, node: NodeId, p: Packet) {
-        if p.dst == ALL_HOSTS {
-            self.multicast_rx(now, node, p, false);
-        } else if p.dst == node || !self.split_intercept(now, node, &p) {
-            self.net_send(now, node, p);
+    /// A frame arrived over wired link `link`.
+    pub fn handle_wire(&mut self, now: SimTime, link: usize, frame: WireFrame, bss: &dyn Bss) {
+        match frame {
+            WireFrame::L2Update { station } => {
+                self.bridged.retain(|b| b.0 != station);
+                self.bridged.push((station, link));
+            }
+            WireFrame::Ip(p) if p.dst == ALL_HOSTS => self.multicast_rx(now, p, false, bss),
+            WireFrame::Ip(p) => self.forward(now, p, bss),
         }
-    }
-
-    fn wireless_send(&mut self, now: SimTime, node: NodeId, hop: NodeId, p: Packet) {
-        let msdu = Msdu { dst: Dst::Node(hop), bytes: p.bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) };
-        self.mac_enqueue(now, node, msdu);
     }
 
     /// Sends over the air to `hop` once ARP has resolved it.
-    fn arp_send(&mut self, now: SimTime, node: NodeId, hop: NodeId, p: Packet) {
-        let profile = self.nodes[node.index()].net.arp_cfg;
-        let arp = &mut self.nodes[node.index()].net.arp;
-        let i = match arp.iter().position(|e| e.peer == hop) {
-            Some(i) => i,
-            None => {
-                arp.push(ArpEntry { peer: hop, state: ArpState::Pending { requests: 0, waiting: VecDeque::new() }, generation: 0 });
-                arp.len() - 1
-            }
-        };
-        match &mut arp[i].state {
-            ArpState::Resolved => self.wireless_send(now, node, hop, p),
-            ArpState::Pending { requests, waiting } => {
-                let first = *requests == 0;
-                waiting.push_back(p);
-                if waiting.len() > profile.queue {
-                    waiting.pop_front();
-                }
-                if first {
-                    self.arp_request(now, node, hop);
-                }
-            }
+    fn arp_send(&mut self, now: SimTime, hop: NodeId, p: Packet) {
+        match self.arp.lookup(hop, p) {
+            Lookup::Send(p) => self.out.push_back(NetOutput::Air(msdu(now, Dst::Node(hop), p))),
+            Lookup::Queued { request: true } => self.arp_request(now, hop),
+            Lookup::Queued { request: false } => {}
         }
     }
 
-    fn arp_request(&mut self, now: SimTime, node: NodeId, hop: NodeId) {
-        let profile = self.nodes[node.index()].net.arp_cfg;
-        let entry = self.nodes[node.index()].net.arp.iter_mut().find(|e| e.peer == hop).expect("arp entry");
-        let ArpState::Pending { requests, .. } = &mut entry.state else { return };
-        *requests += 1;
-        let attempt = *requests;
-        entry.generation = entry.generation.wrapping_add(1);
-        let generation = entry.generation;
-        self.conn_event(now, node, hop.0, ConnEvent::ArpRequest, attempt as f64);
-        let p = Packet::new(node, hop, Body::Arp { op: ArpOp::Request });
-        let msdu = Msdu { dst: Dst::Broadcast, bytes: ARP_BYTES + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) };
-        self.mac_enqueue(now, node, msdu);
-        self.queue.schedule(now + profile.retransmit, node.0, Event::Arp { node, peer: hop, generation });
+    fn arp_request(&mut self, now: SimTime, hop: NodeId) {
+        let Some((attempt, generation)) = self.arp.request(hop) else { return };
+        self.conn(hop, ConnEvent::ArpRequest, attempt as f64);
+        let p = Packet::new(self.me, hop, Body::Arp { op: ArpOp::Request });
+        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+        let at = now + self.arp.config().retransmit;
+        self.out.push_back(NetOutput::Timer { timer: NetTimer::Arp(hop), at, generation });
     }
 
-    /// ARP retransmission timer for `peer`.
-    pub(crate) fn on_arp_timer(&mut self, now: SimTime, node: NodeId, peer: NodeId, generation: u32) {
-        let profile = self.nodes[node.index()].net.arp_cfg;
-        let arp = &mut self.nodes[node.index()].net.arp;
-        let Some(i) = arp.iter().position(|e| e.peer == peer && e.generation == generation) else { return };
-        let ArpState::Pending { requests, .. } = &arp[i].state else { return };
-        if *requests < profile.requests {
-            self.arp_request(now, node, peer);
-            return;
-        }
-        arp.swap_remove(i);
-        self.conn_event(now, node, peer.0, ConnEvent::ArpFailed, 0.0);
-    }
-
-    fn arp_resolved(&mut self, now: SimTime, node: NodeId, peer: NodeId) {
-        let arp = &mut self.nodes[node.index()].net.arp;
-        let waiting = match arp.iter_mut().find(|e| e.peer == peer) {
-            Some(e) => match std::mem::replace(&mut e.state, ArpState::Resolved) {
-                ArpState::Pending { waiting, .. } => {
-                    e.generation = e.generation.wrapping_add(1);
-                    Some(waiting)
-                }
-                ArpState::Resolved => None,
-            },
-            None => {
-                arp.push(ArpEntry { peer, state: ArpState::Resolved, generation: 0 });
-                None
-            }
-        };
-        if let Some(waiting) = waiting {
-            self.conn_event(now, node, peer.0, ConnEvent::ArpResolved, 0.0);
+    fn arp_resolved(&mut self, now: SimTime, peer: NodeId) {
+        if let Some(waiting) = self.arp.resolved(peer) {
+            self.conn(peer, ConnEvent::ArpResolved, 0.0);
             for p in waiting {
-                self.wireless_send(now, node, peer, p);
+                self.out.push_back(NetOutput::Air(msdu(now, Dst::Node(peer), p)));
             }
         }
     }
 
-    /// A packet arrived over the air at `node` from `from`.
-    pub(crate) fn net_rx_wireless(&mut self, now: SimTime, node: NodeId, from: NodeId, p: Packet) {
+    /// A timer armed by [`NetOutput::Timer`] fired.
+    pub fn handle_timeout(&mut self, now: SimTime, timer: NetTimer, generation: u32) {
+        match timer {
+            NetTimer::Arp(peer) => match self.arp.expire(peer, generation) {
+                Expiry::Stale => {}
+                Expiry::Retransmit => self.arp_request(now, peer),
+                Expiry::Failed => self.conn(peer, ConnEvent::ArpFailed, 0.0),
+            },
+            NetTimer::Dhcp => {
+                if let Some(s) = self.dhcp.as_mut().and_then(|c| c.expire(generation)) {
+                    self.dhcp_client_send(now, s);
+                }
+            }
+        }
+    }
+
+    fn dhcp_client_send(&mut self, now: SimTime, s: ClientSend) {
+        let event = if s.op == DhcpOp::Discover { ConnEvent::DhcpDiscover } else { ConnEvent::DhcpRequest };
+        self.conn(s.server, event, s.attempt as f64);
+        let p = Packet::new(self.me, s.server, Body::Dhcp { op: s.op });
+        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+        self.out.push_back(NetOutput::Timer { timer: NetTimer::Dhcp, at: now + s.wait, generation: s.generation });
+    }
+
+    /// A DHCP message arrived over the air from `from`.
+    fn dhcp_rx(&mut self, now: SimTime, from: NodeId, op: DhcpOp, bss: &dyn Bss) {
+        match op {
+            DhcpOp::Discover | DhcpOp::Request => {
+                if !self.dhcp_server || !bss.has_station(from) {
+                    return;
+                }
+                let reply = if op == DhcpOp::Discover { DhcpOp::Offer } else { DhcpOp::Ack };
+                let p = Packet::new(self.me, from, Body::Dhcp { op: reply });
+                self.out.push_back(NetOutput::Air(msdu(now, Dst::Node(from), p)));
+                if reply == DhcpOp::Ack {
+                    if !self.leased.contains(&from) {
+                        self.leased.push(from);
+                    }
+                    self.out.push_back(NetOutput::Ready(from));
+                }
+            }
+            DhcpOp::Offer | DhcpOp::Ack => {
+                let Some(c) = self.dhcp.as_mut() else { return };
+                match c.handle(from, op) {
+                    ClientStep::Ignored => {}
+                    ClientStep::Send(s) => self.dhcp_client_send(now, s),
+                    ClientStep::Bound => {
+                        self.conn(from, ConnEvent::DhcpBound, 0.0);
+                        self.out.push_back(NetOutput::Ready(from));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A packet arrived over the air from `from`.
+    pub fn handle_air(&mut self, now: SimTime, from: NodeId, p: Packet, bss: &dyn Bss) {
         if let Body::Dhcp { op } = p.body {
-            self.dhcp_rx(now, node, from, op);
+            self.dhcp_rx(now, from, op, bss);
             return;
         }
-        if !self.addressed(node) {
+        if !self.addressed() {
             return; // no address yet: IP traffic is not ours
         }
         if let Body::Arp { op } = p.body {
             // Requests teach the receiver the sender's address too.
-            if p.dst == node || op == ArpOp::Reply {
-                self.arp_resolved(now, node, from);
+            if p.dst == self.me || op == ArpOp::Reply {
+                self.arp_resolved(now, from);
             }
-            if op == ArpOp::Request && p.dst == node {
-                let reply = Packet::new(node, from, Body::Arp { op: ArpOp::Reply });
-                self.wireless_send(now, node, from, reply);
+            if op == ArpOp::Request && p.dst == self.me {
+                let reply = Packet::new(self.me, from, Body::Arp { op: ArpOp::Reply });
+                self.out.push_back(NetOutput::Air(msdu(now, Dst::Node(from), reply)));
             }
             return;
         }
         if p.dst == ALL_HOSTS {
-            let n = &self.nodes[node.index()];
-            let from_bss = match n.cfg.role {
-                Role::Sta => n.mgmt.associated_ap() == Some(from),
-                Role::Ap => n.mgmt.has_station(from),
+            let from_bss = match self.role {
+                Role::Sta => bss.associated_ap() == Some(from),
+                Role::Ap => bss.has_station(from),
                 Role::Independent => true,
             };
             if from_bss {
-                self.multicast_rx(now, node, p, true);
+                self.multicast_rx(now, p, true, bss);
             }
             return;
         }
-        if p.dst == node || !self.split_intercept(now, node, &p) {
-            self.net_send(now, node, p);
-        }
+        self.forward(now, p, bss);
     }
 
-    fn wire_send(&mut self, now: SimTime, node: NodeId, link: usize, p: Packet) {
-        let l = &mut self.wires[link];
-        let (dir, to) = if l.a == node { (0, l.b) } else { (1, l.a) };
-        let d = &mut l.dirs[dir];
-        while d.departures.front().is_some_and(|&t| t <= now) {
-            d.departures.pop_front();
+    /// Association with `peer` came up. An AP announces the station on its
+    /// wired links; IP traffic is ready at once, unless a DHCP exchange
+    /// must come first (this station has no lease, or this AP has not
+    /// leased the station its dynamic address yet).
+    pub fn handle_link_up(&mut self, now: SimTime, peer: NodeId) {
+        if self.role == Role::Ap {
+            for i in 0..self.ports.len() {
+                self.out.push_back(NetOutput::Wire { link: self.ports[i].link, frame: WireFrame::L2Update { station: peer } });
+            }
         }
-        if d.departures.len() >= l.queue_limit {
+        if let Some(s) = self.dhcp.as_mut().and_then(|c| c.start(peer)) {
+            self.dhcp_client_send(now, s);
             return;
         }
-        let bytes = p.bytes();
-        let start = d.departures.back().copied().unwrap_or(now).max(now);
-        let done = start + SimTime::from_secs_f64(bytes as f64 * 8.0 / l.bandwidth_bps);
-        d.departures.push_back(done);
-        let arrive = done + l.delay;
-        self.queue.schedule(arrive, node.0, Event::WireArrive { node: to, packet: Box::new(p) });
-    }
-
-    /// Association came up between `node` and `peer`: applications waiting
-    /// for the connection start, unless a DHCP exchange must come first.
-    pub(crate) fn net_link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId) {
-        let station_needs_lease = matches!(self.nodes[peer.index()].net.dhcp, Some(ref c) if c.state != dhcp::DhcpState::Bound);
-        if self.dhcp_start(now, node, peer) || station_needs_lease {
+        if self.plan.dynamic(peer) && !self.leased.contains(&peer) {
             return;
         }
-        self.apps_link_up(now, node, peer);
+        self.out.push_back(NetOutput::Ready(peer));
     }
 
-    /// Association with `peer` was lost: forget its ARP entry.
-    pub(crate) fn net_link_down(&mut self, node: NodeId, peer: NodeId) {
-        self.nodes[node.index()].net.arp.retain(|e| e.peer != peer);
-        self.dhcp_stop(node);
+    /// Association with `peer` was lost: forget its ARP entry and stop a
+    /// DHCP exchange under way.
+    pub fn handle_link_down(&mut self, peer: NodeId) {
+        self.arp.forget(peer);
+        if let Some(c) = self.dhcp.as_mut() {
+            c.stop();
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

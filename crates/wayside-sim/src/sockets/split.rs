@@ -2,7 +2,8 @@
 //! connection splitting Hadaller et al. (2007, §7.3) recommend so that the
 //! AP, not a remote server, chooses the TCP behaviour over the wireless hop.
 //!
-//! An AP with `split_tcp = true` intercepts every SYN it would forward and
+//! An AP with `split_tcp = true` intercepts every SYN it would forward (the
+//! network layer offers it, [`crate::net::NetOutput::Intercept`]) and
 //! terminates the connection itself, answering with the destination's
 //! address and port (a transparent proxy); at the same time it opens a
 //! second connection to the destination with the source's address and port.
@@ -20,54 +21,48 @@
 //! usual. The applications here never close their connections, so FIN is
 //! not relayed.
 
-use crate::ids::NodeId;
+use super::{Owner, Socket, SocketOutput, Sockets};
 use crate::net::{Body, Packet};
-use crate::world::World;
-use crate::sockets::{Owner, Socket};
 use crate::trace::ConnEvent;
 use crate::transport::tcp::Tcp;
 use crate::units::SimTime;
 
-impl World {
-    /// `node` is about to forward `p`: if it splits TCP and `p` belongs to a
-    /// split connection (or opens one), it goes to the proxy instead.
-    /// Returns whether the packet was taken.
-    pub(crate) fn split_intercept(&mut self, now: SimTime, node: NodeId, p: &Packet) -> bool {
+impl Sockets {
+    /// This node splits TCP and is about to forward `p`: if `p` belongs to
+    /// a split connection (or opens one), the proxy takes it. Returns
+    /// whether it did.
+    pub fn intercept(&mut self, now: SimTime, p: &Packet) -> bool {
         let Body::Tcp(seg) = p.body else { return false };
-        if !self.nodes[node.index()].cfg.split_tcp {
-            return false;
-        }
-        if let Some(i) = self.tcp_find(node, p.dst, p.src, &seg) {
-            self.tcp_segment(now, i, seg);
+        if let Some(i) = self.find(p.dst, p.src, seg.src_port, seg.dst_port) {
+            self.socks[i].tcp.handle_segment(now, &seg);
+            self.drive(now, i);
             return true;
         }
         if !seg.flags.syn || seg.flags.ack {
             return false;
         }
-        let cfg = self.nodes[node.index()].tcp.clone();
-        let (near, far) = (self.sockets.len(), self.sockets.len() + 1);
-        let iss = self.iss(node, near);
-        let mut accept = Tcp::listen(cfg.clone(), seg.dst_port, iss);
+        let (near, far) = (self.socks.len(), self.socks.len() + 1);
+        let mut accept = Tcp::listen(self.cfg.clone(), seg.dst_port, self.iss(near));
         accept.set_manual_read();
-        let iss = self.iss(node, far);
-        let mut connect = Tcp::connect(now, cfg, seg.src_port, seg.dst_port, iss);
+        let mut connect = Tcp::connect(now, self.cfg.clone(), seg.src_port, seg.dst_port, self.iss(far));
         connect.set_manual_read();
-        self.sockets.push(Socket::new(node, p.dst, p.src, (seg.dst_port, seg.src_port), accept, Owner::Proxy { twin: far }, now));
-        self.sockets.push(Socket::new(node, p.src, p.dst, (seg.src_port, seg.dst_port), connect, Owner::Proxy { twin: near }, now));
-        self.conn_event(now, node, p.dst.0, ConnEvent::Syn, 0.0);
-        self.tcp_output(now, far);
-        self.tcp_segment(now, near, seg);
+        self.push(Socket::new(p.dst, p.src, (seg.dst_port, seg.src_port), accept, Owner::Proxy { twin: far }, now));
+        self.push(Socket::new(p.src, p.dst, (seg.src_port, seg.dst_port), connect, Owner::Proxy { twin: near }, now));
+        self.out.push_back(SocketOutput::Conn { peer: p.dst, event: ConnEvent::Syn, value: 0.0 });
+        self.flush(now, far);
+        self.socks[near].tcp.handle_segment(now, &seg);
+        self.drive(now, near);
         true
     }
 
     /// Moves what half `from` has received to half `to`, up to one window of
     /// unacknowledged data at `to`. Returns whether anything moved.
-    pub(crate) fn split_relay(&mut self, from: usize, to: usize) -> bool {
-        let limit = u64::from(self.nodes[self.sockets[to].node.index()].tcp.rcv_wnd);
-        let room = limit.saturating_sub(self.sockets[to].tcp.bytes_unacked());
-        let n = self.sockets[from].tcp.read(room);
+    pub(super) fn relay(&mut self, from: usize, to: usize) -> bool {
+        let limit = u64::from(self.cfg.rcv_wnd);
+        let room = limit.saturating_sub(self.socks[to].tcp.bytes_unacked());
+        let n = self.socks[from].tcp.read(room);
         if n > 0 {
-            self.sockets[to].tcp.send(n);
+            self.socks[to].tcp.send(n);
         }
         n > 0
     }

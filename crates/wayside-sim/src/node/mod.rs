@@ -1,8 +1,12 @@
-//! A node's stack and the pump between its layers: the PHY, channel access
-//! ([`crate::mac::dcf`]) with its link adaptation, management, and the
-//! network layer. Every input to a layer is followed by draining that
-//! layer's outputs into the next one, the medium, the event queue or the
-//! trace ([`World::pump_mac`]).
+//! A node's stack and the pumps between its layers: the PHY, channel
+//! access ([`crate::mac::dcf`]) with its link adaptation, management, the
+//! network layer, sockets and applications ([`host`]). Each layer is a
+//! sans-IO state machine; every input to a layer is followed by draining
+//! that layer's outputs into the next one, the medium, the event queue or
+//! the trace ([`World::pump_mac`], [`World::pump_mgmt`] and the pumps in
+//! [`host`]).
+
+mod host;
 
 use crate::config::{NodeConfig, SimConfig};
 use crate::event::Event;
@@ -13,17 +17,20 @@ use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRI
 use crate::mac::{Dst, Frame, MacConfig, Msdu, Payload, SenderReport};
 use crate::medium::Medium;
 use crate::mobility::Vec2;
+use crate::apps::Apps;
 use crate::net::dhcp::DhcpClient;
-use crate::net::NetStack;
+use crate::net::route::{AddressPlan, Bss, Infrastructure, Port};
+use crate::net::{Net, NetSetup};
+use crate::sockets::Sockets;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::Timing;
 use crate::phy::state::{Phy, RxEnd, RxStart, Signal};
 use crate::ratectl::Stage;
 use crate::rng::Stream;
 use crate::trace::{FrameKind, MacEvent, MacRow};
-use crate::transport::tcp::TcpConfig;
 use crate::units::{Db, Dbm, SimTime};
 use crate::world::{mean_snr, Body, World};
+use std::sync::Arc;
 
 /// One node's stack.
 pub struct Node {
@@ -35,8 +42,9 @@ pub struct Node {
     pub mgmt: Mgmt,
     /// Channel the radio is tuned to now.
     pub channel: u32,
-    pub net: NetStack,
-    pub tcp: TcpConfig,
+    pub net: Net,
+    pub sockets: Sockets,
+    pub apps: Apps,
     /// Row of the `frames` trace recording the transmission now awaiting
     /// its ACK or CTS, to fill in its outcome.
     awaiting_row: Option<usize>,
@@ -46,7 +54,7 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(id: NodeId, n: &NodeConfig, cfg: &SimConfig, timing: &Timing) -> Node {
+    pub fn new(id: NodeId, n: &NodeConfig, cfg: &SimConfig, timing: &Timing, plan: &Arc<AddressPlan>) -> Node {
         let rate = n.rate_control.clone().unwrap_or_else(|| cfg.mac.rate.clone());
         let links = Links::new(rate.clone(), cfg.mac.modes, (cfg.seed, cfg.run, n.name.clone()));
         let mac = MacConfig { queue_limit: n.queue_limit, rate, ..cfg.mac.clone() };
@@ -60,8 +68,9 @@ impl Node {
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(n.role, cfg.mgmt.clone(), n.channel, Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name))),
             channel: n.channel,
-            net: NetStack::new(n.arp, n.radio, n.dhcp.then(|| DhcpClient::new(Stream::new("run", cfg.seed, cfg.run, &format!("dhcp/{}", n.name))))),
-            tcp: n.tcp.clone(),
+            net: Net::new(id, net_setup(id, n, cfg, plan)),
+            sockets: Sockets::new(id, n.tcp.clone(), cfg.seed, cfg.run, &n.name),
+            apps: Apps::new(id, &cfg.apps, &cfg.sources),
             awaiting_row: None,
             on: n.appear == SimTime::ZERO,
         }
@@ -81,6 +90,38 @@ impl Node {
         if matches!(frame.dst, Dst::Node(_)) && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts) {
             self.awaiting_row = Some(row);
         }
+    }
+}
+
+/// What management tells the network layer about the BSS.
+impl Bss for Mgmt {
+    fn associated_ap(&self) -> Option<NodeId> {
+        Mgmt::associated_ap(self)
+    }
+    fn has_station(&self, sta: NodeId) -> bool {
+        Mgmt::has_station(self, sta)
+    }
+}
+
+/// How node `id`'s network layer is set up.
+fn net_setup(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan>) -> NetSetup {
+    let ports = cfg
+        .wires
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.a == id || l.b == id)
+        .map(|(link, l)| Port { link, far: l.far_end(id) })
+        .collect();
+    NetSetup {
+        role: n.role,
+        radio: n.radio,
+        split_tcp: n.split_tcp,
+        dhcp_server: n.dhcp_server,
+        arp: n.arp,
+        dhcp: n.dhcp.then(|| DhcpClient::new(Stream::new("run", cfg.seed, cfg.run, &format!("dhcp/{}", n.name)))),
+        ports,
+        plan: Arc::clone(plan),
+        router: Box::new(Infrastructure),
     }
 }
 
@@ -141,10 +182,8 @@ impl World {
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
                     self.mac_trace(now, node, msdu.dst.trace_id(), event, seq, msdu.bytes, attempts, delay);
                 }
-                if let Some(source) = msdu.source {
-                    self.on_msdu_done(now, source);
-                }
-                self.apps_mac_ready(now, node);
+                self.nodes[node.index()].apps.handle_mac_done(now, msdu.source);
+                self.pump_apps(now, node);
             }
             DcfEvent::Received { frame, rssi, duplicate } => {
                 self.nodes[node.index()].mgmt.handle_heard(now, frame.src);
@@ -165,11 +204,11 @@ impl World {
     fn mac_deliver(&mut self, now: SimTime, node: NodeId, frame: Frame, rssi: Dbm) {
         match frame.payload {
             Payload::Mgmt(m) => self.mgmt_rx(now, node, frame.src, m, rssi),
-            Payload::Packet(p) => self.net_rx_wireless(now, node, frame.src, p),
+            Payload::Packet(p) => self.net_rx_air(now, node, frame.src, p),
             Payload::FastFrame(pair) => {
                 let [a, b] = *pair;
-                self.net_rx_wireless(now, node, frame.src, a);
-                self.net_rx_wireless(now, node, frame.src, b);
+                self.net_rx_air(now, node, frame.src, a);
+                self.net_rx_air(now, node, frame.src, b);
             }
             Payload::Raw => {}
         }
@@ -222,11 +261,6 @@ impl World {
         let ok = self.nodes[node.index()].dcf.enqueue(now, msdu);
         self.pump_mac(now, node);
         ok
-    }
-
-    /// Whether `node`'s transmit queue is at its limit.
-    pub(crate) fn mac_queue_full(&self, node: NodeId) -> bool {
-        self.nodes[node.index()].dcf.queue_full()
     }
 
     /// Hands a management MSDU to the MAC, bypassing the queue limit; `front`
@@ -320,13 +354,16 @@ impl World {
             } else if let Some(ev) = n.mgmt.poll_event() {
                 match ev {
                     MgmtEvent::Conn { peer, event, value } => self.conn_event(now, node, peer.0, event, value),
-                    MgmtEvent::LinkUp(peer) => self.net_link_up(now, node, peer),
-                    MgmtEvent::LinkDown(peer) => self.net_link_down(node, peer),
+                    MgmtEvent::LinkUp(peer) => {
+                        n.net.handle_link_up(now, peer);
+                        self.pump_net(now, node);
+                    }
+                    MgmtEvent::LinkDown(peer) => n.net.handle_link_down(peer),
                     MgmtEvent::Beacon { ap, map } => {
                         if let Some(map) = map {
-                            self.nodes[node.index()].dcf.links_mut().beacon_hint(ap, &map);
+                            n.dcf.links_mut().beacon_hint(ap, &map);
                         }
-                        self.apps_beacon(now, node, ap);
+                        self.script_beacon(now, node, ap);
                     }
                 }
             } else if let Some((timer, at, generation)) = n.mgmt.poll_timer() {

@@ -1,0 +1,92 @@
+//! The experiment's script: when each application starts. An application
+//! starts at a fixed time, when its endpoints become connected, or when the
+//! station end reaches the production phase, after a delay — Hadaller et
+//! al. (2007) §6.2.3: the AP's script launched iperf 1–2 s after
+//! association. Like the script it stands for, it watches every node (the
+//! association and lease events of any node, the station's beacon count)
+//! and starts the application at its sending end; it is not a protocol
+//! and sends nothing over the simulated network.
+
+use crate::apps::ip::{AppConfig, AppStart};
+use crate::ids::NodeId;
+use crate::mac::mgmt::Mgmt;
+use crate::units::SimTime;
+
+struct Entry {
+    from: NodeId,
+    to: NodeId,
+    start: AppStart,
+    /// Its start is scheduled (or it has started).
+    scheduled: bool,
+}
+
+/// An application to start: at its sending end `from`, at `at`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Start {
+    pub app: u32,
+    pub from: NodeId,
+    pub at: SimTime,
+}
+
+pub struct Script {
+    entries: Vec<Entry>,
+    beacon_interval: SimTime,
+}
+
+impl Script {
+    pub fn new(apps: &[AppConfig], beacon_interval: SimTime) -> Script {
+        let entries = apps
+            .iter()
+            .map(|a| Entry { from: a.from, to: a.to, start: a.start, scheduled: matches!(a.start, AppStart::At(_)) })
+            .collect();
+        Script { entries, beacon_interval }
+    }
+
+    /// The applications that start at a fixed time.
+    pub fn timed(&self) -> Vec<Start> {
+        let at = |(i, e): (usize, &Entry)| match e.start {
+            AppStart::At(at) => Some(Start { app: i as u32, from: e.from, at }),
+            _ => None,
+        };
+        self.entries.iter().enumerate().filter_map(at).collect()
+    }
+
+    /// IP traffic between `node` and `peer` can start: the applications
+    /// waiting for it with an end at either.
+    pub fn link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId) -> Vec<Start> {
+        let mut starts = Vec::new();
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            let AppStart::OnAssociation { delay } = e.start else { continue };
+            let involved = [e.from, e.to].iter().any(|&n| n == node || n == peer);
+            if involved && !e.scheduled {
+                e.scheduled = true;
+                starts.push(Start { app: i as u32, from: e.from, at: now + delay });
+            }
+        }
+        starts
+    }
+
+    /// Station `sta` (with an address) heard a beacon from its AP `ap`: the
+    /// applications waiting for the production phase whose condition now
+    /// holds, each with the fraction of beacons heard.
+    pub fn beacon(&mut self, now: SimTime, sta: NodeId, ap: NodeId, station: &Mgmt) -> Vec<(Start, f64)> {
+        if !station.is_station() {
+            return Vec::new();
+        }
+        let mut starts = Vec::new();
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            let AppStart::OnProduction { delay, window, ratio, rssi } = e.start else { continue };
+            if e.scheduled || (e.from != sta && e.to != sta) {
+                continue;
+            }
+            let expected = (window.as_ns() / self.beacon_interval.as_ns()).max(1);
+            let heard = station.beacons_after(now.saturating_sub(window)) as u64;
+            let strong = rssi.is_none_or(|r| station.filtered_rssi(ap).is_some_and(|f| f.0 >= r.0));
+            if heard as f64 >= ratio * expected as f64 && strong {
+                e.scheduled = true;
+                starts.push((Start { app: i as u32, from: e.from, at: now + delay }, heard as f64 / expected as f64));
+            }
+        }
+        starts
+    }
+}
