@@ -4,6 +4,7 @@
 
 use crate::apps::ip::AppConfig;
 use crate::channel::ChannelConfig;
+pub use crate::mac::mgmt::Role;
 use crate::mac::mgmt::MgmtConfig;
 use crate::mac::MacConfig;
 use crate::mobility::MobilityModel;
@@ -12,7 +13,6 @@ use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{Preamble, Standard};
 use crate::transport::tcp::TcpConfig;
 use crate::units::{Db, Dbm, Meters, SimTime};
-use serde::Deserialize;
 
 /// Radio settings shared by every node.
 #[derive(Clone, Debug)]
@@ -59,20 +59,6 @@ pub struct NodeConfig {
     /// neither sends nor hears, and what is handed to its MAC is dropped.
     pub appear: SimTime,
     pub disappear: SimTime,
-}
-
-/// A node's part in a BSS: the one type the scenario file, the
-/// configuration and management share (management's state per role is
-/// [`crate::mac::mgmt::Bss`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// No association: frames go straight to any node (ad hoc / OCB).
-    Independent,
-    /// An access point: beacons, answers probes, authenticates, associates.
-    Ap,
-    /// A station: scans, selects an AP, authenticates and associates.
-    Sta,
 }
 
 /// Everything needed to build a world.

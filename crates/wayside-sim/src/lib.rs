@@ -4,6 +4,7 @@
 pub mod apps;
 pub mod channel;
 pub mod config;
+pub mod env;
 pub mod event;
 pub mod ids;
 pub mod mac;
@@ -11,6 +12,7 @@ pub mod medium;
 pub mod mobility;
 pub mod net;
 pub mod node;
+pub mod packet;
 pub mod pcap;
 pub mod phy;
 pub mod ratectl;

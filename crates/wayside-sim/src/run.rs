@@ -37,7 +37,7 @@ pub fn run_scenario_pcap(scenario: &str, overrides: &[String], seed: Option<u64>
     let mut world = World::new(&cfg);
     world.set_priors(&learned);
     if let Some(dir) = pcap_dir {
-        world.capture = Some(Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg)).map_err(|e| ScenarioError(e.0))?);
+        world.env.capture = Some(Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg)).map_err(|e| ScenarioError(e.0))?);
     }
     let node_names = world.node_names();
     let (trace, stats, capture) = world.run();

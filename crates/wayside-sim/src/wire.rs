@@ -5,7 +5,7 @@
 //! AP sends when a station associates.
 
 use crate::ids::NodeId;
-use crate::net::Packet;
+use crate::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
 

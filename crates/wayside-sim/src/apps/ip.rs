@@ -11,7 +11,7 @@
 
 use super::{AppOutput, Apps};
 use crate::ids::NodeId;
-use crate::net::{Body, Packet, ALL_HOSTS};
+use crate::packet::{Body, Packet, ALL_HOSTS};
 use crate::sockets::Sockets;
 use crate::trace::ConnEvent;
 use crate::transport::udp::Datagram;

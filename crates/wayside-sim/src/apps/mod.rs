@@ -16,7 +16,7 @@ pub mod reqresp;
 
 use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
-use crate::net::Packet;
+use crate::packet::Packet;
 use crate::phy::mode::Mode;
 use crate::ratectl::Stage;
 use crate::trace::ConnEvent;

@@ -17,7 +17,7 @@
 
 use super::ip::AppKind;
 use super::{AppOutput, Apps};
-use crate::net::{Body, Packet, ALL_HOSTS};
+use crate::packet::{Body, Packet, ALL_HOSTS};
 use crate::sockets::Sockets;
 use crate::trace::ConnEvent;
 use crate::transport::tcp::State;

@@ -36,7 +36,7 @@
 //! `beacon_miss_limit` beacons, which is why a second AP on another channel
 //! 100 m away never sees a handover.
 
-use crate::config::Role;
+use serde::Deserialize;
 use crate::ids::NodeId;
 use crate::mac::Dst;
 use crate::ratectl::SnrMap;
@@ -45,6 +45,20 @@ use crate::trace::{ConnEvent, FrameKind};
 use crate::units::{Dbm, SimTime};
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// A node's part in a BSS: the one type the scenario file, the
+/// configuration and management share (management's state per role is
+/// [`Bss`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// No association: frames go straight to any node (ad hoc / OCB).
+    Independent,
+    /// An access point: beacons, answers probes, authenticates, associates.
+    Ap,
+    /// A station: scans, selects an AP, authenticates and associates.
+    Sta,
+}
 
 /// Tries of a unicast management frame, all at the lowest basic rate.
 /// madwifi 0.9 (`ath_tx_start`) sends management frames at rate index 0

@@ -8,7 +8,7 @@ pub mod mgmt;
 
 use crate::ids::NodeId;
 use crate::mobility::Vec2;
-use crate::net::Packet;
+use crate::packet::Packet;
 use crate::phy::mode::Mode;
 use crate::ratectl::{RateControlSpec, Stage};
 use crate::trace::FrameKind;

@@ -21,19 +21,10 @@
 //! expire within a run; an entry is forgotten when the link to its
 //! neighbour goes down.
 
-use super::Packet;
+use crate::packet::Packet;
 use crate::ids::NodeId;
 use crate::units::SimTime;
 use std::collections::VecDeque;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArpOp {
-    Request,
-    Reply,
-}
-
-/// An ARP packet (Ethernet/IPv4).
-pub const ARP_BYTES: u32 = 28;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArpProfile {
@@ -183,7 +174,7 @@ impl Arp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::Body;
+    use crate::packet::Body;
     use crate::transport::udp::Datagram;
 
     const ME: NodeId = NodeId(0);

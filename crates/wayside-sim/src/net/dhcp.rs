@@ -9,28 +9,9 @@
 //! across re-associations (no INIT-REBOOT exchange is modelled).
 
 use crate::ids::NodeId;
-use crate::net::IP_HEADER;
+use crate::packet::DhcpOp;
 use crate::rng::Stream;
 use crate::units::SimTime;
-
-/// BOOTP message bytes (the minimum size RFC 2131 clients send).
-pub const DHCP_BYTES: u32 = 300;
-/// UDP header in front of a DHCP message.
-const UDP_HEADER: u32 = 8;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DhcpOp {
-    Discover,
-    Offer,
-    Request,
-    Ack,
-}
-
-impl DhcpOp {
-    pub fn bytes() -> u32 {
-        IP_HEADER + UDP_HEADER + DHCP_BYTES
-    }
-}
 
 /// A client's progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! nodes without a role (ad hoc) send directly to radio hosts.
 
 use super::Packet;
-use crate::config::Role;
+use crate::mac::mgmt::Role;
 use crate::ids::NodeId;
 use crate::units::SimTime;
 

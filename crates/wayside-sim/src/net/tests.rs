@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::net::arp::ArpProfile;
+use crate::packet::DEFAULT_TTL;
 use crate::transport::tcp::Segment;
 
 const AP: NodeId = NodeId(0);

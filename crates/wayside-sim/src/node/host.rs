@@ -2,186 +2,172 @@
 //! applications. Each drains its layer's outputs, oldest first, into the
 //! layer next to it, the MAC, the wired links, the event queue or the trace.
 
+use super::Node;
+use crate::env::Env;
 use crate::event::Event;
 use crate::ids::NodeId;
-use crate::net::{Body, NetOutput, NetTimer, Packet};
+use crate::net::{NetOutput, NetTimer};
+use crate::packet::{Body, Packet};
 use crate::sockets::SocketOutput;
 use crate::apps::AppOutput;
 use crate::trace::{ConnEvent, Proto, TcpRow, TransportRow};
 use crate::transport::tcp::TcpEvent;
 use crate::units::SimTime;
 use crate::wire::WireFrame;
-use crate::world::World;
 
-impl World {
-    /// Drains `node`'s network layer.
-    pub(crate) fn pump_net(&mut self, now: SimTime, node: NodeId) {
-        while let Some(out) = self.nodes[node.index()].net.poll() {
+impl Node {
+    /// Drains the network layer.
+    pub fn pump_net(&mut self, env: &mut Env, now: SimTime) {
+        let node = self.id;
+        while let Some(out) = self.net.poll() {
             match out {
                 NetOutput::Air(msdu) => {
-                    self.mac_enqueue(now, node, msdu);
+                    self.mac_enqueue(env, now, msdu);
                 }
-                NetOutput::Wire { link, frame } => self.wire_send(now, node, link, frame),
-                NetOutput::Deliver(p) => self.host_rx(now, node, p),
+                NetOutput::Wire { link, frame } => self.wire_send(env, now, link, frame),
+                NetOutput::Deliver(p) => self.host_rx(env, now, p),
                 NetOutput::Intercept(p) => {
-                    let n = &mut self.nodes[node.index()];
-                    if n.sockets.intercept(now, &p) {
-                        self.pump_sockets(now, node);
+                                        if self.sockets.intercept(now, &p) {
+                        self.pump_sockets(env, now);
                     } else {
-                        n.net.send(now, p, &n.mgmt);
+                        self.net.send(now, p, &self.mgmt);
                     }
                 }
-                NetOutput::Conn { peer, event, value } => self.conn_event(now, node, peer.0, event, value),
+                NetOutput::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
                 NetOutput::Ready(peer) => {
-                    for s in self.script.link_up(now, node, peer) {
-                        self.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
+                    for s in env.script.link_up(now, node, peer) {
+                        env.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
                     }
                 }
-                NetOutput::Timer { timer, at, generation } => self.queue.schedule(at, node.0, Event::Net { node, timer, generation }),
+                NetOutput::Timer { timer, at, generation } => env.queue.schedule(at, node.0, Event::Net { node, timer, generation }),
             }
         }
     }
 
-    /// A packet arrived over the air at `node` from `from`.
-    pub(crate) fn net_rx_air(&mut self, now: SimTime, node: NodeId, from: NodeId, p: Packet) {
-        let n = &mut self.nodes[node.index()];
-        n.net.handle_air(now, from, p, &n.mgmt);
-        self.pump_net(now, node);
+    /// A packet arrived over the air from `from`.
+    pub fn net_rx_air(&mut self, env: &mut Env, now: SimTime, from: NodeId, p: Packet) {
+                self.net.handle_air(now, from, p, &self.mgmt);
+        self.pump_net(env, now);
     }
 
-    pub(crate) fn on_net_timer(&mut self, now: SimTime, node: NodeId, timer: NetTimer, generation: u32) {
-        self.nodes[node.index()].net.handle_timeout(now, timer, generation);
-        self.pump_net(now, node);
+    pub fn on_net_timer(&mut self, env: &mut Env, now: SimTime, timer: NetTimer, generation: u32) {
+        self.net.handle_timeout(now, timer, generation);
+        self.pump_net(env, now);
     }
 
-    /// `node` puts `frame` on wired link `link`; a full queue drops it.
-    fn wire_send(&mut self, now: SimTime, node: NodeId, link: usize, frame: WireFrame) {
-        if let Some((to, at)) = self.wires[link].send(now, node, frame.bytes()) {
-            self.queue.schedule(at, node.0, Event::WireArrive { node: to, link: link as u32, frame: Box::new(frame) });
+    /// Puts `frame` on wired link `link`; a full queue drops it.
+    fn wire_send(&mut self, env: &mut Env, now: SimTime, link: usize, frame: WireFrame) {
+        let node = self.id;
+        if let Some((to, at)) = env.wires[link].send(now, node, frame.bytes()) {
+            env.queue.schedule(at, node.0, Event::WireArrive { node: to, link: link as u32, frame: Box::new(frame) });
         }
     }
 
-    pub(crate) fn on_wire_arrive(&mut self, now: SimTime, node: NodeId, link: usize, frame: WireFrame) {
-        let n = &mut self.nodes[node.index()];
-        n.net.handle_wire(now, link, frame, &n.mgmt);
-        self.pump_net(now, node);
+    pub fn on_wire_arrive(&mut self, env: &mut Env, now: SimTime, link: usize, frame: WireFrame) {
+                self.net.handle_wire(now, link, frame, &self.mgmt);
+        self.pump_net(env, now);
     }
 
-    /// A packet for `node` itself.
-    fn host_rx(&mut self, now: SimTime, node: NodeId, p: Packet) {
-        let n = &mut self.nodes[node.index()];
-        match p.body {
+    /// A packet for this host itself.
+    fn host_rx(&mut self, env: &mut Env, now: SimTime, p: Packet) {
+                match p.body {
             Body::Tcp(_) => {
-                n.sockets.handle_packet(now, p);
-                self.pump_sockets(now, node);
+                self.sockets.handle_packet(now, p);
+                self.pump_sockets(env, now);
             }
             Body::Udp { .. } => {
-                n.apps.handle_datagram(now, p, &mut n.sockets);
-                self.pump_apps(now, node);
-                self.pump_sockets(now, node);
+                self.apps.handle_datagram(now, p, &mut self.sockets);
+                self.pump_apps(env, now);
+                self.pump_sockets(env, now);
             }
             Body::Arp { .. } | Body::Dhcp { .. } => {}
         }
     }
 
-    /// Drains `node`'s sockets.
-    pub(crate) fn pump_sockets(&mut self, now: SimTime, node: NodeId) {
-        while let Some(out) = self.nodes[node.index()].sockets.poll() {
+    /// Drains the sockets.
+    pub fn pump_sockets(&mut self, env: &mut Env, now: SimTime) {
+        let node = self.id;
+        while let Some(out) = self.sockets.poll() {
             match out {
                 SocketOutput::Send(p) => {
-                    let n = &mut self.nodes[node.index()];
-                    n.net.send(now, p, &n.mgmt);
-                    self.pump_net(now, node);
+                                        self.net.send(now, p, &self.mgmt);
+                    self.pump_net(env, now);
                 }
-                SocketOutput::Conn { peer, event, value } => self.conn_event(now, node, peer.0, event, value),
-                SocketOutput::Sample { peer, sample } => self.trace_sample(now, node, peer, sample),
+                SocketOutput::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
+                SocketOutput::Sample { peer, sample } => self.trace_sample(env, now, peer, sample),
                 SocketOutput::Data { peer, app, total, new } => {
                     let bytes = new.min(u32::MAX as u64) as u32;
-                    self.transport_row(now, node, peer, Proto::Tcp, app, total, bytes, SimTime::ZERO);
+                    self.transport_row(env, now, peer, Proto::Tcp, app, total, bytes, SimTime::ZERO);
                 }
                 SocketOutput::Readable { socket, app } => {
-                    let n = &mut self.nodes[node.index()];
-                    if n.apps.handle_readable(now, app, socket, &mut n.sockets) {
-                        self.pump_apps(now, node);
-                        self.nodes[node.index()].sockets.flush(now, socket);
+                                        if self.apps.handle_readable(now, app, socket, &mut self.sockets) {
+                        self.pump_apps(env, now);
+                        self.sockets.flush(now, socket);
                     }
                 }
-                SocketOutput::Timer { socket, at, generation } => self.queue.schedule(at, node.0, Event::Tcp { node, socket, generation }),
+                SocketOutput::Timer { socket, at, generation } => env.queue.schedule(at, node.0, Event::Tcp { node, socket, generation }),
             }
         }
     }
 
-    pub(crate) fn on_tcp_timer(&mut self, now: SimTime, node: NodeId, socket: u32, generation: u32) {
-        self.nodes[node.index()].sockets.handle_timeout(now, socket as usize, generation);
-        self.pump_sockets(now, node);
+    pub fn on_tcp_timer(&mut self, env: &mut Env, now: SimTime, socket: u32, generation: u32) {
+        self.sockets.handle_timeout(now, socket as usize, generation);
+        self.pump_sockets(env, now);
     }
 
-    /// Drains `node`'s applications.
-    pub(crate) fn pump_apps(&mut self, now: SimTime, node: NodeId) {
-        while let Some(out) = self.nodes[node.index()].apps.poll() {
+    /// Drains the applications.
+    pub fn pump_apps(&mut self, env: &mut Env, now: SimTime) {
+        let node = self.id;
+        while let Some(out) = self.apps.poll() {
             match out {
                 AppOutput::Packet(p) => {
-                    let n = &mut self.nodes[node.index()];
-                    n.net.send(now, p, &n.mgmt);
-                    self.pump_net(now, node);
+                                        self.net.send(now, p, &self.mgmt);
+                    self.pump_net(env, now);
                 }
                 AppOutput::Frame(msdu) => {
-                    self.mac_enqueue(now, node, msdu);
+                    self.mac_enqueue(env, now, msdu);
                 }
-                AppOutput::Conn { peer, event, value } => self.conn_event(now, node, peer.0, event, value),
-                AppOutput::Datagram { peer, app, seq, bytes, delay } => self.transport_row(now, node, peer, Proto::Udp, app, seq, bytes, delay),
-                AppOutput::Wake { app, at } => self.queue.schedule(at, node.0, Event::App { node, app }),
+                AppOutput::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
+                AppOutput::Datagram { peer, app, seq, bytes, delay } => self.transport_row(env, now, peer, Proto::Udp, app, seq, bytes, delay),
+                AppOutput::Wake { app, at } => env.queue.schedule(at, node.0, Event::App { node, app }),
                 AppOutput::Emit { source, at } => {
-                    let key = self.nodes.len() as u32 + source;
-                    self.queue.schedule(at, key, Event::Traffic { node, source });
+                    let key = env.bodies.len() as u32 + source;
+                    env.queue.schedule(at, key, Event::Traffic { node, source });
                 }
             }
         }
     }
 
-    pub(crate) fn on_app(&mut self, now: SimTime, node: NodeId, app: u32) {
-        let n = &mut self.nodes[node.index()];
-        let full = n.dcf.queue_full();
-        n.apps.handle_app(now, app, full, &mut n.sockets);
-        self.pump_apps(now, node);
-        self.pump_sockets(now, node);
+    pub fn on_app(&mut self, env: &mut Env, now: SimTime, app: u32) {
+                let full = self.dcf.queue_full();
+        self.apps.handle_app(now, app, full, &mut self.sockets);
+        self.pump_apps(env, now);
+        self.pump_sockets(env, now);
     }
 
-    pub(crate) fn on_emit(&mut self, now: SimTime, node: NodeId, source: u32) {
-        self.nodes[node.index()].apps.handle_emit(now, source);
-        self.pump_apps(now, node);
+    pub fn on_emit(&mut self, env: &mut Env, now: SimTime, source: u32) {
+        self.apps.handle_emit(now, source);
+        self.pump_apps(env, now);
     }
 
-    /// Station `node` heard a beacon from its AP `ap`: applications waiting
+    /// This station heard a beacon from its AP `ap`: applications waiting
     /// for its production phase may start.
-    pub(crate) fn script_beacon(&mut self, now: SimTime, node: NodeId, ap: NodeId) {
-        let n = &self.nodes[node.index()];
-        if !n.net.addressed() {
+    pub fn script_beacon(&mut self, env: &mut Env, now: SimTime, ap: NodeId) {
+        let node = self.id;
+                if !self.net.addressed() {
             return;
         }
-        for (s, measured) in self.script.beacon(now, node, ap, &n.mgmt) {
-            self.conn_event(now, node, ap.0, ConnEvent::Production, measured);
-            self.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
+        for (s, measured) in env.script.beacon(now, node, ap, &self.mgmt) {
+            env.conn_event(now, node, ap.0, ConnEvent::Production, measured);
+            env.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
         }
     }
 
-    /// At the end of a run: each receiving socket's last data byte, in time
-    /// order.
-    pub(crate) fn sockets_finish(&mut self) {
-        let mut last: Vec<(SimTime, NodeId, NodeId, u64)> = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            last.extend(n.sockets.last_data().map(|(t, peer, bytes)| (t, NodeId(i as u32), peer, bytes)));
-        }
-        last.sort_by_key(|&(t, node, peer, _)| (t, node.0, peer.0));
-        for (t, node, peer, bytes) in last {
-            self.conn_event(t, node, peer.0, ConnEvent::LastData, bytes as f64);
-        }
-    }
-
-    fn trace_sample(&mut self, now: SimTime, node: NodeId, peer: NodeId, sample: TcpEvent) {
+    fn trace_sample(&mut self, env: &mut Env, now: SimTime, peer: NodeId, sample: TcpEvent) {
+        let node = self.id;
         let TcpEvent::AckSample { cwnd, ssthresh, srtt, rto, dupacks, in_flight, acked } = sample else { return };
-        let pos = self.position(node, now);
-        self.trace.tcp.push(TcpRow {
+        let pos = env.position(node, now);
+        env.trace.tcp.push(TcpRow {
             time_ns: now.as_ns(),
             node: node.0,
             peer: peer.0,
@@ -198,9 +184,10 @@ impl World {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn transport_row(&mut self, now: SimTime, node: NodeId, peer: NodeId, proto: Proto, app: u32, seq: u64, bytes: u32, delay: SimTime) {
-        let pos = self.position(node, now);
-        self.trace.transport.push(TransportRow {
+    fn transport_row(&mut self, env: &mut Env, now: SimTime, peer: NodeId, proto: Proto, app: u32, seq: u64, bytes: u32, delay: SimTime) {
+        let node = self.id;
+        let pos = env.position(node, now);
+        env.trace.transport.push(TransportRow {
             time_ns: now.as_ns(),
             node: node.0,
             peer: peer.0,

@@ -2,9 +2,10 @@
 //! access ([`crate::mac::dcf`]) with its link adaptation, management, the
 //! network layer, sockets and applications ([`host`]). Each layer is a
 //! sans-IO state machine; every input to a layer is followed by draining
-//! that layer's outputs into the next one, the medium, the event queue or
-//! the trace ([`World::pump_mac`], [`World::pump_mgmt`] and the pumps in
-//! [`host`]).
+//! that layer's outputs into the next one, or into the world around the
+//! node ([`Env`]: the medium, the event queue, the wired links, the trace).
+//! The pumps are here for the PHY, MAC and management, and in [`host`]
+//! for the network layer, sockets and applications.
 
 mod host;
 
@@ -15,42 +16,37 @@ use crate::mac::dcf::{Air, Dcf, DcfEvent, MacTimer};
 use crate::mac::links::{Links, TxContext};
 use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
 use crate::mac::{Dst, Frame, MacConfig, Msdu, Payload, SenderReport};
-use crate::medium::Medium;
+use crate::env::Env;
 use crate::mobility::Vec2;
 use crate::apps::Apps;
 use crate::net::dhcp::DhcpClient;
 use crate::net::route::{AddressPlan, Bss, Infrastructure, Port};
 use crate::net::{Net, NetSetup};
 use crate::sockets::Sockets;
-use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::Timing;
-use crate::phy::state::{Phy, RxEnd, RxStart, Signal};
+use crate::phy::mode::Mode;
+use crate::phy::state::{Phy, RxStart};
 use crate::ratectl::Stage;
 use crate::rng::Stream;
-use crate::trace::{FrameKind, MacEvent, MacRow};
+use crate::trace::{DropReason, FrameKind, MacEvent, MacRow, PhyEvent};
 use crate::units::{Db, Dbm, SimTime};
-use crate::world::{mean_snr, Body, World};
 use std::sync::Arc;
 
 /// One node's stack.
 pub struct Node {
+    pub id: NodeId,
     pub cfg: NodeConfig,
     pub phy: Phy,
     pub dcf: Dcf,
     /// Stream for PHY draws (preamble detection, bit errors).
     phy_rng: Stream,
     pub mgmt: Mgmt,
-    /// Channel the radio is tuned to now.
-    pub channel: u32,
     pub net: Net,
     pub sockets: Sockets,
     pub apps: Apps,
     /// Row of the `frames` trace recording the transmission now awaiting
     /// its ACK or CTS, to fill in its outcome.
     awaiting_row: Option<usize>,
-    /// The radio is switched on: between the node's appearance and its
-    /// disappearance ([`NodeConfig::appear`]).
-    pub on: bool,
 }
 
 impl Node {
@@ -62,31 +58,22 @@ impl Node {
         let mac_rng = Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name));
         let dcf = Dcf::new(id, mac, *timing, air, links, mac_rng, n.tx_power);
         Node {
+            id,
             cfg: n.clone(),
             phy: Phy::new(cfg.channel.noise_floor.to_mw(), cfg.radio.cca_threshold.to_mw(), cfg.radio.capture_margin),
             dcf,
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(n.role, cfg.mgmt.clone(), n.channel, Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name))),
-            channel: n.channel,
             net: Net::new(id, net_setup(id, n, cfg, plan)),
             sockets: Sockets::new(id, n.tcp.clone(), cfg.seed, cfg.run, &n.name),
             apps: Apps::new(id, &cfg.apps, &cfg.sources),
             awaiting_row: None,
-            on: n.appear == SimTime::ZERO,
         }
-    }
-
-    pub fn rx_start(&mut self, now: SimTime, s: Signal, model: &ErrorModelKind) -> RxStart {
-        self.phy.rx_start(now, s, model, &mut self.phy_rng)
-    }
-
-    pub fn rx_end(&mut self, now: SimTime, tx: TxId, model: &ErrorModelKind) -> Option<RxEnd> {
-        self.phy.rx_end(now, tx, model, &mut self.phy_rng)
     }
 
     /// Notes the `frames` row of a frame just sent: a unicast data,
     /// management or RTS frame's outcome is decided by its response.
-    pub fn sent(&mut self, frame: &Frame, row: usize) {
+    fn sent(&mut self, frame: &Frame, row: usize) {
         if matches!(frame.dst, Dst::Node(_)) && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts) {
             self.awaiting_row = Some(row);
         }
@@ -129,97 +116,157 @@ fn net_setup(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan
 struct Context<'a> {
     me: NodeId,
     now: SimTime,
-    bodies: &'a [Body],
-    medium: &'a mut Medium,
+    env: &'a mut Env,
 }
 
 impl TxContext for Context<'_> {
     fn position(&self) -> Vec2 {
-        self.bodies[self.me.index()].position(self.now)
+        self.env.position(self.me, self.now)
     }
     fn mean_snr(&mut self, peer: NodeId) -> Db {
-        mean_snr(self.bodies, self.medium, self.me, peer, self.now)
+        self.env.mean_snr(self.me, peer, self.now)
     }
 }
 
-impl World {
-    /// Drains `node`'s DCF: timers to the event queue, events to the trace
-    /// and the layers above, frames to the medium.
-    pub(crate) fn pump_mac(&mut self, now: SimTime, node: NodeId) {
+impl Node {
+    /// Whether this node's radio is on.
+    fn on(&self, env: &Env) -> bool {
+        env.bodies[self.id.index()].on
+    }
+
+    /// Puts `frame` on the air at `mode`, now.
+    fn transmit(&mut self, env: &mut Env, now: SimTime, frame: Frame, mode: Mode) {
+        let end = now + env.airtime(&frame, &mode);
+        if let Some(lost) = self.phy.start_tx(end) {
+            env.trace_drop(now, self.id, lost, DropReason::Transmitting);
+        }
+        let row = env.trace_frame(now, self.id, &frame, &mode, PhyEvent::Tx, DropReason::None, None);
+        self.sent(&frame, row);
+        env.transmit(now, end, self.id, frame, mode);
+        self.medium_update(env, now);
+    }
+
+    /// The first energy of transmission `id` reaches this radio.
+    pub fn on_rx_start(&mut self, env: &mut Env, now: SimTime, id: TxId) {
+        if env.medium.tx(id).channel != env.bodies[self.id.index()].channel {
+            env.medium.release(id); // the radio retuned while the signal was in flight
+            return;
+        }
+        let s = env.signal(id, self.id, now);
+        match self.phy.rx_start(now, s, &env.radio.error_model, &mut self.phy_rng) {
+            RxStart::Locked => {}
+            RxStart::Captured { lost } => env.trace_drop(now, self.id, lost, DropReason::Captured),
+            RxStart::Ignored(reason) => env.trace_drop(now, self.id, id, reason),
+        }
+        self.medium_update(env, now);
+        env.medium.release(id);
+    }
+
+    /// The last energy of transmission `id` leaves this radio.
+    pub fn on_rx_end(&mut self, env: &mut Env, now: SimTime, id: TxId) {
+        if let Some(end) = self.phy.rx_end(now, id, &env.radio.error_model, &mut self.phy_rng) {
+            let t = env.medium.tx(id);
+            let power = t.power_at(self.id).expect("arrival");
+            let mode = t.mode;
+            let noise = env.medium.channel().noise_floor;
+            self.dcf.handle_rx_end(now, &t.frame, mode, end.ok, power.to_dbm(), noise);
+            if env.traced_at(self.id, id) {
+                let frame = env.medium.tx(id).frame.clone();
+                let (event, reason) = if end.ok { (PhyEvent::Rx, DropReason::None) } else { (PhyEvent::Drop, DropReason::Error) };
+                env.trace_frame(now, self.id, &frame, &mode, event, reason, Some((power.to_dbm(), end.snr, end.min_sinr)));
+            }
+            self.pump_mac(env, now);
+        }
+        self.medium_update(env, now);
+        env.medium.release(id);
+    }
+
+    /// This radio finished sending transmission `id`.
+    pub fn on_tx_end(&mut self, env: &mut Env, now: SimTime, id: TxId) {
+        self.phy.end_tx();
+        self.dcf.handle_tx_end(now, &env.medium.tx(id).frame);
+        self.pump_mac(env, now);
+        self.medium_update(env, now);
+        env.medium.release(id);
+    }
+
+    /// Drains the DCF: timers to the event queue, events to the trace and
+    /// the layers above, frames to the medium.
+    fn pump_mac(&mut self, env: &mut Env, now: SimTime) {
+        let node = self.id;
         loop {
-            let dcf = &mut self.nodes[node.index()].dcf;
-            if let Some((timer, at, generation)) = dcf.poll_timer() {
-                self.queue.schedule(at, node.0, Event::Mac { node, timer, generation });
-            } else if let Some(ev) = dcf.poll_event() {
-                self.mac_event(now, node, ev);
-            } else if let Some((mut frame, mode)) = dcf.poll_transmit() {
-                if self.nodes[node.index()].cfg.reports_position {
-                    let b = &self.bodies[node.index()];
+            if let Some((timer, at, generation)) = self.dcf.poll_timer() {
+                env.queue.schedule(at, node.0, Event::Mac { node, timer, generation });
+            } else if let Some(ev) = self.dcf.poll_event() {
+                self.mac_event(env, now, ev);
+            } else if let Some((mut frame, mode)) = self.dcf.poll_transmit() {
+                if self.cfg.reports_position {
+                    let b = &env.bodies[node.index()];
                     frame.report = Some(SenderReport { position: b.position(now), tx_power: b.tx_power });
                 }
-                self.transmit(now, node, frame, mode);
+                self.transmit(env, now, frame, mode);
             } else {
                 return;
             }
         }
     }
 
-    fn mac_event(&mut self, now: SimTime, node: NodeId, ev: DcfEvent) {
+    fn mac_event(&mut self, env: &mut Env, now: SimTime, ev: DcfEvent) {
         match ev {
             DcfEvent::QueueDrop { msdu } => {
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    let event = if self.nodes[node.index()].on { MacEvent::QueueDrop } else { MacEvent::RadioOff };
-                    self.mac_trace(now, node, msdu.dst.trace_id(), event, 0, msdu.bytes, 0, SimTime::ZERO);
+                    let event = if self.on(env) { MacEvent::QueueDrop } else { MacEvent::RadioOff };
+                    self.mac_trace(env, now, msdu.dst.trace_id(), event, 0, msdu.bytes, 0, SimTime::ZERO);
                 }
             }
             DcfEvent::Response(outcome) => {
-                if let Some(row) = self.nodes[node.index()].awaiting_row.take() {
-                    self.trace.frames.set_outcome(row, outcome);
+                if let Some(row) = self.awaiting_row.take() {
+                    env.trace.frames.set_outcome(row, outcome);
                 }
             }
             DcfEvent::Done { msdu, seq, delivered, attempts, delay } => {
                 let event = if delivered { MacEvent::Delivered } else { MacEvent::Failed };
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    self.mac_trace(now, node, msdu.dst.trace_id(), event, seq, msdu.bytes, attempts, delay);
+                    self.mac_trace(env, now, msdu.dst.trace_id(), event, seq, msdu.bytes, attempts, delay);
                 }
-                self.nodes[node.index()].apps.handle_mac_done(now, msdu.source);
-                self.pump_apps(now, node);
+                self.apps.handle_mac_done(now, msdu.source);
+                self.pump_apps(env, now);
             }
             DcfEvent::Received { frame, rssi, duplicate } => {
-                self.nodes[node.index()].mgmt.handle_heard(now, frame.src);
+                self.mgmt.handle_heard(now, frame.src);
                 if frame.kind == FrameKind::Data {
                     let body = frame.psdu_bytes - crate::mac::DATA_OVERHEAD;
                     let event = if duplicate { MacEvent::Duplicate } else { MacEvent::Received };
                     let attempts = if frame.dst == Dst::Broadcast { 0 } else { u32::from(frame.attempt) + 1 };
-                    self.mac_trace(now, node, frame.src.0, event, frame.seq, body, attempts, SimTime::ZERO);
+                    self.mac_trace(env, now, frame.src.0, event, frame.seq, body, attempts, SimTime::ZERO);
                 }
                 if !duplicate {
-                    self.mac_deliver(now, node, frame, rssi);
+                    self.mac_deliver(env, now, frame, rssi);
                 }
             }
         }
     }
 
     /// Hands a received MSDU to management or the network layer.
-    fn mac_deliver(&mut self, now: SimTime, node: NodeId, frame: Frame, rssi: Dbm) {
+    fn mac_deliver(&mut self, env: &mut Env, now: SimTime, frame: Frame, rssi: Dbm) {
         match frame.payload {
-            Payload::Mgmt(m) => self.mgmt_rx(now, node, frame.src, m, rssi),
-            Payload::Packet(p) => self.net_rx_air(now, node, frame.src, p),
+            Payload::Mgmt(m) => self.mgmt_rx(env, now, frame.src, m, rssi),
+            Payload::Packet(p) => self.net_rx_air(env, now, frame.src, p),
             Payload::FastFrame(pair) => {
                 let [a, b] = *pair;
-                self.net_rx_air(now, node, frame.src, a);
-                self.net_rx_air(now, node, frame.src, b);
+                self.net_rx_air(env, now, frame.src, a);
+                self.net_rx_air(env, now, frame.src, b);
             }
             Payload::Raw => {}
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn mac_trace(&mut self, now: SimTime, node: NodeId, peer: u32, event: MacEvent, seq: u16, bytes: u32, attempts: u32, delay: SimTime) {
-        let p = self.position(node, now);
-        self.trace.mac.push(MacRow {
+    fn mac_trace(&self, env: &mut Env, now: SimTime, peer: u32, event: MacEvent, seq: u16, bytes: u32, attempts: u32, delay: SimTime) {
+        let p = env.position(self.id, now);
+        env.trace.mac.push(MacRow {
             time_ns: now.as_ns(),
-            node: node.0,
+            node: self.id.0,
             peer,
             event,
             seq,
@@ -231,143 +278,134 @@ impl World {
         });
     }
 
-    pub(crate) fn on_mac_timer(&mut self, now: SimTime, node: NodeId, timer: MacTimer, generation: u32) {
-        let n = &mut self.nodes[node.index()];
-        if !n.dcf.is_current(timer, generation) {
+    /// A MAC timer of `generation` fired.
+    pub fn on_mac_timer(&mut self, env: &mut Env, now: SimTime, timer: MacTimer, generation: u32) {
+        if !self.dcf.is_current(timer, generation) {
             return;
         }
-        let (receiving, busy) = (n.phy.receiving().is_some(), n.phy.busy());
-        let mut ctx = Context { me: node, now, bodies: &self.bodies, medium: &mut self.medium };
-        self.nodes[node.index()].dcf.handle_timeout(now, timer, receiving, busy, &mut ctx);
-        self.pump_mac(now, node);
+        let (receiving, busy) = (self.phy.receiving().is_some(), self.phy.busy());
+        let mut ctx = Context { me: self.id, now, env };
+        self.dcf.handle_timeout(now, timer, receiving, busy, &mut ctx);
+        self.pump_mac(env, now);
     }
 
-    /// Re-evaluates `node`'s carrier sense after anything that may have
-    /// changed it.
-    pub(crate) fn medium_update(&mut self, now: SimTime, node: NodeId) {
-        let n = &mut self.nodes[node.index()];
-        let busy = n.phy.busy();
-        n.dcf.handle_medium(now, busy);
-        self.pump_mac(now, node);
+    /// Re-evaluates carrier sense after anything that may have changed it.
+    fn medium_update(&mut self, env: &mut Env, now: SimTime) {
+        let busy = self.phy.busy();
+        self.dcf.handle_medium(now, busy);
+        self.pump_mac(env, now);
     }
 
-    /// Hands an MSDU to `node`'s MAC; false if the queue was full or the
-    /// radio is off (the drop is traced).
-    pub(crate) fn mac_enqueue(&mut self, now: SimTime, node: NodeId, msdu: Msdu) -> bool {
-        if !self.nodes[node.index()].on {
-            self.mac_trace(now, node, msdu.dst.trace_id(), MacEvent::RadioOff, 0, msdu.bytes, 0, SimTime::ZERO);
+    /// Hands an MSDU to the MAC; false if the queue was full or the radio
+    /// is off (the drop is traced).
+    fn mac_enqueue(&mut self, env: &mut Env, now: SimTime, msdu: Msdu) -> bool {
+        if !self.on(env) {
+            self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::RadioOff, 0, msdu.bytes, 0, SimTime::ZERO);
             return false;
         }
-        let ok = self.nodes[node.index()].dcf.enqueue(now, msdu);
-        self.pump_mac(now, node);
+        let ok = self.dcf.enqueue(now, msdu);
+        self.pump_mac(env, now);
         ok
     }
 
-    /// Hands a management MSDU to the MAC, bypassing the queue limit; `front`
-    /// puts it ahead of queued data (beacons, probe requests).
-    pub(crate) fn mac_enqueue_mgmt(&mut self, now: SimTime, node: NodeId, msdu: Msdu, front: bool) {
-        self.nodes[node.index()].dcf.enqueue_mgmt(now, msdu, front);
-        self.pump_mac(now, node);
-    }
-
-    /// Tunes `node`'s radio to `channel`: what it was receiving is lost and
-    /// its MAC starts afresh there.
-    pub(crate) fn retune(&mut self, now: SimTime, node: NodeId, channel: u32) {
-        let n = &mut self.nodes[node.index()];
-        if n.channel == channel {
+    /// Tunes the radio to `channel`: what it was receiving is lost and its
+    /// MAC starts afresh there.
+    fn retune(&mut self, env: &mut Env, now: SimTime, channel: u32) {
+        let body = &mut env.bodies[self.id.index()];
+        if body.channel == channel {
             return;
         }
-        n.channel = channel;
-        n.phy.retune();
-        n.dcf.flush();
-        self.pump_mac(now, node);
-        self.medium_update(now, node);
-    }
-}
-
-impl World {
-    /// Starts `node`'s management.
-    fn mgmt_start(&mut self, now: SimTime, node: NodeId) {
-        self.nodes[node.index()].mgmt.start(now);
-        self.pump_mgmt(now, node);
+        body.channel = channel;
+        self.phy.retune();
+        self.dcf.flush();
+        self.pump_mac(env, now);
+        self.medium_update(env, now);
     }
 
-    /// Switches `node`'s radio on now, or at its appearance; schedules its
-    /// disappearance.
-    pub(crate) fn power_schedule(&mut self, node: NodeId) {
-        let (appear, disappear) = (self.nodes[node.index()].cfg.appear, self.nodes[node.index()].cfg.disappear);
+    /// Starts management.
+    fn mgmt_start(&mut self, env: &mut Env, now: SimTime) {
+        self.mgmt.start(now);
+        self.pump_mgmt(env, now);
+    }
+
+    /// Switches the radio on now, or at the node's appearance; schedules
+    /// its disappearance.
+    pub fn power_schedule(&mut self, env: &mut Env) {
+        let (node, appear, disappear) = (self.id, self.cfg.appear, self.cfg.disappear);
         if appear == SimTime::ZERO {
-            self.mgmt_start(SimTime::ZERO, node);
+            self.mgmt_start(env, SimTime::ZERO);
         } else {
-            self.queue.schedule(appear, node.0, Event::Power { node, on: true });
+            env.queue.schedule(appear, node.0, Event::Power { node, on: true });
         }
         if disappear != SimTime::MAX {
-            self.queue.schedule(disappear, node.0, Event::Power { node, on: false });
+            env.queue.schedule(disappear, node.0, Event::Power { node, on: false });
         }
     }
 
-    /// `node` appears (its radio comes on and management starts) or
+    /// The node appears (its radio comes on and management starts) or
     /// disappears (its radio goes off for good, dropping what it queued).
-    pub(crate) fn on_power(&mut self, now: SimTime, node: NodeId, on: bool) {
-        self.nodes[node.index()].on = on;
+    pub fn on_power(&mut self, env: &mut Env, now: SimTime, on: bool) {
+        env.bodies[self.id.index()].on = on;
         if on {
-            self.mgmt_start(now, node);
+            self.mgmt_start(env, now);
         } else {
-            self.nodes[node.index()].dcf.flush();
-            self.pump_mac(now, node);
+            self.dcf.flush();
+            self.pump_mac(env, now);
         }
     }
 
-    pub(crate) fn on_mgmt_timer(&mut self, now: SimTime, node: NodeId, timer: MgmtTimer, generation: u32) {
-        let n = &mut self.nodes[node.index()];
-        if !n.mgmt.is_current(timer, generation) {
+    /// A management timer of `generation` fired.
+    pub fn on_mgmt_timer(&mut self, env: &mut Env, now: SimTime, timer: MgmtTimer, generation: u32) {
+        if !self.mgmt.is_current(timer, generation) {
             return;
         }
-        let map = n.dcf.links().advertised().cloned();
-        n.mgmt.handle_timeout(now, timer, map);
-        self.pump_mgmt(now, node);
+        let map = self.dcf.links().advertised().cloned();
+        self.mgmt.handle_timeout(now, timer, map);
+        self.pump_mgmt(env, now);
     }
 
-    /// A management frame from `from` arrived intact at `node`.
-    fn mgmt_rx(&mut self, now: SimTime, node: NodeId, from: NodeId, body: MgmtBody, rssi: Dbm) {
-        let n = &mut self.nodes[node.index()];
-        let channel = n.channel;
-        n.mgmt.handle_frame(now, from, body, rssi, channel);
-        self.pump_mgmt(now, node);
+    /// A management frame from `from` arrived intact.
+    fn mgmt_rx(&mut self, env: &mut Env, now: SimTime, from: NodeId, body: MgmtBody, rssi: Dbm) {
+        let channel = env.bodies[self.id.index()].channel;
+        self.mgmt.handle_frame(now, from, body, rssi, channel);
+        self.pump_mgmt(env, now);
     }
 
-    /// Drains `node`'s management: the radio to the channel it wants,
-    /// frames to the MAC, events to the trace and the network layer,
-    /// timers to the event queue.
-    fn pump_mgmt(&mut self, now: SimTime, node: NodeId) {
+    /// Drains management: the radio to the channel it wants, frames to the
+    /// MAC, events to the trace and the network layer, timers to the event
+    /// queue.
+    fn pump_mgmt(&mut self, env: &mut Env, now: SimTime) {
+        let node = self.id;
         loop {
-            let n = &mut self.nodes[node.index()];
-            let channel = n.mgmt.channel();
-            if channel != n.channel {
-                self.retune(now, node, channel);
-            } else if let Some(MgmtFrame { dst, body, front }) = n.mgmt.poll_transmit() {
-                let mode = self.radio.standard.basic_rates()[0];
+            let channel = self.mgmt.channel();
+            if channel != env.bodies[node.index()].channel {
+                self.retune(env, now, channel);
+            } else if let Some(MgmtFrame { dst, body, front }) = self.mgmt.poll_transmit() {
+                let mode = env.radio.standard.basic_rates()[0];
                 let tries = if dst == Dst::Broadcast { 1 } else { MGMT_TRIES };
                 let fixed = Some(Stage { mode, tries });
                 let msdu = Msdu { dst, bytes: body.body_bytes(), enqueued: now, fixed, source: None, payload: Payload::Mgmt(body) };
-                self.mac_enqueue_mgmt(now, node, msdu, front);
-            } else if let Some(ev) = n.mgmt.poll_event() {
+                // Bypasses the queue limit; `front` puts it ahead of queued
+                // data (beacons, probe requests).
+                self.dcf.enqueue_mgmt(now, msdu, front);
+                self.pump_mac(env, now);
+            } else if let Some(ev) = self.mgmt.poll_event() {
                 match ev {
-                    MgmtEvent::Conn { peer, event, value } => self.conn_event(now, node, peer.0, event, value),
+                    MgmtEvent::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
                     MgmtEvent::LinkUp(peer) => {
-                        n.net.handle_link_up(now, peer);
-                        self.pump_net(now, node);
+                        self.net.handle_link_up(now, peer);
+                        self.pump_net(env, now);
                     }
-                    MgmtEvent::LinkDown(peer) => n.net.handle_link_down(peer),
+                    MgmtEvent::LinkDown(peer) => self.net.handle_link_down(peer),
                     MgmtEvent::Beacon { ap, map } => {
                         if let Some(map) = map {
-                            n.dcf.links_mut().beacon_hint(ap, &map);
+                            self.dcf.links_mut().beacon_hint(ap, &map);
                         }
-                        self.script_beacon(now, node, ap);
+                        self.script_beacon(env, now, ap);
                     }
                 }
-            } else if let Some((timer, at, generation)) = n.mgmt.poll_timer() {
-                self.queue.schedule(at, node.0, Event::Mgmt { node, timer, generation });
+            } else if let Some((timer, at, generation)) = self.mgmt.poll_timer() {
+                env.queue.schedule(at, node.0, Event::Mgmt { node, timer, generation });
             } else {
                 return;
             }

@@ -7,14 +7,13 @@
 //!
 //! Addressing: node *i* has MAC 02:00:*i+1* (32-bit, big-endian) and IPv4
 //! 10.*i+1* (24-bit) — the 10.0.0.*i+1* of [`crate::net`] for the first 254
-//! nodes; the multicast group [`crate::net::ALL_HOSTS`] is 224.0.0.1.
+//! nodes; the multicast group [`crate::packet::ALL_HOSTS`] is 224.0.0.1.
 
-use crate::config::Role;
+use crate::mac::mgmt::Role;
 use crate::mac::mgmt::MgmtBody;
 use crate::mac::{Dst, Frame, Payload};
-use crate::net::dhcp::DhcpOp;
-use crate::net::arp::ArpOp;
-use crate::net::{Body, Packet, ALL_HOSTS};
+use crate::packet::{ArpOp, DhcpOp};
+use crate::packet::{Body, Packet, ALL_HOSTS};
 use crate::phy::mode::Mode;
 use crate::trace::FrameKind;
 use crate::transport::tcp::Segment;
@@ -384,7 +383,7 @@ fn dhcp_message(op: DhcpOp, client: u32, server: u32) -> Vec<u8> {
         DhcpOp::Request => (1, 3),
         DhcpOp::Ack => (2, 5),
     };
-    let mut m = vec![0u8; crate::net::dhcp::DHCP_BYTES as usize];
+    let mut m = vec![0u8; crate::packet::DHCP_BYTES as usize];
     m[0] = bootp_op;
     m[1] = 1; // Ethernet
     m[2] = 6;
@@ -423,7 +422,7 @@ mod tests {
     }
 
     fn data(src: u32, dst: Dst, p: Packet, retry: bool) -> Frame {
-        let psdu_bytes = crate::mac::DATA_OVERHEAD + crate::net::LLC_SNAP + p.bytes();
+        let psdu_bytes = crate::mac::DATA_OVERHEAD + crate::packet::LLC_SNAP + p.bytes();
         Frame {
             kind: FrameKind::Data,
             src: NodeId(src),

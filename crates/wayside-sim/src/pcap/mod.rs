@@ -16,7 +16,7 @@
 pub mod frame;
 pub mod radiotap;
 
-use crate::config::Role;
+use crate::mac::mgmt::Role;
 use crate::ids::NodeId;
 use crate::mac::Frame;
 use crate::phy::mode::{Mode, Preamble, Standard};

@@ -15,7 +15,7 @@
 pub mod split;
 
 use crate::ids::NodeId;
-use crate::net::{Body, Packet};
+use crate::packet::{Body, Packet};
 use crate::rng::Stream;
 use crate::trace::ConnEvent;
 use crate::transport::tcp::{Tcp, TcpConfig, TcpEvent};

@@ -22,7 +22,7 @@
 //! not relayed.
 
 use super::{Owner, Socket, SocketOutput, Sockets};
-use crate::net::{Body, Packet};
+use crate::packet::{Body, Packet};
 use crate::trace::ConnEvent;
 use crate::transport::tcp::Tcp;
 use crate::units::SimTime;

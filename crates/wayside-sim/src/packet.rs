@@ -1,0 +1,87 @@
+//! The packets the layers above the MAC exchange: IP packets with TCP, UDP
+//! or DHCP inside, and ARP packets. They carry headers and lengths, the
+//! fields the models act on; the MAC carries them in frames and the wired
+//! links as they are.
+
+use crate::ids::NodeId;
+use crate::transport::tcp::Segment;
+use crate::transport::udp::Datagram;
+use crate::units::SimTime;
+
+/// IPv4 header bytes.
+pub const IP_HEADER: u32 = 20;
+/// LLC/SNAP header in front of an IP packet in an 802.11 frame.
+pub const LLC_SNAP: u32 = 8;
+/// An ARP packet (Ethernet/IPv4).
+pub const ARP_BYTES: u32 = 28;
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArpOp {
+    Request,
+    Reply,
+}
+
+/// BOOTP message bytes (the minimum size RFC 2131 clients send).
+pub const DHCP_BYTES: u32 = 300;
+/// UDP header in front of a DHCP message.
+const UDP_HEADER: u32 = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DhcpOp {
+    Discover,
+    Offer,
+    Request,
+    Ack,
+}
+
+impl DhcpOp {
+    pub fn bytes() -> u32 {
+        IP_HEADER + UDP_HEADER + DHCP_BYTES
+    }
+}
+
+/// What a packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    Arp { op: ArpOp },
+    Dhcp { op: DhcpOp },
+    Udp { datagram: Datagram, app: u32, seq: u64, sent: SimTime },
+    Tcp(Segment),
+}
+
+/// An IP (or ARP) packet. Carried by value in frames and events: packets
+/// are small (headers and lengths, no payload bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// Hops left; a packet is dropped when it would be forwarded at zero.
+    pub ttl: u8,
+    pub body: Body,
+}
+
+/// The multicast group every application trigger is sent to (stands for an
+/// IPv4 group address; traces show it as peer `u32::MAX`, like broadcast).
+pub const ALL_HOSTS: NodeId = NodeId(u32::MAX);
+
+/// The initial TTL of every packet (Linux and Windows XP default).
+pub const DEFAULT_TTL: u8 = 64;
+
+impl Packet {
+    pub fn new(src: NodeId, dst: NodeId, body: Body) -> Packet {
+        Packet { src, dst, ttl: DEFAULT_TTL, body }
+    }
+}
+
+impl Packet {
+    /// Bytes on the wire above the link layer.
+    pub fn bytes(&self) -> u32 {
+        match self.body {
+            Body::Arp { .. } => ARP_BYTES,
+            Body::Dhcp { .. } => DhcpOp::bytes(),
+            Body::Udp { datagram, .. } => IP_HEADER + datagram.header_bytes() + datagram.len,
+            Body::Tcp(seg) => IP_HEADER + seg.header_bytes() + seg.len,
+        }
+    }
+}
+
+
