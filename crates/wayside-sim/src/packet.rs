@@ -40,7 +40,7 @@ impl DhcpOp {
 }
 
 /// What a packet carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
     Arp { op: ArpOp },
     Dhcp { op: DhcpOp },
@@ -49,8 +49,8 @@ pub enum Body {
 }
 
 /// An IP (or ARP) packet. Carried by value in frames and events: packets
-/// are small (headers and lengths, no payload bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// are small (headers and lengths; payload bytes, where carried, are shared).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packet {
     pub src: NodeId,
     pub dst: NodeId,
@@ -78,8 +78,8 @@ impl Packet {
         match self.body {
             Body::Arp { .. } => ARP_BYTES,
             Body::Dhcp { .. } => DhcpOp::bytes(),
-            Body::Udp { datagram, .. } => IP_HEADER + datagram.header_bytes() + datagram.len,
-            Body::Tcp(seg) => IP_HEADER + seg.header_bytes() + seg.len,
+            Body::Udp { ref datagram, .. } => IP_HEADER + datagram.header_bytes() + datagram.len,
+            Body::Tcp(ref seg) => IP_HEADER + seg.header_bytes() + seg.len,
         }
     }
 }

@@ -125,7 +125,7 @@ impl Apps {
                 let app = self.app(id);
                 let seq = app.seq;
                 app.seq += 1;
-                let datagram = Datagram { src_port: cfg.port, dst_port: cfg.port, len: payload };
+                let datagram = Datagram::sized(cfg.port, cfg.port, payload);
                 self.out.push_back(AppOutput::Packet(Packet::new(self.me, cfg.to, Body::Udp { datagram, app: id, seq, sent: now })));
                 self.out.push_back(AppOutput::Wake { app: id, at: now + interval });
             }

@@ -31,7 +31,7 @@ impl Apps {
         let app = self.app(id);
         let (port, seq) = (app.cfg.port, app.seq);
         app.seq += 1;
-        let datagram = Datagram { src_port: port, dst_port: port, len: bytes };
+        let datagram = Datagram::sized(port, port, bytes);
         self.out.push_back(AppOutput::Packet(Packet::new(me, ALL_HOSTS, Body::Udp { datagram, app: id, seq, sent: now })));
     }
 

@@ -447,10 +447,10 @@ impl Dcf {
     /// an Atheros fast frame, if enabled and the result's airtime at the
     /// chain's first rate stays within the limit; else `msdu` itself.
     fn join_fast_frame(&mut self, msdu: Msdu, chain: &RetryChain) -> Msdu {
-        let (Some(limit), Payload::Packet(a), Dst::Node(_), None) = (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed) else {
+        let (Some(limit), Payload::Packet(_), Dst::Node(_), None) = (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed) else {
             return msdu;
         };
-        let Some(Msdu { payload: Payload::Packet(b), dst, fixed: None, bytes, .. }) = self.data.front() else { return msdu };
+        let Some(Msdu { payload: Payload::Packet(_), dst, fixed: None, bytes, .. }) = self.data.front() else { return msdu };
         if *dst != msdu.dst {
             return msdu;
         }
@@ -459,9 +459,9 @@ impl Dcf {
         if airtime > limit {
             return msdu;
         }
-        let payload = Payload::FastFrame(Box::new([*a, *b]));
-        self.data.pop_front();
-        Msdu { bytes: joined, payload, ..msdu }
+        let Some(Msdu { payload: Payload::Packet(b), .. }) = self.data.pop_front() else { return msdu };
+        let Payload::Packet(a) = msdu.payload else { return msdu };
+        Msdu { bytes: joined, payload: Payload::FastFrame(Box::new([a, b])), ..msdu }
     }
 
     /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.

@@ -181,7 +181,7 @@ mod tests {
     const PEER: NodeId = NodeId(1);
 
     fn packet(seq: u64) -> Packet {
-        let datagram = Datagram { src_port: 1, dst_port: 1, len: 10 };
+        let datagram = Datagram::sized(1, 1, 10);
         Packet::new(ME, PEER, Body::Udp { datagram, app: 0, seq, sent: SimTime::ZERO })
     }
 

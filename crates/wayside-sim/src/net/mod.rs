@@ -155,7 +155,8 @@ impl Net {
     /// route, or whose TTL runs out here, are dropped.
     pub fn send(&mut self, now: SimTime, mut p: Packet, bss: &dyn Bss) {
         if p.dst == ALL_HOSTS {
-            self.multicast_send(now, p, p.src == self.me, bss);
+            let local = p.src == self.me;
+            self.multicast_send(now, p, local, bss);
             return;
         }
         if p.dst == self.me {
@@ -202,20 +203,22 @@ impl Net {
     fn multicast_send(&mut self, now: SimTime, p: Packet, local: bool, bss: &dyn Bss) {
         let on_air = self.radio && self.addressed() && (self.role != Role::Sta || bss.associated_ap().is_some());
         if on_air {
-            self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+            self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p.clone())));
         }
         if local {
             for i in 0..self.ports.len() {
-                self.out.push_back(NetOutput::Wire { link: self.ports[i].link, frame: WireFrame::Ip(p) });
+                self.out.push_back(NetOutput::Wire { link: self.ports[i].link, frame: WireFrame::Ip(p.clone()) });
             }
         }
     }
 
     /// A group packet arrived (over the air if `from_air`).
     fn multicast_rx(&mut self, now: SimTime, p: Packet, from_air: bool, bss: &dyn Bss) {
-        self.out.push_back(NetOutput::Deliver(p));
         if !from_air && p.ttl > 1 {
+            self.out.push_back(NetOutput::Deliver(p.clone()));
             self.multicast_send(now, Packet { ttl: p.ttl - 1, ..p }, false, bss);
+        } else {
+            self.out.push_back(NetOutput::Deliver(p));
         }
     }
 

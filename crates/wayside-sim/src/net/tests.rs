@@ -60,7 +60,7 @@ fn air(out: &[NetOutput]) -> Vec<(Dst, Body)> {
     out.iter()
         .filter_map(|o| match o {
             NetOutput::Air(m) => match &m.payload {
-                Payload::Packet(p) => Some((m.dst, p.body)),
+                Payload::Packet(p) => Some((m.dst, p.body.clone())),
                 _ => None,
             },
             _ => None,
@@ -212,7 +212,7 @@ fn multicast_from_the_wire_is_delivered_and_relayed_to_the_air_not_back() {
     let mut n = net(AP, Role::Ap, true, vec![Port { link: 0, far: SERVER }], None, plan(false));
     let bss = Fake { stations: vec![STA], ..Default::default() };
     let group = Packet::new(SERVER, ALL_HOSTS, Body::Tcp(Segment::default()));
-    n.handle_wire(NOW, 0, WireFrame::Ip(group), &bss);
+    n.handle_wire(NOW, 0, WireFrame::Ip(group.clone()), &bss);
     let out = drain(&mut n);
     assert!(matches!(out[0], NetOutput::Deliver(_)));
     assert_eq!(air(&out).len(), 1);

@@ -198,7 +198,7 @@ impl Encoder {
             out.extend_from_slice(&llc_snap(0x88b5));
             return;
         };
-        match p.body {
+        match &p.body {
             Body::Arp { op } => {
                 out.extend_from_slice(&llc_snap(0x0806));
                 let (operation, target_mac) = match op {
@@ -210,11 +210,14 @@ impl Encoder {
             }
             Body::Tcp(s) => {
                 out.extend_from_slice(&llc_snap(0x0800));
-                self.tcp(p, &s, out);
+                self.tcp(p, s, out);
             }
             Body::Udp { datagram, .. } => {
                 out.extend_from_slice(&llc_snap(0x0800));
-                let payload = self.zeros(datagram.len as usize);
+                let payload = match &datagram.data {
+                    Some(data) => data,
+                    None => self.zeros(datagram.len as usize),
+                };
                 let b = PacketBuilder::ipv4(ip_of(p.src.0), ip_of(p.dst.0), p.ttl).udp(datagram.src_port, datagram.dst_port);
                 b.write(out, payload).expect("a UDP packet within IPv4's length");
             }
@@ -223,7 +226,7 @@ impl Encoder {
                 let from_client = matches!(op, DhcpOp::Discover | DhcpOp::Request);
                 let (client, server) = if from_client { (p.src.0, p.dst.0) } else { (p.dst.0, p.src.0) };
                 let (ip_src, ports) = if from_client { ([0; 4], (68, 67)) } else { (ip_of(server), (67, 68)) };
-                let bootp = dhcp_message(op, client, server);
+                let bootp = dhcp_message(*op, client, server);
                 let b = PacketBuilder::ipv4(ip_src, [255; 4], p.ttl).udp(ports.0, ports.1);
                 b.write(out, &bootp).expect("a DHCP packet within IPv4's length");
             }

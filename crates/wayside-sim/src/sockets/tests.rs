@@ -19,7 +19,7 @@ fn drain(s: &mut Sockets) -> Vec<SocketOutput> {
 }
 
 fn sent(out: &[SocketOutput]) -> Vec<Packet> {
-    out.iter().filter_map(|o| if let SocketOutput::Send(p) = o { Some(*p) } else { None }).collect()
+    out.iter().filter_map(|o| if let SocketOutput::Send(p) = o { Some(p.clone()) } else { None }).collect()
 }
 
 fn conns(out: &[SocketOutput]) -> Vec<ConnEvent> {
@@ -76,7 +76,7 @@ fn listener_accepts_syn_with_syn_ack_and_ignores_other_segments() {
     let (mut a, mut b) = (host(A), host(B));
     b.listen(PORT, APP);
     a.connect(SimTime::ZERO, B, PORT, APP, 0);
-    let syn = sent(&drain(&mut a))[0];
+    let syn = sent(&drain(&mut a))[0].clone();
     let stray = Packet::new(A, B, Body::Tcp(Segment { flags: crate::transport::tcp::Flags { ack: true, ..Default::default() }, ..seg(&syn) }));
     b.handle_packet(SimTime::ZERO, stray);
     assert!(drain(&mut b).is_empty(), "an ACK to a listener opens nothing");
@@ -120,7 +120,7 @@ fn syn_sent_timer_retransmits_and_a_stale_generation_is_void() {
 fn split_proxy_answers_for_the_server_and_opens_the_far_half() {
     let (mut a, mut ap) = (host(A), host(AP));
     a.connect(SimTime::ZERO, B, PORT, APP, 0);
-    let syn = sent(&drain(&mut a))[0];
+    let syn = sent(&drain(&mut a))[0].clone();
     assert!(ap.intercept(SimTime::ZERO, &syn));
     let out = drain(&mut ap);
     assert_eq!(conns(&out), vec![ConnEvent::Syn]);
