@@ -4,8 +4,9 @@
 //! al. (2007) §6.2.3: the AP's script launched iperf 1–2 s after
 //! association. Like the script it stands for, it watches every node (the
 //! association and lease events of any node, the station's beacon count)
-//! and starts the application at its sending end; it is not a protocol
-//! and sends nothing over the simulated network.
+//! and starts the application at its sending end (at both ends of a
+//! peer-to-peer application); it is not a protocol and sends nothing over
+//! the simulated network.
 
 use crate::apps::ip::{AppConfig, AppStart};
 use crate::ids::NodeId;
@@ -16,11 +17,21 @@ struct Entry {
     from: NodeId,
     to: NodeId,
     start: AppStart,
+    /// Both ends start (peer to peer), not only the sending end.
+    both: bool,
     /// Its start is scheduled (or it has started).
     scheduled: bool,
 }
 
-/// An application to start: at its sending end `from`, at `at`.
+impl Entry {
+    /// Application `app` starting at `at`, at each end that starts.
+    fn starts(&self, app: u32, at: SimTime) -> impl Iterator<Item = Start> {
+        let to = self.both.then_some(Start { app, from: self.to, at });
+        std::iter::once(Start { app, from: self.from, at }).chain(to)
+    }
+}
+
+/// An application to start at its end `from`, at `at`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Start {
     pub app: u32,
@@ -37,18 +48,20 @@ impl Script {
     pub fn new(apps: &[AppConfig], beacon_interval: SimTime) -> Script {
         let entries = apps
             .iter()
-            .map(|a| Entry { from: a.from, to: a.to, start: a.start, scheduled: matches!(a.start, AppStart::At(_)) })
+            .map(|a| Entry { from: a.from, to: a.to, start: a.start, both: a.kind.peer_to_peer(), scheduled: matches!(a.start, AppStart::At(_)) })
             .collect();
         Script { entries, beacon_interval }
     }
 
     /// The applications that start at a fixed time.
     pub fn timed(&self) -> Vec<Start> {
-        let at = |(i, e): (usize, &Entry)| match e.start {
-            AppStart::At(at) => Some(Start { app: i as u32, from: e.from, at }),
-            _ => None,
-        };
-        self.entries.iter().enumerate().filter_map(at).collect()
+        let mut starts = Vec::new();
+        for (i, e) in self.entries.iter().enumerate() {
+            if let AppStart::At(at) = e.start {
+                starts.extend(e.starts(i as u32, at));
+            }
+        }
+        starts
     }
 
     /// IP traffic between `node` and `peer` can start: the applications
@@ -60,7 +73,7 @@ impl Script {
             let involved = [e.from, e.to].iter().any(|&n| n == node || n == peer);
             if involved && !e.scheduled {
                 e.scheduled = true;
-                starts.push(Start { app: i as u32, from: e.from, at: now + delay });
+                starts.extend(e.starts(i as u32, now + delay));
             }
         }
         starts
@@ -84,7 +97,8 @@ impl Script {
             let strong = rssi.is_none_or(|r| station.filtered_rssi(ap).is_some_and(|f| f.0 >= r.0));
             if heard as f64 >= ratio * expected as f64 && strong {
                 e.scheduled = true;
-                starts.push((Start { app: i as u32, from: e.from, at: now + delay }, heard as f64 / expected as f64));
+                let measured = heard as f64 / expected as f64;
+                starts.extend(e.starts(i as u32, now + delay).map(|s| (s, measured)));
             }
         }
         starts

@@ -104,6 +104,16 @@ category!(
         /// Station: an application waiting for the production phase may start
         /// (value: fraction of the AP's beacons heard over the window).
         Production => "production",
+        /// Broadside: a synchronisation with the peer began.
+        SyncStarted => "sync-started",
+        /// Broadside: a file transfer from the peer started or resumed
+        /// (value: blocks already held).
+        TransferStarted => "transfer-started",
+        /// Broadside: the peer fell silent during a transfer; the partial is
+        /// kept (value: blocks held).
+        TransferStalled => "transfer-stalled",
+        /// Broadside: a file from the peer was received, verified and committed.
+        FileUpdated => "file-updated",
     });
 category!(
     /// Outcome of one MSDU at the MAC.

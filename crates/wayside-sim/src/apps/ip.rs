@@ -9,6 +9,7 @@
 //! the implicit flow control Ott & Kutscher (2004, §IV-A) saw from their
 //! Orinoco card, which throttles a mobile sender to what DCF can carry.
 
+use super::broadside::Host;
 use super::{AppOutput, Apps};
 use crate::ids::NodeId;
 use crate::packet::{Body, Packet, ALL_HOSTS};
@@ -28,6 +29,17 @@ pub enum AppKind {
     /// connects on hearing one and makes `exchanges` requests of `request`
     /// bytes, each answered with `response` bytes.
     RequestResponse { request: u64, response: u64, exchanges: u64, trigger: u32, trigger_interval: SimTime },
+    /// Broadside at both ends ([`super::broadside`]); the sending end
+    /// holds one file of `bytes` bytes.
+    Broadside { bytes: u64 },
+}
+
+impl AppKind {
+    /// Whether both ends act on their own from the start (peers), rather
+    /// than a sender and a receiver that answers.
+    pub fn peer_to_peer(&self) -> bool {
+        matches!(self, AppKind::Broadside { .. })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,17 +75,24 @@ pub(super) struct App {
     pub(super) cfg: AppConfig,
     started: bool,
     /// Waiting for room in the MAC queue.
-    blocked: bool,
+    pub(super) blocked: bool,
     pub(super) seq: u64,
     /// Request-response: the client's connection of the current session.
     pub(super) session: Option<usize>,
     /// Request-response: exchanges the client has completed.
     pub(super) completed: u64,
+    /// Broadside: this end's endpoint.
+    pub(super) broadside: Option<Host>,
 }
 
 impl App {
-    pub(super) fn new(id: u32, cfg: AppConfig) -> App {
-        App { id, cfg, started: false, blocked: false, seq: 0, session: None, completed: 0 }
+    /// Application `id`'s end at `me`; `seed`: the run's (seed, run).
+    pub(super) fn new(me: NodeId, id: u32, cfg: AppConfig, seed: (u64, u64)) -> App {
+        let broadside = match cfg.kind {
+            AppKind::Broadside { bytes } => Some(Host::new(me, me == cfg.from, id, cfg.port, bytes, seed)),
+            _ => None,
+        };
+        App { id, cfg, started: false, blocked: false, seq: 0, session: None, completed: 0, broadside }
     }
 }
 
@@ -88,7 +107,7 @@ impl Apps {
             let server = match a.cfg.kind {
                 AppKind::TcpBulk { .. } => a.cfg.to,
                 AppKind::RequestResponse { .. } => a.cfg.from,
-                AppKind::UdpCbr { .. } => continue,
+                AppKind::UdpCbr { .. } | AppKind::Broadside { .. } => continue,
             };
             if server == self.me {
                 sockets.listen(a.cfg.port, a.id);
@@ -96,14 +115,15 @@ impl Apps {
         }
     }
 
-    /// Application `id` (whose sending end is here) acts: it starts, or
-    /// sends its next datagram or trigger. `queue_full`: the MAC has no room.
-    pub fn handle_app(&mut self, now: SimTime, id: u32, queue_full: bool, sockets: &mut Sockets) {
+    /// Application `id`'s end here acts: it starts, or sends its next
+    /// datagram or trigger; `room`: MSDUs the MAC queue takes now.
+    pub fn handle_app(&mut self, now: SimTime, id: u32, room: usize, sockets: &mut Sockets) {
         let cfg = self.app(id).cfg.clone();
         if now >= cfg.stop {
             return;
         }
         let first = !self.app(id).started;
+        let queue_full = room == 0;
         match cfg.kind {
             AppKind::TcpBulk { bytes } => {
                 if !first {
@@ -137,21 +157,37 @@ impl Apps {
                 self.send_trigger(now, id, trigger);
                 self.out.push_back(AppOutput::Wake { app: id, at: now + trigger_interval });
             }
+            AppKind::Broadside { .. } => {
+                if first {
+                    self.app(id).started = true;
+                    let peer = if cfg.from == self.me { cfg.to } else { cfg.from };
+                    self.conn(peer, ConnEvent::AppStart, 0.0);
+                }
+                self.broadside_wake(now, id, room);
+            }
         }
     }
 
     /// A UDP packet for this host: logged if it is unicast or for a group
     /// an application here has joined (the client of a request-response
-    /// application), and a trigger starts its client.
-    pub fn handle_datagram(&mut self, now: SimTime, p: Packet, sockets: &mut Sockets) {
+    /// application, either end of a Broadside one); a trigger starts its
+    /// client, and a Broadside end takes its datagrams. `room`: MSDUs the
+    /// MAC queue takes now.
+    pub fn handle_datagram(&mut self, now: SimTime, p: Packet, room: usize, sockets: &mut Sockets) {
         let Body::Udp { datagram, app, seq, sent } = p.body else { return };
+        let me = self.me;
+        let local = self.ip.iter().find(|a| a.id == app);
         let group = p.dst == ALL_HOSTS;
-        if group && !self.ip.iter().any(|a| a.id == app && a.cfg.to == self.me) {
+        if group && !local.is_some_and(|a| a.cfg.to == me || a.cfg.kind.peer_to_peer()) {
             return;
         }
+        let hosted = local.is_some_and(|a| a.broadside.is_some());
+        let seq = if hosted { self.broadside_received(app) } else { seq };
         self.out.push_back(AppOutput::Datagram { peer: p.src, app, seq, bytes: datagram.len, delay: now - sent });
-        if group {
-            self.trigger_heard(now, app, seq, sockets);
+        match datagram.data {
+            Some(data) if hosted => self.broadside_rx(now, app, p.src, &data, room),
+            _ if group => self.trigger_heard(now, app, seq, sockets),
+            _ => {}
         }
     }
 

@@ -11,6 +11,7 @@
 //! socket notices for this host, and the MAC finishing a frame; outputs come
 //! out of [`Apps::poll`] in the order they were produced.
 
+pub mod broadside;
 pub mod ip;
 pub mod reqresp;
 
@@ -79,9 +80,15 @@ pub struct Apps {
 }
 
 impl Apps {
-    /// The applications of `me` among the scenario's.
-    pub fn new(me: NodeId, apps: &[AppConfig], sources: &[SourceConfig]) -> Apps {
-        let ip = apps.iter().enumerate().filter(|(_, a)| a.from == me || a.to == me).map(|(i, a)| App::new(i as u32, a.clone())).collect();
+    /// The applications of `me` among the scenario's; `seed`: the run's
+    /// (seed, run).
+    pub fn new(me: NodeId, apps: &[AppConfig], sources: &[SourceConfig], seed: (u64, u64)) -> Apps {
+        let ip = apps
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.from == me || a.to == me)
+            .map(|(i, a)| App::new(me, i as u32, a.clone(), seed))
+            .collect();
         let sources = sources
             .iter()
             .enumerate()

@@ -172,9 +172,9 @@ impl Dcf {
         &mut self.links
     }
 
-    /// Whether the data queue is at its limit.
-    pub fn queue_full(&self) -> bool {
-        self.data.len() >= self.cfg.queue_limit
+    /// How many more MSDUs the data queue takes before its limit.
+    pub fn queue_room(&self) -> usize {
+        self.cfg.queue_limit.saturating_sub(self.data.len())
     }
 
     // ------------------------------------------------------------ outputs
@@ -213,7 +213,7 @@ impl Dcf {
     /// Hands a data MSDU to the MAC; a full queue drops it (a `QueueDrop`
     /// event) and returns false.
     pub fn enqueue(&mut self, now: SimTime, msdu: Msdu) -> bool {
-        if self.queue_full() {
+        if self.queue_room() == 0 {
             self.events.push_back(DcfEvent::QueueDrop { msdu });
             return false;
         }
@@ -882,7 +882,7 @@ mod tests {
         d.handle_medium(SimTime::ZERO, true);
         assert!(d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO)));
         assert!(d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO)));
-        assert!(d.queue_full());
+        assert_eq!(d.queue_room(), 0);
         assert!(!d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO)));
         assert!(matches!(&events(&mut d)[..], [DcfEvent::QueueDrop { .. }]));
     }

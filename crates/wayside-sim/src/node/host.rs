@@ -76,7 +76,8 @@ impl Node {
                 self.pump_sockets(env, now);
             }
             Body::Udp { .. } => {
-                self.apps.handle_datagram(now, p, &mut self.sockets);
+                let room = self.dcf.queue_room();
+                self.apps.handle_datagram(now, p, room, &mut self.sockets);
                 self.pump_apps(env, now);
                 self.pump_sockets(env, now);
             }
@@ -139,8 +140,8 @@ impl Node {
     }
 
     pub fn on_app(&mut self, env: &mut Env, now: SimTime, app: u32) {
-                let full = self.dcf.queue_full();
-        self.apps.handle_app(now, app, full, &mut self.sockets);
+                let room = self.dcf.queue_room();
+        self.apps.handle_app(now, app, room, &mut self.sockets);
         self.pump_apps(env, now);
         self.pump_sockets(env, now);
     }
@@ -157,8 +158,12 @@ impl Node {
                 if !self.net.addressed() {
             return;
         }
+        let mut logged = None;
         for (s, measured) in env.script.beacon(now, node, ap, &self.mgmt) {
-            env.conn_event(now, node, ap.0, ConnEvent::Production, measured);
+            if logged != Some(s.app) {
+                logged = Some(s.app); // once per application, not per end
+                env.conn_event(now, node, ap.0, ConnEvent::Production, measured);
+            }
             env.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
         }
     }

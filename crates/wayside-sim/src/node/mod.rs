@@ -66,7 +66,7 @@ impl Node {
             mgmt: Mgmt::new(n.role, cfg.mgmt.clone(), n.channel, Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name))),
             net: Net::new(id, net_setup(id, n, cfg, plan)),
             sockets: Sockets::new(id, n.tcp.clone(), cfg.seed, cfg.run, &n.name),
-            apps: Apps::new(id, &cfg.apps, &cfg.sources),
+            apps: Apps::new(id, &cfg.apps, &cfg.sources, (cfg.seed, cfg.run)),
             awaiting_row: None,
         }
     }

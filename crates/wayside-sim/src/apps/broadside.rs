@@ -1,0 +1,170 @@
+//! Broadside hosted in the simulator: the `broadside` crate's sans-IO
+//! [`Endpoint`], unchanged, as an application over UDP, with real payload
+//! bytes in every datagram. The same code runs on real hosts in
+//! `broadside-node`; here the node's stack is its socket and the simulated
+//! clock its clock.
+//!
+//! An application of kind `broadside` runs an endpoint at both of its ends.
+//! The sending end (`from`) holds one file of `bytes` bytes, published by a
+//! provider both ends trust; its content and the provider's key are drawn
+//! from the run's seed, so a run is reproducible byte for byte. Both ends
+//! beacon and discover each other as Broadside does; the file moves to the
+//! other end when discovery finds it.
+//!
+//! As on a real host, an endpoint's datagrams go to its socket only while
+//! the MAC queue has room (a full queue blocks the sender, like a full
+//! socket buffer); they leave again when a frame is done. Broadcast goes to
+//! the all-hosts group at the UDP port of the application; datagrams are
+//! limited to 1472 bytes (a 1500-byte IP MTU), so none is fragmented.
+//!
+//! Every datagram received is logged in the `transport` trace (its bytes
+//! and one-way delay); sync and transfer milestones go to `events`.
+
+use super::{AppOutput, Apps};
+use crate::ids::NodeId;
+use crate::packet::{Body, Packet, ALL_HOSTS};
+use crate::rng::Stream;
+use crate::trace::ConnEvent;
+use crate::transport::udp::Datagram;
+use crate::units::SimTime;
+use broadside::merkle::{Tree, TreeBuilder};
+use broadside::{Certificate, Config, Destination, Endpoint, Event, Instant, MemStore, PeerAddr, ProviderKey, TrustedKeys};
+use std::sync::Arc;
+
+/// The largest datagram an endpoint sends: a 1500-byte IP MTU less the IP
+/// and UDP headers.
+pub const DATAGRAM: usize = 1500 - 28;
+
+/// A simulated host's address as Broadside's address validation sees it:
+/// node *i* is 10.0.0.*i+1*, and the /24 is its prefix.
+impl PeerAddr for NodeId {
+    fn addr_bytes(&self) -> [u8; 19] {
+        let mut b = [0u8; 19];
+        b[..4].copy_from_slice(&self.0.to_be_bytes());
+        b
+    }
+
+    fn prefix(&self) -> [u8; 9] {
+        let mut b = [0u8; 9];
+        b[..3].copy_from_slice(&self.0.to_be_bytes()[..3]);
+        b
+    }
+}
+
+fn instant(t: SimTime) -> Instant {
+    Instant::from_micros(t.as_ns() / 1_000)
+}
+
+/// The run's provider key and file for application `app`.
+fn published(seed: u64, run: u64, app: u32, bytes: u64) -> (ProviderKey, Certificate, Vec<u8>) {
+    let mut s = Stream::new("run", seed, run, &format!("broadside/{app}"));
+    let mut key = [0u8; 32];
+    key.iter_mut().for_each(|b| *b = s.integer_inclusive(255) as u8);
+    let key = ProviderKey::from_seed(key);
+    let data: Vec<u8> = (0..bytes).map(|_| s.integer_inclusive(255) as u8).collect();
+    let block = (DATAGRAM - broadside::wire::DATA_HEADER_LEN) as u32;
+    let mut tree = TreeBuilder::new(block);
+    tree.update(&data);
+    let (size, hash, leaves) = tree.finish();
+    let root = Tree::new(leaves, block).expect("a tree over the file's blocks").root();
+    let cert = Certificate::issue_v2(&key, &format!("app-{app}"), 1, size, hash, block, root).expect("a valid certificate");
+    (key, cert, data)
+}
+
+/// One end of a Broadside application.
+pub(super) struct Host {
+    endpoint: Endpoint<NodeId>,
+    store: MemStore,
+    port: u16,
+    /// When the endpoint's timer is scheduled.
+    armed: Option<SimTime>,
+    /// Datagrams received (the `transport` trace's sequence numbers).
+    received: u64,
+}
+
+impl Host {
+    /// The end of application `app` at `me`; the sending end holds the file.
+    pub(super) fn new(me: NodeId, sender: bool, app: u32, port: u16, bytes: u64, seed: (u64, u64)) -> Host {
+        let (key, cert, data) = published(seed.0, seed.1, app, bytes);
+        let mut store = MemStore::new();
+        if sender {
+            store.insert(cert, data);
+        }
+        let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}/{}", me.0));
+        let secret = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
+        let cfg = Config { packet_size: DATAGRAM, seed: secret, ..Config::default() };
+        let trusted = TrustedKeys::new([key.public()]);
+        let endpoint = Endpoint::new(cfg, trusted, store.certificates(), Instant::ZERO).expect("a valid endpoint configuration");
+        Host { endpoint, store, port, armed: None, received: 0 }
+    }
+}
+
+impl Apps {
+    fn host(&mut self, id: u32) -> &mut Host {
+        self.app(id).broadside.as_mut().expect("a Broadside end")
+    }
+
+    /// Broadside end `id`: its timer fired, or the MAC has room again.
+    pub(super) fn broadside_wake(&mut self, now: SimTime, id: u32, room: usize) {
+        let h = self.host(id);
+        if h.armed.is_some_and(|t| t <= now) {
+            h.armed = None;
+            h.endpoint.handle_timeout(instant(now), &mut h.store);
+        }
+        self.broadside_flush(now, id, room);
+    }
+
+    /// A datagram for Broadside end `id` from `from`.
+    pub(super) fn broadside_rx(&mut self, now: SimTime, id: u32, from: NodeId, data: &[u8], room: usize) {
+        let h = self.host(id);
+        h.endpoint.handle_datagram(instant(now), from, data, &mut h.store);
+        self.broadside_flush(now, id, room);
+    }
+
+    /// Sends what the endpoint has while the MAC has room, logs its events
+    /// and re-arms its timer.
+    fn broadside_flush(&mut self, now: SimTime, id: u32, mut room: usize) {
+        let me = self.me;
+        // Borrows the applications only, so that outputs can be queued.
+        let app = self.ip.iter_mut().find(|a| a.id == id).expect("an application of this node");
+        let h = app.broadside.as_mut().expect("a Broadside end");
+        loop {
+            if room == 0 {
+                app.blocked = true; // resumes when the MAC finishes a frame
+                break;
+            }
+            let Some(t) = h.endpoint.poll_transmit(instant(now), &mut h.store) else { break };
+            let dst = match t.destination {
+                Destination::Broadcast => ALL_HOSTS,
+                Destination::Peer(p) => p,
+            };
+            let datagram = Datagram::with_data(h.port, h.port, Arc::from(t.payload));
+            self.out.push_back(AppOutput::Packet(Packet::new(me, dst, Body::Udp { datagram, app: id, seq: 0, sent: now })));
+            room -= 1;
+        }
+        while let Some(ev) = h.endpoint.poll_event() {
+            let (peer, event, value) = match ev {
+                Event::SyncStarted { peer, .. } => (peer, ConnEvent::SyncStarted, 0.0),
+                Event::TransferStarted { peer, resumed_blocks, .. } => (peer, ConnEvent::TransferStarted, f64::from(resumed_blocks)),
+                Event::TransferStalled { peer, received_blocks, .. } => (peer, ConnEvent::TransferStalled, f64::from(received_blocks)),
+                Event::FileUpdated { peer, .. } => (peer, ConnEvent::FileUpdated, 0.0),
+                _ => continue,
+            };
+            self.out.push_back(AppOutput::Conn { peer, event, value });
+        }
+        let h = self.host(id);
+        let next = h.endpoint.poll_timeout().map(|t| SimTime::from_ns(t.as_micros() * 1_000).max(now));
+        if next.is_some_and(|t| h.armed.is_none_or(|a| t < a)) {
+            h.armed = next;
+            self.out.push_back(AppOutput::Wake { app: id, at: next.expect("checked") });
+        }
+    }
+
+    /// Counts a datagram received by Broadside end `id`: its sequence number
+    /// in the `transport` trace.
+    pub(super) fn broadside_received(&mut self, id: u32) -> u64 {
+        let h = self.host(id);
+        h.received += 1;
+        h.received
+    }
+}
