@@ -75,6 +75,17 @@ pub enum Role {
     Sta,
 }
 
+impl Role {
+    /// The role as messages name it, with its spelling in a scenario file.
+    pub fn described(self) -> &'static str {
+        match self {
+            Role::Independent => "an independent node (role = \"independent\")",
+            Role::Ap => "an access point (role = \"ap\")",
+            Role::Sta => "a station (role = \"sta\")",
+        }
+    }
+}
+
 /// Everything needed to build a world.
 #[derive(Clone, Debug)]
 pub struct SimConfig {

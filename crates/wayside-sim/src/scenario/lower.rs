@@ -142,6 +142,15 @@ impl RateContext {
     }
 }
 
+/// `key` is set on a node of `role`, where only one of role `allowed` `does`.
+fn only(key: &str, allowed: Role, role: Role, does: &str) -> Result<(), ScenarioError> {
+    if role == allowed {
+        Ok(())
+    } else {
+        err(format!("{key}: only {} {does}; this node is {}", allowed.described(), role.described()))
+    }
+}
+
 /// Whether a node of `role` can run `spec` (`None`: the `[mac]` default,
 /// checked again against each node that uses it).
 fn check_rate_role(key: &str, spec: &RateControlSpec, role: Option<Role>) -> Result<(), ScenarioError> {
@@ -151,9 +160,7 @@ fn check_rate_role(key: &str, spec: &RateControlSpec, role: Option<Role>) -> Res
              on a station set beacon_hints = true to use the map the AP advertises",
             spec.name()
         )),
-        Some(Role::Ap | Role::Independent) if spec.takes_hints() => {
-            err(format!("{key}.beacon_hints: only a station (role = \"sta\") takes hints from beacons"))
-        }
+        Some(role) if spec.takes_hints() => only(&format!("{key}.beacon_hints"), Role::Sta, role, "takes hints from beacons"),
         None if spec.takes_hints() => err(format!("{key}.beacon_hints: set it on the station's own rate_control ([[node]] with role = \"sta\")")),
         _ => Ok(()),
     }
@@ -380,6 +387,9 @@ impl Scenario {
 
     fn rate_context(&self, error_model: ErrorModelKind) -> Result<RateContext, ScenarioError> {
         let mac = &self.mac;
+        if [mac.rate.is_some(), mac.retry_chain.is_some(), mac.rate_control.is_some()].iter().filter(|&&b| b).count() > 1 {
+            return err("mac: give one of rate, retry_chain and rate_control");
+        }
         let standard = self.radio.standard;
         let limit = |k: &str, v: u32| {
             check_range(&format!("mac.{k}"), v as f64, &v.to_string(), 1.0, 255.0, "1 to 255 attempts")?;
@@ -413,15 +423,15 @@ impl Scenario {
         check_range("mac.queue_limit", mac.queue_limit as f64, &mac.queue_limit.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
         let ff = mac.fast_frame_airtime;
         let fast_frame_airtime = time_in("mac.fast_frame_airtime", ff, 1e-5, 0.05, "10 us to 50 ms")?;
-        let rate = match (mac.rate, mac.retry_chain.is_some(), &mac.rate_control) {
-            (None, _, None) => rates.fixed(None),
-            (Some(r), false, None) => rates.fixed(Some(rate_mode(rates.standard, "mac.rate", r)?)),
-            (None, false, Some(rc)) => {
+        // At most one of them is given (see `rate_context`).
+        let rate = match (mac.rate, &mac.rate_control) {
+            (Some(r), _) => rates.fixed(Some(rate_mode(rates.standard, "mac.rate", r)?)),
+            (None, Some(rc)) => {
                 let spec = rates.spec("mac.rate_control", rc)?;
                 check_rate_role("mac.rate_control", &spec, None)?;
                 spec
             }
-            _ => return err("mac: give one of rate, retry_chain and rate_control"),
+            (None, None) => rates.fixed(None),
         };
         Ok(MacConfig {
             queue_limit: mac.queue_limit as usize,
@@ -528,8 +538,7 @@ impl Scenario {
             }
         }
         if !n.radio && n.role != Role::Independent {
-            let what = if n.role == Role::Ap { "an access point (role = \"ap\")" } else { "a station (role = \"sta\")" };
-            return err(format!("{}: a node without a radio cannot be {what}; a wired host has role = \"independent\"", key("role")));
+            return err(format!("{}: a node without a radio cannot be {}; a wired host has role = \"independent\"", key("role"), n.role.described()));
         }
         if let Some(c) = n.channel {
             self.radio.standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
@@ -556,11 +565,11 @@ impl Scenario {
             }
             None => default.prior().is_some(),
         };
-        if n.split_tcp && n.role != Role::Ap {
-            return err(format!("{}: only an access point (role = \"ap\") splits TCP", key("split_tcp")));
+        if n.split_tcp {
+            only(&key("split_tcp"), Role::Ap, n.role, "splits TCP")?;
         }
-        if n.dhcp && n.role != Role::Sta {
-            return err(format!("{}: only a station (role = \"sta\") gets its address by DHCP", key("dhcp")));
+        if n.dhcp {
+            only(&key("dhcp"), Role::Sta, n.role, "gets its address by DHCP")?;
         }
         if let Some(q) = n.queue_limit {
             check_range(&key("queue_limit"), q as f64, &q.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
@@ -772,7 +781,7 @@ impl Scenario {
             AppStartSection::OnAssociation => AppStart::OnAssociation { delay },
             AppStartSection::OnProduction => {
                 if !self.nodes.iter().any(|n| n.role == Role::Sta && (n.name == a.from || n.name == a.to)) {
-                    return err(format!("{}: \"on-production\" needs a station (role = \"sta\") at one end to measure its AP's beacons", key("start")));
+                    return err(format!("{}: \"on-production\" needs {} at one end to measure its AP's beacons", key("start"), Role::Sta.described()));
                 }
                 if let Some(r) = a.production_ratio {
                     check_range(&key("production_ratio"), r, &r.to_string(), 0.01, 1.0, "0.01 to 1")?;

@@ -46,3 +46,109 @@ pub fn load(text: &str, overrides: &[String]) -> Result<(String, SimConfig), Sce
     })?;
     Ok((resolved, scenario.lower()?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An AP and a car, the smallest infrastructure scenario.
+    const BSS: &str = r#"
+duration = "1 s"
+[radio]
+standard = "802.11g"
+[[node]]
+name = "ap"
+role = "ap"
+[[node]]
+name = "car"
+role = "sta"
+position = [10, 0]
+"#;
+
+    fn error(overrides: &[&str]) -> String {
+        let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        match load(BSS, &o) {
+            Ok(_) => panic!("accepted: {overrides:?}"),
+            Err(e) => e.0,
+        }
+    }
+
+    #[test]
+    fn an_option_of_another_algorithm_names_the_option_and_its_algorithms() {
+        let e = error(&[r#"node.ap.rate_control={algorithm="onoe", min_success=0.5}"#]);
+        assert_eq!(
+            e,
+            "node[0].rate_control.min_success: only used with algorithm = \"ideal\" or \"environment-aware\"; \"onoe\" takes no options"
+        );
+        let e = error(&[r#"mac.rate_control={algorithm="samplerate", rate="11 Mbps"}"#]);
+        assert_eq!(e, "mac.rate_control.rate: only used with algorithm = \"fixed\"; \"samplerate\" takes preset");
+        let e = error(&[r#"node.car.rate_control={algorithm="ideal", colour="red"}"#]);
+        assert_eq!(e, "node[1].rate_control.colour: not an option of any algorithm; \"ideal\" takes min_success");
+    }
+
+    #[test]
+    fn a_rate_control_section_needs_a_known_algorithm_and_its_required_options() {
+        let e = error(&[r#"mac.rate_control={algorithm="warp"}"#]);
+        assert!(e.starts_with("mac.rate_control.algorithm: unknown algorithm 'warp'; allowed: samplerate, onoe,"), "{e}");
+        assert!(e.ends_with("environment-aware, fixed"), "{e}");
+        let e = error(&[r#"mac.rate_control={preset="tuned"}"#]);
+        assert!(e.starts_with("mac.rate_control.algorithm: missing; allowed: samplerate"), "{e}");
+        let e = error(&["mac.rate_control={algorithm=3}"]);
+        assert!(e.starts_with("mac.rate_control.algorithm: 3 is not a name; allowed:"), "{e}");
+        let e = error(&[r#"mac.rate_control={algorithm="fixed"}"#]);
+        assert_eq!(e, "mac.rate_control: algorithm = \"fixed\" needs rate (for example rate_control = { algorithm = \"fixed\", rate = \"11 Mbps\" })");
+    }
+
+    #[test]
+    fn an_invalid_option_value_is_named_by_its_full_key() {
+        let e = error(&[r#"node.ap.rate_control={algorithm="environment-aware", margin="3 furlongs"}"#]);
+        assert!(e.starts_with("node[0].rate_control.margin: invalid ratio \"3 furlongs\""), "{e}");
+        let e = error(&[r#"node.ap.rate_control={algorithm="samplerate", preset="fast"}"#]);
+        assert!(e.starts_with("node[0].rate_control.preset: unknown variant `fast`, expected `default` or `tuned`"), "{e}");
+        // Ranges are checked while lowering, under the same key.
+        let e = error(&[r#"node.ap.rate_control={algorithm="ideal", min_success=2}"#]);
+        assert_eq!(e, "node[0].rate_control.min_success: 2 is out of range; allowed: 0.01 to 0.9999");
+    }
+
+    #[test]
+    fn what_a_role_allows_is_checked_with_the_role_named() {
+        let e = error(&[r#"node.car.role="router""#]);
+        assert_eq!(e, "node[1].role: unknown variant `router`, expected one of `independent`, `ap`, `sta`");
+        let e = error(&["node.ap.dhcp=true"]);
+        assert_eq!(e, "node[0].dhcp: only a station (role = \"sta\") gets its address by DHCP; this node is an access point (role = \"ap\")");
+        let e = error(&["node.car.radio=false"]);
+        assert!(e.starts_with("node[1].role: a node without a radio cannot be a station (role = \"sta\")"), "{e}");
+        let e = error(&["node.ap.role=\"independent\""]);
+        assert!(e.contains("need at least one node with role = \"ap\""), "{e}");
+        let e = error(&[r#"node.ap.rate_control={algorithm="environment-aware", beacon_hints=true}"#]);
+        assert!(e.starts_with("node[0].rate_control.beacon_hints: only a station (role = \"sta\") takes hints"), "{e}");
+        let e = error(&[r#"node.car.rate_control={algorithm="environment-aware"}"#]);
+        assert!(e.starts_with("node[1].rate_control: environment-aware keys its map") && e.contains("beacon_hints = true"), "{e}");
+    }
+
+    #[test]
+    fn an_override_into_a_missing_section_names_the_section() {
+        for section in ["traffic", "link", "app"] {
+            let e = error(&[&format!("{section}[0].from=\"ap\"")]);
+            assert!(e.contains(&format!("no [[{section}]] entries")) && e.contains(&format!("add a [[{section}]]")), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_options_of_each_algorithm_are_those_of_its_struct() {
+        assert_eq!(schema::fields_of::<schema::EnvAwareOptions>(), ["min_success", "training_passes", "bin", "margin", "beacon_hints"]);
+        assert_eq!(schema::fields_of::<schema::FixedOptions>(), ["rate"]);
+        assert!(schema::fields_of::<schema::NoOptions>().is_empty());
+    }
+
+    /// The resolved TOML a run records lowers to the same configuration.
+    #[test]
+    fn every_builtin_lowers_again_from_its_resolved_text() {
+        for (name, text) in BUILTIN {
+            let (resolved, cfg) = load(text, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (again, cfg2) = load(&resolved, &[]).unwrap_or_else(|e| panic!("{name} resolved: {e}"));
+            assert_eq!(resolved, again, "{name}");
+            assert_eq!(format!("{cfg:?}"), format!("{cfg2:?}"), "{name}");
+        }
+    }
+}

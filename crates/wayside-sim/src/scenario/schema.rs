@@ -685,7 +685,7 @@ impl<'de> Deserialize<'de> for RateControlSection {
 
 /// The keys a struct deserialized by serde takes (what it hands to
 /// `deserialize_struct`), asked of it without any input.
-fn fields_of<T: de::DeserializeOwned>() -> &'static [&'static str] {
+pub(super) fn fields_of<T: de::DeserializeOwned>() -> &'static [&'static str] {
     struct Probe(std::cell::Cell<&'static [&'static str]>);
     impl<'de> Deserializer<'de> for &Probe {
         type Error = de::value::Error;
