@@ -51,23 +51,10 @@ pub fn load(text: &str, overrides: &[String]) -> Result<(String, SimConfig), Sce
 mod tests {
     use super::*;
 
-    /// An AP and a car, the smallest infrastructure scenario.
-    const BSS: &str = r#"
-duration = "1 s"
-[radio]
-standard = "802.11g"
-[[node]]
-name = "ap"
-role = "ap"
-[[node]]
-name = "car"
-role = "sta"
-position = [10, 0]
-"#;
-
     fn error(overrides: &[&str]) -> String {
         let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-        match load(BSS, &o) {
+        // An AP (node[0]) and a car (node[1], a station) with one application.
+        match load(builtin("hadaller-highway").unwrap(), &o) {
             Ok(_) => panic!("accepted: {overrides:?}"),
             Err(e) => e.0,
         }
@@ -128,7 +115,7 @@ position = [10, 0]
 
     #[test]
     fn an_override_into_a_missing_section_names_the_section() {
-        for section in ["traffic", "link", "app"] {
+        for section in ["traffic", "link"] {
             let e = error(&[&format!("{section}[0].from=\"ap\"")]);
             assert!(e.contains(&format!("no [[{section}]] entries")) && e.contains(&format!("add a [[{section}]]")), "{e}");
         }
@@ -139,6 +126,18 @@ position = [10, 0]
         assert_eq!(schema::fields_of::<schema::EnvAwareOptions>(), ["min_success", "training_passes", "bin", "margin", "beacon_hints"]);
         assert_eq!(schema::fields_of::<schema::FixedOptions>(), ["rate"]);
         assert!(schema::fields_of::<schema::NoOptions>().is_empty());
+    }
+
+    /// Each name in the schema's table builds the algorithm that calls
+    /// itself by that name.
+    #[test]
+    fn every_algorithm_name_builds_that_algorithm() {
+        for (name, _, example) in schema::ALGORITHMS {
+            let options = if example.is_empty() { String::new() } else { format!(", {example}") };
+            let o = [format!("node.ap.rate_control={{algorithm=\"{name}\"{options}}}")];
+            let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(cfg.nodes[0].rate_control.as_ref().map(|s| s.name()), Some(*name));
+        }
     }
 
     /// The resolved TOML a run records lowers to the same configuration.

@@ -601,7 +601,7 @@ macro_rules! rate_control_sections {
         }
 
         /// Each algorithm's name, the options it takes and an example.
-        const ALGORITHMS: &[(&str, fn() -> &'static [&'static str], &str)] = &[
+        pub(super) const ALGORITHMS: &[(&str, fn() -> &'static [&'static str], &str)] = &[
             $(($name, fields_of::<$options>, $example),)*
         ];
 
