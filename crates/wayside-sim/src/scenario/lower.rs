@@ -610,12 +610,12 @@ impl Scenario {
                 },
             };
             let start = time_in(&key("start"), t.start, 0.0, MAX_DURATION_S, "0 s to 24 h")?;
-            if let Some(stop) = t.stop {
-                if stop.0 < t.start.0 {
-                    return err(format!("{}: {} s is before start ({} s)", key("stop"), stop.0, t.start.0));
-                }
-            }
-            sources.push(SourceConfig { kind, from, to, payload: t.payload.0 as u32, start, stop: t.stop.map_or(SimTime::MAX, |s| s.time()) });
+            let stop = match t.stop {
+                Some(stop) if stop.0 < t.start.0 => return err(format!("{}: {} s is before start ({} s)", key("stop"), stop.0, t.start.0)),
+                Some(stop) => time_in(&key("stop"), stop, 0.0, MAX_DURATION_S, "0 s to 24 h")?,
+                None => SimTime::MAX,
+            };
+            sources.push(SourceConfig { kind, from, to, payload: t.payload.0 as u32, start, stop });
         }
         Ok(sources)
     }
@@ -693,6 +693,7 @@ impl Scenario {
                 return err(format!("{}: an application cannot send to its own node", key("to")));
             }
             let start = self.app_start(&key, a)?;
+            let stop = a.stop.map(|t| time_in(&key("stop"), t, 0.0, MAX_DURATION_S, "0 s to 24 h")).transpose()?;
             if a.kind != AppKindName::RequestResponse {
                 let rr_keys = [
                     ("request", a.request.is_some()),
@@ -761,7 +762,7 @@ impl Scenario {
                 port: a.port,
                 start,
                 // A disabled app keeps its index (traces name apps by index) but never runs.
-                stop: if a.enabled { a.stop.map_or(SimTime::MAX, |s| s.time()) } else { SimTime::ZERO },
+                stop: if a.enabled { stop.unwrap_or(SimTime::MAX) } else { SimTime::ZERO },
             });
         }
         Ok(apps)

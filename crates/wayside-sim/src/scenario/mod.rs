@@ -114,6 +114,12 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_time_is_a_time_in_range() {
+        assert_eq!(error(&["app.0.stop=\"-1 s\""]), "app[0].stop: -1 s is out of range; allowed: 0 s to 24 h");
+        assert_eq!(error(&["app.0.stop=\"1e9 s\""]), "app[0].stop: 1000000000 s is out of range; allowed: 0 s to 24 h");
+    }
+
+    #[test]
     fn an_override_into_a_missing_section_names_the_section() {
         for section in ["traffic", "link"] {
             let e = error(&[&format!("{section}[0].from=\"ap\"")]);
