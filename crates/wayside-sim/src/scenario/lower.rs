@@ -260,7 +260,7 @@ fn trajectory(m: &MobilitySection, at: Vec2, off: Vec2) -> Trajectory {
 
 impl Scenario {
     /// Node names after expanding `count`.
-    pub fn node_names(&self) -> Vec<String> {
+    fn node_names(&self) -> Vec<String> {
         let mut v = Vec::new();
         for n in &self.nodes {
             if n.count == 1 {

@@ -1,9 +1,9 @@
 //! Scenario files, in three steps: `--set key=value` overrides are applied
-//! to the TOML tree ([`overrides`]), the tree is parsed into the schema's
-//! serde structs ([`schema`]), and the parsed scenario is lowered into a
-//! [`SimConfig`] ([`lower`]), which checks what the types cannot. Every
-//! error names the key, the value and what is allowed. The built-in
-//! scenarios are in [`builtins`].
+//! to the TOML tree ([`apply_overrides`]), the tree is parsed into the
+//! schema's serde structs ([`schema`]), and the parsed scenario is lowered
+//! into a [`SimConfig`] ([`Scenario::lower`]), which checks what the types
+//! cannot. Every error names the key, the value and what is allowed. The
+//! built-in scenarios are in [`BUILTIN`].
 
 mod builtins;
 mod lower;

@@ -816,7 +816,7 @@ pub struct NodeSection {
     /// An AP that answers DHCP (default true).
     #[serde(default = "yes")]
     pub dhcp_server: bool,
-    /// This node's rate control (default: the [mac] section's).
+    /// This node's rate control (default: the `[mac]` section's).
     #[serde(default)]
     pub rate_control: Option<RateControlSection>,
     /// An AP that splits the TCP connections it forwards (I-TCP; Hadaller et al. 2007 §7.3).
