@@ -31,8 +31,9 @@ pub fn run_scenario(scenario: &str, overrides: &[String], seed: Option<u64>, run
 /// [`run_scenario`], writing a pcap per captured radio into `pcap_dir`
 /// ([`crate::pcap`]) if one is given.
 pub fn run_scenario_pcap(scenario: &str, overrides: &[String], seed: Option<u64>, run: u64, pcap_dir: Option<&Path>) -> Result<RunOutput, ScenarioError> {
-    let (resolved, s) = crate::scenario::load(scenario, overrides)?;
-    let cfg = s.to_sim_config(seed, run);
+    let (resolved, mut cfg) = crate::scenario::load(scenario, overrides)?;
+    cfg.seed = seed.unwrap_or(cfg.seed);
+    cfg.run = run;
     let learned = train(&cfg);
     let mut world = World::new(&cfg);
     world.set_priors(&learned);

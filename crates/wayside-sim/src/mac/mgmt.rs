@@ -60,6 +60,17 @@ pub enum Role {
     Sta,
 }
 
+impl Role {
+    /// The role as messages name it, with its spelling in a scenario file.
+    pub fn described(self) -> &'static str {
+        match self {
+            Role::Independent => "an independent node (role = \"independent\")",
+            Role::Ap => "an access point (role = \"ap\")",
+            Role::Sta => "a station (role = \"sta\")",
+        }
+    }
+}
+
 /// Tries of a unicast management frame, all at the lowest basic rate.
 /// madwifi 0.9 (`ath_tx_start`) sends management frames at rate index 0
 /// with `try0 = ATH_TXMAXTRY` (11) and no multi-rate series, on the

@@ -1,0 +1,18 @@
+//! The built-in scenarios (the files in `scenarios/`), compiled in and
+//! looked up by name.
+
+/// The built-in scenarios, by name.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("saturation", include_str!("../../../../scenarios/saturation.toml")),
+    ("range", include_str!("../../../../scenarios/range.toml")),
+    ("drive-by", include_str!("../../../../scenarios/drive-by.toml")),
+    ("static-lab", include_str!("../../../../scenarios/static-lab.toml")),
+    ("hadaller-highway", include_str!("../../../../scenarios/hadaller-highway.toml")),
+    ("hadaller-highway-remote", include_str!("../../../../scenarios/hadaller-highway-remote.toml")),
+    ("drivethru-autobahn", include_str!("../../../../scenarios/drivethru-autobahn.toml")),
+];
+
+/// The text of the built-in scenario `name`, if there is one.
+pub fn builtin(name: &str) -> Option<&'static str> {
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}

@@ -1,0 +1,857 @@
+//! Lowering: a parsed [`Scenario`] into the simulator's [`SimConfig`]. What
+//! the schema's types cannot say (ranges, one key needing or excluding
+//! another, names that must refer to a node, what a role allows) is checked
+//! here, where each value is turned into its configuration, and every
+//! failure is a [`ScenarioError`] naming the key, the value and what is
+//! allowed.
+
+use super::schema::*;
+use super::{ScenarioError, MAX_DURATION_S, MAX_NODES};
+use crate::apps::ip::{AppConfig, AppKind, AppStart};
+use crate::apps::{SourceConfig, SourceKind};
+use crate::channel::{ChannelConfig, FadingKind, PathLoss};
+use crate::config::{NodeConfig, RadioConfig, Role, SimConfig};
+use crate::ids::NodeId;
+use crate::mac::mgmt::{DriverProfile, MgmtConfig, BEACON_HISTORY};
+use crate::mac::{Dst, MacConfig};
+use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
+use crate::net::arp::{ArpConfig, ArpProfile};
+use crate::wire::WiredLink;
+use crate::pcap::PcapConfig;
+use crate::phy::error::{ClosedForm, ErrorModelKind};
+use crate::phy::mode::{Mode, Preamble, Standard};
+use crate::ratectl::{
+    AmrrParams, EnvAwareParams, IdealParams, MinstrelParams, OnoeParams, RateControlSpec, RetryChain, RraaParams, SampleRateParams, SnrMap,
+    Stage, MAX_STAGES,
+};
+use crate::transport::tcp::TcpConfig;
+use crate::units::{Bitrate, Db, Meters, SimTime};
+use std::sync::Arc;
+
+/// request-response: the trigger's payload unless `trigger_size` is given.
+const DEFAULT_TRIGGER_BYTES: u32 = 32;
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError(msg.into()))
+}
+
+fn check_range(key: &str, value: f64, shown: &str, lo: f64, hi: f64, allowed: &str) -> Result<(), ScenarioError> {
+    if value.is_finite() && value >= lo && value <= hi {
+        Ok(())
+    } else {
+        err(format!("{key}: {shown} is out of range; allowed: {allowed}"))
+    }
+}
+
+/// A duration from `lo` to `hi` seconds, as simulated time.
+fn time_in(key: &str, t: TimeQ, lo: f64, hi: f64, allowed: &str) -> Result<SimTime, ScenarioError> {
+    check_range(key, t.0, &format!("{} s", t.0), lo, hi, allowed)?;
+    Ok(t.time())
+}
+
+/// Coordinates must be finite and within 10 000 km of the origin.
+fn check_point(key: &str, p: Point) -> Result<(), ScenarioError> {
+    for (axis, v) in [("x", p.0.x), ("y", p.0.y)] {
+        check_range(&format!("{key}.{axis}"), v, &format!("{v} m"), -1e7, 1e7, "-10000 km to 10000 km")?;
+    }
+    Ok(())
+}
+
+fn rate_mode(standard: Standard, key: &str, r: RateQ) -> Result<Mode, ScenarioError> {
+    standard.mode(Bitrate(r.0.round() as u64)).ok_or_else(|| {
+        let allowed: Vec<String> = standard.modes().iter().map(|m| format!("{}", m.rate.mbps())).collect();
+        ScenarioError(format!("{key}: {} Mbps is not a rate of {}; allowed: {} Mbps", r.0 / 1e6, standard.name(), allowed.join(", ")))
+    })
+}
+
+/// The node `name` refers to, or an error listing the nodes (`extra`: what
+/// else the key allows).
+fn node_id(names: &[String], key: &str, name: &str, extra: &str) -> Result<NodeId, ScenarioError> {
+    match names.iter().position(|n| n == name) {
+        Some(i) => Ok(NodeId(i as u32)),
+        None => err(format!("{key}: no node named '{name}'; nodes: {}{extra}", names.join(", "))),
+    }
+}
+
+/// What the `[mac]` section fixes for every node's rate control.
+struct RateContext {
+    standard: Standard,
+    error_model: ErrorModelKind,
+    /// `mac.retry_chain`, if given: (mode, tries) per stage.
+    chain: Option<Vec<Stage>>,
+    short_retry_limit: u8,
+    long_retry_limit: u8,
+    rts_threshold: u32,
+}
+
+impl RateContext {
+    /// A fixed chain: `rate` tried up to the retry limits, else the
+    /// `[mac]` chain, else the standard's highest rate.
+    fn fixed(&self, rate: Option<Mode>) -> RateControlSpec {
+        let chain = |tries: u8| match (&self.chain, rate) {
+            (_, Some(mode)) => RetryChain { stages: vec![Stage { mode, tries }] },
+            (Some(stages), None) => RetryChain { stages: stages.clone() },
+            (None, None) => RetryChain { stages: self.standard.modes().last().map(|&mode| Stage { mode, tries }).into_iter().collect() },
+        };
+        RateControlSpec::Fixed { short: chain(self.short_retry_limit), long: chain(self.long_retry_limit), rts_threshold: self.rts_threshold }
+    }
+
+    fn ideal(&self, key: &str, min_success: Option<f64>) -> Result<IdealParams, ScenarioError> {
+        let d = IdealParams::default();
+        if let Some(p) = min_success {
+            check_range(&format!("{key}.min_success"), p, &p.to_string(), 0.01, 0.9999, "0.01 to 0.9999")?;
+        }
+        Ok(IdealParams { min_success: min_success.unwrap_or(d.min_success), error_model: self.error_model, ..d })
+    }
+
+    /// The algorithm a `rate_control` section at `key` builds.
+    fn spec(&self, key: &str, rc: &RateControlSection) -> Result<RateControlSpec, ScenarioError> {
+        Ok(match rc {
+            RateControlSection::Fixed(o) => self.fixed(Some(rate_mode(self.standard, &format!("{key}.rate"), o.rate)?)),
+            RateControlSection::SampleRate(o) => RateControlSpec::SampleRate(match o.preset {
+                Some(PresetName::Tuned) => SampleRateParams::tuned_preset(),
+                Some(PresetName::Default) | None => SampleRateParams::default_preset(),
+            }),
+            RateControlSection::Onoe(NoOptions {}) => RateControlSpec::Onoe(OnoeParams::default()),
+            RateControlSection::Amrr(NoOptions {}) => RateControlSpec::Amrr(AmrrParams::default()),
+            RateControlSection::Rraa(NoOptions {}) => RateControlSpec::Rraa(RraaParams::default()),
+            RateControlSection::Minstrel(NoOptions {}) => RateControlSpec::Minstrel(MinstrelParams::default()),
+            RateControlSection::Ideal(o) => RateControlSpec::Ideal(self.ideal(key, o.min_success)?),
+            RateControlSection::EnvAware(o) => {
+                let d = EnvAwareParams::default();
+                if let Some(n) = o.training_passes {
+                    check_range(&format!("{key}.training_passes"), f64::from(n), &n.to_string(), 0.0, 100.0, "0 to 100")?;
+                }
+                if let Some(b) = o.bin {
+                    check_range(&format!("{key}.bin"), b.0 .0, &format!("{} m", b.0 .0), 0.1, 10_000.0, "0.1 m to 10 km")?;
+                }
+                if let Some(m) = o.margin {
+                    check_range(&format!("{key}.margin"), m.0 .0, &format!("{} dB", m.0 .0), -20.0, 30.0, "-20 dB to 30 dB")?;
+                }
+                let bin = o.bin.map_or(d.bin, |b| b.0);
+                RateControlSpec::EnvAware(EnvAwareParams {
+                    training_passes: o.training_passes.unwrap_or(d.training_passes),
+                    bin,
+                    margin: o.margin.map_or(d.margin, |m| m.0),
+                    ideal: self.ideal(key, o.min_success)?,
+                    beacon_hints: o.beacon_hints.unwrap_or(d.beacon_hints),
+                    map: Arc::new(SnrMap::new(bin)),
+                    ..d
+                })
+            }
+        })
+    }
+}
+
+/// `key` is set on a node of `role`, where only one of role `allowed` `does`.
+fn only(key: &str, allowed: Role, role: Role, does: &str) -> Result<(), ScenarioError> {
+    if role == allowed {
+        Ok(())
+    } else {
+        err(format!("{key}: only {} {does}; this node is {}", allowed.described(), role.described()))
+    }
+}
+
+/// Whether a node of `role` can run `spec` (`None`: the `[mac]` default,
+/// checked again against each node that uses it).
+fn check_rate_role(key: &str, spec: &RateControlSpec, role: Option<Role>) -> Result<(), ScenarioError> {
+    match role {
+        Some(Role::Sta) if spec.advertised().is_some() => err(format!(
+            "{key}: {} keys its map by the client's position and learns at the access point; \
+             on a station set beacon_hints = true to use the map the AP advertises",
+            spec.name()
+        )),
+        Some(role) if spec.takes_hints() => only(&format!("{key}.beacon_hints"), Role::Sta, role, "takes hints from beacons"),
+        None if spec.takes_hints() => err(format!("{key}.beacon_hints: set it on the station's own rate_control ([[node]] with role = \"sta\")")),
+        _ => Ok(()),
+    }
+}
+
+impl TcpParams {
+    /// `cfg` with these overrides, each checked.
+    fn apply(&self, key: &str, mut cfg: TcpConfig) -> Result<TcpConfig, ScenarioError> {
+        let time = |k: &str, t: Option<TimeQ>, hi: f64, allowed: &str| t.map(|t| time_in(&format!("{key}.{k}"), t, 1e-3, hi, allowed)).transpose();
+        let initial_rto = time("initial_rto", self.initial_rto, 600.0, "1 ms to 600 s")?;
+        let min_rto = time("min_rto", self.min_rto, 600.0, "1 ms to 600 s")?;
+        let max_rto = time("max_rto", self.max_rto, 3600.0, "1 ms to 1 h")?;
+        if let (Some(lo), Some(hi)) = (self.min_rto, self.max_rto) {
+            if lo.0 > hi.0 {
+                return err(format!("{key}.min_rto: {} s is above max_rto ({} s)", lo.0, hi.0));
+            }
+        }
+        if let Some(w) = self.rcv_wnd {
+            check_range(&format!("{key}.rcv_wnd"), w.0, &format!("{} B", w.0), 1024.0, 1073741824.0, "1 KiB to 1 GiB")?;
+            cfg.rcv_wnd = w.0 as u32;
+        }
+        for (k, v, field) in [
+            ("backoff_limit", self.backoff_limit, &mut cfg.backoff_limit),
+            ("syn_retries", self.syn_retries, &mut cfg.syn_retries),
+            ("data_retries", self.data_retries, &mut cfg.data_retries),
+        ] {
+            if let Some(v) = v {
+                check_range(&format!("{key}.{k}"), v as f64, &v.to_string(), 0.0, 100.0, "0 to 100")?;
+                *field = v;
+            }
+        }
+        cfg.initial_rto = initial_rto.unwrap_or(cfg.initial_rto);
+        cfg.min_rto = min_rto.unwrap_or(cfg.min_rto);
+        cfg.max_rto = max_rto.unwrap_or(cfg.max_rto);
+        if cfg.min_rto > cfg.max_rto {
+            cfg.max_rto = cfg.min_rto;
+        }
+        Ok(cfg)
+    }
+}
+
+/// Checks a mobility section once for a group of nodes.
+fn check_mobility(key: &str, m: &MobilitySection) -> Result<(), ScenarioError> {
+    let speed = |k: &str, s: SpeedQ| check_range(k, s.0 .0, &format!("{} m/s", s.0 .0), 0.01, 200.0, "0.01 m/s to 200 m/s (720 km/h)");
+    let depart = |d: TimeQ| check_range(&format!("{key}.depart"), d.0, &format!("{} s", d.0), 0.0, MAX_DURATION_S, "0 s to 24 h");
+    match m {
+        MobilitySection::Static {} => Ok(()),
+        MobilitySection::Line { speed: s, heading, depart: d } => {
+            depart(*d)?;
+            speed(&format!("{key}.speed"), *s)?;
+            check_range(&format!("{key}.heading"), *heading, &heading.to_string(), -360.0, 360.0, "-360 to 360 degrees")
+        }
+        MobilitySection::Polyline { points, speed: s, depart: d } => {
+            depart(*d)?;
+            speed(&format!("{key}.speed"), *s)?;
+            if points.len() < 2 {
+                return err(format!("{key}.points: {} given; a polyline needs at least 2", points.len()));
+            }
+            for (i, p) in points.iter().enumerate() {
+                check_point(&format!("{key}.points[{i}]"), *p)?;
+            }
+            Ok(())
+        }
+        MobilitySection::Waypoints { waypoints, depart: d } => {
+            depart(*d)?;
+            if waypoints.is_empty() {
+                return err(format!("{key}.waypoints: give at least one waypoint"));
+            }
+            for (i, w) in waypoints.iter().enumerate() {
+                speed(&format!("{key}.waypoints[{i}].speed"), w.speed)?;
+                check_point(&format!("{key}.waypoints[{i}].position"), w.position)?;
+                let p = w.pause.0;
+                check_range(&format!("{key}.waypoints[{i}].pause"), p, &format!("{p} s"), 0.0, MAX_DURATION_S, "0 s to 24 h")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The trajectory of a (checked) mobility section starting at `at`, every
+/// point shifted by `off` (the node's place in its group).
+fn trajectory(m: &MobilitySection, at: Vec2, off: Vec2) -> Trajectory {
+    let shift = |p: &Point| Vec2::new(p.0.x + off.x, p.0.y + off.y);
+    match m {
+        MobilitySection::Static {} => Trajectory::fixed(at),
+        MobilitySection::Line { speed, heading, depart } => Trajectory::line(at, *heading, speed.0, depart.time()),
+        MobilitySection::Polyline { points, speed, depart } => {
+            let pts: Vec<Vec2> = points.iter().map(shift).collect();
+            Trajectory::polyline(&pts, speed.0, depart.time())
+        }
+        MobilitySection::Waypoints { waypoints, depart } => {
+            let wps: Vec<Waypoint> = waypoints.iter().map(|w| Waypoint { position: shift(&w.position), speed: w.speed.0, pause: w.pause.time() }).collect();
+            Trajectory::waypoints(at, &wps, depart.time())
+        }
+    }
+}
+
+impl Scenario {
+    /// Node names after expanding `count`.
+    fn node_names(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for n in &self.nodes {
+            if n.count == 1 {
+                v.push(n.name.clone());
+            } else {
+                v.extend((0..n.count).map(|i| format!("{}-{i}", n.name)));
+            }
+        }
+        v
+    }
+
+    /// The simulator configuration, with the scenario's own seed and run 0.
+    pub fn lower(&self) -> Result<SimConfig, ScenarioError> {
+        if let Some(name) = &self.name {
+            if name.is_empty() || name.len() > 100 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || name.starts_with('.') {
+                return err(format!("name: '{name}' is not usable; use up to 100 letters, digits, '-', '_' and '.', not starting with '.'"));
+            }
+        }
+        let duration = time_in("duration", self.duration, 1e-9, MAX_DURATION_S, "more than 0 s, up to 24 h")?;
+        let standard = self.radio.standard;
+        let channel_no = self.radio.channel.unwrap_or(match standard {
+            Standard::B | Standard::G => 6,
+            Standard::A => 36,
+            Standard::P => 178,
+        });
+        let channel = self.lower_channel(channel_no)?;
+        let radio = self.lower_radio()?;
+        let rates = self.rate_context(radio.error_model)?;
+        let mac = self.lower_mac(&rates)?;
+        let nodes = self.lower_nodes(&rates, &mac.rate, channel_no)?;
+        let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        let sources = self.lower_traffic(standard, &names)?;
+        let mgmt = self.lower_management()?;
+        let wires = self.lower_links(&names)?;
+        let apps = self.lower_apps(&names)?;
+        let pcap = self.lower_pcap(&names)?;
+        Ok(SimConfig { mgmt, wires, apps, pcap, duration, seed: self.seed, run: 0, channel, radio, mac, nodes, sources })
+    }
+
+    fn lower_channel(&self, channel_no: u32) -> Result<ChannelConfig, ScenarioError> {
+        let env = &self.environment;
+        check_range("environment.noise_floor", env.noise_floor.0 .0, &format!("{} dBm", env.noise_floor.0 .0), -130.0, -30.0, "-130 dBm to -30 dBm")?;
+        if let Some(n) = env.path_loss_exponent {
+            check_range("environment.path_loss_exponent", n, &n.to_string(), 1.0, 8.0, "1 to 8")?;
+            if env.path_loss != PathLossName::LogDistance {
+                return err("environment.path_loss_exponent: only used with path_loss = \"log-distance\"");
+            }
+        }
+        if let Some(r) = env.reference_distance {
+            check_range("environment.reference_distance", r.0 .0, &format!("{} m", r.0 .0), 0.01, 10_000.0, "0.01 m to 10 km")?;
+        }
+        let reference = env.reference_distance.map_or(Meters(1.0), |r| r.0);
+        let path_loss = match (env.path_loss, env.path_loss_exponents, env.path_loss_breakpoints) {
+            (PathLossName::ThreeLogDistance, Some(exponents), Some(bs)) => {
+                for (i, n) in exponents.iter().enumerate() {
+                    check_range(&format!("environment.path_loss_exponents[{i}]"), *n, &n.to_string(), 1.0, 20.0, "1 to 20")?;
+                }
+                for (i, b) in bs.iter().enumerate() {
+                    check_range(&format!("environment.path_loss_breakpoints[{i}]"), b.0 .0, &format!("{} m", b.0 .0), 1.0, 1e5, "1 m to 100 km")?;
+                }
+                if bs[1].0 .0 <= bs[0].0 .0 {
+                    return err("environment.path_loss_breakpoints: the second must be farther than the first");
+                }
+                PathLoss::ThreeLogDistance { exponents, breakpoints: [bs[0].0, bs[1].0], reference }
+            }
+            (PathLossName::ThreeLogDistance, _, _) => {
+                return err("environment: path_loss = \"three-log-distance\" needs path_loss_exponents = [n0, n1, n2] and path_loss_breakpoints = [d1, d2]");
+            }
+            (_, Some(_), _) | (_, _, Some(_)) => {
+                return err("environment.path_loss_exponents and path_loss_breakpoints: only used with path_loss = \"three-log-distance\"")
+            }
+            (PathLossName::FreeSpace, None, None) => PathLoss::FreeSpace,
+            (PathLossName::TwoRay, None, None) => PathLoss::TwoRayGround,
+            (PathLossName::LogDistance, None, None) => PathLoss::LogDistance { exponent: env.path_loss_exponent.unwrap_or(3.0), reference },
+        };
+        let s = env.shadowing_sigma.0 .0;
+        check_range("environment.shadowing_sigma", s, &format!("{s} dB"), 0.0, 20.0, "0 dB to 20 dB")?;
+        let dc = env.shadowing_decorrelation.0 .0;
+        check_range("environment.shadowing_decorrelation", dc, &format!("{dc} m"), 0.1, 10_000.0, "0.1 m to 10 km")?;
+        let fading = match (env.fading, env.rician_k) {
+            (FadingName::Rician, k) => {
+                if let Some(k) = k {
+                    check_range("environment.rician_k", k.0 .0, &format!("{} dB", k.0 .0), -30.0, 40.0, "-30 dB to 40 dB")?;
+                }
+                FadingKind::Rician { k: k.map_or(Db(6.0), |k| k.0) }
+            }
+            (_, Some(_)) => return err("environment.rician_k: only used with fading = \"rician\""),
+            (FadingName::None, None) => FadingKind::None,
+            (FadingName::Rayleigh, None) => FadingKind::Rayleigh,
+        };
+        let frequency = self.radio.standard.default_channel_frequency(channel_no).map_err(|e| ScenarioError(format!("radio.channel: {e}")))?;
+        Ok(ChannelConfig {
+            path_loss,
+            shadowing_sigma: env.shadowing_sigma.0,
+            decorrelation: env.shadowing_decorrelation.0,
+            fading,
+            frequency,
+            noise_floor: env.noise_floor.0,
+            environment_seed: env.seed,
+        })
+    }
+
+    fn lower_radio(&self) -> Result<RadioConfig, ScenarioError> {
+        let r = &self.radio;
+        let cca = r.cca_threshold.0 .0;
+        check_range("radio.cca_threshold", cca, &format!("{cca} dBm"), -120.0, 0.0, "-120 dBm to 0 dBm")?;
+        if let Some(m) = r.capture_margin.0 {
+            check_range("radio.capture_margin", m.0, &format!("{} dB", m.0), 0.0, 60.0, "0 dB to 60 dB, or \"off\"")?;
+        }
+        let il = r.implementation_loss.0 .0;
+        check_range("radio.implementation_loss", il, &format!("{il} dB"), 0.0, 30.0, "0 dB to 30 dB")?;
+        Ok(RadioConfig {
+            standard: r.standard,
+            b_compatible: r.b_compatible,
+            preamble: match r.preamble {
+                PreambleName::Long => Preamble::Long,
+                PreambleName::Short => Preamble::Short,
+            },
+            cca_threshold: r.cca_threshold.0,
+            capture_margin: r.capture_margin.0,
+            error_model: ErrorModelKind::ClosedForm(ClosedForm { implementation_loss: r.implementation_loss.0 }),
+        })
+    }
+
+    fn rate_context(&self, error_model: ErrorModelKind) -> Result<RateContext, ScenarioError> {
+        let mac = &self.mac;
+        if [mac.rate.is_some(), mac.retry_chain.is_some(), mac.rate_control.is_some()].iter().filter(|&&b| b).count() > 1 {
+            return err("mac: give one of rate, retry_chain and rate_control");
+        }
+        let standard = self.radio.standard;
+        let limit = |k: &str, v: u32| {
+            check_range(&format!("mac.{k}"), v as f64, &v.to_string(), 1.0, 255.0, "1 to 255 attempts")?;
+            Ok::<u8, ScenarioError>(v as u8)
+        };
+        let short_retry_limit = limit("short_retry_limit", mac.short_retry_limit)?;
+        let long_retry_limit = limit("long_retry_limit", mac.long_retry_limit)?;
+        check_range("mac.rts_threshold", mac.rts_threshold.0, &format!("{} B", mac.rts_threshold.0), 0.0, 1e6, "0 B to 1 MB")?;
+        let chain = match &mac.retry_chain {
+            None => None,
+            Some(chain) if chain.is_empty() || chain.len() > MAX_STAGES => {
+                return err(format!("mac.retry_chain: {} stages given; allowed: 1 to {MAX_STAGES}", chain.len()));
+            }
+            Some(chain) => Some(
+                chain
+                    .iter()
+                    .enumerate()
+                    .map(|(i, st)| {
+                        let mode = rate_mode(standard, &format!("mac.retry_chain[{i}].rate"), st.rate)?;
+                        check_range(&format!("mac.retry_chain[{i}].tries"), st.tries as f64, &st.tries.to_string(), 1.0, 15.0, "1 to 15")?;
+                        Ok(Stage { mode, tries: st.tries as u8 })
+                    })
+                    .collect::<Result<Vec<_>, ScenarioError>>()?,
+            ),
+        };
+        Ok(RateContext { standard, error_model, chain, short_retry_limit, long_retry_limit, rts_threshold: mac.rts_threshold.0 as u32 })
+    }
+
+    fn lower_mac(&self, rates: &RateContext) -> Result<MacConfig, ScenarioError> {
+        let mac = &self.mac;
+        check_range("mac.queue_limit", mac.queue_limit as f64, &mac.queue_limit.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
+        let ff = mac.fast_frame_airtime;
+        let fast_frame_airtime = time_in("mac.fast_frame_airtime", ff, 1e-5, 0.05, "10 us to 50 ms")?;
+        // At most one of them is given (see `rate_context`).
+        let rate = match (mac.rate, &mac.rate_control) {
+            (Some(r), _) => rates.fixed(Some(rate_mode(rates.standard, "mac.rate", r)?)),
+            (None, Some(rc)) => {
+                let spec = rates.spec("mac.rate_control", rc)?;
+                check_rate_role("mac.rate_control", &spec, None)?;
+                spec
+            }
+            (None, None) => rates.fixed(None),
+        };
+        Ok(MacConfig {
+            queue_limit: mac.queue_limit as usize,
+            short_retry_limit: rates.short_retry_limit,
+            long_retry_limit: rates.long_retry_limit,
+            rts_threshold: rates.rts_threshold,
+            rate,
+            modes: rates.standard.modes(),
+            fast_frames: mac.fast_frames.then_some(fast_frame_airtime),
+        })
+    }
+
+    /// The nodes; `default` is the `[mac]` section's rate control.
+    fn lower_nodes(&self, rates: &RateContext, default: &RateControlSpec, channel_no: u32) -> Result<Vec<NodeConfig>, ScenarioError> {
+        if self.nodes.is_empty() {
+            return err("node: at least one [[node]] is required");
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            let key = format!("node[{i}].count");
+            check_range(&key, n.count as f64, &n.count.to_string(), 1.0, MAX_NODES as f64, &format!("1 to {MAX_NODES}"))?;
+        }
+        let total: u64 = self.nodes.iter().map(|n| n.count).sum();
+        if total as usize > MAX_NODES {
+            return err(format!("node: {total} nodes in all; allowed: 1 to {MAX_NODES}"));
+        }
+        let names = self.node_names();
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return err(format!("node: the name '{name}' is used twice; node names must be unique"));
+            }
+        }
+        if self.nodes.iter().any(|n| n.role == Role::Sta) && !self.nodes.iter().any(|n| n.role == Role::Ap) {
+            return err("node: stations (role = \"sta\") need at least one node with role = \"ap\"");
+        }
+        let mut groups = Vec::with_capacity(self.nodes.len());
+        for (i, n) in self.nodes.iter().enumerate() {
+            groups.push(self.node_group(i, n, rates, default)?);
+        }
+        // Where a controller learns per position, every node's frames carry
+        // its position and power (the cooperating deployment environment-
+        // aware selection assumes).
+        let reports_position = self.nodes.iter().zip(&groups).any(|(n, g)| n.radio && g.learns);
+        let mut nodes = Vec::with_capacity(names.len());
+        for (i, (n, group)) in self.nodes.iter().zip(groups).enumerate() {
+            let spacing = n.spacing.map_or(Vec2::default(), |s| s.0);
+            for k in 0..n.count {
+                let off = Vec2::new(spacing.x * k as f64, spacing.y * k as f64);
+                let at = Vec2::new(n.position.0.x + off.x, n.position.0.y + off.y);
+                nodes.push(NodeConfig {
+                    name: if n.count == 1 { n.name.clone() } else { format!("{}-{k}", n.name) },
+                    mobility: MobilityModel::Trajectory(trajectory(&n.mobility, at, off)),
+                    tx_power: n.tx_power.0,
+                    antenna_gain: n.antenna_gain.0,
+                    antenna_height: n.antenna_height.0,
+                    radio: n.radio,
+                    role: n.role,
+                    channel: n.channel.unwrap_or(channel_no),
+                    tcp: group.tcp.clone(),
+                    queue_limit: n.queue_limit.unwrap_or(self.mac.queue_limit) as usize,
+                    dhcp: n.dhcp,
+                    dhcp_server: n.dhcp_server,
+                    // Each node its own (an environment-aware map is per node).
+                    rate_control: n.rate_control.as_ref().map(|rc| rates.spec(&format!("node[{i}].rate_control"), rc)).transpose()?,
+                    split_tcp: n.split_tcp,
+                    reports_position,
+                    appear: group.appear,
+                    disappear: group.disappear,
+                    arp: group.arp,
+                });
+            }
+        }
+        Ok(nodes)
+    }
+
+    /// Checks a `[[node]]` section and lowers what its nodes share.
+    fn node_group(&self, i: usize, n: &NodeSection, rates: &RateContext, default: &RateControlSpec) -> Result<NodeGroup, ScenarioError> {
+        let key = |k: &str| format!("node[{i}].{k}");
+        if n.name.trim().is_empty() || n.name.contains(['.', '=', '/']) || n.name == "broadcast" {
+            return err(format!("{}: '{}' is not a usable name; use letters, digits, '-' and '_' (not 'broadcast')", key("name"), n.name));
+        }
+        check_range(&key("tx_power"), n.tx_power.0 .0, &format!("{} dBm", n.tx_power.0 .0), -30.0, 40.0, "-30 dBm to 40 dBm")?;
+        check_range(&key("antenna_gain"), n.antenna_gain.0 .0, &format!("{} dBi", n.antenna_gain.0 .0), -20.0, 30.0, "-20 dBi to 30 dBi")?;
+        let h = n.antenna_height.0 .0;
+        check_range(&key("antenna_height"), h, &format!("{h} m"), 0.01, 1000.0, "0.01 m to 1000 m")?;
+        check_point(&key("position"), n.position)?;
+        if let Some(sp) = n.spacing {
+            check_point(&key("spacing"), sp)?;
+            let far = Point(Vec2::new(n.position.0.x + sp.0.x * n.count as f64, n.position.0.y + sp.0.y * n.count as f64));
+            check_point(&format!("{} (the last of {} nodes)", key("spacing"), n.count), far)?;
+        }
+        check_mobility(&key("mobility"), &n.mobility)?;
+        let mut window = [SimTime::ZERO, SimTime::MAX];
+        for ((k, t), at) in [("appear", n.appear), ("disappear", n.disappear)].into_iter().zip(&mut window) {
+            if let Some(t) = t {
+                *at = time_in(&key(k), t, 0.0, MAX_DURATION_S, "0 s to 24 h")?;
+                if !n.radio {
+                    return err(format!("{}: only a node with a radio appears and disappears; this one has radio = false", key(k)));
+                }
+            }
+        }
+        if let (Some(a), Some(d)) = (n.appear, n.disappear) {
+            if d.0 <= a.0 {
+                return err(format!("{}: {} s is not after appear ({} s)", key("disappear"), d.0, a.0));
+            }
+        }
+        if !n.radio && n.role != Role::Independent {
+            return err(format!("{}: a node without a radio cannot be {}; a wired host has role = \"independent\"", key("role"), n.role.described()));
+        }
+        if let Some(c) = n.channel {
+            self.radio.standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
+        }
+        let tcp = n.tcp_params.apply(&key("tcp_params"), n.tcp.config())?;
+        let arp = {
+            let profile = match n.arp {
+                ArpName::Linux => ArpProfile::Linux,
+                ArpName::WindowsXp => ArpProfile::WindowsXp,
+            };
+            let cfg = profile.config();
+            let retransmit = n.arp_retransmit.map(|t| time_in(&key("arp_retransmit"), t, 1e-3, 60.0, "1 ms to 60 s")).transpose()?;
+            ArpConfig { retransmit: retransmit.unwrap_or(cfg.retransmit), ..cfg }
+        };
+        let learns = match &n.rate_control {
+            Some(rc) => {
+                let spec = rates.spec(&key("rate_control"), rc)?;
+                check_rate_role(&key("rate_control"), &spec, Some(n.role))?;
+                spec.prior().is_some()
+            }
+            None if n.radio => {
+                check_rate_role(&format!("mac.rate_control (used by node[{i}] '{}')", n.name), default, Some(n.role))?;
+                default.prior().is_some()
+            }
+            None => default.prior().is_some(),
+        };
+        if n.split_tcp {
+            only(&key("split_tcp"), Role::Ap, n.role, "splits TCP")?;
+        }
+        if n.dhcp {
+            only(&key("dhcp"), Role::Sta, n.role, "gets its address by DHCP")?;
+        }
+        if let Some(q) = n.queue_limit {
+            check_range(&key("queue_limit"), q as f64, &q.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
+        }
+        let [appear, disappear] = window;
+        Ok(NodeGroup { tcp, arp, learns, appear, disappear })
+    }
+
+    fn lower_traffic(&self, standard: Standard, names: &[String]) -> Result<Vec<SourceConfig>, ScenarioError> {
+        let mut sources = Vec::with_capacity(self.traffic.len());
+        for (i, t) in self.traffic.iter().enumerate() {
+            let key = |k: &str| format!("traffic[{i}].{k}");
+            let from = node_id(names, &key("from"), &t.from, "")?;
+            let to = if t.to == "broadcast" { Dst::Broadcast } else { Dst::Node(node_id(names, &key("to"), &t.to, ", or broadcast")?) };
+            if t.to == t.from {
+                return err(format!("{}: a node cannot send to itself", key("to")));
+            }
+            check_range(&key("payload"), t.payload.0, &format!("{} B", t.payload.0), 1.0, 2304.0, "1 B to 2304 B (the 802.11 MSDU limit)")?;
+            let interval = t.interval.map(|iv| time_in(&key("interval"), iv, 1e-6, 3600.0, "1 us to 1 h")).transpose()?;
+            if t.rates.is_some() && t.kind != TrafficKind::Sounder {
+                return err(format!("{}: only used with kind = \"sounder\"", key("rates")));
+            }
+            let kind = match (t.kind, interval) {
+                (TrafficKind::Saturate, Some(_)) => return err(format!("{}: a saturating source has no interval", key("interval"))),
+                (TrafficKind::Cbr | TrafficKind::Sounder, None) => return err(format!("{}: required for kind = \"cbr\" and \"sounder\"", key("interval"))),
+                (TrafficKind::Saturate, None) if to == Dst::Broadcast => {
+                    return err(format!("{}: a saturating source needs a unicast destination", key("to")))
+                }
+                (TrafficKind::Saturate, None) => SourceKind::Saturate,
+                (TrafficKind::Cbr, Some(interval)) => SourceKind::Cbr { interval },
+                (TrafficKind::Sounder, Some(interval)) => SourceKind::Sounder {
+                    interval,
+                    modes: match &t.rates {
+                        Some(rs) if rs.is_empty() => return err(format!("{}: give at least one rate", key("rates"))),
+                        Some(rs) => rs.iter().enumerate().map(|(j, r)| rate_mode(standard, &format!("{}[{j}]", key("rates")), *r)).collect::<Result<_, _>>()?,
+                        None => standard.modes().to_vec(),
+                    },
+                },
+            };
+            let start = time_in(&key("start"), t.start, 0.0, MAX_DURATION_S, "0 s to 24 h")?;
+            let stop = match t.stop {
+                Some(stop) if stop.0 < t.start.0 => return err(format!("{}: {} s is before start ({} s)", key("stop"), stop.0, t.start.0)),
+                Some(stop) => time_in(&key("stop"), stop, 0.0, MAX_DURATION_S, "0 s to 24 h")?,
+                None => SimTime::MAX,
+            };
+            sources.push(SourceConfig { kind, from, to, payload: t.payload.0 as u32, start, stop });
+        }
+        Ok(sources)
+    }
+
+    fn lower_management(&self) -> Result<MgmtConfig, ScenarioError> {
+        let m = &self.management;
+        let standard = self.radio.standard;
+        let beacon_interval = time_in("management.beacon_interval", m.beacon_interval, 1e-3, 10.0, "1 ms to 10 s")?;
+        let scan_dwell = time_in("management.scan_dwell", m.scan_dwell, 1e-3, 10.0, "1 ms to 10 s")?;
+        let th = m.selection_threshold.0 .0;
+        check_range("management.selection_threshold", th, &format!("{th} dBm"), -110.0, 0.0, "-110 dBm to 0 dBm")?;
+        check_range("management.rssi_filter", m.rssi_filter as f64, &m.rssi_filter.to_string(), 1.0, 1000.0, "1 to 1000")?;
+        check_range("management.beacon_miss_limit", m.beacon_miss_limit as f64, &m.beacon_miss_limit.to_string(), 1.0, 1000.0, "1 to 1000")?;
+        let inactivity_timeout = time_in("management.inactivity_timeout", m.inactivity_timeout, 0.01, MAX_DURATION_S, "10 ms to 24 h")?;
+        let scan_channels = match &m.scan_channels {
+            Some(chs) if chs.is_empty() => return err("management.scan_channels: give at least one channel"),
+            Some(chs) => {
+                for (i, &c) in chs.iter().enumerate() {
+                    standard.default_channel_frequency(c).map_err(|e| ScenarioError(format!("management.scan_channels[{i}]: {e}")))?;
+                }
+                chs.clone()
+            }
+            None => match standard {
+                Standard::B | Standard::G => (1..=11).collect(),
+                Standard::A => vec![36, 40, 44, 48],
+                Standard::P => vec![178],
+            },
+        };
+        Ok(MgmtConfig {
+            beacon_interval,
+            scan_channels,
+            scan_dwell,
+            active_scan: m.active_scan,
+            selection_threshold: m.selection_threshold.0,
+            rssi_filter: m.rssi_filter,
+            driver: match m.driver {
+                DriverName::Madwifi => DriverProfile::Madwifi,
+                DriverName::Tuned => DriverProfile::Tuned,
+            },
+            beacon_miss_limit: m.beacon_miss_limit,
+            inactivity_timeout,
+        })
+    }
+
+    fn lower_links(&self, names: &[String]) -> Result<Vec<WiredLink>, ScenarioError> {
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        let mut wires = Vec::with_capacity(self.links.len());
+        for (i, l) in self.links.iter().enumerate() {
+            let key = |k: &str| format!("link[{i}].{k}");
+            let a = node_id(names, &key("a"), &l.a, "")?;
+            let b = node_id(names, &key("b"), &l.b, "")?;
+            let pair = if l.a <= l.b { (l.a.as_str(), l.b.as_str()) } else { (l.b.as_str(), l.a.as_str()) };
+            if pairs.contains(&pair) {
+                return err(format!("{}: '{}' and '{}' are already linked", key("b"), l.a, l.b));
+            }
+            pairs.push(pair);
+            if a == b {
+                return err(format!("{}: a link needs two different nodes", key("b")));
+            }
+            check_range(&key("bandwidth"), l.bandwidth.0, &format!("{} bit/s", l.bandwidth.0), 1e3, 1e12, "1 kbps to 1000 Gbps")?;
+            let delay = time_in(&key("delay"), l.delay, 0.0, 10.0, "0 s to 10 s")?;
+            check_range(&key("queue_limit"), l.queue_limit as f64, &l.queue_limit.to_string(), 1.0, 1e6, "1 to 1000000 packets")?;
+            wires.push(WiredLink::new(a, b, l.bandwidth.0, delay, l.queue_limit as usize));
+        }
+        Ok(wires)
+    }
+
+    fn lower_apps(&self, names: &[String]) -> Result<Vec<AppConfig>, ScenarioError> {
+        let mut apps = Vec::with_capacity(self.apps.len());
+        for (i, a) in self.apps.iter().enumerate() {
+            let key = |k: &str| format!("app[{i}].{k}");
+            let from = node_id(names, &key("from"), &a.from, "")?;
+            let to = node_id(names, &key("to"), &a.to, "")?;
+            if from == to {
+                return err(format!("{}: an application cannot send to its own node", key("to")));
+            }
+            let start = self.app_start(&key, a)?;
+            let stop = a.stop.map(|t| time_in(&key("stop"), t, 0.0, MAX_DURATION_S, "0 s to 24 h")).transpose()?;
+            if a.kind != AppKindName::RequestResponse {
+                let rr_keys = [
+                    ("request", a.request.is_some()),
+                    ("response", a.response.is_some()),
+                    ("exchanges", a.exchanges.is_some()),
+                    ("trigger_interval", a.trigger_interval.is_some()),
+                    ("trigger_size", a.trigger_size.is_some()),
+                ];
+                if let Some((k, _)) = rr_keys.iter().find(|(_, given)| *given) {
+                    return err(format!("{}: only used with kind = \"request-response\"", key(k)));
+                }
+            }
+            let kind = match a.kind {
+                AppKindName::TcpBulk => {
+                    if a.payload.is_some() || a.interval.is_some() {
+                        return err(format!("{}: payload and interval are for kind = \"udp-cbr\"", key("kind")));
+                    }
+                    AppKind::TcpBulk { bytes: a.bytes.map_or(u64::MAX, |b| b.0 as u64) }
+                }
+                AppKindName::RequestResponse => {
+                    let (Some(rq), Some(rs)) = (a.request, a.response) else {
+                        return err(format!("{}: kind = \"request-response\" needs request and response (sizes, e.g. \"1 kB\")", key("kind")));
+                    };
+                    check_range(&key("request"), rq.0, &format!("{} B", rq.0), 1.0, 1e9, "1 B to 1 GB")?;
+                    check_range(&key("response"), rs.0, &format!("{} B", rs.0), 1.0, 1e9, "1 B to 1 GB")?;
+                    if let Some(n) = a.exchanges {
+                        check_range(&key("exchanges"), n as f64, &n.to_string(), 1.0, 1e9, "1 to 1000000000")?;
+                    }
+                    let trigger_interval = a.trigger_interval.map(|t| time_in(&key("trigger_interval"), t, 1e-3, 3600.0, "1 ms to 1 h")).transpose()?;
+                    if let Some(b) = a.trigger_size {
+                        check_range(&key("trigger_size"), b.0, &format!("{} B", b.0), 1.0, 1472.0, "1 B to 1472 B (one 1500-byte IP packet)")?;
+                    }
+                    for (k, given) in [("payload", a.payload.is_some()), ("interval", a.interval.is_some()), ("bytes", a.bytes.is_some()), ("blocking", a.blocking)] {
+                        if given {
+                            return err(format!("{}: not used with kind = \"request-response\" (use request, response, exchanges, trigger_interval)", key(k)));
+                        }
+                    }
+                    AppKind::RequestResponse {
+                        request: rq.0 as u64,
+                        response: rs.0 as u64,
+                        exchanges: a.exchanges.unwrap_or(u64::MAX),
+                        trigger: a.trigger_size.map_or(DEFAULT_TRIGGER_BYTES, |b| b.0 as u32),
+                        trigger_interval: trigger_interval.unwrap_or(SimTime::from_ms(1000)),
+                    }
+                }
+                AppKindName::UdpCbr => {
+                    let (Some(p), Some(iv)) = (a.payload, a.interval) else {
+                        return err(format!("{}: kind = \"udp-cbr\" needs payload and interval", key("kind")));
+                    };
+                    check_range(&key("payload"), p.0, &format!("{} B", p.0), 1.0, 1472.0, "1 B to 1472 B (one 1500-byte IP packet)")?;
+                    let interval = time_in(&key("interval"), iv, 1e-6, 3600.0, "1 us to 1 h")?;
+                    if a.bytes.is_some() {
+                        return err(format!("{}: bytes is for kind = \"tcp-bulk\"", key("bytes")));
+                    }
+                    if a.blocking && !self.nodes.iter().any(|n| n.radio && n.name == a.from) {
+                        return err(format!("{}: only a sender with a radio can block on its MAC queue", key("blocking")));
+                    }
+                    AppKind::UdpCbr { payload: p.0 as u32, interval }
+                }
+            };
+            apps.push(AppConfig {
+                blocking: a.blocking,
+                kind,
+                from,
+                to,
+                port: a.port,
+                start,
+                // A disabled app keeps its index (traces name apps by index) but never runs.
+                stop: if a.enabled { stop.unwrap_or(SimTime::MAX) } else { SimTime::ZERO },
+            });
+        }
+        Ok(apps)
+    }
+
+    fn app_start(&self, key: &impl Fn(&str) -> String, a: &AppSection) -> Result<AppStart, ScenarioError> {
+        if a.start != AppStartSection::OnProduction {
+            for (k, given) in [("production_ratio", a.production_ratio.is_some()), ("production_window", a.production_window.is_some()), ("production_rssi", a.production_rssi.is_some())] {
+                if given {
+                    return err(format!("{}: only used with start = \"on-production\"", key(k)));
+                }
+            }
+        }
+        let delay = time_in(&key("start_delay"), a.start_delay, 0.0, 3600.0, "0 s to 1 h")?;
+        Ok(match a.start {
+            AppStartSection::At(t) => AppStart::At(time_in(&key("start"), t, 0.0, MAX_DURATION_S, "0 s to 24 h, or \"on-association\" or \"on-production\"")?),
+            AppStartSection::OnAssociation => AppStart::OnAssociation { delay },
+            AppStartSection::OnProduction => {
+                if !self.nodes.iter().any(|n| n.role == Role::Sta && (n.name == a.from || n.name == a.to)) {
+                    return err(format!("{}: \"on-production\" needs {} at one end to measure its AP's beacons", key("start"), Role::Sta.described()));
+                }
+                if let Some(r) = a.production_ratio {
+                    check_range(&key("production_ratio"), r, &r.to_string(), 0.01, 1.0, "0.01 to 1")?;
+                }
+                let bi = self.management.beacon_interval.0;
+                let window = a
+                    .production_window
+                    .map(|w| time_in(&key("production_window"), w, bi, BEACON_HISTORY.as_secs_f64(), &format!("one beacon interval ({bi} s) to 10 s")))
+                    .transpose()?;
+                if let Some(p) = a.production_rssi {
+                    check_range(&key("production_rssi"), p.0 .0, &format!("{} dBm", p.0 .0), -110.0, 0.0, "-110 dBm to 0 dBm")?;
+                }
+                AppStart::OnProduction {
+                    delay,
+                    window: window.unwrap_or(SimTime::from_ms(1000)),
+                    ratio: a.production_ratio.unwrap_or(0.9),
+                    rssi: a.production_rssi.map(|p| p.0),
+                }
+            }
+        })
+    }
+
+    fn lower_pcap(&self, names: &[String]) -> Result<PcapConfig, ScenarioError> {
+        let Some(p) = &self.pcap else { return Ok(PcapConfig::default()) };
+        if p.nodes.as_ref().is_some_and(Vec::is_empty) {
+            return err("pcap.nodes: give at least one radio, or leave nodes out to capture every radio");
+        }
+        let sections = self.nodes.iter().flat_map(|n| std::iter::repeat_n(n, n.count as usize));
+        let radios: Vec<&String> = names.iter().zip(sections).filter(|(_, n)| n.radio).map(|(name, _)| name).collect();
+        let mut nodes = Vec::new();
+        for (i, n) in p.nodes.iter().flatten().enumerate() {
+            let Some(id) = names.iter().position(|m| m == n).filter(|_| radios.contains(&n)) else {
+                let radios: Vec<&str> = radios.iter().map(|s| s.as_str()).collect();
+                return err(format!("pcap.nodes[{i}]: no node with a radio named '{n}'; radios: {}", radios.join(", ")));
+            };
+            nodes.push(NodeId(id as u32));
+        }
+        let Some(sniffer) = &p.sniffer else { return Ok(PcapConfig { nodes, sniffer: None }) };
+        let Some(node) = self.nodes.iter().find(|n| n.count == 1 && &n.name == sniffer) else {
+            let what = if names.contains(sniffer) { "is one of a group (count > 1); give the sniffer a [[node]] of its own" } else { "no such node" };
+            return err(format!("pcap.sniffer: '{sniffer}': {what}; nodes: {}", names.join(", ")));
+        };
+        if !node.radio || node.role != Role::Independent {
+            return err(format!("pcap.sniffer: '{sniffer}' must have a radio and role = \"independent\" (a passive radio that never associates)"));
+        }
+        let named = self
+            .traffic
+            .iter()
+            .flat_map(|t| [&t.from, &t.to])
+            .map(|n| ("traffic", n))
+            .chain(self.apps.iter().flat_map(|a| [&a.from, &a.to]).map(|n| ("app", n)))
+            .chain(self.links.iter().flat_map(|l| [&l.a, &l.b]).map(|n| ("link", n)));
+        for (section, n) in named {
+            if n == sniffer {
+                return err(format!("pcap.sniffer: '{sniffer}' is named by a [[{section}]]; a sniffer sends nothing and nothing is sent to it"));
+            }
+        }
+        let sniffer = node_id(names, "pcap.sniffer", sniffer, "")?;
+        Ok(PcapConfig { nodes, sniffer: Some(sniffer) })
+    }
+}
+
+/// What the nodes of one `[[node]]` section share once lowered.
+struct NodeGroup {
+    tcp: TcpConfig,
+    arp: ArpConfig,
+    /// Its rate control (its own, else the `[mac]` default) learns per position.
+    learns: bool,
+    appear: SimTime,
+    disappear: SimTime,
+}
