@@ -7,9 +7,16 @@
 //! An application of kind `broadside` runs an endpoint at both of its ends.
 //! The sending end (`from`) holds one file of `bytes` bytes, published by a
 //! provider both ends trust; its content and the provider's key are drawn
-//! from the run's seed, so a run is reproducible byte for byte. Both ends
+//! from the run's seed, so a run is reproducible byte for byte. The other
+//! end holds no version yet and subscribes to the provider. Both ends
 //! beacon and discover each other as Broadside does; the file moves to the
 //! other end when discovery finds it.
+//!
+//! Each end boots at the application's start plus a phase drawn uniformly
+//! within one beacon interval: two hosts started by one script at the same
+//! instant would otherwise beacon in lockstep, and on an idle medium the
+//! DCF sends both at once (no backoff), so every beacon would collide —
+//! real hosts are never that synchronised.
 //!
 //! As on a real host, an endpoint's datagrams go to its socket only while
 //! the MAC queue has room (a full queue blocks the sender, like a full
@@ -78,6 +85,10 @@ pub(super) struct Host {
     port: u16,
     /// When the endpoint's timer is scheduled.
     armed: Option<SimTime>,
+    /// How long after the application's start this end boots.
+    phase: SimTime,
+    /// When the endpoint last handled its timeout.
+    handled: Option<SimTime>,
     /// Datagrams received (the `transport` trace's sequence numbers).
     received: u64,
 }
@@ -93,9 +104,13 @@ impl Host {
         let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}/{}", me.0));
         let secret = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
         let cfg = Config { packet_size: DATAGRAM, seed: secret, ..Config::default() };
+        let phase = SimTime::from_secs_f64(s.uniform() * cfg.beacon_interval.as_secs_f64());
         let trusted = TrustedKeys::new([key.public()]);
-        let endpoint = Endpoint::new(cfg, trusted, store.certificates(), Instant::ZERO).expect("a valid endpoint configuration");
-        Host { endpoint, store, port, armed: None, received: 0 }
+        let mut endpoint = Endpoint::new(cfg, trusted, store.certificates(), Instant::ZERO).expect("a valid endpoint configuration");
+        if !sender {
+            endpoint.subscribe(key.public()); // it holds no version to update yet
+        }
+        Host { endpoint, store, port, armed: None, phase, handled: None, received: 0 }
     }
 }
 
@@ -104,11 +119,20 @@ impl Apps {
         self.app(id).broadside.as_mut().expect("a Broadside end")
     }
 
+    /// Broadside end `id` starts: it boots after its phase.
+    pub(super) fn broadside_start(&mut self, now: SimTime, id: u32) {
+        let h = self.host(id);
+        let at = now + h.phase;
+        h.armed = Some(at);
+        self.out.push_back(AppOutput::Wake { app: id, at });
+    }
+
     /// Broadside end `id`: its timer fired, or the MAC has room again.
     pub(super) fn broadside_wake(&mut self, now: SimTime, id: u32, room: usize) {
         let h = self.host(id);
         if h.armed.is_some_and(|t| t <= now) {
             h.armed = None;
+            h.handled = Some(now);
             h.endpoint.handle_timeout(instant(now), &mut h.store);
         }
         self.broadside_flush(now, id, room);
@@ -152,8 +176,16 @@ impl Apps {
             };
             self.out.push_back(AppOutput::Conn { peer, event, value });
         }
+        let blocked = self.app(id).blocked;
         let h = self.host(id);
-        let next = h.endpoint.poll_timeout().map(|t| SimTime::from_ns(t.as_micros() * 1_000).max(now));
+        // The endpoint's clock counts microseconds: a deadline in the
+        // microsecond just handled falls later within it, so at the next.
+        let next_us = SimTime::from_ns((now.as_ns() / 1_000 + 1) * 1_000);
+        let floor = if h.handled == Some(now) { next_us } else { now };
+        let next = h.endpoint.poll_timeout().map(|t| SimTime::from_ns(t.as_micros() * 1_000).max(floor));
+        // Blocked on the MAC, an endpoint that wants to send now waits for
+        // the MAC to finish a frame, not for a timer.
+        let next = next.filter(|&t| !(blocked && t == now));
         if next.is_some_and(|t| h.armed.is_none_or(|a| t < a)) {
             h.armed = next;
             self.out.push_back(AppOutput::Wake { app: id, at: next.expect("checked") });

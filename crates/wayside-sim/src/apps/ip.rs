@@ -162,8 +162,10 @@ impl Apps {
                     self.app(id).started = true;
                     let peer = if cfg.from == self.me { cfg.to } else { cfg.from };
                     self.conn(peer, ConnEvent::AppStart, 0.0);
+                    self.broadside_start(now, id);
+                } else {
+                    self.broadside_wake(now, id, room);
                 }
-                self.broadside_wake(now, id, room);
             }
         }
     }

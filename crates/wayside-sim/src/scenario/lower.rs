@@ -740,6 +740,18 @@ impl Scenario {
                         trigger_interval: trigger_interval.unwrap_or(SimTime::from_ms(1000)),
                     }
                 }
+                AppKindName::Broadside => {
+                    let Some(b) = a.bytes else {
+                        return err(format!("{}: kind = \"broadside\" needs bytes (the file's size, e.g. \"1 MB\")", key("kind")));
+                    };
+                    check_range(&key("bytes"), b.0, &format!("{} B", b.0), 1.0, 256e6, "1 B to 256 MB")?;
+                    for (k, given) in [("payload", a.payload.is_some()), ("interval", a.interval.is_some()), ("blocking", a.blocking)] {
+                        if given {
+                            return err(format!("{}: not used with kind = \"broadside\" (its endpoint paces itself on the MAC queue)", key(k)));
+                        }
+                    }
+                    AppKind::Broadside { bytes: b.0 as u64 }
+                }
                 AppKindName::UdpCbr => {
                     let (Some(p), Some(iv)) = (a.payload, a.interval) else {
                         return err(format!("{}: kind = \"udp-cbr\" needs payload and interval", key("kind")));

@@ -220,6 +220,7 @@ pub enum AppKindName {
     TcpBulk,
     UdpCbr,
     RequestResponse,
+    Broadside,
 }
 
 /// An application over IP.
@@ -248,7 +249,8 @@ pub struct AppSection {
     pub production_rssi: Option<PowerQ>,
     #[serde(default)]
     pub stop: Option<TimeQ>,
-    /// tcp-bulk: bytes to send; default without end.
+    /// tcp-bulk: bytes to send; default without end. broadside: the size
+    /// of the file the sending end holds.
     #[serde(default)]
     pub bytes: Option<SizeQ>,
     /// udp-cbr: datagram payload.
