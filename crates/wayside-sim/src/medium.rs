@@ -5,18 +5,39 @@
 //! after the propagation delay. A transmission is freed when its last
 //! reference (its end at the sender, each arrival's start and end) is done.
 //!
-//! **Scaling.** No signal can clear the floor beyond the *reach* (the
-//! strongest sender, the best antennas, shadowing and fading at their
-//! peak: [`ChannelConfig::reach`]), so a transmission only looks at radios
-//! in the cells of a spatial grid around its sender, and a link's channel
-//! state is created when the pair is first within reach and dropped when
-//! they part. Link state is drawn from the pair's names, so a link created
-//! late or again is the same link. The grid is rebuilt every
+//! **The reception floor.** A signal is delivered to a radio only if it
+//! arrives at least at the noise floor minus
+//! [`RECEPTION_FLOOR_BELOW_NOISE`] (30 dB). One signal at the floor adds
+//! 0.1% to the noise (0.004 dB to the noise-plus-interference a frame is
+//! received against), ten at once 1% (0.04 dB); its own SINR is at most
+//! −30 dB, where the bit error rate of every mode is within 4% of ½ and a
+//! preamble is detected with probability below 10⁻⁷ (24 header bits;
+//! [`crate::phy::error`]). So what is left out can change neither
+//! reception nor interference by more than that.
+//!
+//! **Reach.** The strongest a signal can arrive is the mean over the
+//! deterministic path loss plus [`ChannelConfig::max_excess_gain`]:
+//! shadowing at its clip (4σ) and every fading path in phase. A pair is
+//! *within reach* when that bound, with the sender's power and both
+//! antennas' gains and heights, clears the floor; only then is the
+//! channel state of its link created and evaluated. Radio-wide maxima of
+//! power, gain and height give a distance, [`Medium::reach`], beyond which
+//! no pair is within reach. Signals from pairs out of reach cost nothing:
+//! no link, no evaluation, no event.
+//!
+//! **Scaling.** A transmission looks only at radios in the cells of a
+//! spatial grid around its sender, and a link's channel state is created
+//! when the pair first comes within reach and dropped when they part.
+//! Link state is drawn from the pair's names, so a link created late or
+//! again is the same link. It is small (the seeded streams its draws come
+//! from, [`Link`]), and holds its draws only once a signal on it has
+//! arrived above the noise floor, i.e. once it can carry frames; so memory
+//! grows with radios × neighbours within reach. The grid is rebuilt every
 //! [`REBIN_INTERVAL`]; its cells are wide enough (reach plus twice the
 //! distance the fastest radio covers between rebuilds) that a radio never
 //! leaves the 3×3 cells around where it was binned while it matters.
 
-use crate::channel::{propagation_delay, ChannelConfig, Endpoint, Link};
+use crate::channel::{path_loss, propagation_delay, ChannelConfig, Endpoint, Link};
 use crate::ids::{NodeId, TxId};
 use crate::mac::Frame;
 use crate::mobility::Vec2;
@@ -30,7 +51,7 @@ pub const REBIN_INTERVAL: SimTime = SimTime::from_ms(1000);
 
 /// Signals weaker than the noise floor by more than this are not delivered
 /// to a radio at all (they would add under 0.1% to the noise).
-const RECEPTION_FLOOR_BELOW_NOISE: Db = Db(30.0);
+pub const RECEPTION_FLOOR_BELOW_NOISE: Db = Db(30.0);
 
 /// A frame on the air.
 pub struct Transmission {
@@ -103,6 +124,9 @@ pub struct Medium {
     seed: u64,
     run: u64,
     reach: f64,
+    /// The reception floor, and the most shadowing and fading can add.
+    floor: Dbm,
+    excess: Db,
     /// Channel state of the pairs of radios within reach, by (low, high) index.
     links: FxHashMap<(u32, u32), Link>,
     /// Scratch: the radios near a sender.
@@ -126,6 +150,8 @@ impl Medium {
             seed,
             run,
             reach,
+            floor,
+            excess: channel.max_excess_gain(),
             links: FxHashMap::default(),
             near: Vec::new(),
             grid,
@@ -225,7 +251,7 @@ impl Medium {
                 TxId(self.txs.len() as u32 - 1)
             }
         };
-        let floor = self.channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
+        let (floor, noise) = (self.floor, self.channel.noise_floor);
         let mut arrivals = Vec::new();
         reached.clear();
         let mut near = std::mem::take(&mut self.near);
@@ -235,10 +261,18 @@ impl Medium {
             if antenna.channel != tx.channel || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach {
                 continue;
             }
+            let span = path_loss(&self.channel, &tx.endpoint, &antenna.endpoint);
+            let bound = tx_power + tx.endpoint.antenna_gain + antenna.endpoint.antenna_gain - span.1 + self.excess;
+            if bound.0 < floor.0 {
+                continue; // out of reach: no link
+            }
             let (link, channel) = self.link(src, rx);
-            let budget = link.budget(channel, tx_power, &tx.endpoint, &antenna.endpoint);
+            let budget = link.budget_over(channel, span, tx_power, &tx.endpoint, &antenna.endpoint);
             if budget.rx_power.0 < floor.0 {
                 continue;
+            }
+            if budget.rx_power.0 >= noise.0 {
+                link.hold(channel);
             }
             arrivals.push((rx, budget.rx_power.to_mw()));
             reached.push((rx, propagation_delay(budget.distance)));
