@@ -592,6 +592,52 @@ mod tests {
     }
 
     #[test]
+    fn a_held_link_gives_the_values_it_gave_before() {
+        // Redrawn on each evaluation or held from the start or from midway:
+        // the same budgets, bit for bit.
+        let mut c = shadow_cfg();
+        c.fading = FadingKind::Rician { k: Db(3.0) };
+        let path = |link: &mut Link, hold_at: Option<usize>| -> Vec<LinkBudget> {
+            (0..60)
+                .map(|i| {
+                    if hold_at == Some(i) {
+                        link.hold(&c);
+                    }
+                    let mut rx = at(5.0 + 3.3 * i as f64);
+                    rx.odometer = Meters(0.7 * i as f64);
+                    link.budget(&c, Dbm(18.0), &at(0.0), &rx)
+                })
+                .collect()
+        };
+        let redrawn = path(&mut Link::new(&c, "ap", "car", 4, 0), None);
+        assert_eq!(redrawn, path(&mut Link::new(&c, "ap", "car", 4, 0), Some(0)));
+        assert_eq!(redrawn, path(&mut Link::new(&c, "car", "ap", 4, 0), Some(30)));
+    }
+
+    #[test]
+    fn an_unheld_link_is_small() {
+        assert!(std::mem::size_of::<Link>() <= 160, "{} bytes", std::mem::size_of::<Link>());
+    }
+
+    #[test]
+    fn shadowing_stays_within_its_clip() {
+        let c = shadow_cfg();
+        let limit = SHADOWING_CLIP * c.shadowing_sigma.0;
+        let mut largest: f64 = 0.0;
+        for i in 0..300 {
+            let mut link = Link::new(&c, "ap", &format!("car{i}"), 1, 0);
+            for k in 0..200 {
+                let s = link.budget(&c, Dbm(0.0), &at(0.0), &at(1.0 + 13.7 * k as f64)).shadowing.0;
+                largest = largest.max(s.abs());
+            }
+        }
+        assert!(largest <= limit, "{largest} dB beyond the clip {limit} dB");
+        // The field does reach far into its tail (3σ), so the clip is not
+        // what sets its spread.
+        assert!(largest > 3.0 * c.shadowing_sigma.0, "largest {largest} dB");
+    }
+
+    #[test]
     fn propagation_delay_is_distance_over_c() {
         assert_eq!(propagation_delay(Meters(299.792458)), SimTime::from_ns(1000));
     }

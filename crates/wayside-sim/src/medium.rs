@@ -304,3 +304,76 @@ impl Medium {
         link.mean_rx_power(channel, tx_power, ta, tb)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::{FadingKind, PathLoss};
+    use crate::mac::{Dst, Payload};
+    use crate::phy::mode::Standard;
+    use crate::trace::FrameKind;
+    use crate::units::Hertz;
+
+    fn medium() -> Medium {
+        let channel = ChannelConfig {
+            path_loss: PathLoss::LogDistance { exponent: 3.5, reference: Meters(1.0) },
+            shadowing_sigma: Db(0.0),
+            decorrelation: Meters(20.0),
+            fading: FadingKind::None,
+            frequency: Hertz(2.437e9),
+            noise_floor: Dbm(-95.0),
+            environment_seed: 1,
+        };
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let limits = RadioLimits { eirp: Dbm(20.0), gain: Db(0.0), height: Meters(1.5), speed: 30.0 };
+        Medium::new(&channel, &names, 1, 0, limits)
+    }
+
+    fn antenna(x: f64) -> Antenna {
+        let endpoint = Endpoint { position: Vec2::new(x, 0.0), height: Meters(1.5), antenna_gain: Db(0.0), odometer: Meters(0.0) };
+        Antenna { endpoint, channel: 6 }
+    }
+
+    /// Sends a broadcast from `a` at `power` with the radios at `xs`;
+    /// returns the radios it reached.
+    fn send(m: &mut Medium, now: SimTime, xs: [f64; 3], power: Dbm) -> Vec<NodeId> {
+        m.rebin(now, (0..3).map(|i| (NodeId(i), Vec2::new(xs[i as usize], 0.0))));
+        let frame = Frame {
+            kind: FrameKind::Data,
+            src: NodeId(0),
+            dst: Dst::Broadcast,
+            seq: 0,
+            retry: false,
+            attempt: 0,
+            psdu_bytes: 100,
+            duration: SimTime::from_ms(0),
+            payload: Payload::Raw,
+            report: None,
+        };
+        let mode = Standard::G.modes()[0];
+        let mut reached = Vec::new();
+        let id = m.transmit(now, now + SimTime::from_ms(1), NodeId(0), antenna(xs[0]), power, frame, mode, |n| Some(antenna(xs[n.index()])), &mut reached);
+        for _ in 0..1 + 2 * reached.len() {
+            m.release(id);
+        }
+        reached.iter().map(|r| r.0).collect()
+    }
+
+    #[test]
+    fn links_exist_only_between_radios_within_reach() {
+        let mut m = medium();
+        // 20 dBm over 3.5-slope path loss meets the floor (-125 dBm) at
+        // about 1 km: b at 600 m is within reach, c at 5 km is not.
+        assert!((m.reach().0 - 988.0).abs() < 1.0, "reach {}", m.reach().0);
+        assert_eq!(send(&mut m, SimTime::from_ms(0), [0.0, 600.0, 5000.0], Dbm(20.0)), [NodeId(1)]);
+        assert_eq!(m.links(), 1);
+        // A weaker sender's signal cannot clear the floor at b: no arrival,
+        // and a pair not within reach gets no link.
+        let mut weak = medium();
+        assert_eq!(send(&mut weak, SimTime::from_ms(0), [0.0, 600.0, 5000.0], Dbm(0.0)), []);
+        assert_eq!(weak.links(), 0);
+        // b drives off: its link is dropped at the next rebuild of the grid.
+        assert_eq!(send(&mut m, REBIN_INTERVAL, [0.0, 3000.0, 5000.0], Dbm(20.0)), []);
+        assert_eq!(m.links(), 0);
+    }
+}
