@@ -1,10 +1,10 @@
 """Memory and wall time of the simulator as the number of radios grows.
 
 A multilane highway: N vehicles on 8 lanes (4 each way, 4 m apart), a
-vehicle every GAP metres in each lane (default 50 m: about 2,000 vehicles an
-hour a lane at 100 km/h, near a lane's capacity), so the road grows with N
-(10,000 vehicles: 62.5 km) and each radio has the same neighbours whatever
-N; all at 100 km/h, each sending a 200-byte broadcast beacon once a second
+vehicle every GAP metres in each lane (default 150 m: about 670 vehicles an
+hour a lane at 100 km/h, a third of a lane's capacity), so the road grows
+with N (10,000 vehicles: 187.5 km) and each radio has the same neighbours
+whatever N; all at 100 km/h, each sending a 200-byte broadcast beacon once a second
 from a random phase, over the hadaller-highway channel (three-slope path
 loss, 4 dB shadowing, Rician fading). Each size is one process running the
 release `run` example; peak memory is that process's maximum resident set.
@@ -13,7 +13,7 @@ shows it. Every broadcast reaching a radio above the reception floor is a
 row of the trace (about 60 bytes), which is most of the memory.
 
     nice -n 10 python benches/many_nodes.py [--nodes 1000,2500,5000,10000]
-        [--seconds 60] [--gap 50]
+        [--seconds 60] [--gap 150]
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", default="1000,2500,5000,10000")
     ap.add_argument("--seconds", type=int, default=60)
-    ap.add_argument("--gap", type=float, default=50.0, help="metres between vehicles in a lane")
+    ap.add_argument("--gap", type=float, default=150.0, help="metres between vehicles in a lane")
     args = ap.parse_args()
     try:
         sizes = sorted(int(x) for x in args.nodes.split(","))
