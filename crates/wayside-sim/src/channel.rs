@@ -132,17 +132,21 @@ impl ChannelConfig {
     /// and every fading path at its peak at once ((√(K/(K+1)) + √(M/(K+1)))²
     /// for M scattered paths, K = 0 if Rayleigh).
     pub fn max_excess_gain(&self) -> Db {
-        let shadowing = SHADOWING_CLIP * self.shadowing_sigma.0;
+        Db(SHADOWING_CLIP * self.shadowing_sigma.0 + self.max_fading_gain().0)
+    }
+
+    /// The most fast fading can add to the received power: every path in
+    /// phase.
+    pub fn max_fading_gain(&self) -> Db {
         let m = FADING_PATHS as f64;
-        let fading = match self.fading {
+        Db(match self.fading {
             FadingKind::None => 0.0,
             FadingKind::Rayleigh => 10.0 * m.log10(),
             FadingKind::Rician { k } => {
                 let k = k.ratio();
                 10.0 * ((k / (k + 1.0)).sqrt() + (m / (k + 1.0)).sqrt()).powi(2).log10()
             }
-        };
-        Db(shadowing + fading)
+        })
     }
 
     /// The distance beyond which no signal can arrive above `floor`: a
@@ -380,19 +384,39 @@ impl Link {
 
     /// Received power at `rx` of a transmission at `tx_power` from `tx`.
     pub fn budget(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> LinkBudget {
-        self.budget_over(cfg, path_loss(cfg, tx, rx), tx_power, tx, rx)
+        self.budget_from(cfg, path_loss(cfg, tx, rx), tx_power, tx, rx, f64::NEG_INFINITY).expect("no floor")
     }
 
-    /// [`Link::budget`] given the ends' distance and path loss ([`path_loss`]).
-    pub fn budget_over(&mut self, cfg: &ChannelConfig, (distance, path_loss): (Meters, Db), tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> LinkBudget {
-        let lambda = cfg.wavelength();
+    /// [`Link::budget`] given the ends' distance and path loss
+    /// ([`path_loss`]), if the signal can arrive at `floor` or above:
+    /// `None`, without evaluating the fading (which keeps no state), when
+    /// even `fading_max` more would not lift it there.
+    #[allow(clippy::too_many_arguments)]
+    pub fn budget_reaching(
+        &mut self,
+        cfg: &ChannelConfig,
+        span: (Meters, Db),
+        tx_power: Dbm,
+        tx: &Endpoint,
+        rx: &Endpoint,
+        floor: Dbm,
+        fading_max: Db,
+    ) -> Option<LinkBudget> {
+        self.budget_from(cfg, span, tx_power, tx, rx, floor.0 - fading_max.0)
+    }
+
+    /// The budget, or `None` if the mean received power is below `least` dBm.
+    fn budget_from(&mut self, cfg: &ChannelConfig, (distance, path_loss): (Meters, Db), tx_power: Dbm, tx: &Endpoint, rx: &Endpoint, least: f64) -> Option<LinkBudget> {
         let shadowing = self.shadowing(cfg, tx, rx);
+        let mean = tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing;
+        if mean.0 < least {
+            return None;
+        }
         let fading = match &self.fading {
-            Some(f) => Db::from_ratio(f.power_gain(tx.odometer.0 + rx.odometer.0, lambda).max(1e-12)),
+            Some(f) => Db::from_ratio(f.power_gain(tx.odometer.0 + rx.odometer.0, cfg.wavelength()).max(1e-12)),
             None => Db(0.0),
         };
-        let rx_power = tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing + fading;
-        LinkBudget { distance, path_loss, shadowing, fading, rx_power }
+        Some(LinkBudget { distance, path_loss, shadowing, fading, rx_power: mean + fading })
     }
 }
 

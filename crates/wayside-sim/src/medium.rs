@@ -127,6 +127,7 @@ pub struct Medium {
     /// The reception floor, and the most shadowing and fading can add.
     floor: Dbm,
     excess: Db,
+    fading_max: Db,
     /// Channel state of the pairs of radios within reach, by (low, high) index.
     links: FxHashMap<(u32, u32), Link>,
     /// Scratch: the radios near a sender.
@@ -152,6 +153,7 @@ impl Medium {
             reach,
             floor,
             excess: channel.max_excess_gain(),
+            fading_max: channel.max_fading_gain(),
             links: FxHashMap::default(),
             near: Vec::new(),
             grid,
@@ -251,7 +253,7 @@ impl Medium {
                 TxId(self.txs.len() as u32 - 1)
             }
         };
-        let (floor, noise) = (self.floor, self.channel.noise_floor);
+        let (floor, noise, fading_max) = (self.floor, self.channel.noise_floor, self.fading_max);
         let mut arrivals = Vec::new();
         reached.clear();
         let mut near = std::mem::take(&mut self.near);
@@ -267,10 +269,8 @@ impl Medium {
                 continue; // out of reach: no link
             }
             let (link, channel) = self.link(src, rx);
-            let budget = link.budget_over(channel, span, tx_power, &tx.endpoint, &antenna.endpoint);
-            if budget.rx_power.0 < floor.0 {
-                continue;
-            }
+            let reaching = link.budget_reaching(channel, span, tx_power, &tx.endpoint, &antenna.endpoint, floor, fading_max);
+            let Some(budget) = reaching.filter(|b| b.rx_power.0 >= floor.0) else { continue };
             if budget.rx_power.0 >= noise.0 {
                 link.hold(channel);
             }
