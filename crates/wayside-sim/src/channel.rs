@@ -425,20 +425,27 @@ pub fn propagation_delay(d: Meters) -> SimTime {
     SimTime::from_secs_f64(d.0 / SPEED_OF_LIGHT)
 }
 
+/// A channel for tests: `path_loss` alone, at 2.437 GHz over a −95 dBm
+/// noise floor, no shadowing and no fading.
+#[cfg(test)]
+pub(crate) fn test_channel(path_loss: PathLoss) -> ChannelConfig {
+    ChannelConfig {
+        path_loss,
+        shadowing_sigma: Db(0.0),
+        decorrelation: Meters(20.0),
+        fading: FadingKind::None,
+        frequency: Hertz(2.437e9),
+        noise_floor: Dbm(-95.0),
+        environment_seed: 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cfg(path_loss: PathLoss) -> ChannelConfig {
-        ChannelConfig {
-            path_loss,
-            shadowing_sigma: Db(0.0),
-            decorrelation: Meters(20.0),
-            fading: FadingKind::None,
-            frequency: Hertz(2.437e9),
-            noise_floor: Dbm(-95.0),
-            environment_seed: 1,
-        }
+        test_channel(path_loss)
     }
 
     fn at(x: f64) -> Endpoint {

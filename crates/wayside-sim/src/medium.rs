@@ -308,22 +308,13 @@ impl Medium {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::{FadingKind, PathLoss};
+    use crate::channel::{test_channel, PathLoss};
     use crate::mac::{Dst, Payload};
     use crate::phy::mode::Standard;
     use crate::trace::FrameKind;
-    use crate::units::Hertz;
 
     fn medium() -> Medium {
-        let channel = ChannelConfig {
-            path_loss: PathLoss::LogDistance { exponent: 3.5, reference: Meters(1.0) },
-            shadowing_sigma: Db(0.0),
-            decorrelation: Meters(20.0),
-            fading: FadingKind::None,
-            frequency: Hertz(2.437e9),
-            noise_floor: Dbm(-95.0),
-            environment_seed: 1,
-        };
+        let channel = test_channel(PathLoss::LogDistance { exponent: 3.5, reference: Meters(1.0) });
         let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
         let limits = RadioLimits { eirp: Dbm(20.0), gain: Db(0.0), height: Meters(1.5), speed: 30.0 };
         Medium::new(&channel, &names, 1, 0, limits)
