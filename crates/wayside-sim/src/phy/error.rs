@@ -113,7 +113,10 @@ impl ClosedForm {
 impl ErrorModel for ClosedForm {
     fn chunk_success(&self, mode: &Mode, sinr: Db, bits: u64) -> f64 {
         match self.gamma(sinr) {
-            Some(gamma) => (bits as f64 * (-ber(mode, gamma)).ln_1p()).exp(),
+            Some(gamma) => match ber(mode, gamma) {
+                0.0 => 1.0, // exp(bits · ln(1 − 0)), exactly
+                ber => (bits as f64 * (-ber).ln_1p()).exp(),
+            },
             None => 0.0,
         }
     }
@@ -228,6 +231,11 @@ fn q(x: f64) -> f64 {
 /// (Press et al., 2nd ed., §6.2): relative error below 1.2e-7 everywhere.
 fn erfc(x: f64) -> f64 {
     let z = x.abs();
+    if z >= 28.0 {
+        // The exponent below is under -785, where exp is exactly 0 in f64
+        // (it underflows below -745.2): the same answer, without the work.
+        return if x >= 0.0 { 0.0 } else { 2.0 };
+    }
     let t = 1.0 / (1.0 + 0.5 * z);
     let poly = [
         -1.265_512_23,
