@@ -20,7 +20,8 @@
 //! shadowing at its clip (4σ) and every fading path in phase. A pair is
 //! *within reach* when that bound, with the sender's power and both
 //! antennas' gains and heights, clears the floor; only then is the
-//! channel state of its link created and evaluated. Radio-wide maxima of
+//! channel state of its link created and evaluated (its fading only if
+//! every path in phase could lift the signal to the floor). Radio-wide maxima of
 //! power, gain and height give a distance, [`Medium::reach`], beyond which
 //! no pair is within reach. Signals from pairs out of reach cost nothing:
 //! no link, no evaluation, no event.
