@@ -13,7 +13,17 @@
 //! so that when one end is fixed (an AP) the correlation along the other end's
 //! path is exactly `exp(-d / d_c)`; the field is reciprocal. Its draws come
 //! from the environment stream, so a given car–AP pair sees the same
-//! large-scale signal on every pass regardless of the run seed.
+//! large-scale signal on every pass regardless of the run seed. The field is
+//! clipped at ±`SHADOWING_CLIP`·σ = ±4σ, so that the strongest signal a link
+//! can carry has a bound ([`ChannelConfig::max_excess_gain`]). A Gaussian
+//! exceeds ±4σ with probability 6.3·10⁻⁵; the sum of 32 sinusoids, bounded
+//! by ±8σ, does so with about 4·10⁻⁵ (2·10⁷ random-phase draws), so the clip
+//! changes about one value in 25,000, and only by what lies beyond 4σ.
+//!
+//! **Memory.** A link keeps only the seeded streams its draws come from and
+//! the last shadowing value; the draws are redrawn when the link is
+//! evaluated, until the medium asks the link to hold them (it does for links
+//! that carry frames). Held or not, the values are the same.
 //!
 //! **Fast fading.** A sum of `FADING_PATHS` scattered paths with random
 //! arrival angles and phases (drawn from the run stream), advanced by the sum
@@ -118,21 +128,25 @@ impl ChannelConfig {
     }
 
     /// The most shadowing and fast fading together can add to the mean
-    /// received power: every component of the shadowing sum and every
-    /// fading path at its peak at once (σ·√(2N) for N shadowing components;
-    /// (√(K/(K+1)) + √(M/(K+1)))² for M scattered paths, K = 0 if Rayleigh).
+    /// received power: the shadowing field at its clip, [`SHADOWING_CLIP`]·σ,
+    /// and every fading path at its peak at once ((√(K/(K+1)) + √(M/(K+1)))²
+    /// for M scattered paths, K = 0 if Rayleigh).
     pub fn max_excess_gain(&self) -> Db {
-        let shadowing = self.shadowing_sigma.0 * (2.0 * SHADOWING_COMPONENTS as f64).sqrt();
+        Db(SHADOWING_CLIP * self.shadowing_sigma.0 + self.max_fading_gain().0)
+    }
+
+    /// The most fast fading can add to the received power: every path in
+    /// phase.
+    pub fn max_fading_gain(&self) -> Db {
         let m = FADING_PATHS as f64;
-        let fading = match self.fading {
+        Db(match self.fading {
             FadingKind::None => 0.0,
             FadingKind::Rayleigh => 10.0 * m.log10(),
             FadingKind::Rician { k } => {
                 let k = k.ratio();
                 10.0 * ((k / (k + 1.0)).sqrt() + (m / (k + 1.0)).sqrt()).powi(2).log10()
             }
-        };
-        Db(shadowing + fading)
+        })
     }
 
     /// The distance beyond which no signal can arrive above `floor`: a
@@ -159,62 +173,89 @@ impl ChannelConfig {
     }
 }
 
-/// A frozen spatial Gaussian field with exponential correlation.
+/// How far the shadowing field may stray from its mean, in standard
+/// deviations: its value is clipped to ±this many σ.
+pub const SHADOWING_CLIP: f64 = 4.0;
+
+/// The draws of one link's shadowing field, (kx, ky, phase) per component
+/// in rad/m and rad, from its environment stream (at its start).
+fn shadowing_draws(mut stream: Stream, decorrelation: f64) -> [(f64, f64, f64); SHADOWING_COMPONENTS] {
+    std::array::from_fn(|_| {
+        // Radial wavenumber of the 2-D exponential covariance exp(-r/a):
+        // F(k) = 1 - 1/sqrt(1 + (a k)^2), inverted.
+        let u = stream.uniform();
+        let k = ((1.0 / (1.0 - u).powi(2)) - 1.0).sqrt() / decorrelation;
+        let dir = 2.0 * PI * stream.uniform();
+        (k * dir.cos(), k * dir.sin(), 2.0 * PI * stream.uniform())
+    })
+}
+
+/// A frozen spatial Gaussian field with exponential correlation, clipped at
+/// ±[`SHADOWING_CLIP`]·σ. Its draws are redrawn from the stream when asked
+/// for, unless the link holds them ([`Link::hold`]).
 #[derive(Clone, Debug)]
 struct ShadowingField {
-    /// (kx, ky, phase) per component, in rad/m and rad.
-    components: Vec<(f64, f64, f64)>,
-    amplitude: f64,
-    cache_at: Vec2,
-    cache_value: f64,
-    cached: bool,
+    stream: Stream,
+    held: Option<Box<[(f64, f64, f64); SHADOWING_COMPONENTS]>>,
+    /// Where the field was last evaluated, and its value there.
+    cache: Option<(Vec2, f64)>,
 }
 
 impl ShadowingField {
-    fn new(sigma: Db, decorrelation: f64, stream: &mut Stream) -> Self {
-        let components = (0..SHADOWING_COMPONENTS)
-            .map(|_| {
-                // Radial wavenumber of the 2-D exponential covariance exp(-r/a):
-                // F(k) = 1 - 1/sqrt(1 + (a k)^2), inverted.
-                let u = stream.uniform();
-                let k = ((1.0 / (1.0 - u).powi(2)) - 1.0).sqrt() / decorrelation;
-                let dir = 2.0 * PI * stream.uniform();
-                (k * dir.cos(), k * dir.sin(), 2.0 * PI * stream.uniform())
-            })
-            .collect();
-        ShadowingField {
-            components,
-            amplitude: sigma.0 * (2.0 / SHADOWING_COMPONENTS as f64).sqrt(),
-            cache_at: Vec2::default(),
-            cache_value: 0.0,
-            cached: false,
-        }
-    }
-
     /// Field value in dB at `p`; recomputed only once `p` moves by more than
     /// `resolution` (a small fraction of the decorrelation distance).
-    fn at(&mut self, p: Vec2, resolution: f64) -> f64 {
-        if !self.cached || self.cache_at.dist(p).0 > resolution {
-            self.cache_value = self.amplitude
-                * self.components.iter().map(|&(kx, ky, ph)| (kx * p.x + ky * p.y + ph).cos()).sum::<f64>();
-            self.cache_at = p;
-            self.cached = true;
+    fn at(&mut self, p: Vec2, resolution: f64, sigma: Db, decorrelation: f64) -> f64 {
+        if let Some((at, value)) = self.cache {
+            if at.dist(p).0 <= resolution {
+                return value;
+            }
         }
-        self.cache_value
+        let drawn;
+        let components = match &self.held {
+            Some(c) => &**c,
+            None => {
+                drawn = shadowing_draws(self.stream.clone(), decorrelation);
+                &drawn
+            }
+        };
+        let amplitude = sigma.0 * (2.0 / SHADOWING_COMPONENTS as f64).sqrt();
+        let sum = components.iter().map(|&(kx, ky, ph)| (kx * p.x + ky * p.y + ph).cos()).sum::<f64>();
+        let limit = SHADOWING_CLIP * sigma.0;
+        let value = (amplitude * sum).clamp(-limit, limit);
+        self.cache = Some((p, value));
+        value
     }
 }
 
-/// Sum-of-sinusoids fading process for one link.
+/// The draws of one link's fading process, from its run stream.
+#[derive(Clone, Debug)]
+struct FadingDraws {
+    /// (cos of arrival angle, phase) per scattered path.
+    paths: [(f64, f64); FADING_PATHS],
+    /// (cos of arrival angle, phase) of the line-of-sight path, if Rician.
+    los: Option<(f64, f64)>,
+}
+
+impl FadingDraws {
+    fn new(mut stream: Stream, rician: bool) -> FadingDraws {
+        let paths = std::array::from_fn(|_| ((2.0 * PI * stream.uniform()).cos(), 2.0 * PI * stream.uniform()));
+        let los = rician.then(|| ((2.0 * PI * stream.uniform()).cos(), 2.0 * PI * stream.uniform()));
+        FadingDraws { paths, los }
+    }
+}
+
+/// Sum-of-sinusoids fading process for one link. Its draws are redrawn from
+/// the stream when asked for, unless the link holds them ([`Link::hold`]).
 #[derive(Clone, Debug)]
 struct FadingProcess {
-    /// (cos of arrival angle, phase) per scattered path.
-    paths: Vec<(f64, f64)>,
-    los: Option<(f64, f64, f64)>, // (amplitude, cos angle, phase)
+    stream: Stream,
+    held: Option<Box<FadingDraws>>,
+    los_amplitude: f64,
     scatter_amplitude: f64,
 }
 
 impl FadingProcess {
-    fn new(kind: FadingKind, stream: &mut Stream) -> Option<Self> {
+    fn new(kind: FadingKind, stream: Stream) -> Option<Self> {
         let (los_power, scatter_power) = match kind {
             FadingKind::None => return None,
             FadingKind::Rayleigh => (0.0, 1.0),
@@ -223,34 +264,45 @@ impl FadingProcess {
                 (k / (k + 1.0), 1.0 / (k + 1.0))
             }
         };
-        let paths = (0..FADING_PATHS)
-            .map(|_| ((2.0 * PI * stream.uniform()).cos(), 2.0 * PI * stream.uniform()))
-            .collect();
-        let los = (los_power > 0.0).then(|| (los_power.sqrt(), (2.0 * PI * stream.uniform()).cos(), 2.0 * PI * stream.uniform()));
-        Some(FadingProcess { paths, los, scatter_amplitude: (scatter_power / FADING_PATHS as f64).sqrt() })
+        let scatter_amplitude = (scatter_power / FADING_PATHS as f64).sqrt();
+        Some(FadingProcess { stream, held: None, los_amplitude: los_power.sqrt(), scatter_amplitude })
+    }
+
+    fn draws(&self) -> FadingDraws {
+        FadingDraws::new(self.stream.clone(), self.los_amplitude > 0.0)
     }
 
     /// Power gain |h|² (mean 1) after the ends have travelled `u` metres in total.
     fn power_gain(&self, u: f64, lambda: f64) -> f64 {
+        let drawn;
+        let d = match &self.held {
+            Some(d) => &**d,
+            None => {
+                drawn = self.draws();
+                &drawn
+            }
+        };
         let beta = 2.0 * PI * u / lambda;
         let (mut re, mut im) = (0.0, 0.0);
-        for &(c, ph) in &self.paths {
+        for &(c, ph) in &d.paths {
             let (s, co) = (beta * c + ph).sin_cos();
             re += co;
             im += s;
         }
         re *= self.scatter_amplitude;
         im *= self.scatter_amplitude;
-        if let Some((a, c, ph)) = self.los {
+        if let Some((c, ph)) = d.los {
             let (s, co) = (beta * c + ph).sin_cos();
-            re += a * co;
-            im += a * s;
+            re += self.los_amplitude * co;
+            im += self.los_amplitude * s;
         }
         re * re + im * im
     }
 }
 
-/// Per-link channel state: the frozen shadowing field and the fading process.
+/// Per-link channel state: the frozen shadowing field and the fading
+/// process, each kept as the seeded stream its draws come from (so a link
+/// costs about 150 bytes), and the draws themselves once the link is held.
 #[derive(Clone, Debug)]
 pub struct Link {
     shadowing: Option<ShadowingField>,
@@ -278,6 +330,12 @@ pub struct LinkBudget {
     pub rx_power: Dbm,
 }
 
+/// The distance between two ends and the deterministic path loss over it.
+pub fn path_loss(cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> (Meters, Db) {
+    let distance = tx.position.dist(rx.position);
+    (distance, cfg.path_loss.loss(distance, tx.height, rx.height, cfg.wavelength()))
+}
+
 impl Link {
     /// Creates the state of the link between the nodes named `a` and `b`
     /// (order does not matter), drawing the field from the environment seed
@@ -285,44 +343,80 @@ impl Link {
     pub fn new(cfg: &ChannelConfig, a: &str, b: &str, master_seed: u64, run: u64) -> Link {
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
         let key = format!("link/{lo}/{hi}");
-        let shadowing = (cfg.shadowing_sigma.0 > 0.0).then(|| {
-            let mut env = Stream::new("env", cfg.environment_seed, 0, &key);
-            ShadowingField::new(cfg.shadowing_sigma, cfg.decorrelation.0 / 2.0, &mut env)
+        let shadowing = (cfg.shadowing_sigma.0 > 0.0).then(|| ShadowingField {
+            stream: Stream::new("env", cfg.environment_seed, 0, &key),
+            held: None,
+            cache: None,
         });
-        let mut run_stream = Stream::new("run", master_seed, run, &key);
-        Link { shadowing, fading: FadingProcess::new(cfg.fading, &mut run_stream) }
+        let fading = FadingProcess::new(cfg.fading, Stream::new("run", master_seed, run, &key));
+        Link { shadowing, fading }
     }
 
-    /// Path loss and shadowing between the two ends: the large-scale part.
-    fn large_scale(&mut self, cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> (Meters, Db, Db) {
-        let distance = tx.position.dist(rx.position);
-        let path_loss = cfg.path_loss.loss(distance, tx.height, rx.height, cfg.wavelength());
-        let shadowing = match &mut self.shadowing {
+    /// Keeps the link's draws in memory from now on, so that evaluating it
+    /// no longer redraws them (for links that carry frames; the values are
+    /// the same either way).
+    pub fn hold(&mut self, cfg: &ChannelConfig) {
+        if let Some(f) = self.shadowing.as_mut().filter(|f| f.held.is_none()) {
+            f.held = Some(Box::new(shadowing_draws(f.stream.clone(), cfg.decorrelation.0 / 2.0)));
+        }
+        if let Some(f) = self.fading.as_mut().filter(|f| f.held.is_none()) {
+            f.held = Some(Box::new(f.draws()));
+        }
+    }
+
+    /// Shadowing between the two ends, in dB.
+    fn shadowing(&mut self, cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> Db {
+        match &mut self.shadowing {
             Some(f) => {
                 let mid = Vec2::new((tx.position.x + rx.position.x) / 2.0, (tx.position.y + rx.position.y) / 2.0);
-                Db(f.at(mid, cfg.decorrelation.0 / 100.0))
+                Db(f.at(mid, cfg.decorrelation.0 / 100.0, cfg.shadowing_sigma, cfg.decorrelation.0 / 2.0))
             }
             None => Db(0.0),
-        };
-        (distance, path_loss, shadowing)
+        }
     }
 
     /// Mean received power (path loss, gains and shadowing; no fast fading).
     pub fn mean_rx_power(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> Dbm {
-        let (_, path_loss, shadowing) = self.large_scale(cfg, tx, rx);
+        let (_, path_loss) = path_loss(cfg, tx, rx);
+        let shadowing = self.shadowing(cfg, tx, rx);
         tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing
     }
 
     /// Received power at `rx` of a transmission at `tx_power` from `tx`.
     pub fn budget(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> LinkBudget {
-        let lambda = cfg.wavelength();
-        let (distance, path_loss, shadowing) = self.large_scale(cfg, tx, rx);
+        self.budget_from(cfg, path_loss(cfg, tx, rx), tx_power, tx, rx, f64::NEG_INFINITY).expect("no floor")
+    }
+
+    /// [`Link::budget`] given the ends' distance and path loss
+    /// ([`path_loss`]), if the signal can arrive at `floor` or above:
+    /// `None`, without evaluating the fading (which keeps no state), when
+    /// even `fading_max` more would not lift it there.
+    #[allow(clippy::too_many_arguments)]
+    pub fn budget_reaching(
+        &mut self,
+        cfg: &ChannelConfig,
+        span: (Meters, Db),
+        tx_power: Dbm,
+        tx: &Endpoint,
+        rx: &Endpoint,
+        floor: Dbm,
+        fading_max: Db,
+    ) -> Option<LinkBudget> {
+        self.budget_from(cfg, span, tx_power, tx, rx, floor.0 - fading_max.0)
+    }
+
+    /// The budget, or `None` if the mean received power is below `least` dBm.
+    fn budget_from(&mut self, cfg: &ChannelConfig, (distance, path_loss): (Meters, Db), tx_power: Dbm, tx: &Endpoint, rx: &Endpoint, least: f64) -> Option<LinkBudget> {
+        let shadowing = self.shadowing(cfg, tx, rx);
+        let mean = tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing;
+        if mean.0 < least {
+            return None;
+        }
         let fading = match &self.fading {
-            Some(f) => Db::from_ratio(f.power_gain(tx.odometer.0 + rx.odometer.0, lambda).max(1e-12)),
+            Some(f) => Db::from_ratio(f.power_gain(tx.odometer.0 + rx.odometer.0, cfg.wavelength()).max(1e-12)),
             None => Db(0.0),
         };
-        let rx_power = tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing + fading;
-        LinkBudget { distance, path_loss, shadowing, fading, rx_power }
+        Some(LinkBudget { distance, path_loss, shadowing, fading, rx_power: mean + fading })
     }
 }
 
@@ -331,20 +425,27 @@ pub fn propagation_delay(d: Meters) -> SimTime {
     SimTime::from_secs_f64(d.0 / SPEED_OF_LIGHT)
 }
 
+/// A channel for tests: `path_loss` alone, at 2.437 GHz over a −95 dBm
+/// noise floor, no shadowing and no fading.
+#[cfg(test)]
+pub(crate) fn test_channel(path_loss: PathLoss) -> ChannelConfig {
+    ChannelConfig {
+        path_loss,
+        shadowing_sigma: Db(0.0),
+        decorrelation: Meters(20.0),
+        fading: FadingKind::None,
+        frequency: Hertz(2.437e9),
+        noise_floor: Dbm(-95.0),
+        environment_seed: 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cfg(path_loss: PathLoss) -> ChannelConfig {
-        ChannelConfig {
-            path_loss,
-            shadowing_sigma: Db(0.0),
-            decorrelation: Meters(20.0),
-            fading: FadingKind::None,
-            frequency: Hertz(2.437e9),
-            noise_floor: Dbm(-95.0),
-            environment_seed: 1,
-        }
+        test_channel(path_loss)
     }
 
     fn at(x: f64) -> Endpoint {
@@ -519,6 +620,52 @@ mod tests {
                 assert!(b.rx_power.0 < floor.0, "{} dBm at {d} m beyond reach {}", b.rx_power.0, reach.0);
             }
         }
+    }
+
+    #[test]
+    fn a_held_link_gives_the_values_it_gave_before() {
+        // Redrawn on each evaluation or held from the start or from midway:
+        // the same budgets, bit for bit.
+        let mut c = shadow_cfg();
+        c.fading = FadingKind::Rician { k: Db(3.0) };
+        let path = |link: &mut Link, hold_at: Option<usize>| -> Vec<LinkBudget> {
+            (0..60)
+                .map(|i| {
+                    if hold_at == Some(i) {
+                        link.hold(&c);
+                    }
+                    let mut rx = at(5.0 + 3.3 * i as f64);
+                    rx.odometer = Meters(0.7 * i as f64);
+                    link.budget(&c, Dbm(18.0), &at(0.0), &rx)
+                })
+                .collect()
+        };
+        let redrawn = path(&mut Link::new(&c, "ap", "car", 4, 0), None);
+        assert_eq!(redrawn, path(&mut Link::new(&c, "ap", "car", 4, 0), Some(0)));
+        assert_eq!(redrawn, path(&mut Link::new(&c, "car", "ap", 4, 0), Some(30)));
+    }
+
+    #[test]
+    fn an_unheld_link_is_small() {
+        assert!(std::mem::size_of::<Link>() <= 160, "{} bytes", std::mem::size_of::<Link>());
+    }
+
+    #[test]
+    fn shadowing_stays_within_its_clip() {
+        let c = shadow_cfg();
+        let limit = SHADOWING_CLIP * c.shadowing_sigma.0;
+        let mut largest: f64 = 0.0;
+        for i in 0..300 {
+            let mut link = Link::new(&c, "ap", &format!("car{i}"), 1, 0);
+            for k in 0..200 {
+                let s = link.budget(&c, Dbm(0.0), &at(0.0), &at(1.0 + 13.7 * k as f64)).shadowing.0;
+                largest = largest.max(s.abs());
+            }
+        }
+        assert!(largest <= limit, "{largest} dB beyond the clip {limit} dB");
+        // The field does reach far into its tail (3σ), so the clip is not
+        // what sets its spread.
+        assert!(largest > 3.0 * c.shadowing_sigma.0, "largest {largest} dB");
     }
 
     #[test]

@@ -5,18 +5,40 @@
 //! after the propagation delay. A transmission is freed when its last
 //! reference (its end at the sender, each arrival's start and end) is done.
 //!
-//! **Scaling.** No signal can clear the floor beyond the *reach* (the
-//! strongest sender, the best antennas, shadowing and fading at their
-//! peak: [`ChannelConfig::reach`]), so a transmission only looks at radios
-//! in the cells of a spatial grid around its sender, and a link's channel
-//! state is created when the pair is first within reach and dropped when
-//! they part. Link state is drawn from the pair's names, so a link created
-//! late or again is the same link. The grid is rebuilt every
+//! **The reception floor.** A signal is delivered to a radio only if it
+//! arrives at least at the noise floor minus
+//! [`RECEPTION_FLOOR_BELOW_NOISE`] (30 dB). One signal at the floor adds
+//! 0.1% to the noise (0.004 dB to the noise-plus-interference a frame is
+//! received against), ten at once 1% (0.04 dB); its own SINR is at most
+//! −30 dB, where the bit error rate of every mode is within 4% of ½ and a
+//! preamble is detected with probability below 10⁻⁷ (24 header bits;
+//! [`crate::phy::error`]). So what is left out can change neither
+//! reception nor interference by more than that.
+//!
+//! **Reach.** The strongest a signal can arrive is the mean over the
+//! deterministic path loss plus [`ChannelConfig::max_excess_gain`]:
+//! shadowing at its clip (4σ) and every fading path in phase. A pair is
+//! *within reach* when that bound, with the sender's power and both
+//! antennas' gains and heights, clears the floor; only then is the
+//! channel state of its link created and evaluated (its fading only if
+//! every path in phase could lift the signal to the floor). Radio-wide maxima of
+//! power, gain and height give a distance, [`Medium::reach`], beyond which
+//! no pair is within reach. Signals from pairs out of reach cost nothing:
+//! no link, no evaluation, no event.
+//!
+//! **Scaling.** A transmission looks only at radios in the cells of a
+//! spatial grid around its sender, and a link's channel state is created
+//! when the pair first comes within reach and dropped when they part.
+//! Link state is drawn from the pair's names, so a link created late or
+//! again is the same link. It is small (the seeded streams its draws come
+//! from, [`Link`]), and holds its draws only once a signal on it has
+//! arrived above the noise floor, i.e. once it can carry frames; so memory
+//! grows with radios × neighbours within reach. The grid is rebuilt every
 //! [`REBIN_INTERVAL`]; its cells are wide enough (reach plus twice the
 //! distance the fastest radio covers between rebuilds) that a radio never
 //! leaves the 3×3 cells around where it was binned while it matters.
 
-use crate::channel::{propagation_delay, ChannelConfig, Endpoint, Link};
+use crate::channel::{path_loss, propagation_delay, ChannelConfig, Endpoint, Link};
 use crate::ids::{NodeId, TxId};
 use crate::mac::Frame;
 use crate::mobility::Vec2;
@@ -30,7 +52,7 @@ pub const REBIN_INTERVAL: SimTime = SimTime::from_ms(1000);
 
 /// Signals weaker than the noise floor by more than this are not delivered
 /// to a radio at all (they would add under 0.1% to the noise).
-const RECEPTION_FLOOR_BELOW_NOISE: Db = Db(30.0);
+pub const RECEPTION_FLOOR_BELOW_NOISE: Db = Db(30.0);
 
 /// A frame on the air.
 pub struct Transmission {
@@ -103,6 +125,10 @@ pub struct Medium {
     seed: u64,
     run: u64,
     reach: f64,
+    /// The reception floor, and the most shadowing and fading can add.
+    floor: Dbm,
+    excess: Db,
+    fading_max: Db,
     /// Channel state of the pairs of radios within reach, by (low, high) index.
     links: FxHashMap<(u32, u32), Link>,
     /// Scratch: the radios near a sender.
@@ -126,6 +152,9 @@ impl Medium {
             seed,
             run,
             reach,
+            floor,
+            excess: channel.max_excess_gain(),
+            fading_max: channel.max_fading_gain(),
             links: FxHashMap::default(),
             near: Vec::new(),
             grid,
@@ -225,7 +254,7 @@ impl Medium {
                 TxId(self.txs.len() as u32 - 1)
             }
         };
-        let floor = self.channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
+        let (floor, noise, fading_max) = (self.floor, self.channel.noise_floor, self.fading_max);
         let mut arrivals = Vec::new();
         reached.clear();
         let mut near = std::mem::take(&mut self.near);
@@ -235,10 +264,16 @@ impl Medium {
             if antenna.channel != tx.channel || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach {
                 continue;
             }
+            let span = path_loss(&self.channel, &tx.endpoint, &antenna.endpoint);
+            let bound = tx_power + tx.endpoint.antenna_gain + antenna.endpoint.antenna_gain - span.1 + self.excess;
+            if bound.0 < floor.0 {
+                continue; // out of reach: no link
+            }
             let (link, channel) = self.link(src, rx);
-            let budget = link.budget(channel, tx_power, &tx.endpoint, &antenna.endpoint);
-            if budget.rx_power.0 < floor.0 {
-                continue;
+            let reaching = link.budget_reaching(channel, span, tx_power, &tx.endpoint, &antenna.endpoint, floor, fading_max);
+            let Some(budget) = reaching.filter(|b| b.rx_power.0 >= floor.0) else { continue };
+            if budget.rx_power.0 >= noise.0 {
+                link.hold(channel);
             }
             arrivals.push((rx, budget.rx_power.to_mw()));
             reached.push((rx, propagation_delay(budget.distance)));
@@ -268,5 +303,69 @@ impl Medium {
     pub fn mean_rx_power(&mut self, a: NodeId, ta: &Endpoint, b: NodeId, tb: &Endpoint, tx_power: Dbm) -> Dbm {
         let (link, channel) = self.link(a, b);
         link.mean_rx_power(channel, tx_power, ta, tb)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::{test_channel, PathLoss};
+    use crate::mac::{Dst, Payload};
+    use crate::phy::mode::Standard;
+    use crate::trace::FrameKind;
+
+    fn medium() -> Medium {
+        let channel = test_channel(PathLoss::LogDistance { exponent: 3.5, reference: Meters(1.0) });
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let limits = RadioLimits { eirp: Dbm(20.0), gain: Db(0.0), height: Meters(1.5), speed: 30.0 };
+        Medium::new(&channel, &names, 1, 0, limits)
+    }
+
+    fn antenna(x: f64) -> Antenna {
+        let endpoint = Endpoint { position: Vec2::new(x, 0.0), height: Meters(1.5), antenna_gain: Db(0.0), odometer: Meters(0.0) };
+        Antenna { endpoint, channel: 6 }
+    }
+
+    /// Sends a broadcast from `a` at `power` with the radios at `xs`;
+    /// returns the radios it reached.
+    fn send(m: &mut Medium, now: SimTime, xs: [f64; 3], power: Dbm) -> Vec<NodeId> {
+        m.rebin(now, (0..3).map(|i| (NodeId(i), Vec2::new(xs[i as usize], 0.0))));
+        let frame = Frame {
+            kind: FrameKind::Data,
+            src: NodeId(0),
+            dst: Dst::Broadcast,
+            seq: 0,
+            retry: false,
+            attempt: 0,
+            psdu_bytes: 100,
+            duration: SimTime::from_ms(0),
+            payload: Payload::Raw,
+            report: None,
+        };
+        let mode = Standard::G.modes()[0];
+        let mut reached = Vec::new();
+        let id = m.transmit(now, now + SimTime::from_ms(1), NodeId(0), antenna(xs[0]), power, frame, mode, |n| Some(antenna(xs[n.index()])), &mut reached);
+        for _ in 0..1 + 2 * reached.len() {
+            m.release(id);
+        }
+        reached.iter().map(|r| r.0).collect()
+    }
+
+    #[test]
+    fn links_exist_only_between_radios_within_reach() {
+        let mut m = medium();
+        // 20 dBm over 3.5-slope path loss meets the floor (-125 dBm) at
+        // about 1 km: b at 600 m is within reach, c at 5 km is not.
+        assert!((m.reach().0 - 988.0).abs() < 1.0, "reach {}", m.reach().0);
+        assert_eq!(send(&mut m, SimTime::from_ms(0), [0.0, 600.0, 5000.0], Dbm(20.0)), [NodeId(1)]);
+        assert_eq!(m.links(), 1);
+        // A weaker sender's signal cannot clear the floor at b: no arrival,
+        // and a pair not within reach gets no link.
+        let mut weak = medium();
+        assert_eq!(send(&mut weak, SimTime::from_ms(0), [0.0, 600.0, 5000.0], Dbm(0.0)), []);
+        assert_eq!(weak.links(), 0);
+        // b drives off: its link is dropped at the next rebuild of the grid.
+        assert_eq!(send(&mut m, REBIN_INTERVAL, [0.0, 3000.0, 5000.0], Dbm(20.0)), []);
+        assert_eq!(m.links(), 0);
     }
 }

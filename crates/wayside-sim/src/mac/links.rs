@@ -1,13 +1,17 @@
 //! Link adaptation: one rate controller per peer, created on first use with
-//! its own random stream, and what the MAC remembers of each peer's last
-//! frame (its RSSI, and the position its frame carried). The DCF asks it for
-//! a retry chain before each unicast frame and reports each frame's outcome.
+//! its own random stream (so only for peers this MAC sends unicast frames
+//! to or learns from), and what the MAC remembers of each peer's last frame
+//! (its RSSI, and the position its frame carried, kept only by learning
+//! controllers), in hash maps so a node among thousands finds a peer in
+//! constant time. The DCF asks it for a retry chain before each unicast
+//! frame and reports each frame's outcome.
 
 use crate::ids::NodeId;
 use crate::mobility::Vec2;
 use crate::ratectl::{RateControl, RateControlKind, RateControlSpec, RetryChain, RxObservation, SnrMap, TxRequest, TxStatus};
 use crate::rng::Stream;
 use crate::units::{Db, Dbm, SimTime};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// What the DCF knows when it asks for a chain that the frame does not
@@ -26,9 +30,11 @@ pub trait TxContext {
 pub struct Links {
     spec: RateControlSpec,
     controllers: Vec<(NodeId, RateControlKind)>,
-    /// RSSI of the last frame received intact from each peer, and the
-    /// position its frame carried, if it carried one.
-    last_heard: Vec<(NodeId, Dbm, Option<Vec2>)>,
+    /// RSSI of the last frame received intact from each peer.
+    rssi: FxHashMap<NodeId, Dbm>,
+    /// The position the last frame from each peer carried, if it carried
+    /// one (only when the controller learns).
+    carried: FxHashMap<NodeId, Vec2>,
     modes: &'static [crate::phy::mode::Mode],
     /// Seeds each link's stream: (seed, run, this node's name).
     seed: (u64, u64, String),
@@ -36,7 +42,7 @@ pub struct Links {
 
 impl Links {
     pub fn new(spec: RateControlSpec, modes: &'static [crate::phy::mode::Mode], seed: (u64, u64, String)) -> Links {
-        Links { spec, controllers: Vec::new(), last_heard: Vec::new(), modes, seed }
+        Links { spec, controllers: Vec::new(), rssi: FxHashMap::default(), carried: FxHashMap::default(), modes, seed }
     }
 
     /// The controller for frames to `peer`, created on first use.
@@ -68,8 +74,7 @@ impl Links {
     pub fn retry_chain(&mut self, now: SimTime, peer: NodeId, bytes: u32, tx_power: Dbm, ctx: &mut dyn TxContext) -> RetryChain {
         let mean_snr = if self.spec.needs_oracle() { Some(ctx.mean_snr(peer)) } else { None };
         let position = ctx.position();
-        let heard = self.last_heard.iter().find(|(p, ..)| *p == peer);
-        let (rssi, peer_position) = (heard.map(|h| h.1), heard.and_then(|h| h.2));
+        let (rssi, peer_position) = (self.rssi.get(&peer).copied(), self.carried.get(&peer).copied());
         let req = TxRequest { now, bytes, rssi, mean_snr, tx_power, position, peer_position };
         self.controller(peer).retry_chain(&req)
     }
@@ -82,11 +87,11 @@ impl Links {
     /// (position, tx power) its header carried, if any; `to_us` whether it
     /// was unicast to this node (only those teach a learning controller).
     pub fn heard(&mut self, now: SimTime, peer: NodeId, rssi: Dbm, noise_floor: Dbm, carried: Option<(Vec2, Dbm)>, to_us: bool) {
-        let position = carried.filter(|_| self.learns()).map(|c| c.0);
-        match self.last_heard.iter_mut().find(|(p, ..)| *p == peer) {
-            Some(e) => *e = (peer, rssi, position),
-            None => self.last_heard.push((peer, rssi, position)),
-        }
+        self.rssi.insert(peer, rssi);
+        match carried.filter(|_| self.learns()) {
+            Some((position, _)) => self.carried.insert(peer, position),
+            None => self.carried.remove(&peer),
+        };
         if let (Some((peer_position, peer_tx_power)), true) = (carried, to_us && self.learns()) {
             let obs = RxObservation { now, snr: rssi - noise_floor, peer_tx_power, peer_position };
             self.controller(peer).observe(&obs);

@@ -113,7 +113,10 @@ impl ClosedForm {
 impl ErrorModel for ClosedForm {
     fn chunk_success(&self, mode: &Mode, sinr: Db, bits: u64) -> f64 {
         match self.gamma(sinr) {
-            Some(gamma) => (bits as f64 * (-ber(mode, gamma)).ln_1p()).exp(),
+            Some(gamma) => match ber(mode, gamma) {
+                0.0 => 1.0, // exp(bits · ln(1 − 0)), exactly
+                ber => (bits as f64 * (-ber).ln_1p()).exp(),
+            },
             None => 0.0,
         }
     }
@@ -166,24 +169,57 @@ fn viterbi_union_bound(rate: CodeRate, p: f64) -> f64 {
 /// Probability that a path at Hamming distance `d` beats the correct one
 /// under hard decisions with channel bit error rate `p` (ties split evenly):
 /// Σ_{i > d/2} C(d,i) pⁱ (1−p)^(d−i), plus half the i = d/2 term for even d.
-/// Terms are built incrementally (this runs once per received frame chunk).
+/// Terms are built incrementally (this runs once per received frame chunk),
+/// with the binomial coefficient and the steps between terms from tables.
 fn pairwise_error(d: u32, p: f64) -> f64 {
     if p <= 0.0 {
         return 0.0;
     }
     let first = d.div_ceil(2);
     let ratio = p / (1.0 - p);
-    let mut term = binomial(d, first) * p.powi(first as i32) * (1.0 - p).powi((d - first) as i32);
+    let mut term = TERMS.first[d as usize] * p.powi(first as i32) * (1.0 - p).powi((d - first) as i32);
     let mut sum = if 2 * first == d { 0.5 * term } else { term };
-    for i in first..d {
-        term *= f64::from(d - i) / f64::from(i + 1) * ratio;
+    for step in &TERMS.step[d as usize][first as usize..d as usize] {
+        term *= step * ratio;
         sum += term;
     }
     sum
 }
 
-fn binomial(n: u32, k: u32) -> f64 {
-    (0..k).fold(1.0, |acc, i| acc * f64::from(n - i) / f64::from(i + 1))
+/// The largest Hamming distance in the weight spectra.
+const MAX_DISTANCE: usize = 16;
+
+/// What [`pairwise_error`] multiplies by, for each distance d: C(d, ⌈d/2⌉),
+/// and the step C(d, i+1)/C(d, i) = (d−i)/(i+1) from term i to term i+1.
+struct Terms {
+    first: [f64; MAX_DISTANCE + 1],
+    step: [[f64; MAX_DISTANCE]; MAX_DISTANCE + 1],
+}
+
+const TERMS: Terms = {
+    let mut t = Terms { first: [0.0; MAX_DISTANCE + 1], step: [[0.0; MAX_DISTANCE]; MAX_DISTANCE + 1] };
+    let mut d = 0;
+    while d <= MAX_DISTANCE {
+        t.first[d] = binomial(d as u32, (d as u32).div_ceil(2));
+        let mut i = 0;
+        while i < d {
+            t.step[d][i] = (d - i) as f64 / (i + 1) as f64;
+            i += 1;
+        }
+        d += 1;
+    }
+    t
+};
+
+/// C(n, k), exact: each partial product C(n, i)·(n−i) is a whole multiple
+/// of i+1, and every value here is far below 2⁵³.
+const fn binomial(n: u32, k: u32) -> f64 {
+    let (mut acc, mut i) = (1u64, 0);
+    while i < k {
+        acc = acc * (n - i) as u64 / (i + 1) as u64;
+        i += 1;
+    }
+    acc as f64
 }
 
 /// Gaussian tail probability Q(x) = ½·erfc(x/√2).
@@ -195,6 +231,11 @@ fn q(x: f64) -> f64 {
 /// (Press et al., 2nd ed., §6.2): relative error below 1.2e-7 everywhere.
 fn erfc(x: f64) -> f64 {
     let z = x.abs();
+    if z >= 28.0 {
+        // The exponent below is under -785, where exp is exactly 0 in f64
+        // (it underflows below -745.2): the same answer, without the work.
+        return if x >= 0.0 { 0.0 } else { 2.0 };
+    }
     let t = 1.0 / (1.0 + 0.5 * z);
     let poly = [
         -1.265_512_23,
