@@ -5,7 +5,8 @@
 //! DIR/NAME                        -> .broadside/current/NAME/content  (symlink)
 //! DIR/NAME.bscert                 -> .broadside/current/NAME/cert     (symlink)
 //! DIR/.broadside/current/NAME     -> ../versions/ID   (the commit point)
-//! DIR/.broadside/versions/ID/     content + cert of one version (ID = instanceId)
+//! DIR/.broadside/versions/ID/     content + cert of one version (ID = instanceId),
+//!                                 and `leaves`, its hash-tree leaves (v2; a cache)
 //! DIR/.broadside/partial/ID.cert  certificate of an incoming version
 //! DIR/.broadside/partial/ID.data  its content so far (blocks at their offsets)
 //! DIR/.broadside/partial/ID.vec   its receive vector (block size + bits)
@@ -208,6 +209,15 @@ fn tree_file(path: &Path, block_size: u32) -> std::io::Result<(u64, broadside::I
         }
         b.update(&buf[..r]);
     }
+}
+
+/// The file of a version directory that caches its hash-tree leaves.
+const LEAVES: &str = "leaves";
+
+/// Writes the leaf cache (not fsynced: the endpoint checks it against the
+/// certificate's root, and a missing one is rebuilt).
+fn write_leaves(dir: &Path, leaves: &[Hash]) -> Result<(), StorageError> {
+    write_replace(&dir.join(LEAVES), leaves.as_flattened(), false)
 }
 
 fn read_cert(path: &Path) -> Option<Certificate> {
@@ -558,9 +568,25 @@ impl DiskStore {
                 cert.name()
             )));
         }
-        match hash_file(&self.root.join(cert.name())) {
-            Ok((h, n)) if n == cert.size() && h == cert.content_hash() => Ok(cert),
-            Ok((_, n)) => Err(issue(format!(
+        let content = self.root.join(cert.name());
+        let dir = self.version_dir(&cert.instance_id());
+        // A serving store keeps the leaves of a v2 file it received (or
+        // that lost its cache) for serving, computed in the same read.
+        let measured = match cert.tree() {
+            Some((block_size, _)) if self._lock.is_some() && !dir.join(LEAVES).exists() => {
+                tree_file(&content, block_size).map(|(n, h, l)| (h, n, Some(l)))
+            }
+            _ => hash_file(&content).map(|(h, n)| (h, n, None)),
+        };
+        match measured {
+            Ok((h, n, leaves)) if n == cert.size() && h == cert.content_hash() => {
+                if let Some(l) = leaves {
+                    // Only a cache: serving rebuilds what is missing.
+                    let _ = write_leaves(&dir, &l);
+                }
+                Ok(cert)
+            }
+            Ok((_, n, _)) => Err(issue(format!(
                 "content of {} does not match its certificate (size {n}, expected {}); not served",
                 cert.name(),
                 cert.size()
@@ -690,7 +716,7 @@ impl DiskStore {
                 }
             },
         };
-        let root = Tree::new(leaves, block_size)
+        let root = Tree::new(leaves.clone(), block_size)
             .map(|t| t.root())
             .ok_or_else(|| {
                 let _ = fs::remove_file(&tmp);
@@ -703,18 +729,27 @@ impl DiskStore {
                 let _ = fs::remove_file(&tmp);
                 NodeError::Usage(e.to_string())
             })?;
-        self.install(&cert, &tmp).map_err(rt)?;
+        self.install(&cert, &tmp, Some(&leaves)).map_err(rt)?;
         Ok(cert)
     }
 
     /// Writes the version directory of `cert` (certificate, then `content`
     /// renamed from `content_src`) and makes it current. Call under the commit lock.
-    fn install(&mut self, cert: &Certificate, content_src: &Path) -> Result<(), StorageError> {
+    /// `leaves` (v2), when known, are kept beside them for serving.
+    fn install(
+        &mut self,
+        cert: &Certificate,
+        content_src: &Path,
+        leaves: Option<&[Hash]>,
+    ) -> Result<(), StorageError> {
         let dir = self.version_dir(&cert.instance_id());
         if dir.exists() {
             fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
         }
         fs::create_dir(&dir).map_err(io(format!("create {}", dir.display())))?;
+        if let Some(l) = leaves {
+            write_leaves(&dir, l)?;
+        }
         write_replace(&dir.join("cert"), cert.encoded(), true)?;
         fs::rename(content_src, dir.join("content"))
             .map_err(io(format!("move content of {}", cert.name())))?;
@@ -946,13 +981,19 @@ impl Storage for DiskStore {
             }
         }
         let data = self.partial_path(&inst, "data");
-        self.install(cert, &data)?;
+        self.install(cert, &data, None)?;
         self.forget_partial(&inst)?;
         sync_dir(&self.partial_dir)
     }
 
     fn partial_discard(&mut self, cert: &Certificate) -> Result<(), StorageError> {
         self.forget_partial(&cert.instance_id())
+    }
+
+    fn tree_leaves(&mut self, cert: &Certificate) -> Option<Vec<Hash>> {
+        let bytes = fs::read(self.version_dir(&cert.instance_id()).join(LEAVES)).ok()?;
+        let (leaves, rest) = bytes.as_chunks::<{ broadside::merkle::HASH_LEN }>();
+        rest.is_empty().then(|| leaves.to_vec())
     }
 }
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 mod common;
 use broadside::sim::Pair;
-use broadside::{Event, MemStore};
+use broadside::{Config, Event, MemStore, ProviderKey};
 use common::*;
 
 #[test]
@@ -58,9 +58,11 @@ fn both_sides_end_with_newest_versions() {
     assert_eq!(updated, 10);
 }
 
-/// Runs one transfer of `blocks` blocks through a lossy link; returns
-/// (ack packets, ack bytes, data bytes) of the receiver / sender.
-fn lossy_transfer(blocks: usize, loss: f64, seed: u64) -> (u64, u64, u64) {
+/// Runs one transfer of `blocks` blocks through a lossy link with the
+/// sender's window (and so the receiver's ack spacing) set to `window`;
+/// checks that ack bytes stay under 1% of data bytes and returns the
+/// receiver's ack packets.
+fn lossy_transfer(blocks: usize, loss: f64, seed: u64, window: u32) -> u64 {
     let k = key(2);
     let size = blocks * (2304 - 10);
     let (mut a, mut b) = (MemStore::new(), MemStore::new());
@@ -68,7 +70,16 @@ fn lossy_transfer(blocks: usize, loss: f64, seed: u64) -> (u64, u64, u64) {
     a.insert(c, d);
     let (c, d) = file(&k, "big", 2, size);
     b.insert(c, d);
-    let mut p = pair(a, b, &[&k], seed);
+    let t: &[&ProviderKey] = &[&k];
+    let cfg = |s| Config {
+        window,
+        ..config(s)
+    };
+    let nodes = [
+        endpoint(cfg(seed * 2 + 1), t, &a),
+        endpoint(cfg(seed * 2 + 2), t, &b),
+    ];
+    let mut p = Pair::new(nodes, [a, b], seed);
     p.loss = vec![loss, loss];
     assert!(
         p.run_until(secs(120.0), |p| version(p, 0, &k, "big") == Some(2)),
@@ -78,28 +89,46 @@ fn lossy_transfer(blocks: usize, loss: f64, seed: u64) -> (u64, u64, u64) {
     let rx = p.nodes[0].counters();
     let tx = p.nodes[1].counters();
     assert_eq!(rx.resumed_blocks_resent, 0);
-    (rx.tx.ack.packets, rx.tx.ack.bytes, tx.tx.data.bytes)
+    let (ack_packets, ack_bytes, data_bytes) =
+        (rx.tx.ack.packets, rx.tx.ack.bytes, tx.tx.data.bytes);
+    let ratio = ack_bytes as f64 / data_bytes as f64;
+    println!(
+        "p={blocks}, window {window}: {ack_packets} acks, ack/data bytes = {:.4}%",
+        100.0 * ratio
+    );
+    assert!(
+        ratio < 0.01,
+        "ack bytes {ack_bytes} not under 1% of data bytes {data_bytes}"
+    );
+    ack_packets
 }
 
+/// The paper's ack policy alone (no sender window, so no ack spacing):
+/// acks grow like log p.
 #[test]
 fn thirty_percent_loss_completes_with_logarithmic_acks() {
     let mut acks = Vec::new();
     for (blocks, seed) in [(64usize, 3u64), (512, 4), (4096, 5)] {
-        let (ack_packets, ack_bytes, data_bytes) = lossy_transfer(blocks, 0.3, seed);
-        let ratio = ack_bytes as f64 / data_bytes as f64;
-        println!(
-            "p={blocks}: {ack_packets} acks, ack/data bytes = {:.4}%",
-            100.0 * ratio
-        );
-        assert!(
-            ratio < 0.01,
-            "ack bytes {ack_bytes} not under 1% of data bytes {data_bytes}"
-        );
-        acks.push(ack_packets as f64);
+        acks.push(lossy_transfer(blocks, 0.3, seed, 0) as f64);
     }
     // 64x more blocks must cost far fewer than 64x the acks: like log p, not p.
     assert!(acks[2] < acks[0] * 4.0, "acks grow too fast: {acks:?}");
     assert!(acks[2] <= 4.0 * (4096f64).log2(), "{acks:?}");
+}
+
+/// With the default window the receiver also acks every `window / 4` new
+/// blocks: p / (window / 4) more acks, still well under 1% of the bytes.
+#[test]
+fn thirty_percent_loss_with_a_window_acks_every_quarter_window() {
+    let window = Config::default().window;
+    for (blocks, seed) in [(512usize, 4u64), (4096, 5)] {
+        let ack_packets = lossy_transfer(blocks, 0.3, seed, window);
+        let spaced = blocks as f64 / f64::from(window / 4);
+        assert!(
+            ack_packets as f64 <= spaced + 4.0 * (blocks as f64).log2(),
+            "{ack_packets} acks for {blocks} blocks"
+        );
+    }
 }
 
 #[test]
