@@ -1031,6 +1031,36 @@ mod tests {
     }
 
     #[test]
+    fn tree_leaves_are_kept_at_publish_and_rebuilt_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = ProviderKey::from_seed([1; 32]);
+        let src = dir.path().join("src.bin");
+        fs::write(&src, vec![7u8; 10_000]).unwrap();
+        let root = dir.path().join("store");
+        let mut s = DiskStore::open(&root).unwrap();
+        let c = s.publish_blocks(&k, &src, "map", 1024).unwrap();
+        let tree_root = |l: Vec<Hash>| Tree::new(l, 1024).map(|t| t.root());
+        let leaves = s.tree_leaves(&c).expect("kept at publish");
+        assert_eq!(leaves.len(), 10);
+        assert_eq!(tree_root(leaves), c.tree().map(|t| t.1));
+        // Lost (or received: commit does not write it): a serving store
+        // writes it when it opens and verifies the file.
+        let cache = s.version_dir(&c.instance_id()).join(LEAVES);
+        fs::remove_file(&cache).unwrap();
+        assert_eq!(s.tree_leaves(&c), None);
+        drop(s);
+        let read_only = DiskStore::open_read_only(&root).unwrap();
+        read_only.load_one("map", &trusted(&k)).unwrap();
+        assert!(!cache.exists(), "a read-only open writes nothing");
+        let mut s = DiskStore::open(&root).unwrap();
+        s.load(&trusted(&k)).unwrap();
+        assert_eq!(tree_root(s.tree_leaves(&c).unwrap()), c.tree().map(|t| t.1));
+        // A cut cache is no cache.
+        fs::write(&cache, [0u8; 33]).unwrap();
+        assert_eq!(s.tree_leaves(&c), None);
+    }
+
+    #[test]
     fn tampered_or_untrusted_files_are_not_served() {
         let dir = tempfile::tempdir().unwrap();
         let k = ProviderKey::from_seed([1; 32]);
