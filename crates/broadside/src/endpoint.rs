@@ -10,10 +10,12 @@
 //! (its certificate). The receiver verifies it and answers with a *Want*
 //! carrying its receive vector for the first incomplete segment (possibly
 //! loaded from storage: that is how a transfer resumes, with the same peer or
-//! another). The sender then cycles through the blocks not set in its send
-//! vector; the receiver sends *Ack*s (receive vectors) according to
-//! [`AckPolicy`](crate::transfer::AckPolicy), on duplicates and when the
-//! sender falls silent. When the whole file is in, the receiver checks its
+//! another). The sender then sends the blocks not set in its send vector in
+//! passes, waiting at the end of each for the vector that reflects it, and
+//! keeps at most [`Config::window`] blocks unanswered per peer; the receiver
+//! sends *Ack*s (receive vectors) according to
+//! [`AckPolicy`](crate::transfer::AckPolicy), at the end of the sender's
+//! pass, on duplicates and when the sender falls silent. When the whole file is in, the receiver checks its
 //! hash, commits it atomically through [`Storage`] and sends *Close*.
 
 use crate::beacon::{self, SyncCache};
@@ -1961,7 +1963,16 @@ impl<A: PeerAddr> Endpoint<A> {
         vector: BitVec,
         store: &mut dyn Storage,
     ) {
-        self.unanswered.remove(from);
+        // The vector of a file being sent answers the blocks in flight, and
+        // a new request starts afresh; an idle Want of a file waiting its
+        // turn says nothing of them.
+        let waiting = self
+            .uploads
+            .get(&(from.clone(), transfer))
+            .is_some_and(|u| u.sender.probe().is_none());
+        if !waiting {
+            self.unanswered.remove(from);
+        }
         if let Some(up) = self.uploads.get_mut(&(from.clone(), transfer)) {
             if !up.sender.on_request(&vector, now) {
                 self.reject(from, RejectReason::InvalidVector("vector length changed"));
@@ -2098,12 +2109,22 @@ impl<A: PeerAddr> Endpoint<A> {
                     .filter(|&i| t.unverified[i])
                     .map(|i| i as u32)
                     .collect();
+                let held = !early.is_empty();
                 for i in early {
                     if let Err(bad) = self.verify_stored(file, i, store) {
                         return self.poisoned(now, file, "block", bad, store);
                     }
                 }
                 self.accept(now, file, from, rel, store);
+                // Blocks held since their chunk was lost are in the vector
+                // now: tell the sender before its pass sends them again.
+                let acked = self
+                    .fetches
+                    .get(&file)
+                    .is_none_or(|f| f.segment.last_ack == now);
+                if held && !acked {
+                    self.send_ack(now, file);
+                }
             }
             BlockKind::New => {
                 let i = rel - f.hdr;
@@ -2395,6 +2416,9 @@ impl<A: PeerAddr> Endpoint<A> {
         let fetches = &self.fetches;
         self.data_from
             .retain(|a, _| fetches.values().any(|f| f.peer == *a));
+        let uploads = &self.uploads;
+        self.unanswered
+            .retain(|a, _| uploads.keys().any(|k| k.0 == *a));
         let (uploads, offers) = (&self.uploads, &self.offers);
         self.trees.retain(|i, _| {
             uploads.values().any(|u| u.cert.instance_id() == *i)
@@ -2561,9 +2585,13 @@ impl<A: PeerAddr> Endpoint<A> {
     /// A file whose pass over its missing blocks has ended
     /// ([`SegmentSender::in_pass`]) gives way to the next one until the
     /// receiver's vector says which blocks were lost, rather than sending
-    /// the blocks still in flight again; with nothing else to send it
-    /// starts its next pass at once. Files waiting their turn stay alive on
-    /// both sides: see `fetch_timers`.
+    /// the blocks still in flight again; with nothing else to send it waits,
+    /// re-sending the pass's last block every `dup_ack_holdoff` as a probe
+    /// ([`SegmentSender::probe`]) in case that block or the vector was
+    /// lost. Past [`Config::window`] blocks sent to a peer with no vector
+    /// from it, all of that peer's files wait (and probe) the same way, so
+    /// an unpaced sender does not overflow a slower receiver. Files waiting
+    /// their turn stay alive on both sides: see `fetch_timers`.
     ///
     /// Each call allocates the returned payload;
     /// [`poll_transmit_into`](Self::poll_transmit_into) and
