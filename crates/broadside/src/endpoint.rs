@@ -2342,9 +2342,14 @@ impl<A: PeerAddr> Endpoint<A> {
         if let Some(p) = &self.pacer {
             let ready = p.ready_at(self.cfg.packet_size as f64);
             let silence = self.silence();
-            let active =
-                |u: &Upload| u.sender.in_pass() && u.quiet_until(silence).is_none_or(|q| ready < q);
-            if self.uploads.values().any(active) {
+            // Uploads that may send (in a pass, not paused, their window
+            // open) wait for the pacer; the others for a vector or a probe.
+            let active = |(k, u): (&(A, u32), &Upload)| {
+                u.sender.in_pass()
+                    && u.quiet_until(silence).is_none_or(|q| ready < q)
+                    && self.window_open(&k.0)
+            };
+            if self.uploads.iter().any(active) {
                 consider(ready);
             }
         }
