@@ -21,9 +21,12 @@ const SIZE: usize = 10 << 20;
 const DATAGRAMS: usize = 200_000;
 const BLOCK: u32 = 2294;
 
+/// Wants that started the uploads: (peer, datagram).
+type Requests = Vec<(u16, Vec<u8>)>;
+
 /// An endpoint serving `wants_per_peer` uploads to each of `peers`, its
-/// store, and the Wants (peer, bytes) that started them.
-fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Vec<(u16, Vec<u8>)>) {
+/// store, and the Wants that started them.
+fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests) {
     let key = ProviderKey::from_seed([3; 32]);
     let data: Vec<u8> = (0..SIZE).map(|i| (i * 31 % 251) as u8).collect();
     let mut b = TreeBuilder::new(BLOCK);
