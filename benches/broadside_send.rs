@@ -21,7 +21,12 @@ const SIZE: usize = 10 << 20;
 const DATAGRAMS: usize = 200_000;
 const BLOCK: u32 = 2294;
 
-fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore) {
+/// Wants that started the uploads: (peer, datagram).
+type Requests = Vec<(u16, Vec<u8>)>;
+
+/// An endpoint serving `wants_per_peer` uploads to each of `peers`, its
+/// store, and the Wants that started them.
+fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests) {
     let key = ProviderKey::from_seed([3; 32]);
     let data: Vec<u8> = (0..SIZE).map(|i| (i * 31 % 251) as u8).collect();
     let mut b = TreeBuilder::new(BLOCK);
@@ -37,6 +42,8 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore) {
         send_rate: 0,
         max_peers: 256,
         uploads_per_peer: wants_per_peer as usize,
+        // No receiver answers here: measure the sender, not its window.
+        window: 0,
         ..Config::default()
     };
     let mut ep = Endpoint::new(
@@ -69,6 +76,7 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore) {
         ep.handle_datagram(now, p, &echo, &mut store);
     }
     while ep.poll_transmit(now, &mut store).is_some() {}
+    let mut wants = Vec::new();
     for p in 0..peers {
         // One Want per segment of 4096 blocks (64 chunk bits in front).
         for w in 0..wants_per_peer {
@@ -81,31 +89,42 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore) {
             }
             .to_vec();
             ep.handle_datagram(now, p, &want, &mut store);
+            wants.push((p, want));
         }
     }
     assert_eq!(
         ep.upload_count(),
         usize::from(peers) * wants_per_peer as usize
     );
-    (ep, store)
+    (ep, store, wants)
 }
 
 /// Datagrams per second, and bytes per datagram.
 fn run(peers: u16, wants: u32, batched: bool) -> (f64, f64) {
-    let (mut ep, mut store) = setup(peers, wants);
+    let (mut ep, mut store, requests) = setup(peers, wants);
     let mut batch = Batch::new();
     let mut bytes = 0usize;
     let t = Wall::now();
     let mut n = 0;
     while n < DATAGRAMS {
-        if batched {
+        let got = if batched {
             batch.clear();
-            n += ep.poll_transmits(Instant::ZERO, &mut store, &mut batch, 64);
+            let k = ep.poll_transmits(Instant::ZERO, &mut store, &mut batch, 64);
             bytes += batch.buf.len();
+            k
         } else {
-            let tx = ep.poll_transmit(Instant::ZERO, &mut store).unwrap();
-            bytes += tx.payload.len();
-            n += 1;
+            ep.poll_transmit(Instant::ZERO, &mut store).map_or(0, |tx| {
+                bytes += tx.payload.len();
+                1
+            })
+        };
+        n += got;
+        if got == 0 {
+            // Every pass has ended: the receivers (which got nothing) ask
+            // again with their empty vectors, as their idle timers would.
+            for (p, w) in &requests {
+                ep.handle_datagram(Instant::ZERO, *p, w, &mut store);
+            }
         }
     }
     (

@@ -139,6 +139,10 @@ pub struct Settings {
     /// Files sent to one peer at a time [default: 1].
     #[arg(long)]
     pub uploads_per_peer: Option<usize>,
+    /// Data blocks sent to a peer with no receive vector from it, 0 for no
+    /// limit; keep it below what the receiver's socket buffer holds [default: 512].
+    #[arg(long)]
+    pub window: Option<u32>,
     /// Content-hash pairs remembered as synchronised [default: 1024].
     #[arg(long)]
     pub sync_cache: Option<usize>,
@@ -212,7 +216,7 @@ impl Settings {
             beacon_interval, discovery_timeout, discovery_retries, offer_timeout,
             offer_retries, ack_idle, transfer_timeout, dup_ack_holdoff, send_rate,
             max_file_size, beacon_rate, request_rate, transfer_rate, max_peers,
-            uploads_per_peer, sync_cache, seed, token_period, max_peers_per_prefix,
+            uploads_per_peer, window, sync_cache, seed, token_period, max_peers_per_prefix,
             challenge_rate, retry_backoff, slow_peer_timeout, penalty, status_interval, persist_interval,
             persist_blocks, rescan_interval, socket_buffer, offload, log_level)
     }
@@ -267,6 +271,7 @@ impl Settings {
             transfer_rate: self.transfer_rate.unwrap_or(c.transfer_rate),
             max_peers: self.max_peers.unwrap_or(c.max_peers),
             uploads_per_peer: self.uploads_per_peer.unwrap_or(c.uploads_per_peer),
+            window: self.window.unwrap_or(c.window),
             sync_cache: self.sync_cache.unwrap_or(c.sync_cache),
             seed: self.seed.unwrap_or(random_seed),
             token_period: dur(self.token_period, c.token_period),

@@ -5,7 +5,8 @@
 //! DIR/NAME                        -> .broadside/current/NAME/content  (symlink)
 //! DIR/NAME.bscert                 -> .broadside/current/NAME/cert     (symlink)
 //! DIR/.broadside/current/NAME     -> ../versions/ID   (the commit point)
-//! DIR/.broadside/versions/ID/     content + cert of one version (ID = instanceId)
+//! DIR/.broadside/versions/ID/     content + cert of one version (ID = instanceId),
+//!                                 and `leaves`, its hash-tree leaves (v2; a cache)
 //! DIR/.broadside/partial/ID.cert  certificate of an incoming version
 //! DIR/.broadside/partial/ID.data  its content so far (blocks at their offsets)
 //! DIR/.broadside/partial/ID.vec   its receive vector (block size + bits)
@@ -208,6 +209,15 @@ fn tree_file(path: &Path, block_size: u32) -> std::io::Result<(u64, broadside::I
         }
         b.update(&buf[..r]);
     }
+}
+
+/// The file of a version directory that caches its hash-tree leaves.
+const LEAVES: &str = "leaves";
+
+/// Writes the leaf cache (not fsynced: the endpoint checks it against the
+/// certificate's root, and a missing one is rebuilt).
+fn write_leaves(dir: &Path, leaves: &[Hash]) -> Result<(), StorageError> {
+    write_replace(&dir.join(LEAVES), leaves.as_flattened(), false)
 }
 
 fn read_cert(path: &Path) -> Option<Certificate> {
@@ -558,9 +568,25 @@ impl DiskStore {
                 cert.name()
             )));
         }
-        match hash_file(&self.root.join(cert.name())) {
-            Ok((h, n)) if n == cert.size() && h == cert.content_hash() => Ok(cert),
-            Ok((_, n)) => Err(issue(format!(
+        let content = self.root.join(cert.name());
+        let dir = self.version_dir(&cert.instance_id());
+        // A serving store keeps the leaves of a v2 file it received (or
+        // that lost its cache) for serving, computed in the same read.
+        let measured = match cert.tree() {
+            Some((block_size, _)) if self._lock.is_some() && !dir.join(LEAVES).exists() => {
+                tree_file(&content, block_size).map(|(n, h, l)| (h, n, Some(l)))
+            }
+            _ => hash_file(&content).map(|(h, n)| (h, n, None)),
+        };
+        match measured {
+            Ok((h, n, leaves)) if n == cert.size() && h == cert.content_hash() => {
+                if let Some(l) = leaves {
+                    // Only a cache: serving rebuilds what is missing.
+                    let _ = write_leaves(&dir, &l);
+                }
+                Ok(cert)
+            }
+            Ok((_, n, _)) => Err(issue(format!(
                 "content of {} does not match its certificate (size {n}, expected {}); not served",
                 cert.name(),
                 cert.size()
@@ -690,7 +716,7 @@ impl DiskStore {
                 }
             },
         };
-        let root = Tree::new(leaves, block_size)
+        let root = Tree::new(leaves.clone(), block_size)
             .map(|t| t.root())
             .ok_or_else(|| {
                 let _ = fs::remove_file(&tmp);
@@ -703,18 +729,27 @@ impl DiskStore {
                 let _ = fs::remove_file(&tmp);
                 NodeError::Usage(e.to_string())
             })?;
-        self.install(&cert, &tmp).map_err(rt)?;
+        self.install(&cert, &tmp, Some(&leaves)).map_err(rt)?;
         Ok(cert)
     }
 
     /// Writes the version directory of `cert` (certificate, then `content`
     /// renamed from `content_src`) and makes it current. Call under the commit lock.
-    fn install(&mut self, cert: &Certificate, content_src: &Path) -> Result<(), StorageError> {
+    /// `leaves` (v2), when known, are kept beside them for serving.
+    fn install(
+        &mut self,
+        cert: &Certificate,
+        content_src: &Path,
+        leaves: Option<&[Hash]>,
+    ) -> Result<(), StorageError> {
         let dir = self.version_dir(&cert.instance_id());
         if dir.exists() {
             fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
         }
         fs::create_dir(&dir).map_err(io(format!("create {}", dir.display())))?;
+        if let Some(l) = leaves {
+            write_leaves(&dir, l)?;
+        }
         write_replace(&dir.join("cert"), cert.encoded(), true)?;
         fs::rename(content_src, dir.join("content"))
             .map_err(io(format!("move content of {}", cert.name())))?;
@@ -946,13 +981,19 @@ impl Storage for DiskStore {
             }
         }
         let data = self.partial_path(&inst, "data");
-        self.install(cert, &data)?;
+        self.install(cert, &data, None)?;
         self.forget_partial(&inst)?;
         sync_dir(&self.partial_dir)
     }
 
     fn partial_discard(&mut self, cert: &Certificate) -> Result<(), StorageError> {
         self.forget_partial(&cert.instance_id())
+    }
+
+    fn tree_leaves(&mut self, cert: &Certificate) -> Option<Vec<Hash>> {
+        let bytes = fs::read(self.version_dir(&cert.instance_id()).join(LEAVES)).ok()?;
+        let (leaves, rest) = bytes.as_chunks::<{ broadside::merkle::HASH_LEN }>();
+        rest.is_empty().then(|| leaves.to_vec())
     }
 }
 #[cfg(test)]
@@ -987,6 +1028,36 @@ mod tests {
             s.publish(&ProviderKey::from_seed([2; 32]), &src, "greeting"),
             Err(NodeError::Usage(_))
         ));
+    }
+
+    #[test]
+    fn tree_leaves_are_kept_at_publish_and_rebuilt_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = ProviderKey::from_seed([1; 32]);
+        let src = dir.path().join("src.bin");
+        fs::write(&src, vec![7u8; 10_000]).unwrap();
+        let root = dir.path().join("store");
+        let mut s = DiskStore::open(&root).unwrap();
+        let c = s.publish_blocks(&k, &src, "map", 1024).unwrap();
+        let tree_root = |l: Vec<Hash>| Tree::new(l, 1024).map(|t| t.root());
+        let leaves = s.tree_leaves(&c).expect("kept at publish");
+        assert_eq!(leaves.len(), 10);
+        assert_eq!(tree_root(leaves), c.tree().map(|t| t.1));
+        // Lost (or received: commit does not write it): a serving store
+        // writes it when it opens and verifies the file.
+        let cache = s.version_dir(&c.instance_id()).join(LEAVES);
+        fs::remove_file(&cache).unwrap();
+        assert_eq!(s.tree_leaves(&c), None);
+        drop(s);
+        let read_only = DiskStore::open_read_only(&root).unwrap();
+        read_only.load_one("map", &trusted(&k)).unwrap();
+        assert!(!cache.exists(), "a read-only open writes nothing");
+        let mut s = DiskStore::open(&root).unwrap();
+        s.load(&trusted(&k)).unwrap();
+        assert_eq!(tree_root(s.tree_leaves(&c).unwrap()), c.tree().map(|t| t.1));
+        // A cut cache is no cache.
+        fs::write(&cache, [0u8; 33]).unwrap();
+        assert_eq!(s.tree_leaves(&c), None);
     }
 
     #[test]

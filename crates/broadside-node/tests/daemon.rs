@@ -14,14 +14,8 @@ use nix::unistd::Pid;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-const BIN: &str = env!("CARGO_BIN_EXE_broadside-node");
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -149,17 +143,6 @@ fn sighup_reloads_the_config_file_and_a_bad_one_keeps_the_old_settings() {
         wait_exit(&mut node, Duration::from_secs(10)).and_then(|c| c.code()),
         Some(0)
     );
-}
-
-fn expect_usage_error(args: &[&str], needle: &str) {
-    let out = cli(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected {needle:?} in {err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -5,14 +5,8 @@ mod common;
 use broadside_node::store::DiskStore;
 use common::*;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-const BIN: &str = env!("CARGO_BIN_EXE_broadside-node");
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
 
 fn serve(store: &Path, me: &str, peer: &str, trust: &str, seed: &str, log: &Path) -> Child {
     Command::new(BIN)
@@ -120,17 +114,6 @@ fn kill_9_mid_transfer_then_resume_without_resending_acknowledged_blocks() {
     let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!(v["files"][0]["name"], "big");
     assert_eq!(v["files"][0]["version"], 2);
-}
-
-fn expect_usage_error(args: &[&str], needle: &str) {
-    let out = cli(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected {needle:?} in {err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -10,10 +10,12 @@
 //! (its certificate). The receiver verifies it and answers with a *Want*
 //! carrying its receive vector for the first incomplete segment (possibly
 //! loaded from storage: that is how a transfer resumes, with the same peer or
-//! another). The sender then cycles through the blocks not set in its send
-//! vector; the receiver sends *Ack*s (receive vectors) according to
-//! [`AckPolicy`](crate::transfer::AckPolicy), on duplicates and when the
-//! sender falls silent. When the whole file is in, the receiver checks its
+//! another). The sender then sends the blocks not set in its send vector in
+//! passes, waiting at the end of each for the vector that reflects it, and
+//! keeps at most [`Config::window`] blocks unanswered per peer; the receiver
+//! sends *Ack*s (receive vectors) according to
+//! [`AckPolicy`](crate::transfer::AckPolicy), at the end of the sender's
+//! pass, on duplicates and when the sender falls silent. When the whole file is in, the receiver checks its
 //! hash, commits it atomically through [`Storage`] and sends *Close*.
 
 use crate::beacon::{self, SyncCache};
@@ -104,6 +106,15 @@ pub struct Config {
     pub persist_blocks: u32,
     /// … or this long after the last persist, whichever comes first.
     pub persist_interval: Duration,
+    /// Data blocks a peer may be sent with no vector from it (0: no limit).
+    /// A sender faster than its receiver (unpaced, or paced above what the
+    /// receiver takes) otherwise overflows the receiver's socket buffer and
+    /// sends most blocks twice or more; keep it below what that buffer
+    /// holds. The receiver acks at least every `window / 4` new blocks (its
+    /// own setting: a sender with half its window still never waits on a
+    /// live link); when acks are lost and the window runs dry, the sender
+    /// probes as at the end of a pass.
+    pub window: u32,
 }
 
 impl Default for Config {
@@ -137,6 +148,7 @@ impl Default for Config {
             penalty: Duration::from_secs(60),
             persist_blocks: 256,
             persist_interval: Duration::from_secs(1),
+            window: 512,
         }
     }
 }
@@ -506,8 +518,10 @@ struct Upload {
     first_block: u32,
     /// Order in which the receiver asked (its Want arrived).
     seq: u64,
-    /// When the first re-send pass began (the first pass having ended).
+    /// When the first re-send pass or probe began (the first pass having ended).
     resending_since: Option<Instant>,
+    /// While the pass has ended and no vector came: when to probe next.
+    probe_at: Instant,
 }
 
 impl Upload {
@@ -655,6 +669,10 @@ pub struct Endpoint<A> {
     /// Uploads eligible to send (see `next_upload`); rebuilt when `dirty`.
     eligible: Vec<(A, u32)>,
     eligible_dirty: bool,
+    /// The earliest probe of an upload left out of `eligible` for now.
+    next_probe: Option<Instant>,
+    /// Data blocks sent to each peer since its last vector (Ack or Want).
+    unanswered: BTreeMap<A, u32>,
 }
 
 impl<A: PeerAddr> Endpoint<A> {
@@ -683,6 +701,8 @@ impl<A: PeerAddr> Endpoint<A> {
             trees: BTreeMap::new(),
             eligible: Vec::new(),
             eligible_dirty: true,
+            next_probe: None,
+            unanswered: BTreeMap::new(),
             node_id: rng.random(),
             next_transfer: rng.random(),
             rng,
@@ -1558,7 +1578,7 @@ impl<A: PeerAddr> Endpoint<A> {
             total_blocks: layout.blocks(),
         });
         let transfer = self.new_transfer_id(file);
-        let placeholder = SegmentReceiver::new(transfer, 0, 0, &received, now);
+        let placeholder = SegmentReceiver::new(transfer, 0, 0, &received, 0, now);
         let tree = shape.zip(cert.tree()).map(|(shape, (_, root))| TreeRx {
             shape,
             root,
@@ -1609,8 +1629,9 @@ impl<A: PeerAddr> Endpoint<A> {
             return;
         };
         let held = f.received.slice(first, count);
+        let ack_every = self.cfg.window / 4;
         f.segment = match &mut f.tree {
-            None => SegmentReceiver::new(transfer, first, count, &f.received, now),
+            None => SegmentReceiver::new(transfer, first, count, &f.received, ack_every, now),
             Some(t) => {
                 // Chunk bits first: a chunk is needed unless all its blocks are held.
                 let m = t.shape.chunk_leaves();
@@ -1629,7 +1650,7 @@ impl<A: PeerAddr> Endpoint<A> {
                 t.unverified.clear();
                 t.unverified.resize(count as usize, false);
                 f.hdr = hdr;
-                SegmentReceiver::with_vector(transfer, first, v, now)
+                SegmentReceiver::with_vector(transfer, first, v, ack_every, now)
             }
         };
         if let Some(w) = self.want_message(&file) {
@@ -1881,7 +1902,9 @@ impl<A: PeerAddr> Endpoint<A> {
     }
 
     /// Builds (once per version) the tree of a v2 file this node sends,
-    /// from its stored bytes; refuses a file whose bytes do not match it.
+    /// from the leaves the store keeps if they match the certificate's
+    /// root, else from its stored bytes; refuses a file whose bytes do not
+    /// match it.
     fn ensure_tree(
         &mut self,
         cert: &Certificate,
@@ -1891,6 +1914,17 @@ impl<A: PeerAddr> Endpoint<A> {
             return Ok(());
         };
         if self.trees.contains_key(&cert.instance_id()) {
+            return Ok(());
+        }
+        // A list padded with empty leaves has the same root: check the count too.
+        let blocks = cert.size().div_ceil(u64::from(block_size)).max(1);
+        let kept = store
+            .tree_leaves(cert)
+            .filter(|l| l.len() as u64 == blocks)
+            .and_then(|l| Tree::new(l, block_size))
+            .filter(|t| t.root() == root);
+        if let Some(t) = kept {
+            self.trees.insert(cert.instance_id(), t);
             return Ok(());
         }
         let mut b = TreeBuilder::new(block_size);
@@ -1929,8 +1963,18 @@ impl<A: PeerAddr> Endpoint<A> {
         vector: BitVec,
         store: &mut dyn Storage,
     ) {
+        // The vector of a file being sent answers the blocks in flight, and
+        // a new request starts afresh; an idle Want of a file waiting its
+        // turn says nothing of them.
+        let waiting = self
+            .uploads
+            .get(&(from.clone(), transfer))
+            .is_some_and(|u| u.sender.probe().is_none());
+        if !waiting {
+            self.unanswered.remove(from);
+        }
         if let Some(up) = self.uploads.get_mut(&(from.clone(), transfer)) {
-            if !up.sender.on_vector(&vector, now) {
+            if !up.sender.on_request(&vector, now) {
                 self.reject(from, RejectReason::InvalidVector("vector length changed"));
             }
             self.eligible_dirty = true;
@@ -2011,6 +2055,7 @@ impl<A: PeerAddr> Endpoint<A> {
                 first_block: first,
                 seq: self.next_upload_seq,
                 resending_since: None,
+                probe_at: now,
             },
         );
     }
@@ -2064,12 +2109,22 @@ impl<A: PeerAddr> Endpoint<A> {
                     .filter(|&i| t.unverified[i])
                     .map(|i| i as u32)
                     .collect();
+                let held = !early.is_empty();
                 for i in early {
                     if let Err(bad) = self.verify_stored(file, i, store) {
                         return self.poisoned(now, file, "block", bad, store);
                     }
                 }
                 self.accept(now, file, from, rel, store);
+                // Blocks held since their chunk was lost are in the vector
+                // now: tell the sender before its pass sends them again.
+                let acked = self
+                    .fetches
+                    .get(&file)
+                    .is_none_or(|f| f.segment.last_ack == now);
+                if held && !acked {
+                    self.send_ack(now, file);
+                }
             }
             BlockKind::New => {
                 let i = rel - f.hdr;
@@ -2089,6 +2144,16 @@ impl<A: PeerAddr> Endpoint<A> {
                             }
                             t.unverified[i as usize] = true;
                             self.counters.unverified_blocks += 1;
+                        }
+                        // The pass is over, and the chunk must come again:
+                        // the vector goes as a Want, which starts the next
+                        // pass at once (an Ack without this block would not).
+                        if f.segment.ends_pass(rel) {
+                            let peer = f.peer.clone();
+                            f.segment.acked(now);
+                            if let Some(w) = self.want_message(&file) {
+                                self.send_to(&peer, w);
+                            }
                         }
                         return;
                     }
@@ -2164,6 +2229,7 @@ impl<A: PeerAddr> Endpoint<A> {
         let Some(up) = self.uploads.get_mut(&key) else {
             return;
         };
+        self.unanswered.remove(from);
         self.eligible_dirty = true;
         if !up.sender.on_vector(vector, now) {
             return self.reject(
@@ -2270,13 +2336,20 @@ impl<A: PeerAddr> Endpoint<A> {
         for u in self.uploads.values() {
             consider(u.sender.last_heard + self.cfg.transfer_timeout);
         }
+        if let Some(p) = self.next_probe {
+            consider(p);
+        }
         if let Some(p) = &self.pacer {
             let ready = p.ready_at(self.cfg.packet_size as f64);
             let silence = self.silence();
-            let active = |u: &Upload| {
-                !u.sender.is_complete() && u.quiet_until(silence).is_none_or(|q| ready < q)
+            // Uploads that may send (in a pass, not paused, their window
+            // open) wait for the pacer; the others for a vector or a probe.
+            let active = |(k, u): (&(A, u32), &Upload)| {
+                u.sender.in_pass()
+                    && u.quiet_until(silence).is_none_or(|q| ready < q)
+                    && self.window_open(&k.0)
             };
-            if self.uploads.values().any(active) {
+            if self.uploads.iter().any(active) {
                 consider(ready);
             }
         }
@@ -2288,6 +2361,23 @@ impl<A: PeerAddr> Endpoint<A> {
     /// sender even if one or two of them are lost.
     fn ack_cap(&self) -> Duration {
         self.cfg.transfer_timeout / 3
+    }
+
+    /// How often a sender whose pass has ended re-sends its last block while
+    /// no vector comes: the receiver acks a duplicate at most once per
+    /// `dup_ack_holdoff`, so probing faster draws nothing more.
+    fn probe_interval(&self) -> Duration {
+        self.cfg.dup_ack_holdoff.max(Duration::from_millis(1))
+    }
+
+    /// Whether `peer` may be sent another block before a vector from it
+    /// (see [`Config::window`]).
+    fn window_open(&self, peer: &A) -> bool {
+        self.cfg.window == 0
+            || self
+                .unanswered
+                .get(peer)
+                .is_none_or(|&n| n < self.cfg.window)
     }
 
     /// How long a re-send pass may go unanswered before the upload pauses.
@@ -2331,6 +2421,9 @@ impl<A: PeerAddr> Endpoint<A> {
         let fetches = &self.fetches;
         self.data_from
             .retain(|a, _| fetches.values().any(|f| f.peer == *a));
+        let uploads = &self.uploads;
+        self.unanswered
+            .retain(|a, _| uploads.keys().any(|k| k.0 == *a));
         let (uploads, offers) = (&self.uploads, &self.offers);
         self.trees.retain(|i, _| {
             uploads.values().any(|u| u.cert.instance_id() == *i)
@@ -2497,9 +2590,13 @@ impl<A: PeerAddr> Endpoint<A> {
     /// A file whose pass over its missing blocks has ended
     /// ([`SegmentSender::in_pass`]) gives way to the next one until the
     /// receiver's vector says which blocks were lost, rather than sending
-    /// the blocks still in flight again; with nothing else to send it
-    /// starts its next pass at once. Files waiting their turn stay alive on
-    /// both sides: see `fetch_timers`.
+    /// the blocks still in flight again; with nothing else to send it waits,
+    /// re-sending the pass's last block every `dup_ack_holdoff` as a probe
+    /// ([`SegmentSender::probe`]) in case that block or the vector was
+    /// lost. Past [`Config::window`] blocks sent to a peer with no vector
+    /// from it, all of that peer's files wait (and probe) the same way, so
+    /// an unpaced sender does not overflow a slower receiver. Files waiting
+    /// their turn stay alive on both sides: see `fetch_timers`.
     ///
     /// Each call allocates the returned payload;
     /// [`poll_transmit_into`](Self::poll_transmit_into) and
@@ -2577,16 +2674,26 @@ impl<A: PeerAddr> Endpoint<A> {
                     return None;
                 }
             }
+            let probe = self.probe_interval();
+            let open = self.window_open(&key.0);
             let up = self.uploads.get_mut(&key)?;
             self.last_upload = Some(key.clone());
-            if up.sender.at_pass_end() && up.resending_since.is_none() {
-                up.resending_since = Some(now);
-            }
-            let Some((rel, _)) = up.sender.next_block() else {
+            let next = if up.sender.in_pass() && open {
+                if up.sender.at_pass_end() && up.resending_since.is_none() {
+                    up.resending_since = Some(now);
+                }
+                up.sender.next_block()
+            } else {
+                up.resending_since.get_or_insert(now);
+                up.sender.probe()
+            };
+            let Some((rel, _)) = next else {
                 self.eligible_dirty = true;
                 continue;
             };
-            if !up.sender.in_pass() {
+            if !up.sender.in_pass() || !open {
+                // The pass has ended, or this was a probe: wait for the vector.
+                up.probe_at = now + probe;
                 self.eligible_dirty = true;
             }
             let start = out.len();
@@ -2612,6 +2719,11 @@ impl<A: PeerAddr> Endpoint<A> {
             };
             self.counters.tx.add(PacketKind::Data, out.len() - start);
             self.counters.file_bytes_sent += len as u64;
+            let blind = self.unanswered.entry(key.0.clone()).or_insert(0);
+            *blind += 1;
+            if *blind == self.cfg.window {
+                self.eligible_dirty = true;
+            }
             return Some((Destination::Peer(key.0), PacketKind::Data));
         }
     }
@@ -2620,7 +2732,7 @@ impl<A: PeerAddr> Endpoint<A> {
     /// over the eligible uploads, which are recomputed (sorted) only when an
     /// ack, a want, a close or the end of a pass changed them, not per packet.
     fn next_upload(&mut self, now: Instant) -> Option<(A, u32)> {
-        if self.eligible_dirty {
+        if self.eligible_dirty || self.next_probe.is_some_and(|t| now >= t) {
             self.eligible_dirty = false;
             self.rebuild_eligible(now);
         }
@@ -2637,39 +2749,48 @@ impl<A: PeerAddr> Endpoint<A> {
         // Uploads are keyed (peer, transfer): each peer's are contiguous.
         let mut chosen = std::mem::take(&mut self.eligible);
         chosen.clear();
+        let mut next_probe: Option<Instant> = None;
         let mut peer: Vec<(&(A, u32), &Upload)> = Vec::new();
-        fn flush<A: Clone + Ord>(
-            n: usize,
-            peer: &mut Vec<(&(A, u32), &Upload)>,
-            chosen: &mut Vec<(A, u32)>,
-        ) {
+        let mut flush = |peer: &mut Vec<(&(A, u32), &Upload)>| {
             peer.sort_by_key(|(_, u)| (u.sender.remaining(u.layout.blocks()), u.seq));
+            let n = self.cfg.uploads_per_peer;
             let before = chosen.len();
+            // While a window is open, files whose pass waits for its vector
+            // give way to the next ones; a closed window stops them all.
+            let open = peer.first().is_some_and(|(k, _)| self.window_open(&k.0));
             chosen.extend(
                 peer.iter()
-                    .filter(|(_, u)| u.sender.in_pass())
+                    .filter(|(_, u)| open && u.sender.in_pass())
                     .take(n)
                     .map(|(k, _)| (*k).clone()),
             );
             if chosen.len() == before {
-                // Every file's pass has ended: re-send rather than idle.
-                chosen.extend(peer.iter().take(n).map(|(k, _)| (*k).clone()));
+                // Every pass has ended or the window is closed: probe those
+                // due (the last block they sent), wait for the others.
+                let sent = |u: &Upload| u.sender.probe().is_some();
+                for (k, u) in peer.iter().filter(|(_, u)| sent(u)).take(n) {
+                    if now >= u.probe_at {
+                        chosen.push((*k).clone());
+                    } else {
+                        next_probe = Some(next_probe.map_or(u.probe_at, |t| t.min(u.probe_at)));
+                    }
+                }
             }
             peer.clear();
-        }
-        let n = self.cfg.uploads_per_peer;
+        };
         for (k, u) in &self.uploads {
             if u.sender.is_complete() || u.paused(now, silence) {
                 continue;
             }
             if peer.first().is_some_and(|(p, _)| p.0 != k.0) {
-                flush(n, &mut peer, &mut chosen);
+                flush(&mut peer);
             }
             peer.push((k, u));
         }
-        flush(n, &mut peer, &mut chosen);
+        flush(&mut peer);
         chosen.sort();
         self.eligible = chosen;
+        self.next_probe = next_probe;
     }
 }
 

@@ -56,6 +56,15 @@
 //! - **Finishing.** A sync is recorded as done only when every file it found
 //!   was completed or refused for a stated reason; otherwise it is retried
 //!   with back-off, resuming from the stored receive vector.
+//! - **Flow.** The paper's sender cycles through its missing blocks with no
+//!   limit but its pacing. Here a pass that has ended waits for the vector
+//!   that reflects it (the receiver sends it when the pass's last block
+//!   arrives; the sender probes with that block if it or the vector is
+//!   lost), and at most [`Config::window`] blocks go to a peer unanswered,
+//!   the receiver acking at least every `window / 4` new blocks besides the
+//!   paper's O(log p) policy: a sender faster than its receiver no longer
+//!   overflows the receiver's socket and sends blocks two or more times.
+//!   `window = 0` gives the paper's behaviour with the pass-end wait.
 //! - **Interest.** Beyond the paper's common files, a node can
 //!   [`want`](Endpoint::want) a fileId or [`subscribe`](Endpoint::subscribe)
 //!   to a provider, for files it does not hold yet (§5.6's file required by

@@ -12,6 +12,7 @@
 use crate::bitvec::BitVec;
 use crate::cert::Certificate;
 use crate::id::{FileId, InstanceId};
+use crate::merkle;
 use std::collections::BTreeMap;
 
 /// A storage failure, with a message for the log.
@@ -61,6 +62,16 @@ pub trait Storage {
     fn partial_commit(&mut self, cert: &Certificate) -> Result<(), StorageError>;
     /// Forgets the partial file and its vector.
     fn partial_discard(&mut self, cert: &Certificate) -> Result<(), StorageError>;
+    /// The leaf hashes of the hash tree of the complete v2 file `cert`
+    /// ([`merkle::leaf`] of each block, in order), if the store keeps them
+    /// (a store may compute them when the file is published or opened). The
+    /// endpoint checks them against the certificate's root; without them
+    /// (`None`, the default) it hashes the stored bytes at the file's first
+    /// request, on the sender's critical path.
+    fn tree_leaves(&mut self, cert: &Certificate) -> Option<Vec<merkle::Hash>> {
+        let _ = cert;
+        None
+    }
 }
 
 /// An in-memory store.

@@ -80,20 +80,33 @@ impl Layout {
 /// since the last ack reach half of what was still missing then,
 /// `b_set − b_sent ≥ (p − b_sent)/2`. Each ack halves the remainder, so a
 /// loss-free transfer of `p` blocks takes about `log2 p` acks.
+///
+/// It also sends the vector every `every` new blocks (at least), so that a
+/// sender that keeps at most a window of blocks unanswered (see
+/// [`Config::window`](crate::Config::window)) hears often enough to keep
+/// sending: `p / every` more acks, a few per segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckPolicy {
     p: u32,
     sent: u32,
+    every: u32,
 }
 
 impl AckPolicy {
-    /// A policy for `p` blocks of which `already` were held (and announced) at the start.
-    pub fn new(p: u32, already: u32) -> Self {
-        AckPolicy { p, sent: already }
+    /// A policy for `p` blocks of which `already` were held (and announced)
+    /// at the start, acking at least every `every` new blocks (0: never for that reason).
+    pub fn new(p: u32, already: u32, every: u32) -> Self {
+        AckPolicy {
+            p,
+            sent: already,
+            every,
+        }
     }
     /// Whether a vector with `set` bits should be sent now.
     pub fn due(&self, set: u32) -> bool {
-        set > self.sent && 2 * u64::from(set - self.sent) >= u64::from(self.p - self.sent)
+        set > self.sent
+            && (2 * u64::from(set - self.sent) >= u64::from(self.p - self.sent)
+                || self.every > 0 && set - self.sent >= self.every)
     }
     /// Records that a vector with `set` bits was sent.
     pub fn sent(&mut self, set: u32) {
@@ -130,21 +143,44 @@ pub struct SegmentReceiver {
     pub last_ack: Instant,
     /// Vectors sent since the last data packet (for idle back-off).
     pub idle_acks: u32,
+    /// The last block of the sender's pass, as far as this side knows: the
+    /// highest block missing from the vector when it was last sent.
+    tail: Option<u32>,
+}
+
+/// The highest index not set in `v`.
+fn last_zero(v: &BitVec) -> Option<u32> {
+    (0..v.len()).rev().find(|&i| !v.get(i))
 }
 
 impl SegmentReceiver {
-    /// Segment `[first, first + count)` of a file whose blocks held so far are `held`.
-    pub fn new(transfer: u32, first: u32, count: u32, held: &BitVec, now: Instant) -> Self {
-        Self::with_vector(transfer, first, held.slice(first, count), now)
+    /// Segment `[first, first + count)` of a file whose blocks held so far
+    /// are `held`, acking at least every `ack_every` new blocks.
+    pub fn new(
+        transfer: u32,
+        first: u32,
+        count: u32,
+        held: &BitVec,
+        ack_every: u32,
+        now: Instant,
+    ) -> Self {
+        Self::with_vector(transfer, first, held.slice(first, count), ack_every, now)
     }
     /// A segment starting at block `first` whose receive vector is `vector`
     /// (for v2 files it starts with the bits of the hash chunks).
-    pub fn with_vector(transfer: u32, first: u32, vector: BitVec, now: Instant) -> Self {
-        let policy = AckPolicy::new(vector.len(), vector.count_ones());
+    pub fn with_vector(
+        transfer: u32,
+        first: u32,
+        vector: BitVec,
+        ack_every: u32,
+        now: Instant,
+    ) -> Self {
+        let policy = AckPolicy::new(vector.len(), vector.count_ones(), ack_every);
         SegmentReceiver {
             transfer,
             first,
             at_start: vector.clone(),
+            tail: last_zero(&vector),
             vector,
             policy,
             last_data: now,
@@ -172,12 +208,22 @@ impl SegmentReceiver {
             BlockKind::New
         }
     }
-    /// Marks a stored block; returns whether the ack policy now wants the vector sent.
+    /// Whether segment-relative `block` ends the sender's pass: a sender
+    /// sends the blocks missing from the last vector it got in ascending
+    /// order, so the highest of them is the last before it waits for the
+    /// next vector. The vector is worth sending at once then (if it got a
+    /// vector older than the last one sent, its pass ends later, and this
+    /// acks a little early: one more ack, no stall).
+    pub fn ends_pass(&self, block: u32) -> bool {
+        self.tail.is_some_and(|t| block >= t)
+    }
+    /// Marks a stored block; returns whether the vector should be sent now:
+    /// the ack policy wants it, or the block ends the sender's pass.
     pub fn mark(&mut self, block: u32, now: Instant) -> bool {
         self.vector.set(block);
         self.last_data = now;
         self.idle_acks = 0;
-        self.policy.due(self.vector.count_ones())
+        self.policy.due(self.vector.count_ones()) || self.ends_pass(block)
     }
     /// Notes a duplicate; returns whether to send the vector (at most once per `holdoff`).
     pub fn duplicate(&mut self, now: Instant, holdoff: Duration) -> bool {
@@ -188,6 +234,7 @@ impl SegmentReceiver {
     /// Records that the vector was sent.
     pub fn acked(&mut self, now: Instant) {
         self.policy.sent(self.vector.count_ones());
+        self.tail = last_zero(&self.vector);
         self.last_ack = now;
     }
     /// When to re-send the vector if the sender stays silent: doubling
@@ -210,9 +257,11 @@ impl SegmentReceiver {
 /// Blocks are sent in *passes*: one pass sends every block not set in the
 /// send vector once, in order. A pass that has ended is not followed by
 /// another until the receiver's vector arrives ([`Self::in_pass`] is false
-/// until then), so the blocks of the last round trip, still in flight, are
-/// not sent twice while the sender has other work; the endpoint still starts
-/// the next pass at once when it has nothing else to send.
+/// until then), so blocks still in flight or queued at the receiver are not
+/// sent twice. The receiver sends its vector when the pass's last block
+/// arrives ([`SegmentReceiver::ends_pass`]); if that block or the vector is
+/// lost, the sender re-sends the last block ([`Self::probe`]) now and then,
+/// which draws the vector whether it arrives new or duplicate.
 #[derive(Clone, Debug)]
 pub struct SegmentSender {
     first: u32,
@@ -221,8 +270,10 @@ pub struct SegmentSender {
     cursor: u32,
     /// The next unacknowledged block at or after `cursor` (this pass), if any.
     pending: Option<u32>,
-    /// A vector arrived since the current pass began: a new pass may start.
+    /// A vector that reflects the whole current pass arrived: a new pass may start.
     rearmed: bool,
+    /// The last block sent in the current pass.
+    last: Option<u32>,
     /// Last time the receiver's vector arrived.
     pub last_heard: Instant,
 }
@@ -236,6 +287,7 @@ impl SegmentSender {
             cursor: 0,
             pending: None,
             rearmed: false,
+            last: None,
             last_heard: now,
         };
         s.rescan();
@@ -252,14 +304,33 @@ impl SegmentSender {
     }
     /// Adopts the receiver's vector as send vector (bits only ever get set).
     /// Returns `false` if its length does not match the segment.
+    ///
+    /// An acknowledgement lets the next pass start only if it reflects the
+    /// whole pass: it holds the pass's last block (blocks arrive in order,
+    /// so the receiver has seen all of the pass that was not lost). One sent
+    /// earlier — at the ack policy's thresholds while the rest of the pass
+    /// was still on its way or queued at the receiver — only removes blocks
+    /// from the current pass: starting the next pass on it would send the
+    /// blocks in flight again. See [`Self::on_request`] for the other kind.
     pub fn on_vector(&mut self, v: &BitVec, now: Instant) -> bool {
+        self.adopt(v, now, false)
+    }
+    /// As [`Self::on_vector`] for a vector the receiver asks with (it
+    /// heard nothing for a while, or holds the pass's last block but
+    /// cannot verify it yet): the next pass starts on it at once.
+    pub fn on_request(&mut self, v: &BitVec, now: Instant) -> bool {
+        self.adopt(v, now, true)
+    }
+    fn adopt(&mut self, v: &BitVec, now: Instant, rearm: bool) -> bool {
         if v.len() != self.send.len() {
             return false;
         }
         self.send.union_with(v);
         self.last_heard = now;
-        self.rearmed = true;
         self.rescan();
+        if rearm || self.pending.is_none() && self.last.is_none_or(|i| v.get(i)) {
+            self.rearmed = true;
+        }
         true
     }
     /// The next block to send, cycling through the unacknowledged ones:
@@ -273,9 +344,19 @@ impl SegmentSender {
         }
         let i = self.pending?;
         self.cursor = i + 1;
+        self.last = Some(i);
         self.rescan();
+        Some(self.entry(i))
+    }
+    fn entry(&self, i: u32) -> (u16, u32) {
         // Segments have at most 2^16 blocks, so a relative index fits in u16.
-        Some((i as u16, self.first + i))
+        (i as u16, self.first + i)
+    }
+    /// The block to re-send as a probe while waiting for a vector (the
+    /// pass has ended, or the sender holds back): the last block sent.
+    pub fn probe(&self) -> Option<(u16, u32)> {
+        let i = self.last.filter(|_| !self.is_complete())?;
+        Some(self.entry(i))
     }
     /// Whether the current pass has no block left (the next one starts a new pass).
     pub fn at_pass_end(&self) -> bool {
@@ -320,7 +401,7 @@ mod tests {
     #[test]
     fn ack_policy_is_logarithmic_without_loss() {
         for p in [1u32, 2, 10, 1000, 4600, 65_536] {
-            let mut pol = AckPolicy::new(p, 0);
+            let mut pol = AckPolicy::new(p, 0, 0);
             let mut acks = 0;
             for set in 1..=p {
                 if pol.due(set) {
@@ -336,10 +417,10 @@ mod tests {
 
     #[test]
     fn ack_policy_final_block_always_acked() {
-        let mut pol = AckPolicy::new(100, 0);
+        let mut pol = AckPolicy::new(100, 0, 0);
         pol.sent(99);
         assert!(pol.due(100));
-        assert!(!AckPolicy::new(100, 100).due(100));
+        assert!(!AckPolicy::new(100, 100, 0).due(100));
     }
 
     #[test]
@@ -361,32 +442,98 @@ mod tests {
     fn sender_pass_ends_until_a_vector_arrives() {
         let mut s = SegmentSender::new(0, BitVec::new(3), Instant::ZERO);
         assert!(s.in_pass());
+        assert_eq!(s.probe(), None, "nothing sent yet");
         assert_eq!(s.remaining(5), 5);
         for b in 0..3 {
             assert_eq!(s.next_block(), Some((b, u32::from(b))));
         }
-        // Everything sent once and no vector yet: the pass has ended.
+        // Everything sent once and no vector yet: the pass has ended, and
+        // the probe is its last block.
         assert!(!s.in_pass());
+        assert_eq!(s.probe(), Some((2, 2)));
+        // A vector sent before the pass's last block arrived (block 2 is
+        // still on its way) does not start a new pass.
         let mut v = BitVec::new(3);
         v.set(0);
         assert!(s.on_vector(&v, Instant::ZERO));
-        assert!(s.in_pass());
-        assert_eq!(s.remaining(5), 4);
-        assert_eq!(s.next_block(), Some((1, 1)));
-        assert_eq!(s.next_block(), Some((2, 2)));
         assert!(!s.in_pass());
-        v.set(1);
+        assert_eq!(s.remaining(5), 4);
+        // One holding the last block does: block 1 was lost.
         v.set(2);
+        assert!(s.on_vector(&v, Instant::ZERO));
+        assert!(s.in_pass());
+        assert_eq!(s.next_block(), Some((1, 1)));
+        assert!(!s.in_pass());
+        // A request (an idle vector) starts the next pass without it.
+        assert!(s.on_request(&v, Instant::ZERO));
+        assert!(s.in_pass());
+        assert_eq!(s.next_block(), Some((1, 1)));
+        v.set(1);
         assert!(s.on_vector(&v, Instant::ZERO));
         assert!(!s.in_pass() && s.is_complete());
         assert_eq!(s.next_block(), None);
+        assert_eq!(s.probe(), None);
+    }
+
+    #[test]
+    fn a_vector_mid_pass_only_removes_blocks() {
+        let mut s = SegmentSender::new(0, BitVec::new(6), Instant::ZERO);
+        assert_eq!(s.next_block(), Some((0, 0)));
+        assert_eq!(s.next_block(), Some((1, 1)));
+        let mut v = BitVec::new(6);
+        v.set(0);
+        v.set(3);
+        assert!(s.on_vector(&v, Instant::ZERO));
+        // The pass goes on from where it was, skipping the acknowledged block.
+        let rest: Vec<u32> = (0..3).filter_map(|_| s.next_block().map(|b| b.1)).collect();
+        assert_eq!(rest, vec![2, 4, 5]);
+        assert!(!s.in_pass());
+    }
+
+    #[test]
+    fn receiver_acks_at_the_end_of_the_senders_pass() {
+        let mut r = SegmentReceiver::new(1, 0, 8, &BitVec::new(8), 0, Instant::ZERO);
+        // Blocks 0..4 arrive, 5..8 are lost but 7, the pass's last, arrives.
+        for b in 0..3 {
+            assert!(!r.mark(b, Instant::ZERO), "block {b}");
+        }
+        assert!(
+            r.mark(3, Instant::ZERO),
+            "half of the segment: the policy acks"
+        );
+        r.acked(Instant::ZERO);
+        assert!(!r.ends_pass(6));
+        assert!(r.mark(7, Instant::ZERO), "the pass's last block");
+        r.acked(Instant::ZERO);
+        // The next pass sends 4, 5 and 6: 6 ends it.
+        assert!(!r.mark(4, Instant::ZERO));
+        assert!(r.ends_pass(6) && !r.ends_pass(5));
+    }
+
+    #[test]
+    fn ack_policy_acks_every_so_many_blocks() {
+        let pol = AckPolicy::new(4096, 0, 128);
+        assert!(!pol.due(127));
+        assert!(pol.due(128));
+        let mut pol = AckPolicy::new(4096, 0, 128);
+        let acks = (1..=4096)
+            .filter(|&set| {
+                let due = pol.due(set);
+                if due {
+                    pol.sent(set);
+                }
+                due
+            })
+            .count();
+        // Every 128 blocks, and the halving acks of the last 128 (log2 128 + 1 at most).
+        assert!((4096 / 128..=4096 / 128 + 8).contains(&acks), "{acks} acks");
     }
 
     #[test]
     fn receiver_classifies_and_resumes() {
         let mut held = BitVec::new(8);
         held.set(5);
-        let mut r = SegmentReceiver::new(1, 4, 4, &held, Instant::ZERO);
+        let mut r = SegmentReceiver::new(1, 4, 4, &held, 0, Instant::ZERO);
         assert_eq!(r.classify(1), BlockKind::Duplicate { resumed: true });
         assert_eq!(r.classify(0), BlockKind::New);
         assert_eq!(r.classify(4), BlockKind::OutOfRange);

@@ -173,16 +173,7 @@ fn a_spoofed_source_gets_at_most_its_own_bytes_and_no_data() {
         content_hash: Id160([1; 20]),
     }
     .to_vec();
-    let filters = Message::Filters {
-        session: 1,
-        round: 0,
-        rounds: 1,
-        salt: 1,
-        k: 12,
-        file_filter: &[0xff; 1143],
-        version_filter: &[0; 1143],
-    }
-    .to_vec();
+    let filters = match_all_filters(1);
     let token = Message::Token {
         echo: [3; 16],
         token: [4; 16],

@@ -75,13 +75,7 @@ fn certificate_from_untrusted_key_is_refused() {
             key(66).public()
         ))]
     );
-    assert!(matches!(
-        sent.as_slice(),
-        [Message::Close {
-            status: CloseCode::Refused,
-            ..
-        }]
-    ));
+    assert_refused(&sent);
     assert_eq!(snapshot(&ep, &s), before);
 }
 
@@ -143,13 +137,7 @@ fn name_with_path_separator_or_dotdot_is_refused_even_if_signed() {
             ),
             "{bad}: {why:?}"
         );
-        assert!(matches!(
-            sent.as_slice(),
-            [Message::Close {
-                status: CloseCode::Refused,
-                ..
-            }]
-        ));
+        assert_refused(&sent);
     }
     assert_eq!(snapshot(&ep, &s), before);
 }
@@ -236,16 +224,7 @@ fn beacon_and_discovery_floods_are_rate_limited() {
     }
     .to_vec();
     for i in 0..10_000u32 {
-        let f = Message::Filters {
-            session: i,
-            round: 0,
-            rounds: 1,
-            salt: 1,
-            k: 12,
-            file_filter: &[0xff; 1143],
-            version_filter: &[0; 1143],
-        }
-        .to_vec();
+        let f = match_all_filters(i);
         ep.handle_datagram(Instant::ZERO, ATTACKER, &beacon, &mut s);
         ep.handle_datagram(Instant::ZERO, ATTACKER, &f, &mut s);
     }
@@ -277,4 +256,18 @@ fn beacon_and_discovery_floods_are_rate_limited() {
     // After a second, the peer is heard again.
     ep.handle_datagram(Instant::from_micros(1_000_000), ATTACKER, &beacon, &mut s);
     assert_eq!(ep.counters().rx.beacon.packets, c.rx.beacon.packets + 1);
+}
+
+/// The victim answered with one Close saying it refused.
+fn assert_refused(sent: &[Message<'_>]) {
+    assert!(
+        matches!(
+            sent,
+            [Message::Close {
+                status: CloseCode::Refused,
+                ..
+            }]
+        ),
+        "{sent:?}"
+    );
 }

@@ -1,5 +1,5 @@
 //! Shared helpers for the node tests: stores with published versions, free
-//! loopback ports, in-process nodes on threads.
+//! loopback ports, in-process nodes on threads, and the node binary.
 #![allow(dead_code)]
 
 use broadside::{Config, ProviderKey, TrustedKeys};
@@ -9,6 +9,7 @@ use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -119,4 +120,25 @@ pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     f()
+}
+
+/// The node binary of this package.
+pub const BIN: &str = env!("CARGO_BIN_EXE_broadside-node");
+
+/// Runs the node binary with `args` to its end.
+pub fn cli(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+/// `args` must fail as a usage error: exit code 2, `needle` in the
+/// message, no panic.
+pub fn expect_usage_error(args: &[&str], needle: &str) {
+    let out = cli(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected {needle:?} in {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }

@@ -148,3 +148,18 @@ pub fn validate<A: broadside::validate::PeerAddr>(
     while ep.poll_event().is_some() {}
     ep.peers().iter().any(|p| p.peer == addr)
 }
+
+/// A Filters packet of session `session` whose file filter matches
+/// everything: a responder answering it would list every file.
+pub fn match_all_filters(session: u32) -> Vec<u8> {
+    broadside::wire::Message::Filters {
+        session,
+        round: 0,
+        rounds: 1,
+        salt: 1,
+        k: 12,
+        file_filter: &[0xff; 1143],
+        version_filter: &[0; 1143],
+    }
+    .to_vec()
+}
