@@ -1,6 +1,7 @@
 //! The radio channel, as a chain of analogue models applied to every link:
 //! deterministic path loss (free space, two-ray ground, log-distance) plus
-//! antenna gains, then log-normal shadowing that is spatially correlated and
+//! antenna gains and the loss of buildings on the line of sight
+//! ([`crate::obstacles`]), then log-normal shadowing that is spatially correlated and
 //! frozen per *environment seed*, then fast fading (Rayleigh or Rician) whose
 //! time correlation follows the distance the ends travel, hence speed and
 //! carrier frequency. Also the thermal noise floor and propagation delay.
@@ -32,9 +33,11 @@
 //! line-of-sight path of relative power K. Static links keep one fade per run.
 
 use crate::mobility::Vec2;
+use crate::obstacles::Obstacles;
 use crate::rng::Stream;
 use crate::units::{Db, Dbm, Hertz, Meters, SimTime};
 use std::f64::consts::PI;
+use std::sync::Arc;
 
 pub const SPEED_OF_LIGHT: f64 = 299_792_458.0;
 const SHADOWING_COMPONENTS: usize = 32;
@@ -120,6 +123,8 @@ pub struct ChannelConfig {
     pub frequency: Hertz,
     pub noise_floor: Dbm,
     pub environment_seed: u64,
+    /// Buildings on the line of sight ([`crate::obstacles`]).
+    pub obstacles: Arc<Obstacles>,
 }
 
 impl ChannelConfig {
@@ -330,10 +335,12 @@ pub struct LinkBudget {
     pub rx_power: Dbm,
 }
 
-/// The distance between two ends and the deterministic path loss over it.
+/// The distance between two ends and the deterministic path loss over it,
+/// buildings on the line of sight included.
 pub fn path_loss(cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> (Meters, Db) {
     let distance = tx.position.dist(rx.position);
-    (distance, cfg.path_loss.loss(distance, tx.height, rx.height, cfg.wavelength()))
+    let obstacles = cfg.obstacles.attenuation(tx.position, rx.position);
+    (distance, cfg.path_loss.loss(distance, tx.height, rx.height, cfg.wavelength()) + obstacles)
 }
 
 impl Link {
@@ -437,6 +444,7 @@ pub(crate) fn test_channel(path_loss: PathLoss) -> ChannelConfig {
         frequency: Hertz(2.437e9),
         noise_floor: Dbm(-95.0),
         environment_seed: 1,
+        obstacles: Arc::new(Obstacles::new(Vec::new())),
     }
 }
 

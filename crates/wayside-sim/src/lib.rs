@@ -10,6 +10,7 @@ pub mod ids;
 pub mod mac;
 pub mod medium;
 pub mod mobility;
+pub mod obstacles;
 pub mod net;
 pub mod node;
 pub mod packet;

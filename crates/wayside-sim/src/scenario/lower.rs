@@ -16,6 +16,7 @@ use crate::mac::mgmt::{DriverProfile, MgmtConfig, BEACON_HISTORY};
 use crate::mac::{Dst, MacConfig};
 use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
 use crate::net::arp::{ArpConfig, ArpProfile};
+use crate::obstacles::{Obstacle, Obstacles, PER_METRE, PER_WALL};
 use crate::wire::WiredLink;
 use crate::pcap::PcapConfig;
 use crate::phy::error::{ClosedForm, ErrorModelKind};
@@ -30,6 +31,11 @@ use std::sync::Arc;
 
 /// request-response: the trigger's payload unless `trigger_size` is given.
 const DEFAULT_TRIGGER_BYTES: u32 = 32;
+/// Most buildings a scenario may hold (a city district from OpenStreetMap
+/// has tens of thousands).
+const MAX_OBSTACLES: usize = 200_000;
+/// Most corners of one building's outline.
+const MAX_OUTLINE: usize = 10_000;
 
 fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError(msg.into()))
@@ -361,7 +367,35 @@ impl Scenario {
             frequency,
             noise_floor: env.noise_floor.0,
             environment_seed: env.seed,
+            obstacles: Arc::new(self.lower_obstacles()?),
         })
+    }
+
+    fn lower_obstacles(&self) -> Result<Obstacles, ScenarioError> {
+        if self.obstacles.len() > MAX_OBSTACLES {
+            return err(format!("obstacle: {} buildings; at most {MAX_OBSTACLES} are allowed", self.obstacles.len()));
+        }
+        let mut list = Vec::with_capacity(self.obstacles.len());
+        for (i, o) in self.obstacles.iter().enumerate() {
+            let key = |k: &str| format!("obstacle[{i}].{k}");
+            if !(3..=MAX_OUTLINE).contains(&o.outline.len()) {
+                return err(format!("{}: {} corners; an outline has 3 to {MAX_OUTLINE}", key("outline"), o.outline.len()));
+            }
+            if let Some(p) = o.outline.iter().find(|p| !p.iter().all(|v| v.is_finite() && v.abs() <= 1e7)) {
+                return err(format!("{}: corner {p:?}: coordinates are metres within ±10,000 km", key("outline")));
+            }
+            let loss = |k: &str, v: Option<RatioQ>, default: Db| -> Result<Db, ScenarioError> {
+                let d = v.map_or(default, |q| q.0);
+                check_range(&key(k), d.0, &format!("{} dB", d.0), 0.0, 100.0, "0 dB to 100 dB")?;
+                Ok(d)
+            };
+            list.push(Obstacle {
+                outline: o.outline.iter().map(|p| Vec2::new(p[0], p[1])).collect(),
+                per_wall: loss("per_wall", o.per_wall, PER_WALL)?,
+                per_metre: loss("per_metre", o.per_metre, PER_METRE)?,
+            });
+        }
+        Ok(Obstacles::new(list))
     }
 
     fn lower_radio(&self) -> Result<RadioConfig, ScenarioError> {

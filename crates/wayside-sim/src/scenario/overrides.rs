@@ -8,7 +8,7 @@ use super::ScenarioError;
 
 /// The sections that are arrays of tables (`[[node]]`, …): an override can
 /// change their entries but not create them.
-const ARRAY_SECTIONS: [&str; 4] = ["node", "traffic", "link", "app"];
+const ARRAY_SECTIONS: [&str; 5] = ["node", "traffic", "link", "app", "obstacle"];
 
 /// Applies `key=value` overrides to a parsed TOML document. Keys are dotted
 /// paths; inside the array sections a segment is an index or, for entries

@@ -104,6 +104,9 @@ pub struct Scenario {
     pub links: Vec<LinkSection>,
     #[serde(default, rename = "app")]
     pub apps: Vec<AppSection>,
+    /// Buildings that attenuate the line of sight.
+    #[serde(default, rename = "obstacle")]
+    pub obstacles: Vec<ObstacleSection>,
     /// pcap output: which radios, and a sniffer.
     #[serde(default)]
     pub pcap: Option<PcapSection>,
@@ -194,6 +197,21 @@ impl Default for ManagementSection {
             inactivity_timeout: default_inactivity(),
         }
     }
+}
+
+/// A building: its outline, and its losses (defaults: Sommer et al. 2011,
+/// as Veins ships them; [`crate::obstacles`]).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ObstacleSection {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Corners in metres, `[[x, y], ...]`, in order around the outline.
+    pub outline: Vec<[f64; 2]>,
+    #[serde(default)]
+    pub per_wall: Option<RatioQ>,
+    #[serde(default)]
+    pub per_metre: Option<RatioQ>,
 }
 
 /// A wired point-to-point link (an AP's backhaul to a server).

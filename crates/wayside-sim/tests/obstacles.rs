@@ -1,0 +1,72 @@
+//! Buildings in the channel: a scenario's `[[obstacle]]` outlines take
+//! their walls and depth off the line of sight, as Veins'
+//! SimpleObstacleShadowing does.
+
+mod common;
+use common::id;
+use wayside_sim::trace::PhyEvent;
+use wayside_sim::RunOutput;
+
+const PAIR: &str = r#"
+duration = "1 s"
+[environment]
+path_loss = "free-space"
+noise_floor = "-100 dBm"
+[radio]
+standard = "802.11g"
+b_compatible = false
+[[node]]
+name = "ap"
+position = [0, 0]
+[[node]]
+name = "car"
+position = [100, 0]
+[[traffic]]
+kind = "cbr"
+from = "ap"
+to = "broadcast"
+payload = "500 B"
+interval = "10 ms"
+"#;
+
+const BUILDING: &str = r#"
+[[obstacle]]
+name = "depot"
+outline = [[40, -10], [60, -10], [60, 10], [40, 10]]
+"#;
+
+/// Mean RSSI of the frames `node` received.
+fn rssi(out: &RunOutput, node: &str) -> f64 {
+    let (n, f) = (id(out, node), &out.trace.frames);
+    let v: Vec<f64> = (0..f.len()).filter(|&i| f.node[i] == n && f.event[i] == PhyEvent::Rx as u8).map(|i| f.rssi_dbm[i] as f64).collect();
+    assert!(!v.is_empty(), "{node} received nothing");
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+#[test]
+fn a_building_on_the_line_takes_two_walls_and_its_depth() {
+    let clear = common::run(PAIR, &[], 1);
+    let blocked = common::run(&format!("{PAIR}{BUILDING}"), &[], 1);
+    // Sommer et al. (2011): 9 dB per wall, 0.4 dB per metre: 2 walls, 20 m.
+    let loss = rssi(&clear, "car") - rssi(&blocked, "car");
+    assert!((loss - (2.0 * 9.0 + 20.0 * 0.4)).abs() < 1e-3, "{loss} dB");
+}
+
+#[test]
+fn a_building_beside_the_line_changes_nothing_and_losses_are_per_building() {
+    let clear = common::run(PAIR, &[], 1);
+    let beside = common::run(&format!("{PAIR}{BUILDING}"), &["obstacle.depot.outline=[[40, 5], [60, 5], [60, 20], [40, 20]]"], 1);
+    assert!((rssi(&clear, "car") - rssi(&beside, "car")).abs() < 1e-3);
+    let light = common::run(&format!("{PAIR}{BUILDING}"), &["obstacle.depot.per_wall=\"3 dB\"", "obstacle.depot.per_metre=\"0 dB\""], 1);
+    assert!((rssi(&clear, "car") - rssi(&light, "car") - 6.0).abs() < 1e-3);
+}
+
+#[test]
+fn bad_outlines_are_named() {
+    let text = format!("{PAIR}{BUILDING}");
+    let o = |s: &str| vec![s.to_string()];
+    let e = wayside_sim::run_scenario(&text, &o("obstacle.depot.outline=[[0, 0], [1, 1]]"), Some(1), 0).err().expect("two corners");
+    assert!(e.0.contains("obstacle[0].outline") && e.0.contains("3 to"), "{}", e.0);
+    let e = wayside_sim::run_scenario(&text, &o("obstacle.depot.per_wall=\"-1 dB\""), Some(1), 0).err().expect("negative loss");
+    assert!(e.0.contains("obstacle[0].per_wall") && e.0.contains("0 dB to 100 dB"), "{}", e.0);
+}
