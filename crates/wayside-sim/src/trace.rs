@@ -251,7 +251,12 @@ table!(
 
 category!(
     /// Transport protocol.
-    Proto { Udp => "udp", Tcp => "tcp" });
+    Proto {
+        Udp => "udp",
+        Tcp => "tcp",
+        /// An application's own frames straight over the link, no IP.
+        Raw => "raw",
+    });
 
 table!(
     /// The `tcp` table: one row per ACK processed by a TCP sender.

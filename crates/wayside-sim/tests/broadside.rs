@@ -1,6 +1,6 @@
 //! Broadside hosted in the simulator: the unchanged `broadside` library's
 //! endpoint at two static nodes 50 m apart, syncing a file over simulated
-//! 802.11 with real bytes in every datagram.
+//! 802.11 with real bytes in every datagram, over UDP/IP or raw frames.
 
 mod common;
 use common::{events, id};
@@ -35,10 +35,10 @@ fn run(overrides: &[&str], seed: u64) -> RunOutput {
     common::run(PAIR, overrides, seed)
 }
 
-/// UDP payload bytes received at `node`.
-fn received(out: &RunOutput, node: &str) -> u64 {
+/// Datagram payload bytes received at `node` over `proto`.
+fn received(out: &RunOutput, node: &str, proto: Proto) -> u64 {
     let (n, t) = (id(out, node), &out.trace.transport);
-    (0..t.len()).filter(|&i| t.node[i] == n && t.proto[i] == Proto::Udp as u8).map(|i| u64::from(t.bytes[i])).sum()
+    (0..t.len()).filter(|&i| t.node[i] == n && t.proto[i] == proto as u8).map(|i| u64::from(t.bytes[i])).sum()
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn two_static_nodes_sync_a_file_over_simulated_80211() {
     assert_eq!(started.first().map(|s| s.1), Some(0.0), "a fresh transfer, nothing resumed");
     assert!(started[0].0 > 1.0 && updated[0].0 > started[0].0, "{started:?} {updated:?}");
     // The file's blocks, with their headers, all crossed the air.
-    let bytes = received(&out, "fetcher");
+    let bytes = received(&out, "fetcher", Proto::Udp);
     assert!(bytes >= 1_000_000, "{bytes} bytes received");
     // At 50 m on 802.11g the megabyte takes well under the run.
     assert!(updated[0].0 < 10.0, "committed at {} s", updated[0].0);
@@ -70,4 +70,17 @@ fn the_same_seed_gives_the_same_sync() {
     assert_eq!(events(&a, "fetcher", ConnEvent::FileUpdated), events(&b, "fetcher", ConnEvent::FileUpdated));
     assert_eq!(a.trace.transport.time_ns, b.trace.transport.time_ns);
     assert_eq!(a.trace.frames.time_ns, b.trace.frames.time_ns);
+}
+
+#[test]
+fn raw_frames_carry_the_file_without_ip() {
+    let out = run(&["app[0].transport=\"raw\""], 3);
+    assert_eq!(events(&out, "fetcher", ConnEvent::FileUpdated).len(), 1);
+    assert!(received(&out, "fetcher", Proto::Raw) >= 1_000_000);
+    assert_eq!(received(&out, "fetcher", Proto::Udp), 0);
+    assert!(events(&out, "holder", ConnEvent::ArpRequest).is_empty(), "no IP, no ARP");
+    // The blocks travel in full 2304-byte MSDUs.
+    let (n, m) = (id(&out, "fetcher"), &out.trace.mac);
+    let biggest = (0..m.len()).filter(|&i| m.node[i] == n).map(|i| m.bytes[i]).max();
+    assert_eq!(biggest, Some(2304));
 }

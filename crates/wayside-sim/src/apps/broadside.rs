@@ -1,8 +1,9 @@
 //! Broadside hosted in the simulator: the `broadside` crate's sans-IO
-//! [`Endpoint`], unchanged, as an application over UDP, with real payload
-//! bytes in every datagram. The same code runs on real hosts in
-//! `broadside-node`; here the node's stack is its socket and the simulated
-//! clock its clock.
+//! [`Endpoint`], unchanged, as an application with real payload bytes in
+//! every datagram — over UDP/IP, or straight over 802.11 frames
+//! (Broadside-Raw, Zahn et al. 2009 §4: 2304-byte frames, no IP, no ARP).
+//! The same code runs on real hosts in `broadside-node`; here the node's
+//! stack is its socket and the simulated clock its clock.
 //!
 //! An application of kind `broadside` runs an endpoint at both of its ends.
 //! The sending end (`from`) holds one file of `bytes` bytes, published by a
@@ -23,24 +24,31 @@
 //! socket buffer); they leave again when a frame is done. Broadcast goes to
 //! the all-hosts group at the UDP port of the application; datagrams are
 //! limited to 1472 bytes (a 1500-byte IP MTU), so none is fragmented.
+//! Raw, a datagram is the body of one frame behind an LLC/SNAP header
+//! (local experimental ethertype 0x88B6), at most the 2304-byte MSDU: 2296
+//! bytes of Broadside; broadcast is the 802.11 broadcast address.
 //!
 //! Every datagram received is logged in the `transport` trace (its bytes
 //! and one-way delay); sync and transfer milestones go to `events`.
 
 use super::{AppOutput, Apps};
 use crate::ids::NodeId;
-use crate::packet::{Body, Packet, ALL_HOSTS};
+use crate::mac::{Dst, Msdu, Payload};
+use crate::packet::{Body, Packet, ALL_HOSTS, LLC_SNAP};
 use crate::rng::Stream;
-use crate::trace::ConnEvent;
+use crate::trace::{ConnEvent, Proto};
 use crate::transport::udp::Datagram;
 use crate::units::SimTime;
 use broadside::merkle::{Tree, TreeBuilder};
 use broadside::{Certificate, Config, Destination, Endpoint, Event, Instant, MemStore, PeerAddr, ProviderKey, TrustedKeys};
 use std::sync::Arc;
 
-/// The largest datagram an endpoint sends: a 1500-byte IP MTU less the IP
-/// and UDP headers.
+/// The largest datagram an endpoint sends over UDP: a 1500-byte IP MTU
+/// less the IP and UDP headers.
 pub const DATAGRAM: usize = 1500 - 28;
+/// The largest datagram an endpoint sends raw: the 2304-byte MSDU less the
+/// LLC/SNAP header.
+pub const RAW_DATAGRAM: usize = 2304 - LLC_SNAP as usize;
 
 /// A simulated host's address as Broadside's address validation sees it:
 /// node *i* is 10.0.0.*i+1*, and the /24 is its prefix.
@@ -63,13 +71,13 @@ fn instant(t: SimTime) -> Instant {
 }
 
 /// The run's provider key and file for application `app`.
-fn published(seed: u64, run: u64, app: u32, bytes: u64) -> (ProviderKey, Certificate, Vec<u8>) {
+fn published(seed: u64, run: u64, app: u32, bytes: u64, packet: usize) -> (ProviderKey, Certificate, Vec<u8>) {
     let mut s = Stream::new("run", seed, run, &format!("broadside/{app}"));
     let mut key = [0u8; 32];
     key.iter_mut().for_each(|b| *b = s.integer_inclusive(255) as u8);
     let key = ProviderKey::from_seed(key);
     let data: Vec<u8> = (0..bytes).map(|_| s.integer_inclusive(255) as u8).collect();
-    let block = (DATAGRAM - broadside::wire::DATA_HEADER_LEN) as u32;
+    let block = (packet - broadside::wire::DATA_HEADER_LEN) as u32;
     let mut tree = TreeBuilder::new(block);
     tree.update(&data);
     let (size, hash, leaves) = tree.finish();
@@ -83,6 +91,8 @@ pub(super) struct Host {
     endpoint: Endpoint<NodeId>,
     store: MemStore,
     port: u16,
+    /// Straight over the link, not UDP.
+    raw: bool,
     /// When the endpoint's timer is scheduled.
     armed: Option<SimTime>,
     /// How long after the application's start this end boots.
@@ -95,22 +105,25 @@ pub(super) struct Host {
 
 impl Host {
     /// The end of application `app` at `me`; the sending end holds the file.
-    pub(super) fn new(me: NodeId, sender: bool, app: u32, port: u16, bytes: u64, seed: (u64, u64)) -> Host {
-        let (key, cert, data) = published(seed.0, seed.1, app, bytes);
+    /// `link`: the UDP port, and whether it runs raw instead.
+    pub(super) fn new(me: NodeId, sender: bool, app: u32, link: (u16, bool), bytes: u64, seed: (u64, u64)) -> Host {
+        let (port, raw) = link;
+        let packet_size = if raw { RAW_DATAGRAM } else { DATAGRAM };
+        let (key, cert, data) = published(seed.0, seed.1, app, bytes, packet_size);
         let mut store = MemStore::new();
         if sender {
             store.insert(cert, data);
         }
         let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}/{}", me.0));
         let secret = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
-        let cfg = Config { packet_size: DATAGRAM, seed: secret, ..Config::default() };
+        let cfg = Config { packet_size, seed: secret, ..Config::default() };
         let phase = SimTime::from_secs_f64(s.uniform() * cfg.beacon_interval.as_secs_f64());
         let trusted = TrustedKeys::new([key.public()]);
         let mut endpoint = Endpoint::new(cfg, trusted, store.certificates(), Instant::ZERO).expect("a valid endpoint configuration");
         if !sender {
             endpoint.subscribe(key.public()); // it holds no version to update yet
         }
-        Host { endpoint, store, port, armed: None, phase, handled: None, received: 0 }
+        Host { endpoint, store, port, raw, armed: None, phase, handled: None, received: 0 }
     }
 }
 
@@ -158,12 +171,23 @@ impl Apps {
                 break;
             }
             let Some(t) = h.endpoint.poll_transmit(instant(now), &mut h.store) else { break };
-            let dst = match t.destination {
-                Destination::Broadcast => ALL_HOSTS,
-                Destination::Peer(p) => p,
-            };
-            let datagram = Datagram::with_data(h.port, h.port, Arc::from(t.payload));
-            self.out.push_back(AppOutput::Packet(Packet::new(me, dst, Body::Udp { datagram, app: id, seq: 0, sent: now })));
+            let data: Arc<[u8]> = Arc::from(t.payload);
+            if h.raw {
+                let dst = match t.destination {
+                    Destination::Broadcast => Dst::Broadcast,
+                    Destination::Peer(p) => Dst::Node(p),
+                };
+                let bytes = data.len() as u32 + LLC_SNAP;
+                let payload = Payload::Datagram { app: id, data, sent: now };
+                self.out.push_back(AppOutput::Frame(Msdu { dst, bytes, enqueued: now, fixed: None, source: None, payload }));
+            } else {
+                let dst = match t.destination {
+                    Destination::Broadcast => ALL_HOSTS,
+                    Destination::Peer(p) => p,
+                };
+                let datagram = Datagram::with_data(h.port, h.port, data);
+                self.out.push_back(AppOutput::Packet(Packet::new(me, dst, Body::Udp { datagram, app: id, seq: 0, sent: now })));
+            }
             room -= 1;
         }
         while let Some(ev) = h.endpoint.poll_event() {
@@ -190,6 +214,16 @@ impl Apps {
             h.armed = next;
             self.out.push_back(AppOutput::Wake { app: id, at: next.expect("checked") });
         }
+    }
+
+    /// A frame for application `app` straight over the link, from `from`.
+    pub fn handle_frame(&mut self, now: SimTime, from: NodeId, app: u32, data: &[u8], sent: SimTime, room: usize) {
+        if !self.ip.iter().any(|a| a.id == app && a.broadside.as_ref().is_some_and(|h| h.raw)) {
+            return; // no raw end of that application here
+        }
+        let seq = self.broadside_received(app);
+        self.out.push_back(AppOutput::Datagram { peer: from, proto: Proto::Raw, app, seq, bytes: data.len() as u32, delay: now - sent });
+        self.broadside_rx(now, app, from, data, room);
     }
 
     /// Counts a datagram received by Broadside end `id`: its sequence number

@@ -14,7 +14,7 @@ use super::{AppOutput, Apps};
 use crate::ids::NodeId;
 use crate::packet::{Body, Packet, ALL_HOSTS};
 use crate::sockets::Sockets;
-use crate::trace::ConnEvent;
+use crate::trace::{ConnEvent, Proto};
 use crate::transport::udp::Datagram;
 use crate::units::{Dbm, SimTime};
 
@@ -30,8 +30,9 @@ pub enum AppKind {
     /// bytes, each answered with `response` bytes.
     RequestResponse { request: u64, response: u64, exchanges: u64, trigger: u32, trigger_interval: SimTime },
     /// Broadside at both ends ([`super::broadside`]); the sending end
-    /// holds one file of `bytes` bytes.
-    Broadside { bytes: u64 },
+    /// holds one file of `bytes` bytes. `raw`: straight over 802.11 frames
+    /// (Broadside-Raw), else over UDP/IP.
+    Broadside { bytes: u64, raw: bool },
 }
 
 impl AppKind {
@@ -89,7 +90,7 @@ impl App {
     /// Application `id`'s end at `me`; `seed`: the run's (seed, run).
     pub(super) fn new(me: NodeId, id: u32, cfg: AppConfig, seed: (u64, u64)) -> App {
         let broadside = match cfg.kind {
-            AppKind::Broadside { bytes } => Some(Host::new(me, me == cfg.from, id, cfg.port, bytes, seed)),
+            AppKind::Broadside { bytes, raw } => Some(Host::new(me, me == cfg.from, id, (cfg.port, raw), bytes, seed)),
             _ => None,
         };
         App { id, cfg, started: false, blocked: false, seq: 0, session: None, completed: 0, broadside }
@@ -185,7 +186,7 @@ impl Apps {
         }
         let hosted = local.is_some_and(|a| a.broadside.is_some());
         let seq = if hosted { self.broadside_received(app) } else { seq };
-        self.out.push_back(AppOutput::Datagram { peer: p.src, app, seq, bytes: datagram.len, delay: now - sent });
+        self.out.push_back(AppOutput::Datagram { peer: p.src, proto: Proto::Udp, app, seq, bytes: datagram.len, delay: now - sent });
         match datagram.data {
             Some(data) if hosted => self.broadside_rx(now, app, p.src, &data, room),
             _ if group => self.trigger_heard(now, app, seq, sockets),

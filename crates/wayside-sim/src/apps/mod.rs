@@ -20,7 +20,7 @@ use crate::mac::{Dst, Msdu, Payload};
 use crate::packet::Packet;
 use crate::phy::mode::Mode;
 use crate::ratectl::Stage;
-use crate::trace::ConnEvent;
+use crate::trace::{ConnEvent, Proto};
 use crate::units::SimTime;
 use ip::{App, AppConfig};
 use std::collections::VecDeque;
@@ -62,8 +62,9 @@ pub enum AppOutput {
     Frame(Msdu),
     /// A connection event for the trace.
     Conn { peer: NodeId, event: ConnEvent, value: f64 },
-    /// A datagram arrived (the `transport` trace).
-    Datagram { peer: NodeId, app: u32, seq: u64, bytes: u32, delay: SimTime },
+    /// A datagram arrived (the `transport` trace), over UDP or straight
+    /// over the link.
+    Datagram { peer: NodeId, proto: Proto, app: u32, seq: u64, bytes: u32, delay: SimTime },
     /// Application `app` wants to act at `at`.
     Wake { app: u32, at: SimTime },
     /// Frame source `source` wants to emit at `at`.

@@ -14,6 +14,7 @@ use crate::ratectl::{RateControlSpec, Stage};
 use crate::trace::FrameKind;
 use crate::units::{Dbm, SimTime};
 use mgmt::MgmtBody;
+use std::sync::Arc;
 
 /// MAC header (24) and FCS (4) around a data frame body.
 pub const DATA_OVERHEAD: u32 = 28;
@@ -57,13 +58,16 @@ pub enum Payload {
     /// Two packets to the same receiver in one Atheros fast frame.
     /// (Boxed: it is rare, and would double the size of every frame.)
     FastFrame(Box<[Packet; 2]>),
+    /// An application's own bytes straight over the link, no IP (a raw
+    /// protocol such as Broadside-Raw), for application `app`.
+    Datagram { app: u32, data: Arc<[u8]>, sent: SimTime },
 }
 
 impl Payload {
     fn kind(&self) -> FrameKind {
         match self {
             Payload::Mgmt(m) => m.kind(),
-            Payload::Raw | Payload::Packet(_) | Payload::FastFrame(..) => FrameKind::Data,
+            Payload::Raw | Payload::Packet(_) | Payload::FastFrame(..) | Payload::Datagram { .. } => FrameKind::Data,
         }
     }
 }

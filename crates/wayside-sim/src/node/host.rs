@@ -129,7 +129,7 @@ impl Node {
                     self.mac_enqueue(env, now, msdu);
                 }
                 AppOutput::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
-                AppOutput::Datagram { peer, app, seq, bytes, delay } => self.transport_row(env, now, peer, Proto::Udp, app, seq, bytes, delay),
+                AppOutput::Datagram { peer, proto, app, seq, bytes, delay } => self.transport_row(env, now, peer, proto, app, seq, bytes, delay),
                 AppOutput::Wake { app, at } => env.queue.schedule(at, node.0, Event::App { node, app }),
                 AppOutput::Emit { source, at } => {
                     let key = env.bodies.len() as u32 + source;

@@ -257,6 +257,11 @@ impl Node {
                 self.net_rx_air(env, now, frame.src, a);
                 self.net_rx_air(env, now, frame.src, b);
             }
+            Payload::Datagram { app, data, sent } => {
+                let room = self.dcf.queue_room();
+                self.apps.handle_frame(now, frame.src, app, &data, sent, room);
+                self.pump_apps(env, now);
+            }
             Payload::Raw => {}
         }
     }

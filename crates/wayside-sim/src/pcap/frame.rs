@@ -194,7 +194,13 @@ impl Encoder {
     /// LLC/SNAP and the packet (the first of a fast frame's two).
     fn data_body(&mut self, payload: &Payload, out: &mut Vec<u8>) {
         let Some(p) = packets(payload).next() else {
-            // Filler from a frame source: local experimental ethertype.
+            if let Payload::Datagram { data, .. } = payload {
+                // An application's own protocol: local experimental ethertype 2.
+                out.extend_from_slice(&llc_snap(0x88b6));
+                out.extend_from_slice(data);
+                return;
+            }
+            // Filler from a frame source: local experimental ethertype 1.
             out.extend_from_slice(&llc_snap(0x88b5));
             return;
         };
@@ -358,7 +364,7 @@ fn packets(payload: &Payload) -> impl Iterator<Item = &Packet> {
     let (a, b) = match payload {
         Payload::Packet(p) => (Some(p), None),
         Payload::FastFrame(pair) => (Some(&pair[0]), Some(&pair[1])),
-        Payload::Raw | Payload::Mgmt(_) => (None, None),
+        Payload::Raw | Payload::Mgmt(_) | Payload::Datagram { .. } => (None, None),
     };
     a.into_iter().chain(b)
 }

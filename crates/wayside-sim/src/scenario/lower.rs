@@ -741,6 +741,9 @@ impl Scenario {
                     return err(format!("{}: only used with kind = \"request-response\"", key(k)));
                 }
             }
+            if a.transport.is_some() && a.kind != AppKindName::Broadside {
+                return err(format!("{}: only used with kind = \"broadside\"", key("transport")));
+            }
             let kind = match a.kind {
                 AppKindName::TcpBulk => {
                     if a.payload.is_some() || a.interval.is_some() {
@@ -784,7 +787,7 @@ impl Scenario {
                             return err(format!("{}: not used with kind = \"broadside\" (its endpoint paces itself on the MAC queue)", key(k)));
                         }
                     }
-                    AppKind::Broadside { bytes: b.0 as u64 }
+                    AppKind::Broadside { bytes: b.0 as u64, raw: a.transport == Some(BroadsideTransport::Raw) }
                 }
                 AppKindName::UdpCbr => {
                     let (Some(p), Some(iv)) = (a.payload, a.interval) else {

@@ -241,6 +241,14 @@ pub enum AppKindName {
     Broadside,
 }
 
+/// What a Broadside application runs over.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BroadsideTransport {
+    Udp,
+    Raw,
+}
+
 /// An application over IP.
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
@@ -295,6 +303,10 @@ pub struct AppSection {
     /// request-response: the trigger datagram's payload.
     #[serde(default)]
     pub trigger_size: Option<SizeQ>,
+    /// broadside: `"udp"` (over UDP/IP, the default) or `"raw"` (straight
+    /// over 802.11 frames, Broadside-Raw).
+    #[serde(default)]
+    pub transport: Option<BroadsideTransport>,
     /// false: defined but not run (scenarios with several experiment variants).
     #[serde(default = "yes")]
     pub enabled: bool,
