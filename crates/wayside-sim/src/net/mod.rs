@@ -33,6 +33,7 @@
 
 pub mod arp;
 pub mod dhcp;
+pub mod gpsr;
 pub mod route;
 
 use crate::mac::mgmt::Role;
@@ -44,7 +45,7 @@ use crate::wire::WireFrame;
 use crate::packet::{ArpOp, Body, DhcpOp, Packet, ALL_HOSTS, LLC_SNAP};
 use arp::{Arp, ArpConfig, Expiry, Lookup};
 use dhcp::{ClientSend, ClientStep, DhcpClient};
-use route::{AddressPlan, Bss, Hop, Port, Router, View};
+use route::{AddressPlan, Bss, Hop, Port, Router, RouterOutput, View};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -55,6 +56,8 @@ pub enum NetTimer {
     Arp(NodeId),
     /// DHCP client retransmission.
     Dhcp,
+    /// The router's timer (beacons, held packets).
+    Route,
 }
 
 /// What the network layer asks of the node around it.
@@ -180,11 +183,34 @@ impl Net {
             bridged: &self.bridged,
             leased: &self.leased,
         };
-        let hop = self.router.next_hop(now, &p, &view);
+        let hop = self.router.next_hop(now, &mut p, &view);
+        self.pump_router(now);
         match hop {
             Some(Hop::Wire(link)) => self.out.push_back(NetOutput::Wire { link, frame: WireFrame::Ip(p) }),
             Some(Hop::Air(hop)) => self.arp_send(now, hop, p),
             None => {}
+        }
+    }
+
+    /// The node appeared: starts the router.
+    pub fn handle_start(&mut self, now: SimTime) {
+        self.router.start(now);
+        self.pump_router(now);
+    }
+
+    /// Drains the router's outputs into this layer's.
+    fn pump_router(&mut self, now: SimTime) {
+        while let Some(o) = self.router.poll() {
+            match o {
+                RouterOutput::Broadcast(p) => {
+                    if self.radio {
+                        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+                    }
+                }
+                RouterOutput::Send { hop, packet } => self.arp_send(now, hop, packet),
+                RouterOutput::Conn { peer, event, value } => self.conn(peer, event, value),
+                RouterOutput::Timer { at, generation } => self.out.push_back(NetOutput::Timer { timer: NetTimer::Route, at, generation }),
+            }
         }
     }
 
@@ -274,6 +300,10 @@ impl Net {
                     self.dhcp_client_send(now, s);
                 }
             }
+            NetTimer::Route => {
+                self.router.handle_timeout(now, generation);
+                self.pump_router(now);
+            }
         }
     }
 
@@ -324,6 +354,11 @@ impl Net {
         }
         if !self.addressed() {
             return; // no address yet: IP traffic is not ours
+        }
+        let control = self.router.handle_packet(now, from, &p);
+        self.pump_router(now);
+        if control {
+            return;
         }
         if let Body::Arp { op } = p.body {
             // Requests teach the receiver the sender's address too.

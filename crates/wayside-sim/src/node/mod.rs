@@ -322,10 +322,12 @@ impl Node {
         self.medium_update(env, now);
     }
 
-    /// Starts management.
+    /// Starts management and the router.
     fn mgmt_start(&mut self, env: &mut Env, now: SimTime) {
         self.mgmt.start(now);
         self.pump_mgmt(env, now);
+        self.net.handle_start(now);
+        self.pump_net(env, now);
     }
 
     /// Switches the radio on now, or at the node's appearance; schedules
