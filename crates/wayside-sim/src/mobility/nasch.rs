@@ -278,7 +278,7 @@ impl<'a> Road<'a> {
     /// Rickert et al.'s symmetric rule, decided for all vehicles on the
     /// same state, then applied.
     fn change_lanes(&mut self, k: u64, rng: &mut Stream) {
-        let up = k % 2 == 0;
+        let up = k.is_multiple_of(2);
         let len = self.hw.vehicle_cells as i64;
         let mut moves = Vec::new();
         for (i, c) in self.cars.iter().enumerate() {

@@ -9,7 +9,11 @@
 //! neighbour closest to the destination's position, provided it is closer
 //! than this node. Without one the packet is held and tried again every
 //! [`RETRANSMIT_DELAY`], up to [`MESSAGE_TTL`] times, then dropped (a
-//! `route-drop` event). The source stamps a [`GeoHeader`] with its own
+//! `route-drop` event). When the MAC gives up on a neighbour, the neighbour
+//! is forgotten until its next beacon and the packet is routed again (GPSR's
+//! use of 802.11 retransmission failure, Karp & Kung §2.2): a beacon, short
+//! and sent at the basic rate, reaches further than a full data frame, and
+//! greedy forwarding picks exactly the neighbours at that edge. The source stamps a [`GeoHeader`] with its own
 //! position and the destination's — known in advance for fixed nodes (the
 //! AP), learned from the headers of packets received otherwise — so that a
 //! destination can route its replies back. A node knows where it is at any
@@ -196,6 +200,18 @@ impl Router for Greedy {
         self.rearm();
     }
 
+    fn handle_link_failure(&mut self, now: SimTime, hop: NodeId, p: &Packet) {
+        self.neighbours.retain(|n| n.id != hop);
+        let mut p = p.clone();
+        match self.choose(now, &mut p) {
+            Some(hop) => self.out.push_back(RouterOutput::Send { hop, packet: p }),
+            None => {
+                self.held.push_back(Held { packet: p, retries: 0, due: now + RETRANSMIT_DELAY });
+                self.rearm();
+            }
+        }
+    }
+
     fn poll(&mut self) -> Option<RouterOutput> {
         self.out.pop_front()
     }
@@ -361,6 +377,21 @@ mod tests {
         }
         assert_eq!(attempts, (1..=5).map(|k| s(3.0 + k as f64)).collect::<Vec<_>>());
         assert_eq!(out, vec![RouterOutput::Conn { peer: AP, event: ConnEvent::RouteDrop, value: 5.0 }]);
+    }
+
+    #[test]
+    fn test_link_failure_forgets_the_neighbour_and_routes_the_packet_again() {
+        let mut r = router(ME, Vec2::new(0.0, 0.0));
+        r.handle_packet(s(0.0), NEAR, &beacon(NEAR, 150.0));
+        r.handle_packet(s(0.0), FAR, &beacon(FAR, 240.0));
+        let mut p = tcp(ME, AP);
+        assert_eq!(hop(&mut r, s(0.1), &mut p), Some(Hop::Air(FAR)));
+        r.handle_link_failure(s(0.2), FAR, &p);
+        assert_eq!(drain(&mut r), vec![RouterOutput::Send { hop: NEAR, packet: p.clone() }]);
+        r.handle_link_failure(s(0.3), NEAR, &p);
+        assert_eq!(drain(&mut r), vec![RouterOutput::Timer { at: s(1.3), generation: 1 }], "nobody left: held");
+        r.handle_packet(s(1.0), FAR, &beacon(FAR, 250.0));
+        assert_eq!(hop(&mut r, s(1.0), &mut tcp(ME, AP)), Some(Hop::Air(FAR)), "back with its next beacon");
     }
 
     #[test]

@@ -45,7 +45,9 @@ use crate::wire::WireFrame;
 use crate::packet::{ArpOp, Body, DhcpOp, Packet, ALL_HOSTS, LLC_SNAP};
 use arp::{Arp, ArpConfig, Expiry, Lookup};
 use dhcp::{ClientSend, ClientStep, DhcpClient};
-use route::{AddressPlan, Bss, Hop, Port, Router, RouterOutput, View};
+use crate::mobility::{Mobility, MobilityModel, Vec2};
+use crate::rng::Stream;
+use route::{AddressPlan, Bss, Hop, Port, Router, RouterOutput, Routing, View};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -110,6 +112,22 @@ pub struct NetSetup {
     pub ports: Vec<Port>,
     pub plan: Arc<AddressPlan>,
     pub router: Box<dyn Router>,
+}
+
+/// The router of node `me`, moving as `gps` says, among `nodes` (id,
+/// mobility, has a radio): a greedy router knows where the radio nodes
+/// that never move are (the AP), and sends its first beacon at a phase
+/// drawn from `stream` within the beacon interval.
+pub fn router<'a>(routing: Routing, me: NodeId, gps: &MobilityModel, nodes: impl Iterator<Item = (NodeId, &'a MobilityModel, bool)>, mut stream: Stream) -> Box<dyn Router> {
+    match routing {
+        Routing::Infrastructure => Box::new(route::Infrastructure),
+        Routing::Greedy => {
+            let fixed = nodes.filter(|&(id, m, radio)| radio && id != me && m.max_speed() == 0.0).map(|(id, m, _)| (id, m.position(SimTime::ZERO)));
+            let known: Vec<(NodeId, Vec2)> = fixed.collect();
+            let phase = SimTime::from_secs_f64(stream.uniform() * gpsr::BEACON_INTERVAL.as_secs_f64());
+            Box::new(gpsr::Greedy::new(me, gps.clone(), known, phase))
+        }
+    }
 }
 
 /// An MSDU carrying `p` to `dst`.
@@ -195,6 +213,13 @@ impl Net {
     /// The node appeared: starts the router.
     pub fn handle_start(&mut self, now: SimTime) {
         self.router.start(now);
+        self.pump_router(now);
+    }
+
+    /// The MAC gave up sending `p` to neighbour `hop`: the router may route
+    /// it again.
+    pub fn handle_tx_failed(&mut self, now: SimTime, hop: NodeId, p: &Packet) {
+        self.router.handle_link_failure(now, hop, p);
         self.pump_router(now);
     }
 

@@ -11,14 +11,26 @@
 //! A router may also speak a protocol of its own ([`super::gpsr`]): it is
 //! started when its node appears, sees every packet that arrives over the
 //! air before the network layer does (and keeps its control packets), has
-//! one timer, and hands the network layer packets to broadcast, to send to
-//! a neighbour or that it dropped ([`RouterOutput`]).
+//! one timer, hears of the MAC giving up on a neighbour, and hands the
+//! network layer packets to broadcast, to send to a neighbour or that it
+//! dropped ([`RouterOutput`]).
 
 use super::Packet;
 use crate::trace::ConnEvent;
 use crate::mac::mgmt::Role;
 use crate::ids::NodeId;
 use crate::units::SimTime;
+
+/// Which router a node runs (`routing = "…"` in a scenario's node).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Routing {
+    /// [`Infrastructure`].
+    #[default]
+    Infrastructure,
+    /// Greedy geographic forwarding ([`super::gpsr`]).
+    Greedy,
+}
 
 /// Where a packet leaves a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +142,9 @@ pub trait Router: Send {
 
     /// The routing timer armed with `generation` fired.
     fn handle_timeout(&mut self, _now: SimTime, _generation: u32) {}
+
+    /// The MAC gave up sending `p` to neighbour `hop` (its retries ran out).
+    fn handle_link_failure(&mut self, _now: SimTime, _hop: NodeId, _p: &Packet) {}
 
     /// The next output, oldest first.
     fn poll(&mut self) -> Option<RouterOutput> {
