@@ -41,7 +41,7 @@ impl DhcpOp {
 }
 
 /// A position as GPSR puts it on the wire: x and y as IEEE-754
-/// single-precision floats (Karp & Kung, MobiCom 2000, §2.2), kept as their
+/// single-precision floats (Karp & Kung, MobiCom 2000), kept as their
 /// bits so that packets compare exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WirePos {
@@ -63,7 +63,7 @@ impl WirePos {
 }
 
 /// A position beacon's payload: the sender's address (4 bytes, IPv4) and
-/// its position — what GPSR's beacons carry (Karp & Kung 2000, §2.2).
+/// its position — what GPSR's beacons carry (Karp & Kung 2000).
 pub const BEACON_BYTES: u32 = 4 + WirePos::BYTES;
 
 /// The routing header greedy geographic forwarding adds to a packet: where

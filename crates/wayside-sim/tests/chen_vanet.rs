@@ -48,3 +48,14 @@ fn nasch_section_errors_name_the_key() {
     let e = bad("node[2].routing=\"gpsr\"");
     assert!(e.contains("greedy"), "{e}");
 }
+
+#[test]
+fn same_seeds_same_run_and_the_scenario_seed_moves_the_traffic() {
+    let text = builtin("chen-vanet").unwrap();
+    let (a, b) = (common::run(text, &[], 1), common::run(text, &[], 1));
+    assert_eq!(a.node_names, b.node_names);
+    assert_eq!((&a.trace.frames.time_ns, &a.trace.frames.peer), (&b.trace.frames.time_ns, &b.trace.frames.peer));
+    assert_eq!(a.trace.events.time_ns, b.trace.events.time_ns);
+    let c = common::run(text, &["seed=2"], 1);
+    assert_ne!(a.trace.frames.time_ns, c.trace.frames.time_ns);
+}

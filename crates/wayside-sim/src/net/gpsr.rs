@@ -11,7 +11,7 @@
 //! [`RETRANSMIT_DELAY`], up to [`MESSAGE_TTL`] times, then dropped (a
 //! `route-drop` event). When the MAC gives up on a neighbour, the neighbour
 //! is forgotten until its next beacon and the packet is routed again (GPSR's
-//! use of 802.11 retransmission failure, Karp & Kung §2.2): a beacon, short
+//! use of 802.11 retransmission failure, Karp & Kung 2000): a beacon, short
 //! and sent at the basic rate, reaches further than a full data frame, and
 //! greedy forwarding picks exactly the neighbours at that edge. The source stamps a [`GeoHeader`] with its own
 //! position and the destination's — known in advance for fixed nodes (the
