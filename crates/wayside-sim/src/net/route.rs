@@ -5,7 +5,7 @@
 //! delivers to its stations over the air and to other hosts over its wired
 //! links; a wired host picks the link whose far end is the destination or
 //! behind which the destination was last announced (the AP's layer-2 update,
-//! [`super::Body::L2Update`]), else its first link (the default route);
+//! [`crate::wire::WireFrame::L2Update`]), else its first link (the default route);
 //! nodes without a role (ad hoc) send directly to radio hosts.
 //!
 //! A router may also speak a protocol of its own ([`super::gpsr`]): it is
