@@ -59,6 +59,8 @@ pub struct NodeConfig {
     /// neither sends nor hears, and what is handed to its MAC is dropped.
     pub appear: SimTime,
     pub disappear: SimTime,
+    /// Its router.
+    pub routing: crate::net::route::Routing,
 }
 
 /// Everything needed to build a world.

@@ -4,6 +4,7 @@
 //! links as they are.
 
 use crate::ids::NodeId;
+use crate::mobility::Vec2;
 use crate::transport::tcp::Segment;
 use crate::transport::udp::Datagram;
 use crate::units::SimTime;
@@ -39,11 +40,52 @@ impl DhcpOp {
     }
 }
 
+/// A position as GPSR puts it on the wire: x and y as IEEE-754
+/// single-precision floats (Karp & Kung, MobiCom 2000), kept as their
+/// bits so that packets compare exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WirePos {
+    x: u32,
+    y: u32,
+}
+
+impl WirePos {
+    /// Bytes on the wire: two 4-byte floats.
+    pub const BYTES: u32 = 8;
+
+    pub fn new(p: Vec2) -> WirePos {
+        WirePos { x: (p.x as f32).to_bits(), y: (p.y as f32).to_bits() }
+    }
+
+    pub fn get(self) -> Vec2 {
+        Vec2::new(f32::from_bits(self.x) as f64, f32::from_bits(self.y) as f64)
+    }
+}
+
+/// A position beacon's payload: the sender's address (4 bytes, IPv4) and
+/// its position — what GPSR's beacons carry (Karp & Kung 2000).
+pub const BEACON_BYTES: u32 = 4 + WirePos::BYTES;
+
+/// The routing header greedy geographic forwarding adds to a packet: where
+/// its source was when it sent it (so that replies route back; Chen et al.)
+/// and where its destination is (what every hop forwards towards; GPSR).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GeoHeader {
+    pub src: WirePos,
+    pub dst: WirePos,
+}
+
+impl GeoHeader {
+    pub const BYTES: u32 = 2 * WirePos::BYTES;
+}
+
 /// What a packet carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
     Arp { op: ArpOp },
     Dhcp { op: DhcpOp },
+    /// A position beacon, sent straight over IP to every neighbour.
+    Beacon { position: WirePos },
     Udp { datagram: Datagram, app: u32, seq: u64, sent: SimTime },
     Tcp(Segment),
 }
@@ -57,6 +99,8 @@ pub struct Packet {
     /// Hops left; a packet is dropped when it would be forwarded at zero.
     pub ttl: u8,
     pub body: Body,
+    /// The geographic routing header, if a geographic router added one.
+    pub geo: Option<GeoHeader>,
 }
 
 /// The multicast group every application trigger is sent to (stands for an
@@ -68,14 +112,19 @@ pub const DEFAULT_TTL: u8 = 64;
 
 impl Packet {
     pub fn new(src: NodeId, dst: NodeId, body: Body) -> Packet {
-        Packet { src, dst, ttl: DEFAULT_TTL, body }
+        Packet { src, dst, ttl: DEFAULT_TTL, body, geo: None }
     }
 }
 
 impl Packet {
     /// Bytes on the wire above the link layer.
     pub fn bytes(&self) -> u32 {
+        self.geo.map_or(0, |_| GeoHeader::BYTES) + self.body_bytes()
+    }
+
+    fn body_bytes(&self) -> u32 {
         match self.body {
+            Body::Beacon { .. } => IP_HEADER + BEACON_BYTES,
             Body::Arp { .. } => ARP_BYTES,
             Body::Dhcp { .. } => DhcpOp::bytes(),
             Body::Udp { ref datagram, .. } => IP_HEADER + datagram.header_bytes() + datagram.len,

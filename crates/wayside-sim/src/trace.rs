@@ -114,6 +114,10 @@ category!(
         TransferStalled => "transfer-stalled",
         /// Broadside: a file from the peer was received, verified and committed.
         FileUpdated => "file-updated",
+        /// Geographic routing: a packet held for want of a neighbour closer
+        /// to its destination was dropped after its retries (peer: its
+        /// destination; value: retries).
+        RouteDrop => "route-drop",
     });
 category!(
     /// Outcome of one MSDU at the MAC.

@@ -33,6 +33,7 @@
 
 pub mod arp;
 pub mod dhcp;
+pub mod gpsr;
 pub mod route;
 
 use crate::mac::mgmt::Role;
@@ -44,7 +45,9 @@ use crate::wire::WireFrame;
 use crate::packet::{ArpOp, Body, DhcpOp, Packet, ALL_HOSTS, LLC_SNAP};
 use arp::{Arp, ArpConfig, Expiry, Lookup};
 use dhcp::{ClientSend, ClientStep, DhcpClient};
-use route::{AddressPlan, Bss, Hop, Port, Router, View};
+use crate::mobility::{Mobility, MobilityModel, Vec2};
+use crate::rng::Stream;
+use route::{AddressPlan, Bss, Hop, Port, Router, RouterOutput, Routing, View};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -55,6 +58,8 @@ pub enum NetTimer {
     Arp(NodeId),
     /// DHCP client retransmission.
     Dhcp,
+    /// The router's timer (beacons, held packets).
+    Route,
 }
 
 /// What the network layer asks of the node around it.
@@ -107,6 +112,22 @@ pub struct NetSetup {
     pub ports: Vec<Port>,
     pub plan: Arc<AddressPlan>,
     pub router: Box<dyn Router>,
+}
+
+/// The router of node `me`, moving as `gps` says, among `nodes` (id,
+/// mobility, has a radio): a greedy router knows where the radio nodes
+/// that never move are (the AP), and sends its first beacon at a phase
+/// drawn from `stream` within the beacon interval.
+pub fn router<'a>(routing: Routing, me: NodeId, gps: &MobilityModel, nodes: impl Iterator<Item = (NodeId, &'a MobilityModel, bool)>, mut stream: Stream) -> Box<dyn Router> {
+    match routing {
+        Routing::Infrastructure => Box::new(route::Infrastructure),
+        Routing::Greedy => {
+            let fixed = nodes.filter(|&(id, m, radio)| radio && id != me && m.max_speed() == 0.0).map(|(id, m, _)| (id, m.position(SimTime::ZERO)));
+            let known: Vec<(NodeId, Vec2)> = fixed.collect();
+            let phase = SimTime::from_secs_f64(stream.uniform() * gpsr::BEACON_INTERVAL.as_secs_f64());
+            Box::new(gpsr::Greedy::new(me, gps.clone(), known, phase))
+        }
+    }
 }
 
 /// An MSDU carrying `p` to `dst`.
@@ -180,11 +201,41 @@ impl Net {
             bridged: &self.bridged,
             leased: &self.leased,
         };
-        let hop = self.router.next_hop(now, &p, &view);
+        let hop = self.router.next_hop(now, &mut p, &view);
+        self.pump_router(now);
         match hop {
             Some(Hop::Wire(link)) => self.out.push_back(NetOutput::Wire { link, frame: WireFrame::Ip(p) }),
             Some(Hop::Air(hop)) => self.arp_send(now, hop, p),
             None => {}
+        }
+    }
+
+    /// The node appeared: starts the router.
+    pub fn handle_start(&mut self, now: SimTime) {
+        self.router.start(now);
+        self.pump_router(now);
+    }
+
+    /// The MAC gave up sending `p` to neighbour `hop`: the router may route
+    /// it again.
+    pub fn handle_tx_failed(&mut self, now: SimTime, hop: NodeId, p: &Packet) {
+        self.router.handle_link_failure(now, hop, p);
+        self.pump_router(now);
+    }
+
+    /// Drains the router's outputs into this layer's.
+    fn pump_router(&mut self, now: SimTime) {
+        while let Some(o) = self.router.poll() {
+            match o {
+                RouterOutput::Broadcast(p) => {
+                    if self.radio {
+                        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+                    }
+                }
+                RouterOutput::Send { hop, packet } => self.arp_send(now, hop, packet),
+                RouterOutput::Conn { peer, event, value } => self.conn(peer, event, value),
+                RouterOutput::Timer { at, generation } => self.out.push_back(NetOutput::Timer { timer: NetTimer::Route, at, generation }),
+            }
         }
     }
 
@@ -274,6 +325,10 @@ impl Net {
                     self.dhcp_client_send(now, s);
                 }
             }
+            NetTimer::Route => {
+                self.router.handle_timeout(now, generation);
+                self.pump_router(now);
+            }
         }
     }
 
@@ -324,6 +379,11 @@ impl Net {
         }
         if !self.addressed() {
             return; // no address yet: IP traffic is not ours
+        }
+        let control = self.router.handle_packet(now, from, &p);
+        self.pump_router(now);
+        if control {
+            return;
         }
         if let Body::Arp { op } = p.body {
             // Requests teach the receiver the sender's address too.

@@ -5,13 +5,32 @@
 //! delivers to its stations over the air and to other hosts over its wired
 //! links; a wired host picks the link whose far end is the destination or
 //! behind which the destination was last announced (the AP's layer-2 update,
-//! [`super::Body::L2Update`]), else its first link (the default route);
+//! [`crate::wire::WireFrame::L2Update`]), else its first link (the default route);
 //! nodes without a role (ad hoc) send directly to radio hosts.
+//!
+//! A router may also speak a protocol of its own ([`super::gpsr`]): it is
+//! started when its node appears, sees every packet that arrives over the
+//! air before the network layer does (and keeps its control packets), has
+//! one timer, hears of the MAC giving up on a neighbour, and hands the
+//! network layer packets to broadcast, to send to a neighbour or that it
+//! dropped ([`RouterOutput`]).
 
 use super::Packet;
+use crate::trace::ConnEvent;
 use crate::mac::mgmt::Role;
 use crate::ids::NodeId;
 use crate::units::SimTime;
+
+/// Which router a node runs (`routing = "…"` in a scenario's node).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Routing {
+    /// [`Infrastructure`].
+    #[default]
+    Infrastructure,
+    /// Greedy geographic forwarding ([`super::gpsr`]).
+    Greedy,
+}
 
 /// Where a packet leaves a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,11 +107,49 @@ impl View<'_> {
     }
 }
 
+/// What a router with a protocol of its own asks of the network layer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RouterOutput {
+    /// Broadcast this control packet (a beacon) over the air.
+    Broadcast(Packet),
+    /// Send this packet over the air to neighbour `hop` (one it held).
+    Send { hop: NodeId, packet: Packet },
+    /// A routing event for the trace (a packet dropped) concerning `peer`.
+    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    /// Arm the routing timer for `at`; an expiry with another generation is
+    /// void.
+    Timer { at: SimTime, generation: u32 },
+}
+
 /// The routing hook: decides the next hop of every packet a node sends or
-/// forwards (not of packets for itself, multicast, ARP or DHCP).
+/// forwards (not of packets for itself, multicast, ARP or DHCP). Only
+/// `next_hop` is required; the rest is for routers with a protocol.
 pub trait Router: Send {
-    /// Where `p` leaves this node now; `None`: no route, the packet is dropped.
-    fn next_hop(&mut self, now: SimTime, p: &Packet, view: &View) -> Option<Hop>;
+    /// Where `p` leaves this node now. `None`: the network layer sends
+    /// nothing now — there is no route and the packet is dropped, or the
+    /// router kept it and will send it through its outputs. A router may
+    /// add a header of its own to `p`.
+    fn next_hop(&mut self, now: SimTime, p: &mut Packet, view: &View) -> Option<Hop>;
+
+    /// The node appeared.
+    fn start(&mut self, _now: SimTime) {}
+
+    /// `p` arrived over the air from neighbour `from`; `true`: it is this
+    /// router's control packet and goes no further.
+    fn handle_packet(&mut self, _now: SimTime, _from: NodeId, _p: &Packet) -> bool {
+        false
+    }
+
+    /// The routing timer armed with `generation` fired.
+    fn handle_timeout(&mut self, _now: SimTime, _generation: u32) {}
+
+    /// The MAC gave up sending `p` to neighbour `hop` (its retries ran out).
+    fn handle_link_failure(&mut self, _now: SimTime, _hop: NodeId, _p: &Packet) {}
+
+    /// The next output, oldest first.
+    fn poll(&mut self) -> Option<RouterOutput> {
+        None
+    }
 }
 
 /// The default routing (see the module documentation).
@@ -100,7 +157,7 @@ pub trait Router: Send {
 pub struct Infrastructure;
 
 impl Router for Infrastructure {
-    fn next_hop(&mut self, _now: SimTime, p: &Packet, v: &View) -> Option<Hop> {
+    fn next_hop(&mut self, _now: SimTime, p: &mut Packet, v: &View) -> Option<Hop> {
         let dst = p.dst;
         if !v.radio {
             return v.wired(dst);

@@ -231,3 +231,77 @@ fn split_ap_offers_forwarded_tcp_to_its_transport() {
     n.handle_air(NOW, STA, tcp(STA, AP), &bss);
     assert!(matches!(drain(&mut n)[..], [NetOutput::Deliver(_)]), "its own traffic is delivered");
 }
+
+/// An ad hoc node at `x` on the road routing greedily towards the AP at
+/// x = 1000, its first beacon at its start.
+fn greedy(me: NodeId, x: f64) -> Net {
+    use crate::mobility::{MobilityModel, Trajectory, Vec2};
+    let gps = MobilityModel::Trajectory(Trajectory::fixed(Vec2::new(x, 0.0)));
+    let router = crate::net::gpsr::Greedy::new(me, gps, vec![(AP, Vec2::new(1000.0, 0.0))], SimTime::ZERO);
+    let plan = Arc::new(AddressPlan::new(vec![true; 4], vec![false; 4]));
+    let mut n = net(me, Role::Independent, true, vec![], None, plan);
+    n.router = Box::new(router);
+    n
+}
+
+fn beacon_of(n: &mut Net, at: SimTime) -> Packet {
+    n.handle_start(at);
+    let out = drain(n);
+    let [NetOutput::Timer { timer: NetTimer::Route, at, generation }] = out[..] else { panic!("{out:?}") };
+    n.handle_timeout(at, NetTimer::Route, generation);
+    let out = drain(n);
+    let NetOutput::Air(m) = &out[0] else { panic!("{out:?}") };
+    assert_eq!((m.dst, m.bytes), (Dst::Broadcast, 20 + 12 + LLC_SNAP));
+    let Payload::Packet(p) = &m.payload else { panic!() };
+    p.clone()
+}
+
+#[test]
+fn greedy_started_beacons_and_a_heard_beacon_goes_no_further() {
+    let mut sta = greedy(STA, 0.0);
+    let b = beacon_of(&mut sta, NOW);
+    let mut relay = greedy(AP2, 400.0);
+    relay.handle_air(NOW, STA, b, &Fake::default());
+    assert!(drain(&mut relay).is_empty(), "the router keeps its beacons");
+}
+
+#[test]
+fn greedy_forwards_towards_the_ap_through_arp_with_its_header() {
+    let mut relay = greedy(AP2, 400.0);
+    let b = beacon_of(&mut relay, NOW);
+    let mut sta = greedy(STA, 0.0);
+    sta.handle_air(NOW, AP2, b, &Fake::default());
+    sta.send(NOW, tcp(STA, AP), &Fake::default());
+    let out = drain(&mut sta);
+    assert!(matches!(out[0], NetOutput::Conn { peer: AP2, event: ConnEvent::ArpRequest, .. }), "{out:?}");
+    sta.handle_air(NOW, AP2, Packet::new(AP2, STA, Body::Arp { op: ArpOp::Reply }), &Fake::default());
+    let out = drain(&mut sta);
+    let NetOutput::Air(m) = &out[1] else { panic!("{out:?}") };
+    let Payload::Packet(p) = &m.payload else { panic!() };
+    assert_eq!(m.dst, Dst::Node(AP2));
+    assert!(p.geo.is_some());
+    assert_eq!(m.bytes, tcp(STA, AP).bytes() + 16 + LLC_SNAP);
+}
+
+#[test]
+fn greedy_without_a_route_holds_then_drops_and_traces_it() {
+    let mut sta = greedy(STA, 0.0);
+    sta.send(NOW, tcp(STA, AP), &Fake::default());
+    let mut drops = vec![];
+    let mut out = drain(&mut sta);
+    while !out.is_empty() {
+        let mut next = vec![];
+        for o in out {
+            match o {
+                NetOutput::Timer { timer, at, generation } => {
+                    sta.handle_timeout(at, timer, generation);
+                    next.extend(drain(&mut sta));
+                }
+                NetOutput::Conn { peer, event, value } => drops.push((peer, event, value)),
+                o => panic!("{o:?}"),
+            }
+        }
+        out = next;
+    }
+    assert_eq!(drops, vec![(AP, ConnEvent::RouteDrop, 5.0)]);
+}

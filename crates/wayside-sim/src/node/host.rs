@@ -81,7 +81,7 @@ impl Node {
                 self.pump_apps(env, now);
                 self.pump_sockets(env, now);
             }
-            Body::Arp { .. } | Body::Dhcp { .. } => {}
+            Body::Arp { .. } | Body::Dhcp { .. } | Body::Beacon { .. } => {}
         }
     }
 

@@ -20,7 +20,7 @@ use crate::env::Env;
 use crate::mobility::Vec2;
 use crate::apps::Apps;
 use crate::net::dhcp::DhcpClient;
-use crate::net::route::{AddressPlan, Bss, Infrastructure, Port};
+use crate::net::route::{AddressPlan, Bss, Port};
 use crate::net::{Net, NetSetup};
 use crate::sockets::Sockets;
 use crate::phy::mode::Timing;
@@ -108,7 +108,13 @@ fn net_setup(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan
         dhcp: n.dhcp.then(|| DhcpClient::new(Stream::new("run", cfg.seed, cfg.run, &format!("dhcp/{}", n.name)))),
         ports,
         plan: Arc::clone(plan),
-        router: Box::new(Infrastructure),
+        router: crate::net::router(
+            n.routing,
+            id,
+            &n.mobility,
+            cfg.nodes.iter().enumerate().map(|(i, m)| (NodeId(i as u32), &m.mobility, m.radio)),
+            Stream::new("run", cfg.seed, cfg.run, &format!("route/{}", n.name)),
+        ),
     }
 }
 
@@ -231,6 +237,10 @@ impl Node {
                 }
                 self.apps.handle_mac_done(now, msdu.source);
                 self.pump_apps(env, now);
+                if let (false, Dst::Node(hop), Payload::Packet(p)) = (delivered, msdu.dst, &msdu.payload) {
+                    self.net.handle_tx_failed(now, hop, p);
+                    self.pump_net(env, now);
+                }
             }
             DcfEvent::Received { frame, rssi, duplicate } => {
                 self.mgmt.handle_heard(now, frame.src);
@@ -327,10 +337,12 @@ impl Node {
         self.medium_update(env, now);
     }
 
-    /// Starts management.
+    /// Starts management and the router.
     fn mgmt_start(&mut self, env: &mut Env, now: SimTime) {
         self.mgmt.start(now);
         self.pump_mgmt(env, now);
+        self.net.handle_start(now);
+        self.pump_net(env, now);
     }
 
     /// Switches the radio on now, or at the node's appearance; schedules

@@ -227,6 +227,15 @@ impl Encoder {
                 let b = PacketBuilder::ipv4(ip_of(p.src.0), ip_of(p.dst.0), p.ttl).udp(datagram.src_port, datagram.dst_port);
                 b.write(out, payload).expect("a UDP packet within IPv4's length");
             }
+            Body::Beacon { position } => {
+                // Not an IP protocol with a dissector: the local
+                // experimental ethertype, then the beacon's bytes.
+                out.extend_from_slice(&llc_snap(0x88b5));
+                out.extend_from_slice(&ip_of(p.src.0));
+                let at = position.get();
+                out.extend_from_slice(&(at.x as f32).to_be_bytes());
+                out.extend_from_slice(&(at.y as f32).to_be_bytes());
+            }
             Body::Dhcp { op } => {
                 out.extend_from_slice(&llc_snap(0x0800));
                 let from_client = matches!(op, DhcpOp::Discover | DhcpOp::Request);

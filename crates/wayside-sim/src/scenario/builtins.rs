@@ -10,6 +10,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("hadaller-highway", include_str!("../../../../scenarios/hadaller-highway.toml")),
     ("hadaller-highway-remote", include_str!("../../../../scenarios/hadaller-highway-remote.toml")),
     ("drivethru-autobahn", include_str!("../../../../scenarios/drivethru-autobahn.toml")),
+    ("chen-vanet", include_str!("../../../../scenarios/chen-vanet.toml")),
 ];
 
 /// The text of the built-in scenario `name`, if there is one.

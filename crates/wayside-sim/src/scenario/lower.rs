@@ -14,7 +14,9 @@ use crate::config::{NodeConfig, RadioConfig, Role, SimConfig};
 use crate::ids::NodeId;
 use crate::mac::mgmt::{DriverProfile, MgmtConfig, BEACON_HISTORY};
 use crate::mac::{Dst, MacConfig};
+use crate::mobility::nasch::{Highway, Vehicle};
 use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
+use crate::rng::Stream;
 use crate::net::arp::{ArpConfig, ArpProfile};
 use crate::obstacles::{Obstacle, Obstacles, PER_METRE, PER_WALL};
 use crate::wire::WiredLink;
@@ -244,7 +246,50 @@ fn check_mobility(key: &str, m: &MobilitySection) -> Result<(), ScenarioError> {
             }
             Ok(())
         }
+        MobilitySection::Nasch { lanes, cells, .. } => {
+            check_range(&format!("{key}.lanes"), *lanes as f64, &lanes.to_string(), 1.0, 16.0, "1 to 16")?;
+            check_range(&format!("{key}.cells"), *cells as f64, &cells.to_string(), 5.0, 100_000.0, "5 to 100000 cells of 1.5 m")?;
+            highway(m, Vec2::default()).validate().map_err(|e| ScenarioError(format!("{key}.{e}")))
+        }
     }
+}
+
+/// The highway of a Nagel–Schreckenberg section, lane 0 starting at `at`.
+fn highway(m: &MobilitySection, at: Vec2) -> Highway {
+    let MobilitySection::Nasch { density, lanes, cells, dawdle } = *m else { unreachable!("called for NaSch sections only") };
+    Highway { lanes, cells, dawdle, origin: at, ..Highway::chen(density) }
+}
+
+/// One node of a `[[node]]` section: its name, path and radio window.
+struct Member {
+    name: String,
+    trajectory: Trajectory,
+    appear: SimTime,
+    disappear: SimTime,
+}
+
+/// The nodes of section `n`: `count` copies offset by `spacing`, or the
+/// vehicles of its highway over `duration`, traffic drawn from `seed`.
+fn members(n: &NodeSection, group: &NodeGroup, duration: SimTime, seed: u64) -> Vec<Member> {
+    if let MobilitySection::Nasch { .. } = n.mobility {
+        let stream = Stream::new("run", seed, 0, &format!("mobility/nasch/{}", n.name));
+        let vehicles = highway(&n.mobility, n.position.0).run(duration, stream);
+        let member = |(k, v): (usize, Vehicle)| Member { name: format!("{}-{k}", n.name), trajectory: v.trajectory, appear: v.enter, disappear: v.leave };
+        return vehicles.into_iter().enumerate().map(member).collect();
+    }
+    let spacing = n.spacing.map_or(Vec2::default(), |s| s.0);
+    (0..n.count)
+        .map(|k| {
+            let off = Vec2::new(spacing.x * k as f64, spacing.y * k as f64);
+            let at = Vec2::new(n.position.0.x + off.x, n.position.0.y + off.y);
+            Member {
+                name: if n.count == 1 { n.name.clone() } else { format!("{}-{k}", n.name) },
+                trajectory: trajectory(&n.mobility, at, off),
+                appear: group.appear,
+                disappear: group.disappear,
+            }
+        })
+        .collect()
 }
 
 /// The trajectory of a (checked) mobility section starting at `at`, every
@@ -262,6 +307,7 @@ fn trajectory(m: &MobilitySection, at: Vec2, off: Vec2) -> Trajectory {
             let wps: Vec<Waypoint> = waypoints.iter().map(|w| Waypoint { position: shift(&w.position), speed: w.speed.0, pause: w.pause.time() }).collect();
             Trajectory::waypoints(at, &wps, depart.time())
         }
+        MobilitySection::Nasch { .. } => unreachable!("NaSch sections are expanded by members()"),
     }
 }
 
@@ -297,13 +343,13 @@ impl Scenario {
         let radio = self.lower_radio()?;
         let rates = self.rate_context(radio.error_model)?;
         let mac = self.lower_mac(&rates)?;
-        let nodes = self.lower_nodes(&rates, &mac.rate, channel_no)?;
+        let nodes = self.lower_nodes(&rates, &mac.rate, channel_no, duration)?;
         let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
         let sources = self.lower_traffic(standard, &names)?;
         let mgmt = self.lower_management()?;
         let wires = self.lower_links(&names)?;
         let apps = self.lower_apps(&names)?;
-        let pcap = self.lower_pcap(&names)?;
+        let pcap = self.lower_pcap(&nodes)?;
         Ok(SimConfig { mgmt, wires, apps, pcap, duration, seed: self.seed, run: 0, channel, radio, mac, nodes, sources })
     }
 
@@ -480,7 +526,7 @@ impl Scenario {
     }
 
     /// The nodes; `default` is the `[mac]` section's rate control.
-    fn lower_nodes(&self, rates: &RateContext, default: &RateControlSpec, channel_no: u32) -> Result<Vec<NodeConfig>, ScenarioError> {
+    fn lower_nodes(&self, rates: &RateContext, default: &RateControlSpec, channel_no: u32, duration: SimTime) -> Result<Vec<NodeConfig>, ScenarioError> {
         if self.nodes.is_empty() {
             return err("node: at least one [[node]] is required");
         }
@@ -511,13 +557,10 @@ impl Scenario {
         let reports_position = self.nodes.iter().zip(&groups).any(|(n, g)| n.radio && g.learns);
         let mut nodes = Vec::with_capacity(names.len());
         for (i, (n, group)) in self.nodes.iter().zip(groups).enumerate() {
-            let spacing = n.spacing.map_or(Vec2::default(), |s| s.0);
-            for k in 0..n.count {
-                let off = Vec2::new(spacing.x * k as f64, spacing.y * k as f64);
-                let at = Vec2::new(n.position.0.x + off.x, n.position.0.y + off.y);
+            for m in members(n, &group, duration, self.seed) {
                 nodes.push(NodeConfig {
-                    name: if n.count == 1 { n.name.clone() } else { format!("{}-{k}", n.name) },
-                    mobility: MobilityModel::Trajectory(trajectory(&n.mobility, at, off)),
+                    name: m.name,
+                    mobility: MobilityModel::Trajectory(m.trajectory),
                     tx_power: n.tx_power.0,
                     antenna_gain: n.antenna_gain.0,
                     antenna_height: n.antenna_height.0,
@@ -532,10 +575,19 @@ impl Scenario {
                     rate_control: n.rate_control.as_ref().map(|rc| rates.spec(&format!("node[{i}].rate_control"), rc)).transpose()?,
                     split_tcp: n.split_tcp,
                     reports_position,
-                    appear: group.appear,
-                    disappear: group.disappear,
+                    appear: m.appear,
+                    disappear: m.disappear,
                     arp: group.arp,
+                    routing: n.routing,
                 });
+            }
+        }
+        if nodes.len() > MAX_NODES {
+            return err(format!("node: {} nodes in all with the highways' vehicles; allowed: 1 to {MAX_NODES}", nodes.len()));
+        }
+        for (i, a) in nodes.iter().enumerate() {
+            if nodes[..i].iter().any(|b| b.name == a.name) {
+                return err(format!("node: the name '{}' is used twice (a highway names its vehicles name-0, name-1, …); node names must be unique", a.name));
             }
         }
         Ok(nodes)
@@ -558,6 +610,12 @@ impl Scenario {
             check_point(&format!("{} (the last of {} nodes)", key("spacing"), n.count), far)?;
         }
         check_mobility(&key("mobility"), &n.mobility)?;
+        if let MobilitySection::Nasch { .. } = n.mobility {
+            let set = [("count", n.count != 1), ("spacing", n.spacing.is_some()), ("appear", n.appear.is_some()), ("disappear", n.disappear.is_some())];
+            if let Some((k, _)) = set.iter().find(|(_, given)| *given) {
+                return err(format!("{}: not with mobility model \"nasch\"; the highway decides how many vehicles there are and when each is on the road", key(k)));
+            }
+        }
         let mut window = [SimTime::ZERO, SimTime::MAX];
         for ((k, t), at) in [("appear", n.appear), ("disappear", n.disappear)].into_iter().zip(&mut window) {
             if let Some(t) = t {
@@ -855,13 +913,13 @@ impl Scenario {
         })
     }
 
-    fn lower_pcap(&self, names: &[String]) -> Result<PcapConfig, ScenarioError> {
+    fn lower_pcap(&self, nodes_cfg: &[NodeConfig]) -> Result<PcapConfig, ScenarioError> {
+        let names: Vec<String> = nodes_cfg.iter().map(|n| n.name.clone()).collect();
         let Some(p) = &self.pcap else { return Ok(PcapConfig::default()) };
         if p.nodes.as_ref().is_some_and(Vec::is_empty) {
             return err("pcap.nodes: give at least one radio, or leave nodes out to capture every radio");
         }
-        let sections = self.nodes.iter().flat_map(|n| std::iter::repeat_n(n, n.count as usize));
-        let radios: Vec<&String> = names.iter().zip(sections).filter(|(_, n)| n.radio).map(|(name, _)| name).collect();
+        let radios: Vec<&String> = nodes_cfg.iter().filter(|n| n.radio).map(|n| &n.name).collect();
         let mut nodes = Vec::new();
         for (i, n) in p.nodes.iter().flatten().enumerate() {
             let Some(id) = names.iter().position(|m| m == n).filter(|_| radios.contains(&n)) else {
@@ -871,7 +929,7 @@ impl Scenario {
             nodes.push(NodeId(id as u32));
         }
         let Some(sniffer) = &p.sniffer else { return Ok(PcapConfig { nodes, sniffer: None }) };
-        let Some(node) = self.nodes.iter().find(|n| n.count == 1 && &n.name == sniffer) else {
+        let Some(node) = self.nodes.iter().find(|n| n.count == 1 && &n.name == sniffer && names.contains(sniffer)) else {
             let what = if names.contains(sniffer) { "is one of a group (count > 1); give the sniffer a [[node]] of its own" } else { "no such node" };
             return err(format!("pcap.sniffer: '{sniffer}': {what}; nodes: {}", names.join(", ")));
         };
@@ -890,7 +948,7 @@ impl Scenario {
                 return err(format!("pcap.sniffer: '{sniffer}' is named by a [[{section}]]; a sniffer sends nothing and nothing is sent to it"));
             }
         }
-        let sniffer = node_id(names, "pcap.sniffer", sniffer, "")?;
+        let sniffer = node_id(&names, "pcap.sniffer", sniffer, "")?;
         Ok(PcapConfig { nodes, sniffer: Some(sniffer) })
     }
 }

@@ -799,6 +799,33 @@ pub enum MobilitySection {
         #[serde(default = "zero_time")]
         depart: TimeQ,
     },
+    /// The vehicles of a Nagel–Schreckenberg highway whose lane 0 starts at
+    /// `position` and runs along +x, lanes 3.5 m apart along +y
+    /// ([`crate::mobility::nasch`]): one node per vehicle on the road during
+    /// the run, named `name-0`, `name-1`… in order of entry, its radio on
+    /// while it is on the road. The traffic follows the scenario's `seed`.
+    Nasch {
+        /// Fraction of cells occupied, kept for the whole run.
+        density: f64,
+        #[serde(default = "nasch_lanes")]
+        lanes: u32,
+        /// Road length in 1.5 m cells.
+        #[serde(default = "nasch_cells")]
+        cells: u32,
+        /// Dawdling probability.
+        #[serde(default = "nasch_dawdle")]
+        dawdle: f64,
+    },
+}
+
+fn nasch_lanes() -> u32 {
+    crate::mobility::nasch::Highway::chen(0.0).lanes
+}
+fn nasch_cells() -> u32 {
+    crate::mobility::nasch::Highway::chen(0.0).cells
+}
+fn nasch_dawdle() -> f64 {
+    crate::mobility::nasch::Highway::chen(0.0).dawdle
 }
 
 #[derive(Deserialize, Debug)]
@@ -862,6 +889,10 @@ pub struct NodeSection {
     /// has left the area.
     #[serde(default)]
     pub disappear: Option<TimeQ>,
+    /// Its routing: "infrastructure" (default) or "greedy" (greedy
+    /// geographic forwarding).
+    #[serde(default)]
+    pub routing: crate::net::route::Routing,
 }
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key

@@ -2,8 +2,12 @@
 //!
 //! Static nodes, constant velocity along a line or a polyline, and waypoints
 //! with per-leg speeds and pauses all reduce to one piecewise-linear
-//! [`Trajectory`]; traffic models (Nagel–Schreckenberg lanes) and SUMO traces
-//! will be further implementations of the trait.
+//! [`Trajectory`]. Traffic models reduce to trajectories too: the
+//! Nagel–Schreckenberg highway ([`nasch`]) runs its cellular automaton once
+//! for the whole run and gives each vehicle the path it drove; SUMO traces
+//! will be a further implementation of the trait.
+
+pub mod nasch;
 
 use crate::units::{Meters, Mps, SimTime};
 
@@ -117,6 +121,21 @@ impl Trajectory {
                 t += dt;
             }
         }
+        Trajectory { start, legs, tail_velocity: Vec2::default() }
+    }
+
+    /// Passes through each `(time, position)` sample in turn, moving
+    /// linearly between consecutive ones (times strictly increasing); waits
+    /// at the first before it and stays at the last after it.
+    pub fn timed(samples: &[(SimTime, Vec2)]) -> Self {
+        let mut legs = Vec::with_capacity(samples.len().saturating_sub(1));
+        let mut odo = 0.0;
+        for w in samples.windows(2) {
+            let ((t0, p0), (t1, p1)) = (w[0], w[1]);
+            legs.push(Leg { t0: t0.as_secs_f64(), t1: t1.as_secs_f64(), p0, p1, odo0: odo });
+            odo += p0.dist(p1).0;
+        }
+        let start = samples.first().map_or(Vec2::default(), |s| s.1);
         Trajectory { start, legs, tail_velocity: Vec2::default() }
     }
 
@@ -257,6 +276,18 @@ mod tests {
         assert_eq!(m.position(s(16.0)), Vec2::new(100.0, 20.0));
         assert_eq!(m.position(s(100.0)), Vec2::new(100.0, 40.0)); // stays at the end
         assert!((m.odometer(s(100.0)).0 - 140.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn timed_samples_are_interpolated_and_held_at_the_ends() {
+        let m = Trajectory::timed(&[(s(2.0), Vec2::new(0.0, 0.0)), (s(3.0), Vec2::new(30.0, 0.0)), (s(5.0), Vec2::new(30.0, 4.0))]);
+        assert_eq!(m.position(s(0.0)), Vec2::new(0.0, 0.0));
+        assert_eq!(m.position(s(2.5)), Vec2::new(15.0, 0.0));
+        assert_eq!(m.velocity(s(2.5)), Vec2::new(30.0, 0.0));
+        assert_eq!(m.position(s(4.0)), Vec2::new(30.0, 2.0));
+        assert_eq!(m.position(s(9.0)), Vec2::new(30.0, 4.0));
+        assert!((m.odometer(s(9.0)).0 - 34.0).abs() < 1e-9);
+        assert_eq!(m.max_speed(), 30.0);
     }
 
     #[test]
