@@ -86,7 +86,7 @@ fn run<'py>(py: Python<'py>, scenario: String, overrides: Vec<String>, seed: Opt
 #[pyfunction]
 #[pyo3(signature = (scenario, overrides=Vec::new()))]
 fn resolve(scenario: &str, overrides: Vec<String>) -> PyResult<String> {
-    scenario::load(scenario, &overrides).map(|(r, _)| r).map_err(scenario_err)
+    scenario::load(scenario, &overrides, None, 0).map(|(r, _)| r).map_err(scenario_err)
 }
 
 /// Names of the built-in scenarios.

@@ -31,9 +31,7 @@ pub fn run_scenario(scenario: &str, overrides: &[String], seed: Option<u64>, run
 /// [`run_scenario`], writing a pcap per captured radio into `pcap_dir`
 /// ([`crate::pcap`]) if one is given.
 pub fn run_scenario_pcap(scenario: &str, overrides: &[String], seed: Option<u64>, run: u64, pcap_dir: Option<&Path>) -> Result<RunOutput, ScenarioError> {
-    let (resolved, mut cfg) = crate::scenario::load(scenario, overrides)?;
-    cfg.seed = seed.unwrap_or(cfg.seed);
-    cfg.run = run;
+    let (resolved, cfg) = crate::scenario::load(scenario, overrides, seed, run)?;
     let learned = train(&cfg);
     let mut world = World::new(&cfg);
     world.set_priors(&learned);

@@ -73,7 +73,7 @@ fn a_station_with_beacon_hints_uses_the_aps_map_for_its_own_frames() {
 fn environment_aware_keys_are_checked() {
     let error = |o: &[&str]| {
         let o: Vec<String> = o.iter().map(|s| s.to_string()).collect();
-        load(builtin("hadaller-highway").unwrap(), &o).expect_err("rejected").0
+        load(builtin("hadaller-highway").unwrap(), &o, None, 0).expect_err("rejected").0
     };
     let e = error(&["node.car.rate_control={algorithm=\"environment-aware\"}"]);
     assert!(e.contains("node[1].rate_control") && e.contains("beacon_hints"), "{e}");

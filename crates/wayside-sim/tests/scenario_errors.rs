@@ -5,7 +5,7 @@ use wayside_sim::scenario::{builtin, load};
 
 fn error_of(text: &str, overrides: &[&str]) -> String {
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    match load(text, &o) {
+    match load(text, &o, None, 0) {
         Ok(_) => panic!("accepted: {text} {overrides:?}"),
         Err(e) => e.0,
     }

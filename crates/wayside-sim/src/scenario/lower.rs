@@ -269,10 +269,11 @@ struct Member {
 }
 
 /// The nodes of section `n`: `count` copies offset by `spacing`, or the
-/// vehicles of its highway over `duration`, traffic drawn from `seed`.
-fn members(n: &NodeSection, group: &NodeGroup, duration: SimTime, seed: u64) -> Vec<Member> {
+/// vehicles of its highway over `duration`, traffic drawn from run `run`
+/// of `seed`.
+fn members(n: &NodeSection, group: &NodeGroup, duration: SimTime, (seed, run): (u64, u64)) -> Vec<Member> {
     if let MobilitySection::Nasch { .. } = n.mobility {
-        let stream = Stream::new("run", seed, 0, &format!("mobility/nasch/{}", n.name));
+        let stream = Stream::new("run", seed, run, &format!("mobility/nasch/{}", n.name));
         let vehicles = highway(&n.mobility, n.position.0).run(duration, stream);
         let member = |(k, v): (usize, Vehicle)| Member { name: format!("{}-{k}", n.name), trajectory: v.trajectory, appear: v.enter, disappear: v.leave };
         return vehicles.into_iter().enumerate().map(member).collect();
@@ -325,8 +326,11 @@ impl Scenario {
         v
     }
 
-    /// The simulator configuration, with the scenario's own seed and run 0.
-    pub fn lower(&self) -> Result<SimConfig, ScenarioError> {
+    /// The simulator configuration for run `run` with `seed` (default: the
+    /// scenario's own); what is drawn while lowering (highway traffic)
+    /// comes from them.
+    pub fn lower(&self, seed: Option<u64>, run: u64) -> Result<SimConfig, ScenarioError> {
+        let seed = seed.unwrap_or(self.seed);
         if let Some(name) = &self.name {
             if name.is_empty() || name.len() > 100 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || name.starts_with('.') {
                 return err(format!("name: '{name}' is not usable; use up to 100 letters, digits, '-', '_' and '.', not starting with '.'"));
@@ -343,14 +347,14 @@ impl Scenario {
         let radio = self.lower_radio()?;
         let rates = self.rate_context(radio.error_model)?;
         let mac = self.lower_mac(&rates)?;
-        let nodes = self.lower_nodes(&rates, &mac.rate, channel_no, duration)?;
+        let nodes = self.lower_nodes(&rates, &mac.rate, channel_no, duration, (seed, run))?;
         let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
         let sources = self.lower_traffic(standard, &names)?;
         let mgmt = self.lower_management()?;
         let wires = self.lower_links(&names)?;
         let apps = self.lower_apps(&names)?;
         let pcap = self.lower_pcap(&nodes)?;
-        Ok(SimConfig { mgmt, wires, apps, pcap, duration, seed: self.seed, run: 0, channel, radio, mac, nodes, sources })
+        Ok(SimConfig { mgmt, wires, apps, pcap, duration, seed, run, channel, radio, mac, nodes, sources })
     }
 
     fn lower_channel(&self, channel_no: u32) -> Result<ChannelConfig, ScenarioError> {
@@ -526,7 +530,7 @@ impl Scenario {
     }
 
     /// The nodes; `default` is the `[mac]` section's rate control.
-    fn lower_nodes(&self, rates: &RateContext, default: &RateControlSpec, channel_no: u32, duration: SimTime) -> Result<Vec<NodeConfig>, ScenarioError> {
+    fn lower_nodes(&self, rates: &RateContext, default: &RateControlSpec, channel_no: u32, duration: SimTime, seed: (u64, u64)) -> Result<Vec<NodeConfig>, ScenarioError> {
         if self.nodes.is_empty() {
             return err("node: at least one [[node]] is required");
         }
@@ -557,7 +561,7 @@ impl Scenario {
         let reports_position = self.nodes.iter().zip(&groups).any(|(n, g)| n.radio && g.learns);
         let mut nodes = Vec::with_capacity(names.len());
         for (i, (n, group)) in self.nodes.iter().zip(groups).enumerate() {
-            for m in members(n, &group, duration, self.seed) {
+            for m in members(n, &group, duration, seed) {
                 nodes.push(NodeConfig {
                     name: m.name,
                     mobility: MobilityModel::Trajectory(m.trajectory),

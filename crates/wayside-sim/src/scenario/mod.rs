@@ -30,10 +30,10 @@ pub const MAX_DURATION_S: f64 = 86_400.0;
 #[error("{0}")]
 pub struct ScenarioError(pub String);
 
-/// Parses scenario text, applies overrides, parses and lowers it. Returns
-/// the resolved TOML (what was actually run) and the configuration, with
-/// the scenario's own seed and run 0.
-pub fn load(text: &str, overrides: &[String]) -> Result<(String, SimConfig), ScenarioError> {
+/// Parses scenario text, applies overrides, parses and lowers it for run
+/// `run` with `seed` (default: the scenario's own). Returns the resolved
+/// TOML (what was actually run) and the configuration.
+pub fn load(text: &str, overrides: &[String], seed: Option<u64>, run: u64) -> Result<(String, SimConfig), ScenarioError> {
     let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError(format!("scenario is not valid TOML: {}", e.message())))?;
     apply_overrides(&mut doc, overrides)?;
     let resolved = toml::to_string(&doc).map_err(|e| ScenarioError(e.to_string()))?;
@@ -48,7 +48,7 @@ pub fn load(text: &str, overrides: &[String]) -> Result<(String, SimConfig), Sce
             _ => ScenarioError(format!("{path}: {msg}")),
         }
     })?;
-    Ok((resolved, scenario.lower()?))
+    Ok((resolved, scenario.lower(seed, run)?))
 }
 
 #[cfg(test)]
@@ -58,7 +58,7 @@ mod tests {
     fn error(overrides: &[&str]) -> String {
         let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
         // An AP (node[0]) and a car (node[1], a station) with one application.
-        match load(builtin("hadaller-highway").unwrap(), &o) {
+        match load(builtin("hadaller-highway").unwrap(), &o, None, 0) {
             Ok(_) => panic!("accepted: {overrides:?}"),
             Err(e) => e.0,
         }
@@ -145,7 +145,7 @@ mod tests {
         for (name, _, example) in schema::ALGORITHMS {
             let options = if example.is_empty() { String::new() } else { format!(", {example}") };
             let o = [format!("node.ap.rate_control={{algorithm=\"{name}\"{options}}}")];
-            let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(cfg.nodes[0].rate_control.as_ref().map(|s| s.name()), Some(*name));
         }
     }
@@ -154,8 +154,8 @@ mod tests {
     #[test]
     fn every_builtin_lowers_again_from_its_resolved_text() {
         for (name, text) in BUILTIN {
-            let (resolved, cfg) = load(text, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let (again, cfg2) = load(&resolved, &[]).unwrap_or_else(|e| panic!("{name} resolved: {e}"));
+            let (resolved, cfg) = load(text, &[], None, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (again, cfg2) = load(&resolved, &[], None, 0).unwrap_or_else(|e| panic!("{name} resolved: {e}"));
             assert_eq!(resolved, again, "{name}");
             assert_eq!(format!("{cfg:?}"), format!("{cfg2:?}"), "{name}");
         }
