@@ -47,8 +47,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A node's part in a BSS: the one type the scenario file, the
-/// configuration and management share (management's state per role is
-/// [`Bss`]).
+/// configuration and management share (management keeps its state per role in
+/// its private `Bss`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {

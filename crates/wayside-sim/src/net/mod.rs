@@ -25,7 +25,7 @@
 //! from the AP it is associated with.
 //!
 //! An AP with `split_tcp` offers every TCP segment it would forward to its
-//! transport first ([`NetOutput::Intercept`], [`crate::apps::split`]).
+//! transport first ([`NetOutput::Intercept`], [`crate::sockets::split`]).
 //!
 //! When a station associates, its AP announces it on every wired link with
 //! a layer-2 update frame (IEEE 802.11F; hostapd sends one on association)

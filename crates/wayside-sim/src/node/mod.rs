@@ -1,10 +1,10 @@
 //! A node's stack and the pumps between its layers: the PHY, channel
 //! access ([`crate::mac::dcf`]) with its link adaptation, management, the
-//! network layer, sockets and applications ([`host`]). Each layer is a
+//! network layer, sockets and applications (`host`). Each layer is a
 //! sans-IO state machine; every input to a layer is followed by draining
 //! that layer's outputs into the next one, or into the world around the
 //! node ([`Env`]: the medium, the event queue, the wired links, the trace).
-//! The pumps are here for the PHY, MAC and management, and in [`host`]
+//! The pumps are here for the PHY, MAC and management, and in `host`
 //! for the network layer, sockets and applications.
 
 mod host;
