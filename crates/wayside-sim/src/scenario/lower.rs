@@ -21,18 +21,47 @@ use crate::net::arp::{ArpConfig, ArpProfile};
 use crate::obstacles::{Obstacle, Obstacles, PER_METRE, PER_WALL};
 use crate::wire::WiredLink;
 use crate::pcap::PcapConfig;
-use crate::phy::error::{ClosedForm, ErrorModelKind};
+use crate::phy::error::{ClosedForm, ErrorModel, ErrorModelKind};
 use crate::phy::mode::{Mode, Preamble, Standard};
 use crate::ratectl::{
     AmrrParams, EnvAwareParams, IdealParams, MinstrelParams, OnoeParams, RateControlSpec, RetryChain, RraaParams, SampleRateParams, SnrMap,
     Stage, MAX_STAGES,
 };
 use crate::transport::tcp::TcpConfig;
-use crate::units::{Bitrate, Db, Meters, SimTime};
+use crate::units::{Bitrate, Db, Dbm, Meters, SimTime};
 use std::sync::Arc;
 
 /// request-response: the trigger's payload unless `trigger_size` is given.
 const DEFAULT_TRIGGER_BYTES: u32 = 32;
+/// A node's transmit power unless it gives one (or a range).
+const DEFAULT_TX_POWER: Dbm = Dbm(15.0);
+/// The frame that defines a range: a 1500-byte MSDU with its MAC header
+/// and FCS, at the lowest basic rate, through with this probability.
+const RANGE_FRAME_BITS: u64 = 8 * (1500 + 28);
+const RANGE_SUCCESS: f64 = 0.9;
+
+/// The transmit power at which `range` is the transmission range, as Chen
+/// et al. (after SWANS) define it: the distance at which two nodes with
+/// these antennas still communicate with no interference — here, where a
+/// 1500-byte frame at the lowest basic rate gets through with probability
+/// 0.9 against the noise floor over the mean path loss (no obstacles,
+/// shadowing or fading; both antennas alike).
+fn power_for_range(channel: &ChannelConfig, rates: &RateContext, range: Meters, height: Meters, gain: Db) -> Dbm {
+    let mode = rates.standard.basic_rates()[0];
+    let ok = |snr: f64| rates.error_model.chunk_success(&mode, Db(snr), RANGE_FRAME_BITS) >= RANGE_SUCCESS;
+    // Success grows with SNR: bisect for the least SNR that is enough.
+    let (mut lo, mut hi) = (-20.0, 60.0);
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let loss = channel.path_loss.loss(range, height, height, channel.wavelength());
+    Dbm(channel.noise_floor.0 + hi + loss.0 - 2.0 * gain.0)
+}
 /// Most buildings a scenario may hold (a city district from OpenStreetMap
 /// has tens of thousands).
 const MAX_OBSTACLES: usize = 200_000;
@@ -347,7 +376,7 @@ impl Scenario {
         let radio = self.lower_radio()?;
         let rates = self.rate_context(radio.error_model)?;
         let mac = self.lower_mac(&rates)?;
-        let nodes = self.lower_nodes(&rates, &mac.rate, channel_no, duration, (seed, run))?;
+        let nodes = self.lower_nodes(&rates, &mac.rate, (&channel, channel_no), duration, (seed, run))?;
         let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
         let sources = self.lower_traffic(standard, &names)?;
         let mgmt = self.lower_management()?;
@@ -530,7 +559,10 @@ impl Scenario {
     }
 
     /// The nodes; `default` is the `[mac]` section's rate control.
-    fn lower_nodes(&self, rates: &RateContext, default: &RateControlSpec, channel_no: u32, duration: SimTime, seed: (u64, u64)) -> Result<Vec<NodeConfig>, ScenarioError> {
+    /// `radio_channel`: the channel model, and the channel number radios
+    /// use unless they say otherwise.
+    fn lower_nodes(&self, rates: &RateContext, default: &RateControlSpec, radio_channel: (&ChannelConfig, u32), duration: SimTime, seed: (u64, u64)) -> Result<Vec<NodeConfig>, ScenarioError> {
+        let (channel, channel_no) = radio_channel;
         if self.nodes.is_empty() {
             return err("node: at least one [[node]] is required");
         }
@@ -553,7 +585,7 @@ impl Scenario {
         }
         let mut groups = Vec::with_capacity(self.nodes.len());
         for (i, n) in self.nodes.iter().enumerate() {
-            groups.push(self.node_group(i, n, rates, default)?);
+            groups.push(self.node_group(i, n, rates, default, channel)?);
         }
         // Where a controller learns per position, every node's frames carry
         // its position and power (the cooperating deployment environment-
@@ -565,7 +597,7 @@ impl Scenario {
                 nodes.push(NodeConfig {
                     name: m.name,
                     mobility: MobilityModel::Trajectory(m.trajectory),
-                    tx_power: n.tx_power.0,
+                    tx_power: group.tx_power,
                     antenna_gain: n.antenna_gain.0,
                     antenna_height: n.antenna_height.0,
                     radio: n.radio,
@@ -598,12 +630,25 @@ impl Scenario {
     }
 
     /// Checks a `[[node]]` section and lowers what its nodes share.
-    fn node_group(&self, i: usize, n: &NodeSection, rates: &RateContext, default: &RateControlSpec) -> Result<NodeGroup, ScenarioError> {
+    fn node_group(&self, i: usize, n: &NodeSection, rates: &RateContext, default: &RateControlSpec, channel: &ChannelConfig) -> Result<NodeGroup, ScenarioError> {
         let key = |k: &str| format!("node[{i}].{k}");
         if n.name.trim().is_empty() || n.name.contains(['.', '=', '/']) || n.name == "broadcast" {
             return err(format!("{}: '{}' is not a usable name; use letters, digits, '-' and '_' (not 'broadcast')", key("name"), n.name));
         }
-        check_range(&key("tx_power"), n.tx_power.0 .0, &format!("{} dBm", n.tx_power.0 .0), -30.0, 40.0, "-30 dBm to 40 dBm")?;
+        let tx_power = match (n.tx_power, n.range) {
+            (Some(_), Some(_)) => return err(format!("{}: sets the transmit power; give range or tx_power, not both", key("range"))),
+            (Some(p), None) => p.0,
+            (None, None) => DEFAULT_TX_POWER,
+            (None, Some(r)) => {
+                check_range(&key("range"), r.0 .0, &format!("{} m", r.0 .0), 1.0, 100_000.0, "1 m to 100 km")?;
+                let p = power_for_range(channel, rates, r.0, n.antenna_height.0, n.antenna_gain.0);
+                if !(-30.0..=40.0).contains(&p.0) {
+                    return err(format!("{}: {} m needs {:.1} dBm, outside what a radio sends (-30 dBm to 40 dBm)", key("range"), r.0 .0, p.0));
+                }
+                p
+            }
+        };
+        check_range(&key("tx_power"), tx_power.0, &format!("{} dBm", tx_power.0), -30.0, 40.0, "-30 dBm to 40 dBm")?;
         check_range(&key("antenna_gain"), n.antenna_gain.0 .0, &format!("{} dBi", n.antenna_gain.0 .0), -20.0, 30.0, "-20 dBi to 30 dBi")?;
         let h = n.antenna_height.0 .0;
         check_range(&key("antenna_height"), h, &format!("{h} m"), 0.01, 1000.0, "0.01 m to 1000 m")?;
@@ -672,7 +717,7 @@ impl Scenario {
             check_range(&key("queue_limit"), q as f64, &q.to_string(), 1.0, 1e6, "1 to 1000000 frames")?;
         }
         let [appear, disappear] = window;
-        Ok(NodeGroup { tcp, arp, learns, appear, disappear })
+        Ok(NodeGroup { tx_power, tcp, arp, learns, appear, disappear })
     }
 
     fn lower_traffic(&self, standard: Standard, names: &[String]) -> Result<Vec<SourceConfig>, ScenarioError> {
@@ -959,6 +1004,7 @@ impl Scenario {
 
 /// What the nodes of one `[[node]]` section share once lowered.
 struct NodeGroup {
+    tx_power: Dbm,
     tcp: TcpConfig,
     arp: ArpConfig,
     /// Its rate control (its own, else the `[mac]` default) learns per position.

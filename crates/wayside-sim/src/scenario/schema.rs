@@ -839,8 +839,13 @@ pub struct NodeSection {
     pub spacing: Option<Point>,
     #[serde(default = "origin")]
     pub position: Point,
-    #[serde(default = "default_power")]
-    pub tx_power: PowerQ,
+    /// Transmit power (default 15 dBm); or give `range`.
+    #[serde(default)]
+    pub tx_power: Option<PowerQ>,
+    /// Transmission range as Chen et al. define it (where two nodes still
+    /// communicate without interference): sets the transmit power.
+    #[serde(default)]
+    pub range: Option<LengthQ>,
     #[serde(default = "zero_db")]
     pub antenna_gain: RatioQ,
     #[serde(default = "default_height")]
@@ -932,9 +937,6 @@ fn default_arp() -> ArpName {
 
 fn origin() -> Point {
     Point(Vec2::new(0.0, 0.0))
-}
-fn default_power() -> PowerQ {
-    PowerQ(Dbm(15.0))
 }
 fn default_height() -> LengthQ {
     LengthQ(Meters(1.5))
