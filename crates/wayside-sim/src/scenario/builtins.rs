@@ -11,6 +11,9 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("hadaller-highway-remote", include_str!("../../../../scenarios/hadaller-highway-remote.toml")),
     ("drivethru-autobahn", include_str!("../../../../scenarios/drivethru-autobahn.toml")),
     ("chen-vanet", include_str!("../../../../scenarios/chen-vanet.toml")),
+    ("mukherjee-static", include_str!("../../../../scenarios/mukherjee-static.toml")),
+    ("mukherjee-slow-drive", include_str!("../../../../scenarios/mukherjee-slow-drive.toml")),
+    ("mukherjee-pedestrian", include_str!("../../../../scenarios/mukherjee-pedestrian.toml")),
 ];
 
 /// The text of the built-in scenario `name`, if there is one.
