@@ -29,7 +29,7 @@ fn le<T: Copy, const N: usize>(v: impl Iterator<Item = T>, to: fn(T) -> [u8; N])
 }
 
 fn from_le<T, const N: usize>(name: &str, b: &[u8], from: fn([u8; N]) -> T) -> PyResult<Vec<T>> {
-    if b.len() % N != 0 {
+    if !b.len().is_multiple_of(N) {
         return Err(PyValueError::new_err(format!("{name}: {} bytes is not a whole number of {N}-byte values", b.len())));
     }
     Ok(b.chunks_exact(N).map(|c| from(c.try_into().expect("chunk of N"))).collect())
