@@ -28,7 +28,7 @@ def scenario_text(scenario: str | Path | Mapping[str, Any]) -> str:
     path = Path(name)
     try:
         if path.is_file():
-            return path.read_text(encoding="utf-8")
+            return _paths_from(path.read_text(encoding="utf-8"), path.parent)
     except UnicodeDecodeError as e:
         raise _native.ScenarioError(f"scenario file {name}: not UTF-8 text ({e.reason})") from None
     except OSError as e:
@@ -36,6 +36,25 @@ def scenario_text(scenario: str | Path | Mapping[str, Any]) -> str:
     raise _native.ScenarioError(
         f"scenario '{name}': no such built-in scenario or file; built-in: {', '.join(builtin_scenarios())}"
     )
+
+
+def _paths_from(text: str, base: Path) -> str:
+    """`text` with the files it names (an obstacle's `sumo` polygon file)
+    taken relative to `base`, the scenario file's directory, as a reader
+    of the file expects; text without such paths is returned unchanged."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return text  # the simulator names the error
+    obstacles = doc.get("obstacle")
+    if not isinstance(obstacles, list):
+        return text
+    changed = False
+    for o in obstacles:
+        if isinstance(o, dict) and isinstance(o.get("sumo"), str) and not Path(o["sumo"]).is_absolute():
+            o["sumo"] = str((base / o["sumo"]).resolve())
+            changed = True
+    return tomli_w.dumps(doc) if changed else text
 
 
 def load_scenario(

@@ -226,3 +226,23 @@ def test_run_rejects_unknown_scenario():
 
 def test_builtin_scenarios():
     assert set(wayside.builtin_scenarios()) >= {"saturation", "range", "drive-by"}
+
+
+def test_sumo_polygon_paths_are_relative_to_the_scenario_file(tmp_path, monkeypatch):
+    """An obstacle's `sumo` file is found next to the scenario file,
+    whatever the working directory."""
+    from wayside.scenario import load_scenario
+
+    (tmp_path / "city.poly.xml").write_text(
+        '<additional><poly id="depot" type="building" shape="40,-10 60,-10 60,10 40,10"/></additional>'
+    )
+    (tmp_path / "s.toml").write_text(
+        'duration = "1 s"\n[radio]\nstandard = "802.11g"\n'
+        '[[node]]\nname = "a"\n[[node]]\nname = "b"\nposition = [100, 0]\n'
+        '[[obstacle]]\nsumo = "city.poly.xml"\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    doc = load_scenario(tmp_path / "s.toml")
+    assert doc["obstacle"][0]["sumo"] == str((tmp_path / "city.poly.xml").resolve())

@@ -15,6 +15,8 @@
 
 use crate::mobility::Vec2;
 use crate::units::Db;
+use quick_xml::events::Event;
+use quick_xml::Reader;
 
 /// Sommer et al. (2011): loss per wall of a brick building (β).
 pub const PER_WALL: Db = Db(9.0);
@@ -86,6 +88,58 @@ impl Obstacle {
         }
         ts.len() as f64 * self.per_wall.0 + metres * self.per_metre.0
     }
+}
+
+/// The outlines of the `<poly>` elements of a SUMO polygon file (what
+/// `polyconvert` writes from OpenStreetMap; coordinates in the network's
+/// metres, as its FCD output), keeping those whose `type` is in `types`
+/// (all if empty). `name` labels error messages.
+pub fn read_sumo_polygons(text: &str, name: &str, types: &[String]) -> Result<Vec<Vec<Vec2>>, String> {
+    let mut reader = Reader::from_str(text);
+    let mut out = Vec::new();
+    let mut seen_root = false;
+    loop {
+        let at = reader.buffer_position();
+        match reader.read_event().map_err(|e| format!("{name}, byte {at}: not well-formed XML ({e})"))? {
+            Event::Start(e) | Event::Empty(e) => match e.name().as_ref() {
+                b"additional" | b"shapes" => seen_root = true,
+                b"poly" => {
+                    let (mut shape, mut kind) = (None, String::new());
+                    for a in e.attributes() {
+                        let a = a.map_err(|err| format!("{name}, byte {at}: bad attribute ({err})"))?;
+                        let v = a.unescape_value().map_err(|err| format!("{name}, byte {at}: bad attribute value ({err})"))?;
+                        match a.key.as_ref() {
+                            b"shape" => shape = Some(v.into_owned()),
+                            b"type" => kind = v.into_owned(),
+                            _ => {}
+                        }
+                    }
+                    let shape = shape.ok_or_else(|| format!("{name}, byte {at}: <poly> without a shape"))?;
+                    if !types.is_empty() && !types.contains(&kind) {
+                        continue;
+                    }
+                    let mut outline = Vec::new();
+                    for pair in shape.split_whitespace() {
+                        let xy: Vec<f64> = pair.split(',').map(|v| v.parse::<f64>()).collect::<Result<_, _>>().map_err(|_| format!("{name}, byte {at}: shape point '{pair}' is not x,y"))?;
+                        let [x, y] = xy[..] else { return Err(format!("{name}, byte {at}: shape point '{pair}' is not x,y")) };
+                        outline.push(Vec2::new(x, y));
+                    }
+                    // SUMO closes a polygon by repeating its first point.
+                    if outline.len() > 1 && outline.first() == outline.last() {
+                        outline.pop();
+                    }
+                    out.push(outline);
+                }
+                _ => {}
+            },
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if !seen_root {
+        return Err(format!("{name}: no <additional> element: not a SUMO polygon file"));
+    }
+    Ok(out)
 }
 
 /// Every obstacle of a scenario, indexed for line-of-sight queries.
@@ -246,6 +300,25 @@ mod tests {
         assert!(close(a, 40.0 * (2.0 * 9.0 + 10.0 * 0.4)), "{a:?}");
         // A diagonal that touches none of them.
         assert!(close(o.attenuation(Vec2::new(0.0, 10.0), Vec2::new(4000.0, 30.0)), 0.0));
+    }
+
+    #[test]
+    fn sumo_polygons_are_read_closed_and_filtered_by_type() {
+        let xml = r#"<?xml version="1.0"?>
+<additional>
+  <location netOffset="0,0" convBoundary="0,0,100,100"/>
+  <poly id="b1" type="building" color="red" fill="1" layer="-1" shape="10,0 30,0 30,20 10,20 10,0"/>
+  <poly id="p1" type="park" shape="50,50 60,50 60,60"/>
+</additional>"#;
+        let all = read_sumo_polygons(xml, "t.poly.xml", &[]).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0], vec![Vec2::new(10.0, 0.0), Vec2::new(30.0, 0.0), Vec2::new(30.0, 20.0), Vec2::new(10.0, 20.0)]);
+        let buildings = read_sumo_polygons(xml, "t.poly.xml", &["building".to_string()]).unwrap();
+        assert_eq!(buildings.len(), 1);
+        let e = read_sumo_polygons("<additional><poly id=\"x\" shape=\"1,2 3\"/></additional>", "t", &[]).unwrap_err();
+        assert!(e.contains("'3' is not x,y"), "{e}");
+        let e = read_sumo_polygons("<net/>", "t", &[]).unwrap_err();
+        assert!(e.contains("not a SUMO polygon file"), "{e}");
     }
 
     #[test]

@@ -70,3 +70,32 @@ fn bad_outlines_are_named() {
     let e = wayside_sim::run_scenario(&text, &o("obstacle.depot.per_wall=\"-1 dB\""), Some(1), 0).err().expect("negative loss");
     assert!(e.0.contains("obstacle[0].per_wall") && e.0.contains("0 dB to 100 dB"), "{}", e.0);
 }
+
+#[test]
+fn buildings_from_a_sumo_polygon_file() {
+    let dir = std::env::temp_dir().join(format!("wayside-obstacles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("city.poly.xml");
+    // The depot again, as polyconvert writes it (closed, typed), and a park
+    // across the line that the types filter leaves out.
+    std::fs::write(
+        &file,
+        r#"<additional>
+  <poly id="depot" type="building" shape="40,-10 60,-10 60,10 40,10 40,-10"/>
+  <poly id="green" type="park" shape="70,-10 80,-10 80,10 70,10"/>
+</additional>"#,
+    )
+    .unwrap();
+    let section = format!("[[obstacle]]\nsumo = \"{}\"\ntypes = [\"building\"]\n", file.display());
+    let clear = common::run(PAIR, &[], 1);
+    let blocked = common::run(&format!("{PAIR}{section}"), &[], 1);
+    let loss = rssi(&clear, "car") - rssi(&blocked, "car");
+    assert!((loss - (2.0 * 9.0 + 20.0 * 0.4)).abs() < 1e-3, "{loss} dB");
+    let missing = format!("[[obstacle]]\nsumo = \"{}\"\n", dir.join("none.poly.xml").display());
+    let e = wayside_sim::run_scenario(&format!("{PAIR}{missing}"), &[], Some(1), 0).err().expect("missing file");
+    assert!(e.0.contains("obstacle[0].sumo") && e.0.contains("cannot read"), "{}", e.0);
+    let both = format!("{BUILDING}sumo = \"{}\"\n", file.display());
+    let e = wayside_sim::run_scenario(&format!("{PAIR}{both}"), &[], Some(1), 0).err().expect("both");
+    assert!(e.0.contains("one of them"), "{}", e.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -18,7 +18,7 @@ use crate::mobility::nasch::{Highway, Vehicle};
 use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
 use crate::rng::Stream;
 use crate::net::arp::{ArpConfig, ArpProfile};
-use crate::obstacles::{Obstacle, Obstacles, PER_METRE, PER_WALL};
+use crate::obstacles::{read_sumo_polygons, Obstacle, Obstacles, PER_METRE, PER_WALL};
 use crate::wire::WiredLink;
 use crate::pcap::PcapConfig;
 use crate::phy::error::{ClosedForm, ErrorModel, ErrorModelKind};
@@ -457,22 +457,37 @@ impl Scenario {
         let mut list = Vec::with_capacity(self.obstacles.len());
         for (i, o) in self.obstacles.iter().enumerate() {
             let key = |k: &str| format!("obstacle[{i}].{k}");
-            if !(3..=MAX_OUTLINE).contains(&o.outline.len()) {
-                return err(format!("{}: {} corners; an outline has 3 to {MAX_OUTLINE}", key("outline"), o.outline.len()));
-            }
-            if let Some(p) = o.outline.iter().find(|p| !p.iter().all(|v| v.is_finite() && v.abs() <= 1e7)) {
-                return err(format!("{}: corner {p:?}: coordinates are metres within ±10,000 km", key("outline")));
-            }
+            let outlines: Vec<Vec<Vec2>> = match (&o.outline, &o.sumo) {
+                (Some(outline), None) => {
+                    if !o.types.is_empty() {
+                        return err(format!("{}: only used with sumo", key("types")));
+                    }
+                    vec![outline.iter().map(|p| Vec2::new(p[0], p[1])).collect()]
+                }
+                (None, Some(path)) => {
+                    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError(format!("{}: cannot read '{path}': {e}", key("sumo"))))?;
+                    read_sumo_polygons(&text, path, &o.types).map_err(|e| ScenarioError(format!("{}: {e}", key("sumo"))))?
+                }
+                _ => return err(format!("{}: give an outline = [[x, y], ...] or a sumo = \"file.poly.xml\", one of them", key("outline"))),
+            };
             let loss = |k: &str, v: Option<RatioQ>, default: Db| -> Result<Db, ScenarioError> {
                 let d = v.map_or(default, |q| q.0);
                 check_range(&key(k), d.0, &format!("{} dB", d.0), 0.0, 100.0, "0 dB to 100 dB")?;
                 Ok(d)
             };
-            list.push(Obstacle {
-                outline: o.outline.iter().map(|p| Vec2::new(p[0], p[1])).collect(),
-                per_wall: loss("per_wall", o.per_wall, PER_WALL)?,
-                per_metre: loss("per_metre", o.per_metre, PER_METRE)?,
-            });
+            let (per_wall, per_metre) = (loss("per_wall", o.per_wall, PER_WALL)?, loss("per_metre", o.per_metre, PER_METRE)?);
+            for outline in outlines {
+                if !(3..=MAX_OUTLINE).contains(&outline.len()) {
+                    return err(format!("{}: {} corners; an outline has 3 to {MAX_OUTLINE}", key("outline"), outline.len()));
+                }
+                if let Some(p) = outline.iter().find(|p| !(p.x.is_finite() && p.y.is_finite() && p.x.abs() <= 1e7 && p.y.abs() <= 1e7)) {
+                    return err(format!("{}: corner ({}, {}): coordinates are metres within ±10,000 km", key("outline"), p.x, p.y));
+                }
+                if list.len() == MAX_OBSTACLES {
+                    return err(format!("obstacle: more than {MAX_OBSTACLES} buildings; at most {MAX_OBSTACLES} are allowed"));
+                }
+                list.push(Obstacle { outline, per_wall, per_metre });
+            }
         }
         Ok(Obstacles::new(list))
     }

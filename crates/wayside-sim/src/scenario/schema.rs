@@ -207,7 +207,17 @@ pub struct ObstacleSection {
     #[serde(default)]
     pub name: Option<String>,
     /// Corners in metres, `[[x, y], ...]`, in order around the outline.
-    pub outline: Vec<[f64; 2]>,
+    #[serde(default)]
+    pub outline: Option<Vec<[f64; 2]>>,
+    /// Or: every `<poly>` of a SUMO polygon file (`polyconvert`'s output),
+    /// each a building with this section's losses. A relative path is from
+    /// the working directory (`wayside run` makes it relative to the
+    /// scenario file).
+    #[serde(default)]
+    pub sumo: Option<String>,
+    /// With `sumo`: only polygons of these types (e.g. `["building"]`).
+    #[serde(default)]
+    pub types: Vec<String>,
     #[serde(default)]
     pub per_wall: Option<RatioQ>,
     #[serde(default)]
