@@ -69,12 +69,12 @@ impl Obstacle {
                 ts.push(t);
             }
         }
-        if ts.is_empty() && !self.contains(a) {
+        let mut inside = self.contains(a);
+        if ts.is_empty() && !inside {
             return 0.0;
         }
         ts.sort_by(f64::total_cmp);
         let length = dx.hypot(dy);
-        let mut inside = self.contains(a);
         let (mut from, mut metres) = (0.0, 0.0);
         for &t in &ts {
             if inside {
@@ -153,21 +153,26 @@ pub struct Obstacles {
     cells: Vec<Vec<u32>>,
 }
 
+/// The corners of the box around `points`: (least x, least y), (most x,
+/// most y).
+fn bounds<'a>(points: impl Iterator<Item = &'a Vec2>) -> ((f64, f64), (f64, f64)) {
+    points.fold(((f64::INFINITY, f64::INFINITY), (f64::NEG_INFINITY, f64::NEG_INFINITY)), |((x0, y0), (x1, y1)), p| {
+        ((x0.min(p.x), y0.min(p.y)), (x1.max(p.x), y1.max(p.y)))
+    })
+}
+
 impl Obstacles {
     pub fn new(list: Vec<Obstacle>) -> Obstacles {
-        let pts = || list.iter().flat_map(|o| o.outline.iter());
-        let (x0, y0) = pts().fold((f64::INFINITY, f64::INFINITY), |(x, y), p| (x.min(p.x), y.min(p.y)));
-        let (x1, y1) = pts().fold((f64::NEG_INFINITY, f64::NEG_INFINITY), |(x, y), p| (x.max(p.x), y.max(p.y)));
         if list.is_empty() {
             return Obstacles { list, origin: Vec2::new(0.0, 0.0), cols: 0, rows: 0, cells: Vec::new() };
         }
+        let ((x0, y0), (x1, y1)) = bounds(list.iter().flat_map(|o| o.outline.iter()));
         let origin = Vec2::new(x0, y0);
         let cols = ((x1 - x0) / CELL).floor() as usize + 1;
         let rows = ((y1 - y0) / CELL).floor() as usize + 1;
         let mut cells = vec![Vec::new(); cols * rows];
         for (i, o) in list.iter().enumerate() {
-            let (bx0, by0) = o.outline.iter().fold((f64::INFINITY, f64::INFINITY), |(x, y), p| (x.min(p.x), y.min(p.y)));
-            let (bx1, by1) = o.outline.iter().fold((f64::NEG_INFINITY, f64::NEG_INFINITY), |(x, y), p| (x.max(p.x), y.max(p.y)));
+            let ((bx0, by0), (bx1, by1)) = bounds(o.outline.iter());
             let c = |v: f64, o: f64| ((v - o) / CELL).floor() as usize;
             for r in c(by0, y0)..=c(by1, y0) {
                 for col in c(bx0, x0)..=c(bx1, x0) {
@@ -176,10 +181,6 @@ impl Obstacles {
             }
         }
         Obstacles { list, origin, cols, rows, cells }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
     }
 
     /// The obstacles in the cells the segment `a`–`b` passes through: the

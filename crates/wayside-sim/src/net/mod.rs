@@ -130,6 +130,12 @@ pub fn router<'a>(routing: Routing, me: NodeId, gps: &MobilityModel, nodes: impl
     }
 }
 
+/// Whether a node with this DHCP client (`None`: a static address) has an
+/// address.
+fn has_address(dhcp: &Option<DhcpClient>) -> bool {
+    dhcp.as_ref().is_none_or(DhcpClient::bound)
+}
+
 /// An MSDU carrying `p` to `dst`.
 fn msdu(now: SimTime, dst: Dst, p: Packet) -> Msdu {
     Msdu { dst, bytes: p.bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) }
@@ -161,11 +167,7 @@ impl Net {
 
     /// Whether this node has an address (static, or a DHCP lease).
     pub fn addressed(&self) -> bool {
-        self.dhcp.as_ref().is_none_or(DhcpClient::bound)
-    }
-
-    pub fn has_radio(&self) -> bool {
-        self.radio
+        has_address(&self.dhcp)
     }
 
     fn conn(&mut self, peer: NodeId, event: ConnEvent, value: f64) {
@@ -194,7 +196,7 @@ impl Net {
             me: self.me,
             role: self.role,
             radio: self.radio,
-            addressed: self.dhcp.as_ref().is_none_or(DhcpClient::bound),
+            addressed: has_address(&self.dhcp),
             bss,
             plan: &self.plan,
             ports: &self.ports,
