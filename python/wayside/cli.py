@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
@@ -19,7 +20,7 @@ from wayside import _native, broadside, epidemic_cli
 from wayside.scenario import builtin_scenarios, load_scenario
 from wayside.terminal import console, errors, fail
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown", help=__doc__.splitlines()[0])
 app.add_typer(broadside.app, name="broadside", help="Run Broadside on real hosts: keygen, publish, serve, status, relay.")
 app.add_typer(epidemic_cli.app, name="epidemic", help="Epidemic dissemination on city traces: city, info, run, sweep, convert, district.")
 
@@ -29,7 +30,7 @@ def run(
     scenario: str = typer.Argument(..., help="Built-in scenario name or path to a TOML scenario file."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**64 - 1, help="Run seed (default: the scenario's)."),
     run_index: int = typer.Option(0, "--run", min=0, help="Run index, mixed into every random stream."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/<scenario>-seed<N>)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: `runs/SCENARIO-seedN`)."),
     set_: List[str] = typer.Option([], "--set", help="Override a scenario key: KEY=VALUE (repeatable)."),
     pcap: Optional[Path] = typer.Option(
         None, "--pcap", help="Write one pcap per radio (802.11 + radiotap) into this directory "
@@ -92,17 +93,20 @@ def _figures(result, directory: Path) -> list[Path]:
 
 def _print_summary(result, wall: float) -> None:
     s = result.summary()
-    table = Table(title=f"{result.scenario.get('name', 'run')}: {result.duration_s:g} s simulated")
+    # Two-line headers of at most 7 characters a line keep the table within
+    # 80 columns with node names of up to 12.
+    table = Table(title=f"{result.scenario.get('name', 'run')}: {result.duration_s:g} s simulated",
+                  box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
     cols = [
         ("node", "node", str),
-        ("frames tx", "frames_tx", str),
-        ("frames rx", "frames_rx", str),
-        ("dropped", "frames_dropped", str),
-        ("MSDU ok", "msdu_delivered", str),
-        ("MSDU failed", "msdu_failed", str),
-        ("queue drops", "msdu_queue_drops", str),
-        ("attempts/MSDU", "mean_attempts", lambda v: f"{v:.2f}"),
-        ("goodput in (Mb/s)", "goodput_in_mbps", lambda v: f"{v:.3f}"),
+        ("frames\ntx", "frames_tx", str),
+        ("frames\nrx", "frames_rx", str),
+        ("frames\ndropped", "frames_dropped", str),
+        ("MSDUs\nok", "msdu_delivered", str),
+        ("MSDUs\nfailed", "msdu_failed", str),
+        ("queue\ndrops", "msdu_queue_drops", str),
+        ("tries\n/MSDU", "mean_attempts", lambda v: f"{v:.2f}"),
+        ("goodput\nin Mb/s", "goodput_in_mbps", lambda v: f"{v:.3f}"),
     ]
     for title, _, _ in cols:
         table.add_column(title, justify="right" if title != "node" else "left")
@@ -184,6 +188,7 @@ def validate(
     only: List[str] = typer.Option([], "--only", help="Only targets with this name (glob, repeatable)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the table to DIR/validation.json and DIR/validation.csv."),
     executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
+    details: bool = typer.Option(False, "--details", help="Under each target: its source, allowed range, runs, and why it missed."),
 ) -> None:
     """Reproduce the papers' published figures (validation/*.toml): run each
     target's scenario, measure, compare with the paper within its tolerance.
@@ -219,14 +224,13 @@ def validate(
             fail(str(e))
             return
     wall = time.perf_counter() - started
-    _print_validation(rows)
+    _print_validation(rows, details)
     code = v.exit_code(rows)
-    counts = {s: sum(r.status == s for r in rows) for s in ("PASS", "MISS", "ERROR")}
     n_runs = sum(r.runs for r in rows if r.kind == "value")
+    console.print(v.tally(rows), highlight=False, soft_wrap=True)
     console.print(
-        f"{counts['PASS']} pass, {counts['MISS']} miss, {counts['ERROR']} error "
-        f"({len(chosen)} targets, {n_runs} measured runs from {simulations[0]} simulations, wall {wall:.1f} s)",
-        highlight=False,
+        f"{len(chosen)} targets, {n_runs} measured runs from {simulations[0]} simulations, wall {wall:.1f} s",
+        highlight=False, soft_wrap=True,
     )
     if out is not None:
         try:
@@ -246,7 +250,7 @@ def sweep(
     scenario: str = typer.Argument(..., help="Built-in scenario name or path to a TOML scenario file."),
     runs: int = typer.Option(20, "--runs", "-n", min=1, help="Runs per grid point (seeds SEED .. SEED+RUNS-1)."),
     grid: List[str] = typer.Option([], "--grid", help="KEY=V1,V2,... : run every value (repeatable; the product of all lists)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: runs/<scenario>-sweep)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: `runs/SCENARIO-sweep`)."),
     executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Local worker processes (default: the number of CPUs)."),
     seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Seed of the first run."),
@@ -440,33 +444,16 @@ def gps(
         console.print(f"wrote {escape(str(path))}", soft_wrap=True, highlight=False)
 
 
-def _print_validation(rows) -> None:
-    from wayside.validate import fmt
+def _print_validation(rows, details: bool) -> None:
+    from wayside.validate import render
 
     style = {"PASS": "green", "MISS": "bold red", "ERROR": "bold magenta"}
-    for paper in dict.fromkeys(r.paper for r in rows):
-        table = Table(title=f"validation: {paper}", title_justify="left")
-        for title, justify in (("target", "left"), ("source", "left"), ("paper", "right"), ("measured", "right"),
-                               ("allowed", "right"), ("vs paper", "right"), ("runs", "right"), ("result", "left")):
-            table.add_column(title, justify=justify)
-        for r in (r for r in rows if r.paper == paper):
-            name = f"{r.target} [{r.point}]" if r.point else r.target
-            unit = f" {r.unit}" if r.unit else ""
-            dev = r.deviation
-            if r.kind == "monotone":
-                paper_v, measured = r.point, r.shown
-            else:
-                paper_v = fmt(r.expected) + (unit if r.expected is not None else "")
-                measured = fmt(r.measured) + (unit if r.measured is not None else "")
-            result = r.status + (f": {r.detail}" if r.detail and r.status != "ERROR" else "")
-            if r.status == "ERROR":
-                result = "ERROR (see below)"
-            table.add_row(
-                escape(name), escape(r.source), escape(paper_v), escape(measured), escape(r.allowed),
-                f"{dev:+.1%}" if dev is not None else "", str(r.runs) if r.runs else "",
-                f"[{style[r.status]}]{escape(result)}[/]",
-            )
-        console.print(table)
+    for line, status in render(rows, details):
+        if status:
+            head, tail = line[:8], line[8:]
+            console.print(f"[{style[status]}]{escape(head)}[/]{escape(tail)}", highlight=False, soft_wrap=True)
+        else:
+            console.print(escape(line), highlight=False, soft_wrap=True)
 
 
 def main() -> None:

@@ -61,7 +61,8 @@ tolerance; it adds one row::
 
 Command line::
 
-    wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR] [--executor E]
+    wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR]
+                     [--executor E] [--details]
 
 TARGETS are validation files, directories, or paper names (file stems in
 validation/); default: every file in validation/. `--runs N` replaces every
@@ -73,12 +74,19 @@ DIR/validation.json and DIR/validation.csv. Runs with the same scenario,
 overrides and seed are simulated once and measured for every target that
 wants them.
 
-Outcome: a table with one row per target (per grid point, plus one for a
-monotone check): the paper's value, the measured one, the allowed range, the
-deviation from the paper, and PASS, MISS (with how far outside) or ERROR (a
-scenario that does not exist or does not resolve, a metric that cannot be
-computed). Exit code 0 if everything passes, 1 if any target misses, 2 on
-bad input (a malformed file, an unknown metric or target, any ERROR).
+Calibration: a scenario lists the targets it was fitted to in its
+top-level `calibrated_on` ("paper/target", globs allowed). Those rows are
+measured and shown apart, as "held" or "DRIFT", and never counted as
+reproduced: the summary counts independent targets only.
+
+Outcome, one line per target (per grid point, plus one for a monotone or
+ratio check), fitting 80 columns: PASS, MISS or ERROR, the target, the
+measured value, the paper's, and the deviation. `--details` adds under each
+its source, scenario, metric, allowed range, runs, and how far outside it
+missed (or the error: a scenario that does not exist or does not resolve,
+a metric that cannot be computed). Exit code 0 if everything passes or
+holds, 1 if any target misses or drifts, 2 on bad input (a malformed file,
+an unknown metric or target, any ERROR).
 """
 
 from __future__ import annotations
@@ -204,6 +212,7 @@ class Row:
     values: list[float] = field(default_factory=list)
     kind: str = "value"  # "value", "ratio" (of two grid points), or "monotone": the grid's trend (then `shown` holds the sequence)
     shown: str = ""
+    calibrated: bool = False  # the scenario was calibrated on this target: shown, never counted as reproduced
 
     @property
     def deviation(self) -> float | None:
@@ -662,6 +671,23 @@ def _ratio_row(t: Target, rows: list[Row]) -> Row:
     return row
 
 
+def calibrated_on(spec: str, text: str) -> list[str]:
+    """The scenario's `calibrated_on` patterns ("paper/target", globs).
+    Raises ValidationFileError naming the scenario for a malformed entry."""
+    raw = tomllib.loads(text).get("calibrated_on", [])
+    bad = [p for p in raw if not isinstance(p, str) or p.count("/") != 1 or not all(p.split("/"))]
+    if not isinstance(raw, list) or bad:
+        raise ValidationFileError(
+            f"scenario {spec}: calibrated_on must be a list of \"paper/target\" strings (globs allowed); "
+            f"got {bad or raw!r}"
+        )
+    return raw
+
+
+def _is_calibrated(t: Target, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(f"{t.paper}/{t.name}", p) for p in patterns)
+
+
 def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | None = None,
                 progress: ProgressFn | None = None, executor: str = "local") -> list[Row]:
     """Runs every target (all runs of all grid points, in parallel over `jobs`
@@ -673,6 +699,7 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
     from wayside.scenario import scenario_text
 
     point_error: dict[tuple[int, int], str] = {}
+    calibrated: set[int] = set()
     jobs_by_run: dict[tuple[str, tuple[str, ...], int], Job] = {}
     for ti, t in enumerate(targets):
         n = runs if runs is not None else t.runs
@@ -682,7 +709,10 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
             overrides = t.overrides + p.overrides
             try:
                 spec = resolve_scenario(t.scenario, t.file)
-                _native.resolve(scenario_text(spec), list(overrides))
+                text = scenario_text(spec)
+                _native.resolve(text, list(overrides))
+                if _is_calibrated(t, calibrated_on(spec, text)):
+                    calibrated.add(ti)
             except ValueError as e:
                 point_error[(ti, pi)] = str(e)
                 continue
@@ -723,20 +753,119 @@ def run_targets(targets: Sequence[Target], runs: int | None = None, jobs: int | 
                 values = [float(v) for _, v in got]
                 measured = aggregate(values, t.aggregate)
             point_rows.append(_judge(t, p, measured, values, n))
-        rows.extend(point_rows)
         if t.monotone:
-            rows.append(_monotone_row(t, point_rows))
+            point_rows.append(_monotone_row(t, point_rows))
         if t.ratio:
-            rows.append(_ratio_row(t, point_rows))
+            point_rows.append(_ratio_row(t, point_rows))
+        for row in point_rows:
+            row.calibrated = ti in calibrated
+        rows.extend(point_rows)
     return rows
 
 
 def exit_code(rows: Iterable[Row]) -> int:
+    """2 on any ERROR, else 1 on any MISS (a calibrated target that misses
+    means the calibration no longer holds), else 0."""
     statuses = {r.status for r in rows}
     return 2 if "ERROR" in statuses else 1 if "MISS" in statuses else 0
 
 
+def tally(rows: Iterable[Row]) -> str:
+    """The summary line's counts: independent rows by outcome; calibrated
+    rows apart, as held or drifted, never as passes."""
+    rows = list(rows)
+    own = [r for r in rows if not r.calibrated]
+    cal = [r for r in rows if r.calibrated]
+    n = {s: sum(r.status == s for r in own) for s in ("PASS", "MISS", "ERROR")}
+    text = f"{n['PASS']} pass, {n['MISS']} miss, {n['ERROR']} error of {len(own)} independent"
+    if cal:
+        held = sum(r.status == "PASS" for r in cal)
+        text += f"; calibrated on {len(cal)} (not counted): {held} held, {len(cal) - held} not"
+    return text
+
+
 # ---------------------------------------------------------------- output
+
+
+WIDTH = 80  # the outcome table fits an 80-column terminal
+_VALUE_W = 11  # a measured or published value with its unit
+_DEV_W = 8
+_SPAN_W = 2 * _VALUE_W + _DEV_W + 2  # the three value columns
+_NAME_W = WIDTH - 2 - 6 - _SPAN_W - 1
+
+
+def _value(v: float | None, unit: str) -> str:
+    return "" if v is None else fmt(v) + (f" {unit}" if unit and not math.isnan(v) else "")
+
+
+def _deviation(dev: float | None) -> str:
+    if dev is None:
+        return ""
+    return f"{dev:+.1%}" if abs(dev) < 10 else f"×{dev + 1:.3g}"  # beyond +-1000%: the ratio
+
+
+def _line(status: str, name: str, measured: str, paper: str = "", dev: str = "", span: bool = False) -> list[str]:
+    """One row as one line, or two when the name or a value is too wide for
+    its column (the values then on a line of their own, flush right). With
+    `span`, `measured` (a monotone row's sequence) spans the value columns,
+    cut with "…" where it is longer (--details shows it whole)."""
+    if span:
+        values = f"{measured:>{_SPAN_W}}" if len(measured) <= _SPAN_W else measured[: _SPAN_W - 1] + "…"
+    else:
+        values = f"{measured:>{_VALUE_W}} {paper:>{_VALUE_W}} {dev:>{_DEV_W}}"
+    head = f"  {status:<5} {name}"
+    if len(name) <= _NAME_W and len(values) <= _SPAN_W:
+        return [f"{head:<{WIDTH - _SPAN_W - 1}} {values}".rstrip()]
+    return [head, f"{values.strip():>{WIDTH}}"]
+
+
+def _details(r: Row) -> list[str]:
+    import textwrap
+
+    facts = [f"source: {r.source}", f"scenario: {r.scenario}; metric: {r.metric}"]
+    if r.allowed:
+        facts.append(f"allowed: {r.allowed}" + (f"; runs: {r.runs}" if r.runs else ""))
+    if r.kind == "monotone":
+        facts.append(f"measured: {r.shown}")
+    if r.detail:
+        facts.append(("error: " if r.status == "ERROR" else "why: ") + r.detail)
+    return [line for f in facts for line in textwrap.wrap(f, WIDTH, initial_indent=" " * 8,
+                                                             subsequent_indent=" " * 10, break_on_hyphens=False)]
+
+
+def render(rows: Sequence[Row], details: bool = False) -> list[tuple[str, str]]:
+    """The outcome as (line, status) pairs, every line at most WIDTH columns:
+    per paper, one line per independent row (result, target, measured,
+    paper's value, deviation), then the rows its scenarios were calibrated
+    on under a heading of their own ("held" or "DRIFT", never PASS).
+    `details` adds each row's source, allowed range, runs and reason.
+    `status` is PASS, MISS or ERROR for a row's first line, "" otherwise."""
+    out: list[tuple[str, str]] = []
+    shown_as = {"PASS": "held", "MISS": "DRIFT", "ERROR": "ERROR"}
+    for paper in dict.fromkeys(r.paper for r in rows):
+        mine = [r for r in rows if r.paper == paper]
+        out.append((paper[:WIDTH], ""))
+        for calibrated in (False, True):
+            group = [r for r in mine if r.calibrated == calibrated]
+            if not group:
+                continue
+            if calibrated:
+                out.append(("  calibrated on (not counted as reproduced):", ""))
+            else:
+                out.append((_line("", "target", "measured", "paper", "vs paper")[0], ""))
+            for r in group:
+                name = f"{r.target} [{r.point}]" if r.point else r.target
+                if r.kind == "monotone":
+                    measured, paper_v = r.shown, ""
+                else:
+                    measured, paper_v = _value(r.measured, r.unit), _value(r.expected, r.unit)
+                status = shown_as[r.status] if calibrated else r.status
+                lines = _line(status, name, measured, paper_v, _deviation(r.deviation), span=r.kind == "monotone")
+                out.append((lines[0], r.status))
+                out.extend((line, "") for line in lines[1:])
+                if details:
+                    out.extend((line, "") for line in _details(r))
+    return out
 
 
 def write_outputs(rows: Sequence[Row], directory: str | Path) -> list[Path]:

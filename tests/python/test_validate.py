@@ -364,18 +364,30 @@ def test_runs_in_parallel_give_the_same_values(tmp_path):
 # ---------------------------------------------------------------- command line
 
 
+def outcome_lines(stdout: str) -> dict[str, str]:
+    """The outcome table's rows by target name: a row starts with its
+    result in columns 3-7 and has the name from column 9."""
+    rows = {}
+    for line in stdout.splitlines():
+        if line[2:7].strip() in ("PASS", "MISS", "ERROR", "held", "DRIFT"):
+            rest = line[8:]
+            rows[(rest[:40] if len(rest) > 40 else rest).strip()] = line
+    return rows
+
+
 def test_cli_pass_and_miss_exit_1_with_the_table(cli, tmp_path):
     path = write_validation(tmp_path, [UDP_OK, UDP_MISS, GRID])
     out = tmp_path / "out"
-    p = cli("validate", path, "--jobs", "1", "--out", out)
+    p = cli("validate", path, "--jobs", "1", "--out", out, "--details")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
-    lines = {line.split("│")[1].strip(): line for line in p.stdout.splitlines() if line.count("│") > 3}
-    assert "PASS" in lines["udp-volume"]
-    assert "MISS: 0.07 below 0.27" in lines["udp-volume-wrong"]
+    assert max(len(line) for line in p.stdout.splitlines() if not line.startswith("wrote ")) <= 80
+    lines = outcome_lines(p.stdout)
+    assert lines["udp-volume"].startswith("  PASS")
+    assert lines["udp-volume-wrong"].startswith("  MISS") and "why: 0.07 below 0.27" in p.stdout
     assert "PASS" in lines["udp-interval [40 ms]"] and "0.05 MB" in lines["udp-interval [40 ms]"]
     assert "0.2 > 0.1 > 0.05" in lines["udp-interval [decreasing]"] and "PASS" in lines["udp-interval [decreasing]"]
-    assert "5 pass, 1 miss, 0 error" in p.stdout
+    assert "5 pass, 1 miss, 0 error of 6 independent" in p.stdout
     records = json.loads((out / "validation.json").read_text(encoding="utf-8"))
     assert [r["status"] for r in records] == ["PASS", "MISS", "PASS", "PASS", "PASS", "PASS"]
     assert records[1]["measured"] == pytest.approx(0.2) and records[1]["lo"] == pytest.approx(0.27)
@@ -423,7 +435,7 @@ def test_cli_unknown_scenario_is_an_error_row_and_exit_2(cli, tmp_path):
     p = cli("validate", path, "--jobs", "1")
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
-    lines = {line.split("│")[1].strip(): line for line in p.stdout.splitlines() if line.count("│") > 3}
+    lines = outcome_lines(p.stdout)
     assert "PASS" in lines["udp-volume"]  # the other targets still run
     assert "ERROR" in lines["ghost"] and "ERROR" in lines["bad-override"]
     assert "tiny/ghost: scenario 'no-such-scenario': no such built-in scenario or file" in p.stderr
@@ -447,3 +459,56 @@ def test_targets_on_the_same_runs_share_the_simulations(tmp_path):
     assert set(totals) == {2}  # 3 targets x 2 runs, 2 simulations
     assert [r.status for r in rows] == ["PASS", "PASS", "PASS"]
     assert rows[2].values == [rows[2].measured] and rows[0].runs == 2
+
+
+# ---------------------------------------------------------------- calibration
+
+
+def test_targets_a_scenario_was_calibrated_on_are_apart_and_not_counted(cli, tmp_path):
+    scenario = {"calibrated_on": ["tiny/udp-volume*"], **BSS}
+    path = write_validation(tmp_path, [UDP_OK, UDP_MISS, {**UDP_OK, "name": "other", "scenario": "other.toml"}],
+                            scenario=scenario)
+    (tmp_path / "other.toml").write_text(tomli_w.dumps(BSS), encoding="utf-8")
+    rows = V.run_targets(V.load_file(path), jobs=1)
+    assert [(r.target, r.calibrated) for r in rows] == [("udp-volume", True), ("udp-volume-wrong", True), ("other", False)]
+    assert V.tally(rows) == "1 pass, 0 miss, 0 error of 1 independent; calibrated on 2 (not counted): 1 held, 1 not"
+    assert V.exit_code(rows) == 1  # a calibration that no longer holds is still a failure
+    text = [line for line, _ in V.render(rows)]
+    heading = text.index("  calibrated on (not counted as reproduced):")
+    assert [line.split()[0] for line in text[heading + 1:]] == ["held", "DRIFT"]
+    assert text[heading - 1].split()[:2] == ["PASS", "other"]
+    p = cli("validate", path, "--jobs", "1")
+    assert "calibrated on 2 (not counted)" in p.stdout and p.returncode == 1
+
+
+@pytest.mark.parametrize("bad", [["udp-volume"], [3], "tiny/udp-volume", ["tiny/"]])
+def test_a_malformed_calibrated_on_is_an_error_naming_it(tmp_path, bad):
+    path = write_validation(tmp_path, [UDP_OK], scenario={"calibrated_on": bad, **BSS})
+    (row,) = V.run_targets(V.load_file(path), jobs=1)
+    assert row.status == "ERROR" and "calibrated_on" in row.detail
+
+
+def test_every_calibrated_on_of_a_builtin_names_a_shipped_target():
+    import fnmatch
+    import tomllib
+
+    from wayside.scenario import builtin_scenarios, scenario_text
+
+    shipped = [f"{t.paper}/{t.name}" for f in V.find_files([]) for t in V.load_file(f)]
+    listed = 0
+    for name in builtin_scenarios():
+        for pattern in tomllib.loads(scenario_text(name)).get("calibrated_on", []):
+            listed += 1
+            assert fnmatch.filter(shipped, pattern), f"{name}: calibrated_on {pattern} matches no target"
+    assert listed >= 4
+
+
+def test_the_outcome_fits_80_columns_whatever_the_names():
+    row = V.Row("p", "a-target-name-far-longer-than-the-column-it-is-given-here", "1 Mbps", "s " * 60, "x",
+                "m", "Mb/s", 29.3, 1234567.0, 1.0, 2.0, "1–2", "MISS", "far above " * 20, 3)
+    mono = V.Row("p", "t", "decreasing", "s", "x", "m", "", None, None, None, None, "strictly", "PASS", "", 3,
+                 kind="monotone", shown=" > ".join(["1,234,567"] * 12))
+    lines = [line for line, _ in V.render([row, mono], details=True)]
+    assert max(map(len, lines)) <= V.WIDTH
+    assert any("a-target-name-far-longer" in line for line in lines)
+    assert any(line.lstrip().startswith("measured: 1,234,567 > ") for line in lines)

@@ -85,6 +85,11 @@ pub struct Scenario {
     pub name: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
+    /// The validation targets this scenario was calibrated on, as
+    /// `"paper/target"` (glob patterns allowed). `wayside validate` reports
+    /// them as calibrated and never counts them as reproduced.
+    #[serde(default)]
+    pub calibrated_on: Vec<String>,
     pub duration: TimeQ,
     /// Run seed used when none is given on the command line.
     #[serde(default = "one")]
