@@ -18,6 +18,7 @@ from rich.table import Table
 
 from wayside import _native, broadside, epidemic_cli
 from wayside.scenario import builtin_scenarios, load_scenario
+from wayside.stats import paired_gain
 from wayside.terminal import console, errors, fail
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown", help=__doc__.splitlines()[0])
@@ -286,21 +287,22 @@ def sweep(
         fail(str(e))
         return
     wall = time.perf_counter() - started
-    table = Table(title=f"sweep {name}: {runs} runs per point")
-    for c in ("point", "ok", "failed", "MB per run (min / median / max)", "median vs first point"):
-        table.add_column(c, justify="left" if c == "point" else "right")
+    table = Table(title=f"sweep {name}: {runs} runs per point", box=box.SIMPLE_HEAD, collapse_padding=True,
+                  pad_edge=False)
+    for c in ("point", "runs\nok", "MB per run\nmin / median / max", "mean vs first\n(95% CI, paired)"):
+        table.add_column(c, justify="left" if c == "point" else "right", overflow="fold")
     failed = 0
-    first_median: float | None = None
+    first: dict[int, float] = {}
     for p in manifest["points"]:
         ok = [r for r in p["runs"] if r.get("status") == "ok"]
         failed += len(p["runs"]) - len(ok)
-        mb = sorted(r["data_mb"] for r in ok if r.get("data_mb") is not None)
+        by_seed = {r["seed"]: r["data_mb"] for r in ok if r.get("data_mb") is not None}
+        mb = sorted(by_seed.values())
         spread = f"{mb[0]:.1f} / {statistics.median(mb):.1f} / {mb[-1]:.1f}" if mb else "—"
-        median = statistics.median(mb) if mb else None
         if p is manifest["points"][0]:
-            first_median = median
-        gain = f"{median / first_median:.2f}×" if median is not None and first_median else "—"
-        table.add_row(escape(p["label"] or "(scenario as is)"), str(len(ok)), str(len(p["runs"]) - len(ok)), spread, gain)
+            first = by_seed
+        gain = str(paired_gain(first, by_seed)) if p is not manifest["points"][0] else ""
+        table.add_row(escape(p["label"] or "(scenario as is)"), f"{len(ok)}/{len(p['runs'])}", spread, gain)
     console.print(table)
     for s in manifest.get("skipped", []):
         console.print(f"not applicable: {escape(s['name'])} ({escape(s['reason'])})", soft_wrap=True, highlight=False)

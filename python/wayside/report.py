@@ -25,6 +25,7 @@ import polars as pl  # noqa: E402
 from wayside import driveby  # noqa: E402
 from wayside.driveby import SETUP_LABELS, Analysis  # noqa: E402
 from wayside.metrics import quantile  # noqa: E402
+from wayside.stats import paired_gain  # noqa: E402
 from wayside.sweep import read_manifest  # noqa: E402
 
 
@@ -395,25 +396,31 @@ def _section(title: str, group: Group, a: Analysis) -> str:
 def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[str, Any]) -> str:
     """The sweep's points side by side, each against the first (with
     `--recommendations`: the scenario as measured)."""
-    base = statistics.median(_finite(analyzed[0][1].per_run["data_mb"].to_list()) or [math.nan])
+    def by_run(a: Analysis) -> dict[str, float]:
+        return dict(zip(a.per_run["run"].to_list(), a.per_run["data_mb"].to_list()))
+
+    base = by_run(analyzed[0][1])
     rows, labels, gains = [], [], []
     for label, a in analyzed:
         r = a.per_run
         data = _finite(r["data_mb"].to_list())
         median = statistics.median(data) if data else math.nan
-        gain = median / base if base else math.nan
+        gain = paired_gain(base, by_run(a))
         labels.append(label)
         gains.append(gain)
-        rows.append((html.escape(label), f"{r.height}", _mean_ci(data), _f(median, "{:.1f}"), _f(gain, "{:.2f}×"),
+        rows.append((html.escape(label), f"{r.height}", _mean_ci(data), _f(median, "{:.1f}"), html.escape(str(gain)),
                      _f(a.supremum_mb, "{:.1f}"), _f(quantile(r["usable_m"].to_list(), 0.5), "{:.0f}"),
                      _mean_ci(r["setup_delay_s"].to_list())))
     fig, ax = plt.subplots(figsize=(8, max(2.6, 0.45 * len(labels) + 1.2)))
-    ax.barh(np.arange(len(labels))[::-1], gains, color="tab:blue")
+    y = np.arange(len(labels))[::-1]
+    ax.barh(y, [g.value for g in gains], color="tab:blue")
+    err = np.array([[g.value - g.lo, g.hi - g.value] for g in gains]).T
+    ax.errorbar([g.value for g in gains], y, xerr=np.nan_to_num(err), fmt="none", ecolor="black", capsize=3)
     ax.axvline(1.0, color="black", lw=1)
-    ax.set_yticks(np.arange(len(labels))[::-1], labels)
-    ax.set_xlabel(f"median data per run relative to '{labels[0]}'")
+    ax.set_yticks(y, labels)
+    ax.set_xlabel(f"mean data per run relative to '{labels[0]}' (95% CI, paired by run)")
     fig.tight_layout()
-    caption = "Median data per run of each point relative to the first."
+    caption = "Mean data per run of each point relative to the first, runs paired by seed, 95% bootstrap interval."
     skipped = manifest.get("skipped", [])
     note = ""
     if manifest.get("recommendations"):
@@ -422,7 +429,7 @@ def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[st
     if skipped:
         note += "<p>Not applicable to this scenario: " + html.escape("; ".join(f"{x['name']} ({x['reason']})" for x in skipped)) + "</p>"
     return ("<h2>Points compared</h2>" + note + _table(
-        ["point", "runs", "MB per run (mean ± 95%)", "median MB", "median vs first", "supremum MB", "usable at (m, median)",
+        ["point", "runs", "MB per run (mean ± 95%)", "median MB", "mean vs first (95% CI)", "supremum MB", "usable at (m, median)",
          "setup delay (s)"], rows)
         + f"<figure id='points'><img alt='{html.escape(caption)}' src='data:image/png;base64,{_png(fig)}'>"
         f"<figcaption>{html.escape(caption)}</figcaption></figure>")

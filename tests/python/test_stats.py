@@ -1,0 +1,45 @@
+"""The paired gain between sweep points and its bootstrap interval."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wayside.stats import paired_gain
+
+runs = st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=2, max_size=30)
+
+
+@given(runs, st.floats(min_value=0.2, max_value=5.0))
+def test_a_point_that_scales_every_run_gains_exactly_that_with_no_spread(base, factor):
+    g = paired_gain(dict(enumerate(base)), {k: v * factor for k, v in enumerate(base)})
+    assert math.isclose(g.value, factor, rel_tol=1e-9)
+    assert math.isclose(g.lo, factor, rel_tol=1e-9) and math.isclose(g.hi, factor, rel_tol=1e-9)
+
+
+@given(runs, runs)
+def test_the_interval_holds_the_ratio_of_means_and_is_deterministic(base, other):
+    n = min(len(base), len(other))
+    a, b = dict(enumerate(base[:n])), dict(enumerate(other[:n]))
+    g = paired_gain(a, b)
+    assert math.isclose(g.value, sum(other[:n]) / sum(base[:n]), rel_tol=1e-9)
+    assert g.lo <= g.value * (1 + 1e-9) and g.value <= g.hi * (1 + 1e-9) and g.pairs == n
+    assert paired_gain(a, b) == g
+
+
+def test_only_runs_in_both_with_finite_values_are_paired():
+    g = paired_gain({1: 10.0, 2: 10.0, 3: 10.0, 4: math.nan}, {2: 20.0, 3: 30.0, 4: 5.0, 5: 1.0})
+    assert g.pairs == 2 and g.value == 2.5
+    assert str(paired_gain({1: 10.0}, {1: 15.0})) == "1.50×"  # one pair: no interval
+    assert str(paired_gain({1: 0.0, 2: 0.0}, {1: 1.0, 2: 1.0})) == "—"  # nothing at the base
+    assert str(paired_gain({1: 10.0, 2: 20.0}, {1: 12.0, 2: 21.0})).startswith("1.10× (")
+
+
+def test_runs_that_disagree_widen_the_interval():
+    base = {k: 10.0 for k in range(20)}
+    steady = paired_gain(base, {k: 12.0 if k % 2 else 11.0 for k in range(20)})
+    noisy = paired_gain(base, {k: 20.0 if k % 2 else 3.0 for k in range(20)})
+    assert steady.hi - steady.lo < noisy.hi - noisy.lo
+    assert noisy.lo < 1.0 < noisy.hi and steady.lo > 1.0
