@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -276,3 +277,12 @@ def report(runs: pl.DataFrame) -> str:
     out += by_position("Fig. 10: 2-source throughput (KB/s) by position", "tput_bin", low.filter(pl.col("sources") == 2))
     out += by_position("Fig. 11: 3-source throughput (KB/s) by position", "tput_bin", low.filter(pl.col("sources") == 3))
     return "\n".join(out)
+
+
+def write_report(runs_file: str | Path, out: str | Path | None = None) -> Path:
+    """Writes `report(...)` of a sweep's runs saved as Parquet (by
+    benches/chen_vanet.py --out) to `out` (default: the same name, .md)."""
+    src = Path(runs_file)
+    path = Path(out) if out is not None else src.with_suffix(".md")
+    path.write_text(report(pl.read_parquet(src)) + "\n", encoding="utf-8")
+    return path

@@ -60,3 +60,20 @@ def test_report_has_the_figures(sparse):
     rows = [{"range_m": 300.0, "density": 0.1, "sources": 1, "seed": 1, **vanet.summarize(sparse)}]
     text = vanet.report(pl.DataFrame(rows))
     assert "Fig. 2" in text and "Fig. 6" in text and "Fig. 8" in text
+
+
+def test_wayside_report_writes_the_figures_of_a_sweep_file(sparse, tmp_path):
+    import polars as pl
+    from typer.testing import CliRunner
+
+    from wayside.cli import app
+
+    rows = [{"range_m": 300.0, "density": 0.1, "sources": 1, "seed": s, **vanet.summarize(sparse)} for s in (1, 2)]
+    pl.DataFrame(rows).write_parquet(tmp_path / "chen.parquet")
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "chen.parquet")])
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "chen.md").read_text()
+    assert "Fig. 2" in text and "± 0.0" in text  # two identical runs: a zero interval
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "bad.parquet")])
+    assert res.exit_code != 0 and "cannot be reported on" in res.output
