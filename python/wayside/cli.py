@@ -325,10 +325,24 @@ def report(
     workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Processes for the static-rate runs when not cached."),
 ) -> None:
     """Write a self-contained HTML report of drive-by runs (figures after
-    Hadaller et al. 2007, tables, our numbers against the paper's)."""
+    Hadaller et al. 2007, tables, our numbers against the paper's); for a
+    Parquet file of chen-vanet sweep runs (benches/chen_vanet.py --out), a
+    Markdown report of Chen et al.'s Figures 2-11."""
     from wayside import report as rp
 
     started = time.perf_counter()
+    if runs_dir.suffix == ".parquet":
+        from polars.exceptions import PolarsError
+
+        from wayside import vanet
+
+        try:
+            path = vanet.write_report(runs_dir, out)
+        except (OSError, ValueError, PolarsError) as e:
+            fail(f"{runs_dir}: cannot be reported on: {e}")
+            return
+        console.print(f"report: [bold]{escape(str(path))}[/] ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
+        return
     try:
         path = rp.write(runs_dir, out, static_scenario=static, workers=workers)
     except (rp.ReportError, _native.ScenarioError) as e:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import polars as pl
 
-from wayside import traces
+from wayside import traces, vanet
 from wayside.result import RunResult
 from wayside.traces import check_node, delivered, metres, table
 
@@ -46,6 +46,12 @@ __all__ = [
     "tcp_loss_rate",
     "udp_loss",
     "udp_mb",
+    "vanet_bin_throughput_kBps",
+    "vanet_collisions",
+    "vanet_latency_s",
+    "vanet_routing_drops",
+    "vanet_system_kBps",
+    "vanet_throughput_kBps",
 ]
 
 # ---------------------------------------------------------------- registry
@@ -416,3 +422,47 @@ def ack_rate_penalty(results: Sequence[Any], static: str = "static-lab") -> floa
     at the sender's, priced with the airtime TCP ACKs take per Mbit at each
     rate in our static runs (see wayside.driveby; paper: 16–23%)."""
     return _drive_by(results, static).ack_penalty
+
+
+# ---------------------------------------------------------------- Chen et al. (wayside.vanet)
+
+
+@_metric
+def vanet_throughput_kBps(result: RunResult) -> float:
+    """Chen et al. Fig. 2: mean over sources of TCP bytes at the AP per
+    second each was active, KB/s."""
+    return vanet.source_throughput_kBps(result)
+
+
+@_metric
+def vanet_system_kBps(result: RunResult) -> float:
+    """Chen et al. Fig. 8: all sources' TCP bytes at the AP per second, KB/s."""
+    return vanet.system_throughput_kBps(result)
+
+
+@_metric
+def vanet_collisions(result: RunResult) -> float:
+    """Chen et al. Fig. 3: receptions lost to overlapping transmissions."""
+    return float(vanet.collisions(result))
+
+
+@_metric
+def vanet_routing_drops(result: RunResult) -> float:
+    """Chen et al. §IV.A: packets dropped for want of a route."""
+    return float(vanet.routing_drops(result))
+
+
+@_metric
+def vanet_latency_s(result: RunResult) -> float:
+    """Chen et al. Fig. 4: mean end-to-end latency of the data segments
+    that reached the AP, s."""
+    seg = vanet.segments(result)
+    return float(seg["latency_s"].mean()) if seg.height else math.nan
+
+
+@_metric
+def vanet_bin_throughput_kBps(result: RunResult, bin: int) -> float:
+    """Chen et al. Figs. 5, 10, 11: the sources' throughput while in road
+    bin `bin` (150 m each from the road's start), KB/s."""
+    v = vanet.by_bin(result)["throughput_kBps"][bin]
+    return math.nan if v is None else float(v)

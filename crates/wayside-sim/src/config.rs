@@ -10,7 +10,7 @@ use crate::mac::MacConfig;
 use crate::mobility::MobilityModel;
 use crate::wire::WiredLink;
 use crate::phy::error::ErrorModelKind;
-use crate::phy::mode::{Preamble, Standard};
+use crate::phy::mode::{Mode, Preamble, Standard};
 use crate::transport::tcp::TcpConfig;
 use crate::units::{Db, Dbm, Meters, SimTime};
 
@@ -24,6 +24,9 @@ pub struct RadioConfig {
     pub cca_threshold: Dbm,
     pub capture_margin: Option<Db>,
     pub error_model: ErrorModelKind,
+    /// The lowest basic rate (broadcasts, management frames; the rate a
+    /// node's `range` is defined at).
+    pub basic_rate: Mode,
 }
 
 /// One node's fixed description.

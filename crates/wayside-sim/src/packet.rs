@@ -73,6 +73,9 @@ pub const BEACON_BYTES: u32 = 4 + WirePos::BYTES;
 pub struct GeoHeader {
     pub src: WirePos,
     pub dst: WirePos,
+    /// When the source sent the packet: trace metadata for end-to-end
+    /// latency, not on the air (not in [`GeoHeader::BYTES`]).
+    pub sent: SimTime,
 }
 
 impl GeoHeader {

@@ -118,6 +118,12 @@ category!(
         /// to its destination was dropped after its retries (peer: its
         /// destination; value: retries).
         RouteDrop => "route-drop",
+        /// Geographic routing: a TCP segment with data reached its
+        /// destination (peer: its source; value: hops it took).
+        GeoHops => "geo-hops",
+        /// Geographic routing: the same segment's end-to-end latency
+        /// (peer: its source; value: seconds since the source sent it).
+        GeoLatency => "geo-latency",
     });
 category!(
     /// Outcome of one MSDU at the MAC.

@@ -97,6 +97,9 @@ struct Current {
 pub struct Air {
     pub standard: Standard,
     pub preamble: Preamble,
+    /// The lowest basic rate: broadcasts go at it, control responses at a
+    /// basic rate from it up ([`Standard::control_rate_from`]).
+    pub basic: Mode,
 }
 
 /// One station's channel access.
@@ -364,7 +367,7 @@ impl Dcf {
                     let cts_time = self.response_airtime(&mode, CTS_BYTES);
                     let duration = frame.duration.saturating_sub(self.timing.sifs + cts_time);
                     let cts = self.control_frame(FrameKind::Cts, frame.src, CTS_BYTES, duration);
-                    self.response = Some((cts, self.air.standard.control_rate(mode)));
+                    self.response = Some((cts, self.air.standard.control_rate_from(mode, self.air.basic)));
                     self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
                 }
             }
@@ -432,7 +435,7 @@ impl Dcf {
         let chain_bytes = msdu.bytes + DATA_OVERHEAD;
         let chain = match (msdu.fixed, msdu.dst) {
             (Some(stage), _) => RetryChain { stages: vec![stage] },
-            (None, Dst::Broadcast) => RetryChain { stages: vec![Stage { mode: self.air.standard.basic_rates()[0], tries: 1 }] },
+            (None, Dst::Broadcast) => RetryChain { stages: vec![Stage { mode: self.air.basic, tries: 1 }] },
             (None, Dst::Node(d)) => self.links.retry_chain(now, d, chain_bytes, self.tx_power, ctx),
         };
         let msdu = self.join_fast_frame(msdu, &chain);
@@ -466,7 +469,7 @@ impl Dcf {
 
     /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.
     fn response_airtime(&self, mode: &Mode, bytes: u32) -> SimTime {
-        self.air.standard.control_rate(*mode).airtime(bytes, self.air.preamble, self.air.standard)
+        self.air.standard.control_rate_from(*mode, self.air.basic).airtime(bytes, self.air.preamble, self.air.standard)
     }
 
     fn current(&self) -> &Current {
@@ -512,7 +515,7 @@ impl Dcf {
         let psdu = self.current().msdu.bytes + DATA_OVERHEAD;
         let data = mode.airtime(psdu, self.air.preamble, self.air.standard);
         let duration = self.timing.sifs * 3 + self.response_airtime(&mode, CTS_BYTES) + data + self.response_airtime(&mode, ACK_BYTES);
-        (self.current_frame(Some(FrameKind::Rts), RTS_BYTES, duration), self.air.standard.control_rate(mode))
+        (self.current_frame(Some(FrameKind::Rts), RTS_BYTES, duration), self.air.standard.control_rate_from(mode, self.air.basic))
     }
 
     /// A data or management frame for this node (or broadcast) arrived intact.
@@ -522,7 +525,7 @@ impl Dcf {
             return;
         };
         let ack = self.control_frame(FrameKind::Ack, frame.src, ACK_BYTES, SimTime::ZERO);
-        self.response = Some((ack, self.air.standard.control_rate(mode)));
+        self.response = Some((ack, self.air.standard.control_rate_from(mode, self.air.basic)));
         let duplicate = match self.last_seq.iter_mut().find(|(s, _)| *s == frame.src) {
             Some((_, last)) => {
                 let dup = frame.retry && *last == frame.seq;
@@ -607,7 +610,7 @@ mod tests {
         let chain = RetryChain { stages: vec![Stage { mode: g(54), tries }] };
         let rate = RateControlSpec::Fixed { short: chain.clone(), long: chain, rts_threshold: 2347 };
         let cfg = MacConfig { queue_limit, short_retry_limit: tries, long_retry_limit: tries, rts_threshold: 2347, rate: rate.clone(), modes: Standard::G.modes(), fast_frames: None };
-        let air = Air { standard: Standard::G, preamble: Preamble::Long };
+        let air = Air { standard: Standard::G, preamble: Preamble::Long, basic: Standard::G.basic_rates()[0] };
         let links = Links::new(rate, Standard::G.modes(), (1, 0, "me".into()));
         Dcf::new(ME, cfg, timing(), air, links, Stream::new("run", 1, 0, "test/dcf"), Dbm(15.0))
     }

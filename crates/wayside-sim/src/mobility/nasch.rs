@@ -28,6 +28,12 @@
 //! under 10% on a road meant to hold 30%. Positions between steps are linear
 //! interpolations. Everything draws from one stream, so a seed gives the
 //! same traffic.
+//!
+//! Chen et al.'s sources: `sources` of the vehicles on the road at t = 0,
+//! spaced evenly along it (the one nearest cell `j · cells / sources`,
+//! `j = 0, 1, …`), are sources, and so is the vehicle that enters in a
+//! source's place when it leaves — the paper's single source that "exits
+//! the road, at which point another source vehicle enters".
 
 use super::{Trajectory, Vec2};
 use crate::rng::Stream;
@@ -60,6 +66,8 @@ pub struct Highway {
     /// Steps run before t = 0 so that the road starts in steady flow rather
     /// than in its random initial placement.
     pub warmup_steps: u32,
+    /// Vehicles that are sources at any time (see the module doc).
+    pub sources: u32,
 }
 
 impl Highway {
@@ -87,6 +95,7 @@ impl Highway {
             lane_width: 3.5,
             origin: Vec2::default(),
             warmup_steps: 120,
+            sources: 0,
         }
     }
 
@@ -112,6 +121,10 @@ impl Highway {
         if !(0.0..1.0).contains(&self.density) {
             return Err(format!("density = {}: must be a fraction of cells occupied in [0, 1)", self.density));
         }
+        let fits = self.target_cells() / self.vehicle_cells as u64;
+        if self.sources as u64 > fits {
+            return Err(format!("sources = {}: more than the {fits} vehicles the road holds at this density", self.sources));
+        }
         Ok(())
     }
 
@@ -130,6 +143,7 @@ impl Highway {
         for k in 0..self.warmup_steps {
             road.step(k as u64, &mut rng);
         }
+        road.pick_sources(self.sources);
         let mut rec: Vec<Record> = Vec::new();
         let mut slot: Vec<usize> = Vec::new(); // car id -> record
         let note = |road: &Road, slot: &mut Vec<usize>, rec: &mut Vec<Record>, step: u64| {
@@ -139,7 +153,7 @@ impl Highway {
                 }
                 if slot[c.id] == usize::MAX {
                     slot[c.id] = rec.len();
-                    rec.push(Record { enter: step, leave: None, samples: Vec::new() });
+                    rec.push(Record { enter: step, leave: None, source: c.source, samples: Vec::new() });
                 }
                 rec[slot[c.id]].push(step, c.lane, c.head);
             }
@@ -158,7 +172,8 @@ impl Highway {
         rec.into_iter()
             .map(|r| {
                 let samples: Vec<(SimTime, Vec2)> = r.samples.iter().map(|&(k, lane, head)| (STEP * k, self.place(lane, head))).collect();
-                Vehicle { enter: STEP * r.enter, leave: r.leave.map_or(SimTime::MAX, |k| STEP * k), trajectory: Trajectory::timed(&samples) }
+                let leave = r.leave.map_or(SimTime::MAX, |k| STEP * k);
+                Vehicle { enter: STEP * r.enter, leave, source: r.source, trajectory: Trajectory::timed(&samples) }
             })
             .collect()
     }
@@ -173,6 +188,8 @@ const STEP: SimTime = SimTime::from_ms(1000);
 pub struct Vehicle {
     pub enter: SimTime,
     pub leave: SimTime,
+    /// A source of the scenario's traffic (see the module doc).
+    pub source: bool,
     pub trajectory: Trajectory,
 }
 
@@ -180,6 +197,7 @@ pub struct Vehicle {
 struct Record {
     enter: u64,
     leave: Option<u64>,
+    source: bool,
     samples: Vec<(u64, u32, i64)>,
 }
 
@@ -203,6 +221,8 @@ struct Car {
     lane: u32,
     head: i64,
     v: u32,
+    /// A source; the vehicle re-entering in its place is one too.
+    source: bool,
 }
 
 /// The automaton's state.
@@ -230,11 +250,28 @@ impl<'a> Road<'a> {
         let cars = slots[..n]
             .iter()
             .enumerate()
-            .map(|(id, &s)| Car { id, lane: s / per_lane, head: ((s % per_lane + 1) * len - 1) as i64, v: 0 })
+            .map(|(id, &s)| Car { id, lane: s / per_lane, head: ((s % per_lane + 1) * len - 1) as i64, v: 0, source: false })
             .collect();
         let mut road = Road { hw, cars, occ: Vec::new(), next_id: n };
         road.mark();
         road
+    }
+
+    /// Makes `n` vehicles sources: for `j = 0, 1, …` the one whose front is
+    /// nearest cell `j · cells / n` (on the ring), not already a source.
+    fn pick_sources(&mut self, n: u32) {
+        let cells = self.hw.cells as i64;
+        for j in 0..n as i64 {
+            let target = j * cells / n as i64;
+            let ring = |c: &Car| {
+                let d = (c.head - target).rem_euclid(cells);
+                d.min(cells - d)
+            };
+            let pick = self.cars.iter().enumerate().filter(|(_, c)| !c.source).min_by_key(|(i, c)| (ring(c), *i)).map(|(i, _)| i);
+            if let Some(i) = pick {
+                self.cars[i].source = true;
+            }
+        }
     }
 
     /// Rebuilds the occupancy from the cars.
@@ -482,6 +519,36 @@ mod tests {
                 assert!((mid.x - (p0.x + p1.x) / 2.0).abs() < 1e-9 && (mid.y - (p0.y + p1.y) / 2.0).abs() < 1e-9);
             }
         }
+    }
+
+    #[test]
+    fn sources_stay_as_many_and_a_new_one_enters_as_one_leaves() {
+        for n in [1u32, 3] {
+            let hw = Highway { sources: n, ..Highway::chen(0.1) };
+            let duration = SimTime::from_ms(200_000);
+            let vehicles = hw.run(duration, stream(7));
+            let sources: Vec<&Vehicle> = vehicles.iter().filter(|v| v.source).collect();
+            // At every half second, exactly n sources on the road.
+            for half in 0..400 {
+                let t = SimTime::from_ms(500 * half + 250);
+                let on = sources.iter().filter(|v| v.enter <= t && t < v.leave).count();
+                assert_eq!(on, n as usize, "{n} sources: {on} on the road at {t:?}");
+            }
+            // Each source that left was followed by one entering that step.
+            let left: Vec<SimTime> = sources.iter().map(|v| v.leave).filter(|&l| l < SimTime::MAX).collect();
+            assert!(!left.is_empty(), "no source left in 200 s");
+            for l in left {
+                assert!(sources.iter().any(|v| v.enter == l), "none entered at {l:?}");
+            }
+            // Spaced evenly at the start: fronts about cells / n apart.
+            let mut xs: Vec<f64> = sources.iter().filter(|v| v.enter == SimTime::ZERO).map(|v| v.trajectory.position(SimTime::ZERO).x).collect();
+            xs.sort_by(f64::total_cmp);
+            for w in xs.windows(2) {
+                let gap = w[1] - w[0];
+                assert!((gap - 1500.0 / n as f64).abs() < 150.0, "{xs:?}");
+            }
+        }
+        assert!(Highway { sources: 81, ..Highway::chen(0.1) }.validate().unwrap_err().contains("sources = 81"));
     }
 
     #[test]

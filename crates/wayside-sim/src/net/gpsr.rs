@@ -120,7 +120,7 @@ impl Greedy {
     fn stamp(&self, now: SimTime, p: &mut Packet) {
         if p.src == self.me && p.geo.is_none() {
             if let Some(dst) = self.locate(p.dst) {
-                p.geo = Some(GeoHeader { src: WirePos::new(self.gps.position(now)), dst: WirePos::new(dst) });
+                p.geo = Some(GeoHeader { src: WirePos::new(self.gps.position(now)), dst: WirePos::new(dst), sent: now });
             }
         }
     }
@@ -399,7 +399,7 @@ mod tests {
         let mut ap = router(AP, Vec2::new(1000.0, 0.0));
         assert_eq!(hop(&mut ap, s(0.0), &mut tcp(AP, ME)), None, "unknown destination: held");
         let mut p = tcp(ME, AP);
-        p.geo = Some(GeoHeader { src: WirePos::new(Vec2::new(300.0, 3.5)), dst: WirePos::new(Vec2::new(1000.0, 0.0)) });
+        p.geo = Some(GeoHeader { src: WirePos::new(Vec2::new(300.0, 3.5)), dst: WirePos::new(Vec2::new(1000.0, 0.0)), sent: SimTime::ZERO });
         assert!(!ap.handle_packet(s(1.0), FAR, &p), "data is not the router's");
         ap.handle_packet(s(1.0), FAR, &beacon(FAR, 800.0));
         let mut reply = tcp(AP, ME);
@@ -414,7 +414,7 @@ mod tests {
         r.handle_packet(s(0.0), BACK, &beacon(BACK, 300.0));
         // A packet for the AP whose header says its destination is behind.
         let mut p = tcp(ME, AP);
-        p.geo = Some(GeoHeader { src: WirePos::new(Vec2::new(0.0, 0.0)), dst: WirePos::new(Vec2::new(0.0, 0.0)) });
+        p.geo = Some(GeoHeader { src: WirePos::new(Vec2::new(0.0, 0.0)), dst: WirePos::new(Vec2::new(0.0, 0.0)), sent: SimTime::ZERO });
         assert_eq!(hop(&mut r, s(0.0), &mut p), Some(Hop::Air(BACK)));
         assert_eq!(p.geo.map(|h| h.src.get()), Some(Vec2::new(0.0, 0.0)), "forwarders leave the header alone");
     }

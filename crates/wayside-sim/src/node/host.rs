@@ -7,7 +7,7 @@ use crate::env::Env;
 use crate::event::Event;
 use crate::ids::NodeId;
 use crate::net::{NetOutput, NetTimer};
-use crate::packet::{Body, Packet};
+use crate::packet::{Body, Packet, DEFAULT_TTL};
 use crate::sockets::SocketOutput;
 use crate::apps::AppOutput;
 use crate::trace::{ConnEvent, Proto, TcpRow, TransportRow};
@@ -71,7 +71,12 @@ impl Node {
     /// A packet for this host itself.
     fn host_rx(&mut self, env: &mut Env, now: SimTime, p: Packet) {
                 match p.body {
-            Body::Tcp(_) => {
+            Body::Tcp(ref seg) => {
+                if let (Some(geo), true) = (p.geo, seg.len > 0) {
+                    let hops = f64::from(DEFAULT_TTL - p.ttl) + 1.0;
+                    env.conn_event(now, self.id, p.src.0, ConnEvent::GeoHops, hops);
+                    env.conn_event(now, self.id, p.src.0, ConnEvent::GeoLatency, (now - geo.sent).as_secs_f64());
+                }
                 self.sockets.handle_packet(now, p);
                 self.pump_sockets(env, now);
             }

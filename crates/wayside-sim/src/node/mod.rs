@@ -54,7 +54,7 @@ impl Node {
         let rate = n.rate_control.clone().unwrap_or_else(|| cfg.mac.rate.clone());
         let links = Links::new(rate.clone(), cfg.mac.modes, (cfg.seed, cfg.run, n.name.clone()));
         let mac = MacConfig { queue_limit: n.queue_limit, rate, ..cfg.mac.clone() };
-        let air = Air { standard: cfg.radio.standard, preamble: cfg.radio.preamble };
+        let air = Air { standard: cfg.radio.standard, preamble: cfg.radio.preamble, basic: cfg.radio.basic_rate };
         let mac_rng = Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name));
         let dcf = Dcf::new(id, mac, *timing, air, links, mac_rng, n.tx_power);
         Node {
@@ -398,7 +398,7 @@ impl Node {
             if channel != env.bodies[node.index()].channel {
                 self.retune(env, now, channel);
             } else if let Some(MgmtFrame { dst, body, front }) = self.mgmt.poll_transmit() {
-                let mode = env.radio.standard.basic_rates()[0];
+                let mode = env.radio.basic_rate;
                 let tries = if dst == Dst::Broadcast { 1 } else { MGMT_TRIES };
                 let fixed = Some(Stage { mode, tries });
                 let msdu = Msdu { dst, bytes: body.body_bytes(), enqueued: now, fixed, source: None, payload: Payload::Mgmt(body) };

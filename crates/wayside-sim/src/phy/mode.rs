@@ -238,14 +238,16 @@ impl Standard {
     /// basic rate not above the data rate within the same modulation class,
     /// else the lowest basic rate of that class, else the lowest basic rate.
     pub fn control_rate(self, data: Mode) -> Mode {
-        let basic = self.basic_rates();
-        let same_class = || basic.iter().filter(move |m| m.class == data.class);
-        same_class()
-            .rev()
-            .find(|m| m.rate <= data.rate)
-            .or_else(|| same_class().next())
-            .copied()
-            .unwrap_or(basic[0])
+        self.control_rate_from(data, self.basic_rates()[0])
+    }
+
+    /// [`Standard::control_rate`] in a BSS whose lowest basic rate is
+    /// `lowest` (`radio.basic_rate`): the basic set is `lowest` and the
+    /// standard's basic rates above it.
+    pub fn control_rate_from(self, data: Mode, lowest: Mode) -> Mode {
+        let basic = std::iter::once(lowest).chain(self.basic_rates().iter().copied().filter(move |m| m.rate > lowest.rate));
+        let same_class = || basic.clone().filter(move |m| m.class == data.class);
+        same_class().filter(|m| m.rate <= data.rate).last().or_else(|| same_class().next()).unwrap_or(lowest)
     }
 
     /// Interframe timing; `b_compatible` selects the long slot and CWmin 31
@@ -557,6 +559,14 @@ mod tests {
         assert_eq!(Standard::G.control_rate(P3).rate.mbps(), 6.0);
         // No basic rate of the class at all: the lowest basic rate.
         assert_eq!(Standard::B.control_rate(OFDM54).rate.mbps(), 1.0);
+        // A BSS whose basic set starts at 5.5 (radio.basic_rate): 5.5 and
+        // the standard's basic rates above it.
+        let from = |s: Standard, data: Mode, lowest: Mode| s.control_rate_from(data, lowest).rate.mbps();
+        assert_eq!(from(Standard::B, CCK11, CCK11), 11.0);
+        assert_eq!(from(Standard::B, CCK11, CCK5_5), 5.5);
+        assert_eq!(from(Standard::B, DSSS2, CCK5_5), 5.5);
+        assert_eq!(from(Standard::G, OFDM54, CCK11), 24.0);
+        assert_eq!(from(Standard::G, OFDM9, CCK11), 12.0);
     }
 
     #[test]

@@ -43,11 +43,14 @@ const RANGE_SUCCESS: f64 = 0.9;
 /// The transmit power at which `range` is the transmission range, as Chen
 /// et al. (after SWANS) define it: the distance at which two nodes with
 /// these antennas still communicate with no interference — here, where a
-/// 1500-byte frame at the lowest basic rate gets through with probability
-/// 0.9 against the noise floor over the mean path loss (no obstacles,
-/// shadowing or fading; both antennas alike).
+/// 1500-byte frame at the lowest basic rate (`radio.basic_rate`) gets
+/// through with probability 0.9 against the noise floor over the mean path
+/// loss (no obstacles, shadowing or fading; both antennas alike). SWANS
+/// sends every frame at one rate with one reception rule, so its range
+/// holds for beacons and data alike; here that takes a basic rate equal to
+/// the data rate.
 fn power_for_range(channel: &ChannelConfig, rates: &RateContext, range: Meters, height: Meters, gain: Db) -> Dbm {
-    let mode = rates.standard.basic_rates()[0];
+    let mode = rates.basic;
     let ok = |snr: f64| rates.error_model.chunk_success(&mode, Db(snr), RANGE_FRAME_BITS) >= RANGE_SUCCESS;
     // Success grows with SNR: bisect for the least SNR that is enough.
     let (mut lo, mut hi) = (-20.0, 60.0);
@@ -113,6 +116,8 @@ fn node_id(names: &[String], key: &str, name: &str, extra: &str) -> Result<NodeI
 /// What the `[mac]` section fixes for every node's rate control.
 struct RateContext {
     standard: Standard,
+    /// The lowest basic rate (`radio.basic_rate`).
+    basic: Mode,
     error_model: ErrorModelKind,
     /// `mac.retry_chain`, if given: (mode, tries) per stage.
     chain: Option<Vec<Stage>>,
@@ -285,8 +290,8 @@ fn check_mobility(key: &str, m: &MobilitySection) -> Result<(), ScenarioError> {
 
 /// The highway of a Nagel–Schreckenberg section, lane 0 starting at `at`.
 fn highway(m: &MobilitySection, at: Vec2) -> Highway {
-    let MobilitySection::Nasch { density, lanes, cells, dawdle } = *m else { unreachable!("called for NaSch sections only") };
-    Highway { lanes, cells, dawdle, origin: at, ..Highway::chen(density) }
+    let MobilitySection::Nasch { density, lanes, cells, dawdle, sources } = *m else { unreachable!("called for NaSch sections only") };
+    Highway { lanes, cells, dawdle, sources, origin: at, ..Highway::chen(density) }
 }
 
 /// One node of a `[[node]]` section: its name, path and radio window.
@@ -304,8 +309,15 @@ fn members(n: &NodeSection, group: &NodeGroup, duration: SimTime, (seed, run): (
     if let MobilitySection::Nasch { .. } = n.mobility {
         let stream = Stream::new("run", seed, run, &format!("mobility/nasch/{}", n.name));
         let vehicles = highway(&n.mobility, n.position.0).run(duration, stream);
-        let member = |(k, v): (usize, Vehicle)| Member { name: format!("{}-{k}", n.name), trajectory: v.trajectory, appear: v.enter, disappear: v.leave };
-        return vehicles.into_iter().enumerate().map(member).collect();
+        // Cars and sources are numbered apart, each in order of entry.
+        let mut count = [0usize; 2];
+        let member = |v: Vehicle| {
+            let k = count[v.source as usize];
+            count[v.source as usize] += 1;
+            let name = if v.source { format!("{}-source-{k}", n.name) } else { format!("{}-{k}", n.name) };
+            Member { name, trajectory: v.trajectory, appear: v.enter, disappear: v.leave }
+        };
+        return vehicles.into_iter().map(member).collect();
     }
     let spacing = n.spacing.map_or(Vec2::default(), |s| s.0);
     (0..n.count)
@@ -382,6 +394,7 @@ impl Scenario {
         let mgmt = self.lower_management()?;
         let wires = self.lower_links(&names)?;
         let apps = self.lower_apps(&names)?;
+        let apps = self.expand_source_apps(apps, &nodes);
         let pcap = self.lower_pcap(&nodes)?;
         Ok(SimConfig { mgmt, wires, apps, pcap, duration, seed, run, channel, radio, mac, nodes, sources })
     }
@@ -511,7 +524,14 @@ impl Scenario {
             cca_threshold: r.cca_threshold.0,
             capture_margin: r.capture_margin.0,
             error_model: ErrorModelKind::ClosedForm(ClosedForm { implementation_loss: r.implementation_loss.0 }),
+            basic_rate: self.basic_rate()?,
         })
+    }
+
+    /// `radio.basic_rate`, or the standard's lowest basic rate.
+    fn basic_rate(&self) -> Result<Mode, ScenarioError> {
+        let standard = self.radio.standard;
+        self.radio.basic_rate.map_or(Ok(standard.basic_rates()[0]), |r| rate_mode(standard, "radio.basic_rate", r))
     }
 
     fn rate_context(&self, error_model: ErrorModelKind) -> Result<RateContext, ScenarioError> {
@@ -544,7 +564,8 @@ impl Scenario {
                     .collect::<Result<Vec<_>, ScenarioError>>()?,
             ),
         };
-        Ok(RateContext { standard, error_model, chain, short_retry_limit, long_retry_limit, rts_threshold: mac.rts_threshold.0 as u32 })
+        let basic = self.basic_rate()?;
+        Ok(RateContext { standard, basic, error_model, chain, short_retry_limit, long_retry_limit, rts_threshold: mac.rts_threshold.0 as u32 })
     }
 
     fn lower_mac(&self, rates: &RateContext) -> Result<MacConfig, ScenarioError> {
@@ -844,7 +865,10 @@ impl Scenario {
         let mut apps = Vec::with_capacity(self.apps.len());
         for (i, a) in self.apps.iter().enumerate() {
             let key = |k: &str| format!("app[{i}].{k}");
-            let from = node_id(names, &key("from"), &a.from, "")?;
+            // A highway's sources stand in as its first source until
+            // `expand_source_apps`.
+            let from_name = if self.source_group(&a.from) { format!("{}-0", a.from) } else { a.from.clone() };
+            let from = node_id(names, &key("from"), &from_name, "")?;
             let to = node_id(names, &key("to"), &a.to, "")?;
             if from == to {
                 return err(format!("{}: an application cannot send to its own node", key("to")));
@@ -938,6 +962,36 @@ impl Scenario {
             });
         }
         Ok(apps)
+    }
+
+    /// Whether `name` is `"car-source"` for a NaSch section `car` with
+    /// sources.
+    fn source_group(&self, name: &str) -> bool {
+        self.nodes.iter().any(|n| matches!(n.mobility, MobilitySection::Nasch { sources, .. } if sources > 0 && name.strip_suffix("-source") == Some(n.name.as_str())))
+    }
+
+    /// Each app of a highway's sources (lowered on its first source) runs
+    /// on every source while that one is on the road: from when it enters
+    /// (or the app's start, if later) until it leaves.
+    fn expand_source_apps(&self, apps: Vec<AppConfig>, nodes: &[NodeConfig]) -> Vec<AppConfig> {
+        let mut out = Vec::with_capacity(apps.len());
+        for (app, section) in apps.into_iter().zip(&self.apps) {
+            if !self.source_group(&section.from) {
+                out.push(app);
+                continue;
+            }
+            let prefix = format!("{}-", section.from);
+            for (i, n) in nodes.iter().enumerate() {
+                if n.name.strip_prefix(&prefix).is_some_and(|k| k.bytes().all(|b| b.is_ascii_digit())) {
+                    let start = match app.start {
+                        AppStart::At(t) => AppStart::At(t.max(n.appear)),
+                        other => other,
+                    };
+                    out.push(AppConfig { from: NodeId(i as u32), start, stop: app.stop.min(n.disappear), ..app.clone() });
+                }
+            }
+        }
+        out
     }
 
     fn app_start(&self, key: &impl Fn(&str) -> String, a: &AppSection) -> Result<AppStart, ScenarioError> {

@@ -477,6 +477,11 @@ pub struct Radio {
     pub capture_margin: CaptureMargin,
     #[serde(default = "zero_db")]
     pub implementation_loss: RatioQ,
+    /// The BSS's lowest basic rate (default the standard's lowest):
+    /// broadcasts and management frames go at it, control responses at a
+    /// basic rate from it up, and a node's `range` is defined at it.
+    #[serde(default)]
+    pub basic_rate: Option<RateQ>,
 }
 
 fn yes() -> bool {
@@ -830,6 +835,12 @@ pub enum MobilitySection {
         /// Dawdling probability.
         #[serde(default = "nasch_dawdle")]
         dawdle: f64,
+        /// Source vehicles, named `name-source-0`, `name-source-1`… in
+        /// order of entry; a source that leaves is replaced by the vehicle
+        /// entering in its place. An `[[app]]` whose `from` is
+        /// `"name-source"` runs on each of them while it is on the road.
+        #[serde(default)]
+        sources: u32,
     },
 }
 
