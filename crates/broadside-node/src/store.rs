@@ -147,19 +147,25 @@ fn tmp_path(dir: &Path, what: &str) -> PathBuf {
 /// new bytes, never a mix); with `durable`, fsync the file and the directory too.
 fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StorageError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = tmp_path(dir, "w");
-    let mut f = File::create(&tmp).map_err(io(format!("create {}", tmp.display())))?;
-    f.write_all(bytes)
-        .map_err(io(format!("write {}", tmp.display())))?;
-    if durable {
-        f.sync_all()
-            .map_err(io(format!("fsync {}", tmp.display())))?;
-    }
-    fs::rename(&tmp, path).map_err(io(format!("rename to {}", path.display())))?;
+    write_renamed(dir, path, bytes, durable)?;
     if durable {
         sync_dir(dir)?;
     }
     Ok(())
+}
+
+/// Temp file in `dir` (fsynced if `synced`) renamed to `path`; the
+/// directory itself is not synced (the caller does, once for several).
+fn write_renamed(dir: &Path, path: &Path, bytes: &[u8], synced: bool) -> Result<(), StorageError> {
+    let tmp = tmp_path(dir, "w");
+    let mut f = File::create(&tmp).map_err(io(format!("create {}", tmp.display())))?;
+    f.write_all(bytes)
+        .map_err(io(format!("write {}", tmp.display())))?;
+    if synced {
+        f.sync_all()
+            .map_err(io(format!("fsync {}", tmp.display())))?;
+    }
+    fs::rename(&tmp, path).map_err(io(format!("rename to {}", path.display())))
 }
 
 /// Points `link` at `target`, atomically replacing whatever `link` was.
@@ -750,7 +756,9 @@ impl DiskStore {
         if let Some(l) = leaves {
             write_leaves(&dir, l)?;
         }
-        write_replace(&dir.join("cert"), cert.encoded(), true)?;
+        // One directory sync covers both entries: the directory is not
+        // current until `make_current`, so their order does not matter.
+        write_renamed(&dir, &dir.join("cert"), cert.encoded(), true)?;
         fs::rename(content_src, dir.join("content"))
             .map_err(io(format!("move content of {}", cert.name())))?;
         sync_dir(&dir)?;
@@ -797,8 +805,10 @@ impl DiskStore {
         let inst = cert.instance_id();
         if !self.writers.contains_key(&inst) {
             let cert_path = self.partial_path(&inst, "cert");
+            // Not fsynced: a partial is best effort like its vector (a
+            // lost or torn one is removed at the next open and fetched again).
             if !cert_path.exists() {
-                write_replace(&cert_path, cert.encoded(), true)?;
+                write_replace(&cert_path, cert.encoded(), false)?;
             }
             let path = self.partial_path(&inst, "data");
             let f = OpenOptions::new()
@@ -966,7 +976,8 @@ impl Storage for DiskStore {
         let inst = cert.instance_id();
         self.flush_writes()?;
         if let Some(f) = self.writers.get(&inst) {
-            f.sync_all().map_err(io(format!("fsync {}", cert.name())))?;
+            f.sync_data()
+                .map_err(io(format!("fsync {}", cert.name())))?;
         }
         let _commit = self.commit_lock()?;
         if let Some(have) = self.current(cert.name()) {
@@ -982,8 +993,9 @@ impl Storage for DiskStore {
         }
         let data = self.partial_path(&inst, "data");
         self.install(cert, &data, None)?;
-        self.forget_partial(&inst)?;
-        sync_dir(&self.partial_dir)
+        // The partial's removal need not be durable: a partial of a
+        // version no newer than the current one is removed at the next open.
+        self.forget_partial(&inst)
     }
 
     fn partial_discard(&mut self, cert: &Certificate) -> Result<(), StorageError> {
