@@ -17,6 +17,10 @@
 //! [`AckPolicy`](crate::transfer::AckPolicy), at the end of the sender's
 //! pass, on duplicates and when the sender falls silent. When the whole file is in, the receiver checks its
 //! hash, commits it atomically through [`Storage`] and sends *Close*.
+//!
+//! Several peers that offer the same version send at once (up to
+//! [`Config::sources`]), each its own range of blocks under its own transfer
+//! id: see [`Config::sources`] and `Fetch::choose_range`.
 
 use crate::beacon::{self, SyncCache};
 use crate::bitvec::BitVec;
