@@ -43,6 +43,7 @@
 //! commit), and complete files are read ahead 1 MiB at a time, so a block
 //! costs a memory copy rather than a system call.
 
+use crate::writeback::Writeback;
 use crate::NodeError;
 use broadside::cert::validate_name;
 use broadside::merkle::{Hash, Tree, TreeBuilder};
@@ -122,6 +123,8 @@ pub struct DiskStore {
     persist_blocks: u32,
     read_ahead: ReadAhead,
     write_behind: WriteBehind,
+    /// Syncs partial data in the background as vectors are written.
+    writeback: Writeback,
     /// Held (flock) while this process serves the store; released on exit, even on kill -9.
     _lock: Option<File>,
 }
@@ -266,6 +269,7 @@ impl DiskStore {
             persist_blocks: DEFAULT_PERSIST_BLOCKS,
             read_ahead: ReadAhead::default(),
             write_behind: WriteBehind::default(),
+            writeback: Writeback::default(),
             _lock: lock,
         }
     }
@@ -798,7 +802,11 @@ impl DiskStore {
         let mut b = VEC_MAGIC.to_vec();
         b.extend_from_slice(&p.partial.block_size.to_be_bytes());
         p.partial.received.encode(&mut b);
-        write_replace(&self.partial_path(&p.cert.instance_id(), "vec"), &b, false)
+        write_replace(&self.partial_path(&p.cert.instance_id(), "vec"), &b, false)?;
+        if let Some(f) = self.writers.get(inst) {
+            self.writeback.sync_soon(f);
+        }
+        Ok(())
     }
 
     fn writer(&mut self, cert: &Certificate) -> Result<&File, StorageError> {
