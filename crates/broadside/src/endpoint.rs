@@ -437,8 +437,9 @@ pub enum Event<A> {
         /// How it ended; `None` if the receiver never answered.
         status: Option<CloseStatus>,
     },
-    /// A receive moved to another peer that offered the same version:
-    /// the previous one was too slow, failed verification or went silent.
+    /// A source of a receive lost its slot (too slow, failed verification
+    /// or went silent): `to` is the standby peer that takes the slot, or
+    /// else a source still sending, which will take over its range.
     SourceSwitched {
         /// File name.
         name: String,
