@@ -166,6 +166,9 @@ pub struct Settings {
     /// A source with no new verified block for this long loses its slot [default: 1 s].
     #[arg(long)]
     pub slow_peer_timeout: Option<Dur>,
+    /// Most peers one file is fetched from at once [default: 4].
+    #[arg(long)]
+    pub sources: Option<usize>,
     /// How long a peer that sent a bad block is ignored [default: 60 s].
     #[arg(long)]
     pub penalty: Option<Dur>,
@@ -217,7 +220,7 @@ impl Settings {
             offer_retries, ack_idle, transfer_timeout, dup_ack_holdoff, send_rate,
             max_file_size, beacon_rate, request_rate, transfer_rate, max_peers,
             uploads_per_peer, window, sync_cache, seed, token_period, max_peers_per_prefix,
-            challenge_rate, retry_backoff, slow_peer_timeout, penalty, status_interval, persist_interval,
+            challenge_rate, retry_backoff, slow_peer_timeout, sources, penalty, status_interval, persist_interval,
             persist_blocks, rescan_interval, socket_buffer, offload, log_level)
     }
 
@@ -279,6 +282,7 @@ impl Settings {
             challenge_rate: self.challenge_rate.unwrap_or(c.challenge_rate),
             retry_backoff: dur(self.retry_backoff, c.retry_backoff),
             slow_peer_timeout: dur(self.slow_peer_timeout, c.slow_peer_timeout),
+            sources: self.sources.unwrap_or(c.sources),
             penalty: dur(self.penalty, c.penalty),
             // The library hands the vector to the store at the node's cadence.
             persist_blocks: self.persist_blocks.unwrap_or(DEFAULT_PERSIST_BLOCKS),

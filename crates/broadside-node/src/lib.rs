@@ -36,6 +36,7 @@ pub mod node;
 pub mod relay;
 pub mod store;
 pub mod udp;
+pub mod writeback;
 
 pub use cli::run_cli;
 

@@ -43,6 +43,7 @@
 //! commit), and complete files are read ahead 1 MiB at a time, so a block
 //! costs a memory copy rather than a system call.
 
+use crate::writeback::Writeback;
 use crate::NodeError;
 use broadside::cert::validate_name;
 use broadside::merkle::{Hash, Tree, TreeBuilder};
@@ -122,6 +123,8 @@ pub struct DiskStore {
     persist_blocks: u32,
     read_ahead: ReadAhead,
     write_behind: WriteBehind,
+    /// Syncs partial data in the background as vectors are written.
+    writeback: Writeback,
     /// Held (flock) while this process serves the store; released on exit, even on kill -9.
     _lock: Option<File>,
 }
@@ -147,19 +150,25 @@ fn tmp_path(dir: &Path, what: &str) -> PathBuf {
 /// new bytes, never a mix); with `durable`, fsync the file and the directory too.
 fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StorageError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = tmp_path(dir, "w");
-    let mut f = File::create(&tmp).map_err(io(format!("create {}", tmp.display())))?;
-    f.write_all(bytes)
-        .map_err(io(format!("write {}", tmp.display())))?;
-    if durable {
-        f.sync_all()
-            .map_err(io(format!("fsync {}", tmp.display())))?;
-    }
-    fs::rename(&tmp, path).map_err(io(format!("rename to {}", path.display())))?;
+    write_renamed(dir, path, bytes, durable)?;
     if durable {
         sync_dir(dir)?;
     }
     Ok(())
+}
+
+/// Temp file in `dir` (fsynced if `synced`) renamed to `path`; the
+/// directory itself is not synced (the caller does, once for several).
+fn write_renamed(dir: &Path, path: &Path, bytes: &[u8], synced: bool) -> Result<(), StorageError> {
+    let tmp = tmp_path(dir, "w");
+    let mut f = File::create(&tmp).map_err(io(format!("create {}", tmp.display())))?;
+    f.write_all(bytes)
+        .map_err(io(format!("write {}", tmp.display())))?;
+    if synced {
+        f.sync_all()
+            .map_err(io(format!("fsync {}", tmp.display())))?;
+    }
+    fs::rename(&tmp, path).map_err(io(format!("rename to {}", path.display())))
 }
 
 /// Points `link` at `target`, atomically replacing whatever `link` was.
@@ -260,6 +269,7 @@ impl DiskStore {
             persist_blocks: DEFAULT_PERSIST_BLOCKS,
             read_ahead: ReadAhead::default(),
             write_behind: WriteBehind::default(),
+            writeback: Writeback::default(),
             _lock: lock,
         }
     }
@@ -750,7 +760,9 @@ impl DiskStore {
         if let Some(l) = leaves {
             write_leaves(&dir, l)?;
         }
-        write_replace(&dir.join("cert"), cert.encoded(), true)?;
+        // One directory sync covers both entries: the directory is not
+        // current until `make_current`, so their order does not matter.
+        write_renamed(&dir, &dir.join("cert"), cert.encoded(), true)?;
         fs::rename(content_src, dir.join("content"))
             .map_err(io(format!("move content of {}", cert.name())))?;
         sync_dir(&dir)?;
@@ -790,15 +802,21 @@ impl DiskStore {
         let mut b = VEC_MAGIC.to_vec();
         b.extend_from_slice(&p.partial.block_size.to_be_bytes());
         p.partial.received.encode(&mut b);
-        write_replace(&self.partial_path(&p.cert.instance_id(), "vec"), &b, false)
+        write_replace(&self.partial_path(&p.cert.instance_id(), "vec"), &b, false)?;
+        if let Some(f) = self.writers.get(inst) {
+            self.writeback.sync_soon(f);
+        }
+        Ok(())
     }
 
     fn writer(&mut self, cert: &Certificate) -> Result<&File, StorageError> {
         let inst = cert.instance_id();
         if !self.writers.contains_key(&inst) {
             let cert_path = self.partial_path(&inst, "cert");
+            // Not fsynced: a partial is best effort like its vector (a
+            // lost or torn one is removed at the next open and fetched again).
             if !cert_path.exists() {
-                write_replace(&cert_path, cert.encoded(), true)?;
+                write_replace(&cert_path, cert.encoded(), false)?;
             }
             let path = self.partial_path(&inst, "data");
             let f = OpenOptions::new()
@@ -966,7 +984,8 @@ impl Storage for DiskStore {
         let inst = cert.instance_id();
         self.flush_writes()?;
         if let Some(f) = self.writers.get(&inst) {
-            f.sync_all().map_err(io(format!("fsync {}", cert.name())))?;
+            f.sync_data()
+                .map_err(io(format!("fsync {}", cert.name())))?;
         }
         let _commit = self.commit_lock()?;
         if let Some(have) = self.current(cert.name()) {
@@ -982,8 +1001,9 @@ impl Storage for DiskStore {
         }
         let data = self.partial_path(&inst, "data");
         self.install(cert, &data, None)?;
-        self.forget_partial(&inst)?;
-        sync_dir(&self.partial_dir)
+        // The partial's removal need not be durable: a partial of a
+        // version no newer than the current one is removed at the next open.
+        self.forget_partial(&inst)
     }
 
     fn partial_discard(&mut self, cert: &Certificate) -> Result<(), StorageError> {

@@ -17,6 +17,10 @@
 //! [`AckPolicy`](crate::transfer::AckPolicy), at the end of the sender's
 //! pass, on duplicates and when the sender falls silent. When the whole file is in, the receiver checks its
 //! hash, commits it atomically through [`Storage`] and sends *Close*.
+//!
+//! Several peers that offer the same version send at once (up to
+//! [`Config::sources`]), each its own range of blocks under its own transfer
+//! id: see [`Config::sources`] and `Fetch::choose_range`.
 
 use crate::beacon::{self, SyncCache};
 use crate::bitvec::BitVec;
@@ -100,6 +104,11 @@ pub struct Config {
     /// A source that delivered no new verified block for this long loses
     /// its slot to another peer that offered the same version.
     pub slow_peer_timeout: Duration,
+    /// Most peers one file is fetched from at once (at least 1). Each
+    /// sends a different range of blocks under its own transfer id; a
+    /// source that finishes its range takes the first range nobody is
+    /// sending, else the back half of what another source has left.
+    pub sources: usize,
     /// How long a peer that sent a block failing verification is ignored.
     pub penalty: Duration,
     /// The receive vector is persisted after this many new blocks …
@@ -145,6 +154,7 @@ impl Default for Config {
             challenge_rate: 10_000.0,
             retry_backoff: Duration::from_secs(1),
             slow_peer_timeout: Duration::from_secs(1),
+            sources: 4,
             penalty: Duration::from_secs(60),
             persist_blocks: 256,
             persist_interval: Duration::from_secs(1),
@@ -227,6 +237,9 @@ impl Config {
         }
         if self.uploads_per_peer == 0 {
             return err("uploads_per_peer", "0".into(), "at least 1".into());
+        }
+        if self.sources == 0 {
+            return err("sources", "0".into(), "at least 1".into());
         }
         if self.max_peers_per_prefix == 0 {
             return err("max_peers_per_prefix", "0".into(), "at least 1".into());
@@ -424,8 +437,9 @@ pub enum Event<A> {
         /// How it ended; `None` if the receiver never answered.
         status: Option<CloseStatus>,
     },
-    /// A receive moved to another peer that offered the same version:
-    /// the previous one was too slow, failed verification or went silent.
+    /// A source of a receive lost its slot (too slow, failed verification
+    /// or went silent): `to` is the standby peer that takes the slot, or
+    /// else a source still sending, which will take over its range.
     SourceSwitched {
         /// File name.
         name: String,
@@ -488,24 +502,103 @@ struct TreeRx {
     unverified: Vec<bool>,
 }
 
-struct Fetch<A> {
-    /// The current source.
+/// One source of a fetch: a peer sending one range of blocks under its
+/// own transfer id, with its own receive vector.
+struct Lane<A> {
     peer: A,
+    segment: SegmentReceiver,
+    /// v2 only: what is known of the tree for the lane's range.
+    tree: Option<TreeRx>,
+    /// Hash-chunk bits at the front of the lane's vector (v2; else 0).
+    hdr: u32,
+    /// Last new verified block or chunk from this source.
+    last_progress: Instant,
+}
+
+impl<A> Lane<A> {
+    /// Whether absolute block `abs` lies in the lane's range.
+    fn covers(&self, abs: u32) -> bool {
+        let first = self.segment.first();
+        abs >= first && abs - first < self.segment.vector().len() - self.hdr
+    }
+    /// One past the lane's last block.
+    fn end(&self) -> u32 {
+        self.segment.first() + self.segment.vector().len() - self.hdr
+    }
+}
+
+struct Fetch<A> {
     cert: Certificate,
     layout: Layout,
     received: BitVec,
-    segment: SegmentReceiver,
-    /// v2 only: what is known of the tree.
-    tree: Option<TreeRx>,
-    /// Hash-chunk bits at the front of the segment vector (v2; else 0).
-    hdr: u32,
-    /// Peers that offered the same version while another was the source.
+    /// v2 only: the tree's shape and root.
+    tree: Option<(Shape, Hash)>,
+    /// The sources sending now, each a different range (at most
+    /// [`Config::sources`]); never empty while the fetch exists.
+    lanes: Vec<Lane<A>>,
+    /// Peers that offered the same version while every source slot was taken.
     standby: Vec<A>,
-    /// Last new verified block or chunk.
-    last_progress: Instant,
     /// New blocks since the vector was last persisted, and when that was.
     unpersisted: u32,
     last_persist: Instant,
+}
+
+impl<A: PartialEq> Fetch<A> {
+    fn lane(&self, peer: &A) -> Option<&Lane<A>> {
+        self.lanes.iter().find(|l| l.peer == *peer)
+    }
+    fn lane_mut(&mut self, peer: &A) -> Option<&mut Lane<A>> {
+        self.lanes.iter_mut().find(|l| l.peer == *peer)
+    }
+    /// Whether `peer` sends, or stands by to send, this fetch.
+    fn has_source(&self, peer: &A) -> bool {
+        self.lane(peer).is_some() || self.standby.contains(peer)
+    }
+    /// Chunk alignment of a lane's first block (1 for v1 files).
+    fn align(&self) -> u32 {
+        self.tree.map_or(1, |(s, _)| s.chunk_leaves())
+    }
+    /// The range of blocks a source (other than `except`) should ask for
+    /// next: the first missing block no other source is sending, to the
+    /// end of its segment; else the back half of what is missing in the
+    /// range of the source with the most left to send (work stealing: the
+    /// victim's sender learns from its acks that those blocks are held).
+    fn choose_range(&self, except: Option<&A>) -> Option<(u32, u32)> {
+        let others = || self.lanes.iter().filter(|l| Some(&l.peer) != except);
+        let m = self.align();
+        let mut at = 0;
+        while let Some(b) = zero_from(&self.received, at) {
+            if let Some(l) = others().find(|l| l.covers(b)) {
+                at = l.end();
+                continue;
+            }
+            let (seg_first, seg_count) = self.layout.segment(self.layout.segment_of(b))?;
+            let first = b / m * m;
+            // Up to the next source's range, if one starts within the segment.
+            let end = others()
+                .map(|l| l.segment.first())
+                .filter(|&f| f > b)
+                .fold(seg_first + seg_count, u32::min);
+            return Some((first, end - first));
+        }
+        let (victim, missing) = others()
+            .map(|l| {
+                let first = l.segment.first();
+                let n = l.end() - first;
+                (l, n - self.received.slice(first, n).count_ones())
+            })
+            .max_by_key(|(_, n)| *n)?;
+        if missing == 0 {
+            return None;
+        }
+        let (first, end) = (victim.segment.first(), victim.end());
+        let mut b = first;
+        for _ in 0..=missing / 2 {
+            b = zero_from(&self.received, b)? + 1;
+        }
+        let start = ((b - 1) / m * m).max(first);
+        Some((start, end - start))
+    }
 }
 
 struct Upload {
@@ -831,7 +924,7 @@ impl<A: PeerAddr> Endpoint<A> {
         self.fetches
             .values()
             .map(|f| FetchStatus {
-                peer: f.peer.clone(),
+                peer: f.lanes[0].peer.clone(),
                 name: f.cert.name().into(),
                 version: f.cert.version(),
                 received_blocks: f.received.count_ones(),
@@ -1099,7 +1192,7 @@ impl<A: PeerAddr> Endpoint<A> {
             || self
                 .fetches
                 .values()
-                .any(|f| f.peer == *a || f.standby.contains(a))
+                .any(|f| f.has_source(a))
             || self.uploads.keys().any(|(p, _)| p == a)
     }
 
@@ -1322,11 +1415,11 @@ impl<A: PeerAddr> Endpoint<A> {
         let files: Vec<FileId> = self
             .fetches
             .iter()
-            .filter(|(_, f)| f.peer == *peer)
+            .filter(|(_, f)| f.lane(peer).is_some())
             .map(|(k, _)| *k)
             .collect();
         for file in files {
-            self.drop_source(now, file, None, store);
+            self.drop_source(now, file, peer, None, store);
         }
         for f in self.fetches.values_mut() {
             f.standby.retain(|a| a != peer);
@@ -1537,14 +1630,25 @@ impl<A: PeerAddr> Endpoint<A> {
                 self.close(from, instance, CloseCode::Busy);
                 return self.resolve(now, from, &file, Outcome::Retry);
             }
-            if f.peer == *from {
+            if f.lane(from).is_some() {
                 // A repeated offer: our Want may have been lost.
-                if let Some(w) = self.want_message(&file) {
+                if let Some(w) = self.want_message(&file, from) {
                     self.send_to(from, w);
                 }
+            } else if f.lanes.len() < self.cfg.sources {
+                // Another source of the same version: it sends another
+                // part of the file at the same time.
+                self.events.push_back(Event::TransferStarted {
+                    peer: from.clone(),
+                    name: cert.name().into(),
+                    version: cert.version(),
+                    resumed_blocks: f.received.count_ones(),
+                    total_blocks: f.received.len(),
+                });
+                self.start_lane(now, file, from.clone(), store);
             } else if !f.standby.contains(from) {
-                // Another source of the same version: it takes over if the
-                // current one turns out slow, silent or lying.
+                // Every slot is taken: it takes over if a source turns out
+                // slow, silent or lying.
                 f.standby.push(from.clone());
             }
             return;
@@ -1577,31 +1681,48 @@ impl<A: PeerAddr> Endpoint<A> {
             resumed_blocks: received.count_ones(),
             total_blocks: layout.blocks(),
         });
-        let transfer = self.new_transfer_id(file);
-        let placeholder = SegmentReceiver::new(transfer, 0, 0, &received, 0, now);
-        let tree = shape.zip(cert.tree()).map(|(shape, (_, root))| TreeRx {
+        let tree = shape.zip(cert.tree()).map(|(shape, (_, root))| (shape, root));
+        self.fetches.insert(
+            file,
+            Fetch {
+                cert,
+                layout,
+                received,
+                tree,
+                lanes: Vec::new(),
+                standby: Vec::new(),
+                unpersisted: 0,
+                last_persist: now,
+            },
+        );
+        self.start_lane(now, file, from.clone(), store);
+    }
+
+    /// Makes `peer` a source of a fetch, asking it for the range
+    /// [`Fetch::choose_range`] picks.
+    fn start_lane(&mut self, now: Instant, file: FileId, peer: A, store: &mut dyn Storage) {
+        let Some(f) = self.fetches.get(&file) else {
+            return;
+        };
+        let tree = f.tree.map(|(shape, root)| TreeRx {
             shape,
             root,
             leaves: Vec::new(),
             unverified: Vec::new(),
         });
-        self.fetches.insert(
-            file,
-            Fetch {
-                peer: from.clone(),
-                cert,
-                layout,
-                received,
-                segment: placeholder,
-                hdr: 0,
-                tree,
-                standby: Vec::new(),
-                last_progress: now,
-                unpersisted: 0,
-                last_persist: now,
-            },
-        );
-        self.next_segment(now, file, store);
+        let transfer = self.new_transfer_id(file);
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return;
+        };
+        let placeholder = SegmentReceiver::new(transfer, 0, 0, &f.received, 0, now);
+        f.lanes.push(Lane {
+            peer: peer.clone(),
+            segment: placeholder,
+            tree,
+            hdr: 0,
+            last_progress: now,
+        });
+        self.next_segment(now, file, &peer, store);
     }
 
     fn new_transfer_id(&mut self, file: FileId) -> u32 {
@@ -1610,27 +1731,43 @@ impl<A: PeerAddr> Endpoint<A> {
         self.next_transfer
     }
 
-    /// Starts the first incomplete segment of a fetch (with a new transfer
-    /// id, asking the current source), or finishes the file.
-    fn next_segment(&mut self, now: Instant, file: FileId, store: &mut dyn Storage) {
+    /// Moves source `peer` of a fetch to the next range to ask it for
+    /// (with a new transfer id), or finishes the file. A source left with
+    /// nothing to send goes back to standby.
+    fn next_segment(&mut self, now: Instant, file: FileId, peer: &A, store: &mut dyn Storage) {
         let Some(f) = self.fetches.get(&file) else {
             return;
         };
-        let next = (0..)
-            .map_while(|s| f.layout.segment(s))
-            .find(|&(first, count)| f.received.slice(first, count).count_ones() < count);
-        let Some((first, count)) = next else {
+        if f.received.is_full() {
             return self.finish_fetch(now, file, store);
+        }
+        let Some((first, count)) = f.choose_range(Some(peer)) else {
+            let Some(f) = self.fetches.get_mut(&file) else {
+                return;
+            };
+            // (The last source stays: the fetch always has one.)
+            let i = f.lanes.iter().position(|l| l.peer == *peer);
+            if let Some(i) = i.filter(|_| f.lanes.len() > 1) {
+                let lane = f.lanes.remove(i);
+                self.transfer_ids.remove(&lane.segment.transfer);
+                f.standby.push(lane.peer);
+            }
+            return;
         };
-        let old = f.segment.transfer;
+        let Some(old) = f.lane(peer).map(|l| l.segment.transfer) else {
+            return;
+        };
         self.transfer_ids.remove(&old);
         let transfer = self.new_transfer_id(file);
+        let ack_every = self.cfg.window / 4;
         let Some(f) = self.fetches.get_mut(&file) else {
             return;
         };
         let held = f.received.slice(first, count);
-        let ack_every = self.cfg.window / 4;
-        f.segment = match &mut f.tree {
+        let Some(lane) = f.lanes.iter_mut().find(|l| l.peer == *peer) else {
+            return;
+        };
+        lane.segment = match &mut lane.tree {
             None => SegmentReceiver::new(transfer, first, count, &f.received, ack_every, now),
             Some(t) => {
                 // Chunk bits first: a chunk is needed unless all its blocks are held.
@@ -1649,45 +1786,40 @@ impl<A: PeerAddr> Endpoint<A> {
                 t.leaves.resize(count as usize, merkle::EMPTY);
                 t.unverified.clear();
                 t.unverified.resize(count as usize, false);
-                f.hdr = hdr;
+                lane.hdr = hdr;
                 SegmentReceiver::with_vector(transfer, first, v, ack_every, now)
             }
         };
-        if let Some(w) = self.want_message(&file) {
-            let peer = self.fetches.get(&file).map(|f| f.peer.clone());
-            if let Some(p) = peer {
-                self.send_to(&p, w);
-            }
+        if let Some(w) = self.want_message(&file, peer) {
+            self.send_to(peer, w);
         }
     }
 
-    fn want_message(&self, file: &FileId) -> Option<Message<'static>> {
+    fn want_message(&self, file: &FileId, peer: &A) -> Option<Message<'static>> {
         let f = self.fetches.get(file)?;
+        let l = f.lane(peer)?;
         Some(Message::Want {
-            transfer: f.segment.transfer,
+            transfer: l.segment.transfer,
             instance: f.cert.instance_id(),
             block_size: f.layout.block_size() as u16,
-            segment: f.segment.first(),
-            vector: f.segment.vector().clone(),
+            segment: l.segment.first(),
+            vector: l.segment.vector().clone(),
         })
     }
 
     /// Sends the segment's receive vector. The vector is persisted apart
     /// from acks (see `persist_due`): after a crash, blocks acknowledged
     /// but not persisted are simply asked for again.
-    fn send_ack(&mut self, now: Instant, file: FileId) {
-        let Some(f) = self.fetches.get_mut(&file) else {
+    fn send_ack(&mut self, now: Instant, file: FileId, peer: &A) {
+        let Some(l) = self.fetches.get_mut(&file).and_then(|f| f.lane_mut(peer)) else {
             return;
         };
-        f.segment.acked(now);
-        let (peer, msg) = (
-            f.peer.clone(),
-            Message::Ack {
-                transfer: f.segment.transfer,
-                vector: f.segment.vector().clone(),
-            },
-        );
-        self.send_to(&peer, msg);
+        l.segment.acked(now);
+        let msg = Message::Ack {
+            transfer: l.segment.transfer,
+            vector: l.segment.vector().clone(),
+        };
+        self.send_to(peer, msg);
     }
 
     /// Persists the whole-file receive vector through storage.
@@ -1713,18 +1845,26 @@ impl<A: PeerAddr> Endpoint<A> {
 
     fn remove_fetch(&mut self, file: &FileId) -> Option<Fetch<A>> {
         let f = self.fetches.remove(file)?;
-        self.transfer_ids.remove(&f.segment.transfer);
+        for l in &f.lanes {
+            self.transfer_ids.remove(&l.segment.transfer);
+        }
         Some(f)
     }
 
-    fn remember_finished(&mut self, now: Instant, f: &Fetch<A>, status: CloseCode) {
+    fn remember_finished(
+        &mut self,
+        now: Instant,
+        lane: &Lane<A>,
+        instance: InstanceId,
+        status: CloseCode,
+    ) {
         if self.finished.len() >= FINISHED_KEPT {
             self.finished.pop_front();
         }
         self.finished.push_back(Finished {
-            transfer: f.segment.transfer,
-            peer: f.peer.clone(),
-            instance: f.cert.instance_id(),
+            transfer: lane.segment.transfer,
+            peer: lane.peer.clone(),
+            instance,
             status,
             last_close: now,
         });
@@ -1732,79 +1872,84 @@ impl<A: PeerAddr> Endpoint<A> {
 
     fn fail_fetch(&mut self, now: Instant, file: FileId, reason: RejectReason) {
         if let Some(f) = self.remove_fetch(&file) {
-            self.reject(&f.peer, reason);
-            self.close(&f.peer, f.cert.instance_id(), CloseCode::Failed);
-            self.remember_finished(now, &f, CloseCode::Failed);
-            for a in f.standby.iter().chain([&f.peer]) {
+            let instance = f.cert.instance_id();
+            self.reject(&f.lanes[0].peer, reason);
+            for l in &f.lanes {
+                self.close(&l.peer, instance, CloseCode::Failed);
+                self.remember_finished(now, l, instance, CloseCode::Failed);
+            }
+            for a in f.standby.iter().chain(f.lanes.iter().map(|l| &l.peer)) {
                 self.resolve(now, a, &file, Outcome::Retry);
             }
         }
     }
 
-    /// The current source of a fetch is done with (silent, slow or lying):
-    /// the partial is persisted, and the next standby source, if any, takes
-    /// over the current segment; otherwise the fetch stops (the partial is
-    /// kept for a later contact).
+    /// Source `peer` of a fetch is done with (silent, slow or lying): the
+    /// partial is persisted and the source's range is left to the others
+    /// (a source that finishes its own takes it: see
+    /// [`Fetch::choose_range`]); a standby peer takes the free slot. With
+    /// no source left the fetch stops (the partial is kept for a later
+    /// contact).
     fn drop_source(
         &mut self,
         now: Instant,
         file: FileId,
+        peer: &A,
         status: Option<CloseCode>,
         store: &mut dyn Storage,
     ) {
         if !self.persist(file, now, store) {
             return;
         }
-        let Some(f) = self.fetches.get(&file) else {
-            return;
-        };
-        let old = f.peer.clone();
-        if let Some(code) = status {
-            let instance = f.cert.instance_id();
-            self.send_to(
-                &old,
-                Message::Close {
-                    instance,
-                    status: code,
-                },
-            );
-        }
         let peers = &self.peers;
         let Some(f) = self.fetches.get_mut(&file) else {
             return;
         };
+        let Some(i) = f.lanes.iter().position(|l| l.peer == *peer) else {
+            return;
+        };
+        let lane = f.lanes.remove(i);
+        let instance = f.cert.instance_id();
+        let name: String = f.cert.name().into();
         f.standby
             .retain(|a| peers.get(a).is_some_and(|p| now >= p.penalized_until));
-        if f.standby.is_empty() {
-            let Some(f) = self.remove_fetch(&file) else {
-                return;
-            };
-            self.events.push_back(Event::TransferStalled {
-                peer: f.peer.clone(),
-                name: f.cert.name().into(),
-                received_blocks: f.received.count_ones(),
-                total_blocks: f.received.len(),
-            });
-        } else {
-            let next = f.standby.remove(0);
-            f.peer = next.clone();
-            f.last_progress = now;
-            self.events.push_back(Event::SourceSwitched {
-                name: f.cert.name().into(),
-                from: old.clone(),
-                to: next,
-            });
-            self.next_segment(now, file, store);
+        let next = (!f.standby.is_empty()).then(|| f.standby.remove(0));
+        let to = next.clone().or_else(|| f.lanes.first().map(|l| l.peer.clone()));
+        self.transfer_ids.remove(&lane.segment.transfer);
+        if let Some(code) = status {
+            self.close(peer, instance, code);
         }
-        self.resolve(now, &old, &file, Outcome::Retry);
+        self.remember_finished(now, &lane, instance, status.unwrap_or(CloseCode::Busy));
+        match to {
+            Some(to) => self.events.push_back(Event::SourceSwitched {
+                name,
+                from: peer.clone(),
+                to,
+            }),
+            None => {
+                if let Some(f) = self.remove_fetch(&file) {
+                    self.events.push_back(Event::TransferStalled {
+                        peer: peer.clone(),
+                        name,
+                        received_blocks: f.received.count_ones(),
+                        total_blocks: f.received.len(),
+                    });
+                }
+            }
+        }
+        if let Some(next) = next {
+            self.start_lane(now, file, next, store);
+        }
+        self.resolve(now, peer, &file, Outcome::Retry);
     }
 
-    /// A block or chunk failed verification: the sender is penalised and
-    /// dropped as a source; what was verified before stays.
+    /// A block or chunk from `peer` failed verification: the sender is
+    /// penalised and dropped as a source; what was verified before stays.
     fn poisoned(
         &mut self,
         now: Instant,
         file: FileId,
+        peer: &A,
         what: &'static str,
         index: u32,
         store: &mut dyn Storage,
@@ -1812,20 +1957,24 @@ impl<A: PeerAddr> Endpoint<A> {
         let Some(f) = self.fetches.get(&file) else {
             return;
         };
-        let peer = f.peer.clone();
         let name = f.cert.name().into();
         self.counters.poisoned_blocks += 1;
-        self.reject(&peer, RejectReason::Poisoned { name, what, index });
-        if let Some(p) = self.peers.get_mut(&peer) {
+        self.reject(peer, RejectReason::Poisoned { name, what, index });
+        if let Some(p) = self.peers.get_mut(peer) {
             p.penalized_until = now + self.cfg.penalty;
         }
-        self.drop_source(now, file, Some(CloseCode::Failed), store);
+        self.drop_source(now, file, peer, Some(CloseCode::Failed), store);
     }
 
+    /// Every block is in: checks (v1) and commits the file, and closes
+    /// every source (the one that sent the last block is named in the event).
     fn finish_fetch(&mut self, now: Instant, file: FileId, store: &mut dyn Storage) {
-        let Some(f) = self.remove_fetch(&file) else {
+        let Some(mut f) = self.remove_fetch(&file) else {
             return;
         };
+        if let Some(i) = f.lanes.iter().position(|l| l.segment.last_data == now) {
+            f.lanes.swap(0, i);
+        }
         // v2: every block was verified against the tree as it arrived. v1:
         // only the whole-file hash can tell, so read the file back.
         let verdict = match f.tree {
@@ -1833,7 +1982,7 @@ impl<A: PeerAddr> Endpoint<A> {
             None => hash_partial(store, &f.cert).map(|h| h == f.cert.content_hash()),
         };
         let cert = f.cert.clone();
-        let peer = f.peer.clone();
+        let peer = f.lanes[0].peer.clone();
         let outcome = match verdict {
             Ok(true) => match self.files.get(&file) {
                 Some(have) if have.version() >= cert.version() => Err(RejectReason::StaleVersion {
@@ -1868,9 +2017,11 @@ impl<A: PeerAddr> Endpoint<A> {
                 (CloseCode::Failed, Outcome::Retry)
             }
         };
-        self.close(&peer, cert.instance_id(), status);
-        self.remember_finished(now, &f, status);
-        self.resolve(now, &peer, &file, result);
+        for l in &f.lanes {
+            self.close(&l.peer, cert.instance_id(), status);
+            self.remember_finished(now, l, cert.instance_id(), status);
+            self.resolve(now, &l.peer, &file, result);
+        }
         for a in &f.standby {
             let code = if status == CloseCode::Complete {
                 CloseCode::HaveNewer
@@ -2075,11 +2226,15 @@ impl<A: PeerAddr> Endpoint<A> {
         let Some(f) = self.fetches.get_mut(&file) else {
             return;
         };
-        if f.peer != *from || f.segment.transfer != transfer {
+        let Some(lane) = f
+            .lanes
+            .iter_mut()
+            .find(|l| l.peer == *from && l.segment.transfer == transfer)
+        else {
             return;
-        }
+        };
         let rel = u32::from(block);
-        match f.segment.classify(rel) {
+        match lane.segment.classify(rel) {
             BlockKind::OutOfRange => self.reject(from, RejectReason::BadBlock),
             BlockKind::Duplicate { resumed } => {
                 // The peer is alive and serving us: fetches waiting their turn
@@ -2089,19 +2244,19 @@ impl<A: PeerAddr> Endpoint<A> {
                 if resumed {
                     self.counters.resumed_blocks_resent += 1;
                 }
-                if f.segment.duplicate(now, self.cfg.dup_ack_holdoff) {
-                    self.send_ack(now, file);
+                if lane.segment.duplicate(now, self.cfg.dup_ack_holdoff) {
+                    self.send_ack(now, file, from);
                 }
             }
-            BlockKind::New if rel < f.hdr => {
+            BlockKind::New if rel < lane.hdr => {
                 // A hash chunk of a v2 file.
-                let Some(t) = &mut f.tree else {
+                let Some(t) = &mut lane.tree else {
                     return;
                 };
                 let m = t.shape.chunk_leaves();
-                let chunk = f.segment.first() / m + rel;
+                let chunk = lane.segment.first() / m + rel;
                 let Some(leaves) = t.shape.verify_chunk(&t.root, chunk, bytes) else {
-                    return self.poisoned(now, file, "hash chunk", chunk, store);
+                    return self.poisoned(now, file, from, "hash chunk", chunk, store);
                 };
                 let at = (rel * m) as usize;
                 t.leaves[at..at + leaves.len()].copy_from_slice(&leaves);
@@ -2111,8 +2266,10 @@ impl<A: PeerAddr> Endpoint<A> {
                     .collect();
                 let held = !early.is_empty();
                 for i in early {
-                    if let Err(bad) = self.verify_stored(file, i, store) {
-                        return self.poisoned(now, file, "block", bad, store);
+                    match self.verify_stored(file, from, i, store) {
+                        Ok(Some(abs)) => self.held_elsewhere(now, file, from, abs, store),
+                        Ok(None) => {}
+                        Err(bad) => return self.poisoned(now, file, from, "block", bad, store),
                     }
                 }
                 self.accept(now, file, from, rel, store);
@@ -2121,24 +2278,40 @@ impl<A: PeerAddr> Endpoint<A> {
                 let acked = self
                     .fetches
                     .get(&file)
-                    .is_none_or(|f| f.segment.last_ack == now);
+                    .and_then(|f| f.lane(from))
+                    .is_none_or(|l| l.segment.last_ack == now);
                 if held && !acked {
-                    self.send_ack(now, file);
+                    self.send_ack(now, file, from);
                 }
             }
             BlockKind::New => {
-                let i = rel - f.hdr;
-                let abs = f.segment.first() + i;
+                let i = rel - lane.hdr;
+                let abs = lane.segment.first() + i;
                 let (offset, len) = f.layout.block_range(abs);
-                if let Some(t) = &mut f.tree {
+                if let Some(t) = &mut lane.tree {
                     if bytes.len() != len {
-                        return self.poisoned(now, file, "block", abs, store);
+                        return self.poisoned(now, file, from, "block", abs, store);
                     }
-                    if !f.segment.vector().get(i / t.shape.chunk_leaves()) {
+                    if !lane.segment.vector().get(i / t.shape.chunk_leaves()) {
                         // Its hash chunk was lost: keep the block, unmarked,
-                        // and check it when the chunk comes.
+                        // and check it when the chunk comes (unless another
+                        // source's copy waits there already: the first one
+                        // stored is the one checked).
                         self.data_from.insert(from.clone(), now);
-                        if !t.unverified[i as usize] {
+                        let taken = |l: &Lane<A>| {
+                            l.covers(abs)
+                                && l.tree.as_ref().is_some_and(|t| {
+                                    t.unverified[(abs - l.segment.first()) as usize]
+                                })
+                        };
+                        let free = !f.lanes.iter().any(taken);
+                        let Some(lane) = f.lanes.iter_mut().find(|l| l.peer == *from) else {
+                            return;
+                        };
+                        let Some(t) = &mut lane.tree else {
+                            return;
+                        };
+                        if free {
                             if let Err(e) = store.partial_write(&f.cert, offset, bytes) {
                                 return self.fail_fetch(now, file, RejectReason::Storage(e));
                             }
@@ -2148,17 +2321,16 @@ impl<A: PeerAddr> Endpoint<A> {
                         // The pass is over, and the chunk must come again:
                         // the vector goes as a Want, which starts the next
                         // pass at once (an Ack without this block would not).
-                        if f.segment.ends_pass(rel) {
-                            let peer = f.peer.clone();
-                            f.segment.acked(now);
-                            if let Some(w) = self.want_message(&file) {
-                                self.send_to(&peer, w);
+                        if lane.segment.ends_pass(rel) {
+                            lane.segment.acked(now);
+                            if let Some(w) = self.want_message(&file, from) {
+                                self.send_to(from, w);
                             }
                         }
                         return;
                     }
                     if merkle::leaf(bytes) != t.leaves[i as usize] {
-                        return self.poisoned(now, file, "block", abs, store);
+                        return self.poisoned(now, file, from, "block", abs, store);
                     }
                 } else if bytes.len() != len {
                     return self.reject(from, RejectReason::BadBlock);
@@ -2170,22 +2342,37 @@ impl<A: PeerAddr> Endpoint<A> {
                 f.received.set(abs);
                 f.unpersisted += 1;
                 self.accept(now, file, from, rel, store);
+                self.held_elsewhere(now, file, from, abs, store);
             }
         }
     }
 
-    /// Checks segment block `i`, stored before its hash chunk came, against
-    /// the chunk's leaf; marks it if it matches, else returns its absolute
-    /// index (the source lied).
-    fn verify_stored(&mut self, file: FileId, i: u32, store: &mut dyn Storage) -> Result<(), u32> {
+    /// Checks lane-relative block `i` of source `peer`, stored before its
+    /// hash chunk came, against the chunk's leaf; marks it if it matches
+    /// (returning its absolute index unless another source delivered it
+    /// meanwhile), else returns its absolute index as an error (the source
+    /// lied).
+    fn verify_stored(
+        &mut self,
+        file: FileId,
+        peer: &A,
+        i: u32,
+        store: &mut dyn Storage,
+    ) -> Result<Option<u32>, u32> {
         let Some(f) = self.fetches.get_mut(&file) else {
-            return Ok(());
+            return Ok(None);
         };
-        let Some(t) = &mut f.tree else {
-            return Ok(());
+        let Some(lane) = f.lanes.iter_mut().find(|l| l.peer == *peer) else {
+            return Ok(None);
+        };
+        let Some(t) = &mut lane.tree else {
+            return Ok(None);
         };
         t.unverified[i as usize] = false;
-        let abs = f.segment.first() + i;
+        let abs = lane.segment.first() + i;
+        if f.received.get(abs) {
+            return Ok(None);
+        }
         let (offset, len) = f.layout.block_range(abs);
         let mut buf = vec![0u8; len];
         let ok = store.partial_read(&f.cert, offset, &mut buf).is_ok()
@@ -2195,32 +2382,79 @@ impl<A: PeerAddr> Endpoint<A> {
         }
         f.received.set(abs);
         f.unpersisted += 1;
-        f.segment.mark(f.hdr + i, f.segment.last_data);
+        lane.segment.mark(lane.hdr + i, lane.segment.last_data);
         self.counters.file_bytes_received += len as u64;
-        Ok(())
+        Ok(Some(abs))
     }
 
     /// Marks a new, verified block or chunk; acks, persists and moves to
-    /// the next segment as due.
+    /// the next range as due.
     fn accept(&mut self, now: Instant, file: FileId, from: &A, rel: u32, store: &mut dyn Storage) {
         self.data_from.insert(from.clone(), now);
         let Some(f) = self.fetches.get_mut(&file) else {
             return;
         };
-        f.last_progress = now;
-        let due = f.segment.mark(rel, now);
-        let complete = f.segment.is_complete();
         let persist = f.unpersisted >= self.cfg.persist_blocks
             || (f.unpersisted > 0
                 && now.saturating_since(f.last_persist) >= self.cfg.persist_interval);
+        let Some(lane) = f.lane_mut(from) else {
+            return;
+        };
+        lane.last_progress = now;
+        let due = lane.segment.mark(rel, now);
+        let complete = lane.segment.is_complete();
         if persist && !complete && !self.persist(file, now, store) {
             return;
         }
         if due {
-            self.send_ack(now, file);
+            self.send_ack(now, file, from);
         }
         if complete {
-            self.next_segment(now, file, store);
+            self.next_segment(now, file, from, store);
+        }
+    }
+
+    /// Block `abs` arrived from `from`: the other sources whose range holds
+    /// it mark it too (their senders learn it from their next vector); a
+    /// source whose range is then complete moves on.
+    fn held_elsewhere(
+        &mut self,
+        now: Instant,
+        file: FileId,
+        from: &A,
+        abs: u32,
+        store: &mut dyn Storage,
+    ) {
+        let Some(f) = self.fetches.get_mut(&file) else {
+            return;
+        };
+        let mut due = Vec::new();
+        let mut complete = Vec::new();
+        for l in f.lanes.iter_mut().filter(|l| l.peer != *from && l.covers(abs)) {
+            let i = abs - l.segment.first();
+            let mut ack = l.segment.held_elsewhere(l.hdr + i);
+            if let Some(t) = &mut l.tree {
+                t.unverified[i as usize] = false;
+                // A chunk whose blocks are all held is needed no more.
+                let m = t.shape.chunk_leaves();
+                let c = i / m;
+                let count = l.segment.vector().len() - l.hdr;
+                let v = l.segment.vector();
+                if (c * m..(c * m + m).min(count)).all(|j| v.get(l.hdr + j)) {
+                    ack |= l.segment.held_elsewhere(c);
+                }
+            }
+            if l.segment.is_complete() {
+                complete.push(l.peer.clone());
+            } else if ack {
+                due.push(l.peer.clone());
+            }
+        }
+        for p in due {
+            self.send_ack(now, file, &p);
+        }
+        for p in complete {
+            self.next_segment(now, file, &p, store);
         }
     }
 
@@ -2325,9 +2559,12 @@ impl<A: PeerAddr> Endpoint<A> {
             }
         }
         for f in self.fetches.values() {
-            consider(f.segment.idle_deadline(self.cfg.ack_idle, self.ack_cap()));
-            if !f.standby.is_empty() {
-                consider(f.last_progress + self.cfg.slow_peer_timeout);
+            let others = f.lanes.len() > 1 || !f.standby.is_empty();
+            for l in &f.lanes {
+                consider(l.segment.idle_deadline(self.cfg.ack_idle, self.ack_cap()));
+                if others {
+                    consider(l.last_progress + self.cfg.slow_peer_timeout);
+                }
             }
             if f.unpersisted > 0 {
                 consider(f.last_persist + self.cfg.persist_interval);
@@ -2420,7 +2657,7 @@ impl<A: PeerAddr> Endpoint<A> {
             .retain(|_, r| now.saturating_since(r.last_active) < idle);
         let fetches = &self.fetches;
         self.data_from
-            .retain(|a, _| fetches.values().any(|f| f.peer == *a));
+            .retain(|a, _| fetches.values().any(|f| f.lane(a).is_some()));
         let uploads = &self.uploads;
         self.unanswered
             .retain(|a, _| uploads.keys().any(|k| k.0 == *a));
@@ -2468,7 +2705,7 @@ impl<A: PeerAddr> Endpoint<A> {
                         && self
                             .fetches
                             .get(file)
-                            .is_none_or(|f| f.peer != peer && !f.standby.contains(&peer))
+                            .is_none_or(|f| !f.has_source(&peer))
                         || **action == Action::Pull
                             && !self.files.get(file).is_some_and(|c| {
                                 self.offers.contains_key(&(peer.clone(), c.instance_id()))
@@ -2523,45 +2760,70 @@ impl<A: PeerAddr> Endpoint<A> {
     /// at a time, so a fetch waiting its turn gets no data for as long as
     /// the files before it take, while the sender is alive and busy for us.
     /// Its idle acks (at least three per `transfer_timeout`) keep it alive
-    /// at the sender meanwhile. A source that makes no progress for
-    /// `slow_peer_timeout` while another peer offered the same version
-    /// loses its slot to that peer.
+    /// at the sender meanwhile. Each source of a fetch is watched apart:
+    /// one that makes no progress for `slow_peer_timeout` while another
+    /// peer sends or offered the same version loses its slot (its range is
+    /// left to the others, or to a standby peer).
     fn fetch_timers(&mut self, now: Instant, store: &mut dyn Storage) {
         let files: Vec<FileId> = self.fetches.keys().copied().collect();
         let cap = self.ack_cap();
         for file in files {
+            let Some(f) = self.fetches.get(&file) else {
+                continue;
+            };
+            let others = f.lanes.len() > 1 || !f.standby.is_empty();
+            let (mut silent, mut slow) = (Vec::new(), Vec::new());
+            for l in &f.lanes {
+                let heard = self
+                    .data_from
+                    .get(&l.peer)
+                    .map_or(l.segment.last_data, |&t| t.max(l.segment.last_data));
+                if now.saturating_since(heard) >= self.cfg.transfer_timeout {
+                    silent.push(l.peer.clone());
+                } else if others
+                    && now.saturating_since(l.last_progress) >= self.cfg.slow_peer_timeout
+                {
+                    slow.push(l.peer.clone());
+                }
+            }
+            for p in &silent {
+                self.drop_source(now, file, p, None, store);
+            }
+            for p in &slow {
+                // The last source keeps its slot: there is no one to give it to.
+                let alone = self
+                    .fetches
+                    .get(&file)
+                    .is_none_or(|f| f.lanes.len() < 2 && f.standby.is_empty());
+                if !alone {
+                    self.drop_source(now, file, p, Some(CloseCode::Busy), store);
+                }
+            }
+            let Some(f) = self.fetches.get(&file) else {
+                continue;
+            };
+            if f.unpersisted > 0
+                && now.saturating_since(f.last_persist) >= self.cfg.persist_interval
+                && !self.persist(file, now, store)
+            {
+                continue;
+            }
             let Some(f) = self.fetches.get_mut(&file) else {
                 continue;
             };
-            let heard = self
-                .data_from
-                .get(&f.peer)
-                .map_or(f.segment.last_data, |&t| t.max(f.segment.last_data));
-            let slow = !f.standby.is_empty()
-                && now.saturating_since(f.last_progress) >= self.cfg.slow_peer_timeout;
-            if now.saturating_since(heard) >= self.cfg.transfer_timeout {
-                self.drop_source(now, file, None, store);
-            } else if slow {
-                self.drop_source(now, file, Some(CloseCode::Busy), store);
-            } else {
-                if f.unpersisted > 0
-                    && now.saturating_since(f.last_persist) >= self.cfg.persist_interval
-                    && !self.persist(file, now, store)
-                {
-                    continue;
-                }
-                let Some(f) = self.fetches.get_mut(&file) else {
-                    continue;
-                };
-                if now >= f.segment.idle_deadline(self.cfg.ack_idle, cap) {
+            let mut idle = Vec::new();
+            for l in &mut f.lanes {
+                if now >= l.segment.idle_deadline(self.cfg.ack_idle, cap) {
                     // The idle vector goes as a Want: it also (re)creates the
                     // upload at a sender that lost the first Want.
-                    f.segment.idle_acks += 1;
-                    f.segment.acked(now);
-                    let peer = f.peer.clone();
-                    if let Some(w) = self.want_message(&file) {
-                        self.send_to(&peer, w);
-                    }
+                    l.segment.idle_acks += 1;
+                    l.segment.acked(now);
+                    idle.push(l.peer.clone());
+                }
+            }
+            for p in idle {
+                if let Some(w) = self.want_message(&file, &p) {
+                    self.send_to(&p, w);
                 }
             }
         }
@@ -2792,6 +3054,11 @@ impl<A: PeerAddr> Endpoint<A> {
         self.eligible = chosen;
         self.next_probe = next_probe;
     }
+}
+
+/// The first bit of `v` not set at or after `from` (no wrapping).
+fn zero_from(v: &BitVec, from: u32) -> Option<u32> {
+    (from..v.len()).find(|&i| !v.get(i))
 }
 
 /// `H` over a partial file's bytes, read back from storage.

@@ -225,6 +225,13 @@ impl SegmentReceiver {
         self.idle_acks = 0;
         self.policy.due(self.vector.count_ones()) || self.ends_pass(block)
     }
+    /// Marks a block another source delivered (or a hash chunk no longer
+    /// needed); returns whether the ack policy wants the vector sent, so
+    /// that this segment's sender stops sending what is held. The sender's
+    /// silence is still measured from its own last block.
+    pub fn held_elsewhere(&mut self, block: u32) -> bool {
+        self.vector.set(block) && self.policy.due(self.vector.count_ones())
+    }
     /// Notes a duplicate; returns whether to send the vector (at most once per `holdoff`).
     pub fn duplicate(&mut self, now: Instant, holdoff: Duration) -> bool {
         self.last_data = now;
