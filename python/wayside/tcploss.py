@@ -127,7 +127,7 @@ def goodput_per_second(result: RunResult, receiver: str, sender: str | None = No
     """Mb/s of in-order TCP data delivered to `receiver` in each whole
     second of the run (`t`: the second's start)."""
     got = delivered(result, receiver, "tcp", sender, None)
-    n = max(int(math.ceil(result.duration_s)), 1)
+    n = max(int(result.duration_s), 1)
     per = got.group_by((pl.col("time_ns") // 1_000_000_000).alias("s")).agg(pl.col("bytes").cast(pl.Int64).sum())
     full = pl.DataFrame({"s": list(range(n))}, schema={"s": pl.Int64})
     return full.join(per.with_columns(pl.col("s").cast(pl.Int64)), on="s", how="left").select(
