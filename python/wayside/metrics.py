@@ -429,24 +429,30 @@ def ack_rate_penalty(results: Sequence[Any], static: str = "static-lab") -> floa
 # ---------------------------------------------------------------- TCP loss events (Mukherjee et al. 2014)
 
 
-def _loss_events(result: RunResult, sender: str, receiver: str) -> pl.DataFrame:
+def _loss_events(result: RunResult, sender: str, receiver: str, min_since_rto_s: float = 0.0) -> pl.DataFrame:
+    """Loss events (wayside.tcploss), without those less than
+    `min_since_rto_s` after an RTO (go-back-N after lost ACKs)."""
     from wayside import tcploss
 
-    return tcploss.loss_events(result, sender, receiver)
+    ev = tcploss.loss_events(result, sender, receiver)
+    return ev.filter(~(pl.col("since_rto_s") < min_since_rto_s))
 
 
 @_metric
-def max_dupack_burst(result: RunResult, sender: str, receiver: str) -> float:
-    """Most duplicate ACKs in one burst at `sender`'s TCP (0 if none)."""
-    ev = _loss_events(result, sender, receiver)
+def max_dupack_burst(result: RunResult, sender: str, receiver: str, min_since_rto_s: float = 0.0) -> float:
+    """Most duplicate ACKs in one burst at `sender`'s TCP (0 if none),
+    leaving out bursts less than `min_since_rto_s` after an RTO."""
+    ev = _loss_events(result, sender, receiver, min_since_rto_s)
     return float(ev["dupacks"].max()) if ev.height else 0.0
 
 
 @_metric
-def cwnd_after_burst(result: RunResult, sender: str, receiver: str, min_dupacks: int = 30) -> float:
+def cwnd_after_burst(result: RunResult, sender: str, receiver: str, min_dupacks: int = 30,
+                     min_since_rto_s: float = 0.0) -> float:
     """Lowest cwnd (segments) after a DupAck burst of at least
-    `min_dupacks` duplicates (NaN if there is none)."""
-    ev = _loss_events(result, sender, receiver).filter(pl.col("dupacks") >= min_dupacks)
+    `min_dupacks` duplicates, leaving out bursts less than
+    `min_since_rto_s` after an RTO (NaN if there is none)."""
+    ev = _loss_events(result, sender, receiver, min_since_rto_s).filter(pl.col("dupacks") >= min_dupacks)
     return float(ev["cwnd_after"].min()) if ev.height else math.nan
 
 

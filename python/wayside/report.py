@@ -406,14 +406,16 @@ def _tcp_losses(group: Group, most: int = 3) -> str:
             arq = tcploss.arq_retries(r, receiver)
             failed = arq.filter(pl.col("outcome") == "failed").height
             rows = [(_f(e["time_s"], "{:.2f}"), str(e["dupacks"]), str(e["cwnd_before"]), str(e["cwnd_after"]),
-                     _f(e["srtt_ms"], "{:.1f}"), _f(e["recovery_s"], "{:.2f}"), html.escape(e["kind"]))
+                     _f(e["srtt_ms"], "{:.1f}"), _f(e["recovery_s"], "{:.2f}"), html.escape(e["kind"]),
+                     _f(e["since_rto_s"], "{:.2f}"))
                     for e in ev.iter_rows(named=True)]
             caption = (f"{d.name}: {sender} to {receiver} — goodput, cwnd, ARQ retries per retried frame (red: "
                        "failed all tries), TCP retransmissions, DupAcks per burst, SRTT (Mukherjee et al. 2014, Figs. 3-5).")
             parts.append(f"<h4>{html.escape(d.name)}: {html.escape(sender)} → {html.escape(receiver)}</h4>"
                          f"<p>{arq.height} frames to {html.escape(receiver)}, {arq.filter(pl.col('retries') > 0).height} "
                          f"retried, {failed} failed all tries; {ev.height} loss events.</p>"
-                         + _table(["time (s)", "DupAcks", "cwnd before", "cwnd after", "SRTT (ms)", "recovery (s)", "class"],
+                         + _table(["time (s)", "DupAcks", "cwnd before", "cwnd after", "SRTT (ms)", "recovery (s)", "class",
+                                   "since RTO (s)"],
                                   rows, "runs")
                          + f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,"
                          f"{_png(tcploss.figure(r, sender, receiver, f'{d.name}: {sender} to {receiver}'))}'>"

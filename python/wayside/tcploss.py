@@ -25,10 +25,6 @@ import polars as pl
 from wayside.result import RunResult
 from wayside.traces import check_node, delivered, seconds, table
 
-LOSS_COLUMNS = ("time_s", "dupacks", "cwnd_before", "cwnd_after", "srtt_ms", "recovery_s",
-                "goodput_before_mbps", "goodput_after_mbps", "kind")
-
-
 def sender_acks(result: RunResult, sender: str) -> pl.DataFrame:
     """The `tcp` rows of `sender` (one per ACK it received), with `t` in s."""
     check_node(result, sender, "sender")
@@ -64,7 +60,10 @@ def loss_events(result: RunResult, sender: str, receiver: str, *, window: float 
     duplicate, the most duplicates in the burst, cwnd before it and its
     lowest value from the burst to the first new ACK, the SRTT at the
     burst, the recovery time, the goodput at `receiver` in the `window`
-    before and after, and the class (see the module doc)."""
+    before and after, the class (see the module doc), and the time since
+    the sender's last RTO (`since_rto_s`, NaN if none): a burst soon after
+    an RTO is the receiver acknowledging go-back-N retransmissions of data
+    it already had (lost ACKs, not lost data)."""
     if not 0.0 < drop < 1.0:
         raise ValueError(f"drop: {drop} is not a fraction; allowed: between 0 and 1")
     w = seconds(window, "window")
@@ -76,6 +75,8 @@ def loss_events(result: RunResult, sender: str, receiver: str, *, window: float 
     db = got["bytes"].cast(pl.Int64).to_list()
     t, cwnd, srtt = acks["t"].to_list(), acks["cwnd"].to_list(), acks["srtt_ms"].to_list()
     bursts = _bursts(acks, dupthresh)
+    rtos = (table(result, "events").filter(pl.col("node") == sender, pl.col("peer") == receiver,
+                                           pl.col("event") == "tcp-timeout")["time_ns"] / 1e9).to_list()
     rows: list[dict[str, Any]] = []
     for k, (a, b) in enumerate(bursts):
         before = cwnd[a - 1] if a > 0 else cwnd[a]
@@ -89,10 +90,11 @@ def loss_events(result: RunResult, sender: str, receiver: str, *, window: float 
         kind = "penalizing" if g1 < (1.0 - drop) * g0 else "moderate"
         rows.append(dict(time_s=t[a], dupacks=max(acks["dupacks"][a:b + 1].to_list()), cwnd_before=before,
                          cwnd_after=after, srtt_ms=srtt[a], recovery_s=recovery,
-                         goodput_before_mbps=g0, goodput_after_mbps=g1, kind=kind))
+                         goodput_before_mbps=g0, goodput_after_mbps=g1, kind=kind,
+                         since_rto_s=min((t[a] - x for x in rtos if x <= t[a]), default=math.nan)))
     schema = {"time_s": pl.Float64, "dupacks": pl.Int64, "cwnd_before": pl.Int64, "cwnd_after": pl.Int64,
               "srtt_ms": pl.Float64, "recovery_s": pl.Float64, "goodput_before_mbps": pl.Float64,
-              "goodput_after_mbps": pl.Float64, "kind": pl.Utf8}
+              "goodput_after_mbps": pl.Float64, "kind": pl.Utf8, "since_rto_s": pl.Float64}
     return pl.DataFrame(rows, schema=schema)
 
 
