@@ -31,12 +31,19 @@ __all__ = [
     "across_digests",
     "across_runs",
     "connection_span_m",
+    "cwnd_after_burst",
     "data_transferred_mb",
     "exit_loss",
+    "goodput_cv",
     "last_data_position_m",
     "mac_frame_loss",
+    "max_dupack_burst",
+    "min_srtt_at_loss_ms",
+    "penalizing_losses",
     "phase_boundary_m",
     "quantile",
+    "resume_delay_s",
+    "rto_doublings",
     "setup_delay_s",
     "setup_loss",
     "supremum_connection_span_m",
@@ -52,6 +59,7 @@ __all__ = [
     "vanet_routing_drops",
     "vanet_system_kBps",
     "vanet_throughput_kBps",
+    "window_recovery_s",
 ]
 
 # ---------------------------------------------------------------- registry
@@ -466,3 +474,93 @@ def vanet_bin_throughput_kBps(result: RunResult, bin: int) -> float:
     bin `bin` (150 m each from the road's start), KB/s."""
     v = vanet.by_bin(result)["throughput_kBps"][bin]
     return math.nan if v is None else float(v)
+
+
+# ---------------------------------------------------------------- TCP loss events (Mukherjee et al. 2014)
+
+
+def _loss_events(result: RunResult, sender: str, receiver: str, min_since_rto_s: float = 0.0) -> pl.DataFrame:
+    """Loss events (wayside.tcploss), without those less than
+    `min_since_rto_s` after an RTO (go-back-N after lost ACKs)."""
+    from wayside import tcploss
+
+    ev = tcploss.loss_events(result, sender, receiver)
+    return ev.filter(~(pl.col("since_rto_s") < min_since_rto_s))
+
+
+@_metric
+def max_dupack_burst(result: RunResult, sender: str, receiver: str, min_since_rto_s: float = 0.0) -> float:
+    """Most duplicate ACKs in one burst at `sender`'s TCP (0 if none),
+    leaving out bursts less than `min_since_rto_s` after an RTO."""
+    ev = _loss_events(result, sender, receiver, min_since_rto_s)
+    return float(ev["dupacks"].max()) if ev.height else 0.0
+
+
+@_metric
+def cwnd_after_burst(result: RunResult, sender: str, receiver: str, min_dupacks: int = 30,
+                     min_since_rto_s: float = 0.0) -> float:
+    """Lowest cwnd (segments) after a DupAck burst of at least
+    `min_dupacks` duplicates, leaving out bursts less than
+    `min_since_rto_s` after an RTO (NaN if there is none)."""
+    ev = _loss_events(result, sender, receiver, min_since_rto_s).filter(pl.col("dupacks") >= min_dupacks)
+    return float(ev["cwnd_after"].min()) if ev.height else math.nan
+
+
+@_metric
+def window_recovery_s(result: RunResult, sender: str, receiver: str, srtt_ms: Sequence[float] = (0.0, math.inf),
+                      min_dupacks: int = 3) -> float:
+    """Median time (s) to rebuild cwnd to its value before the loss, over
+    the loss events with at least `min_dupacks` duplicates whose SRTT at the
+    loss lies in [srtt_ms[0], srtt_ms[1]) (NaN if there is none)."""
+    lo, hi = srtt_ms
+    ev = _loss_events(result, sender, receiver).filter(
+        pl.col("dupacks") >= min_dupacks, pl.col("srtt_ms") >= lo, pl.col("srtt_ms") < hi, pl.col("recovery_s").is_not_nan())
+    return float(ev["recovery_s"].median()) if ev.height else math.nan
+
+
+@_metric
+def min_srtt_at_loss_ms(result: RunResult, sender: str, receiver: str, min_dupacks: int = 3) -> float:
+    """Lowest SRTT (ms) at a loss event with at least `min_dupacks`
+    duplicates (NaN if there is none)."""
+    ev = _loss_events(result, sender, receiver).filter(pl.col("dupacks") >= min_dupacks)
+    return float(ev["srtt_ms"].min()) if ev.height else math.nan
+
+
+@_metric
+def penalizing_losses(result: RunResult, sender: str, receiver: str) -> float:
+    """Loss events classed penalizing (see wayside.tcploss)."""
+    ev = _loss_events(result, sender, receiver)
+    return float(ev.filter(pl.col("kind") == "penalizing").height)
+
+
+@_metric
+def rto_doublings(result: RunResult, sender: str, start: float | str, end: float | str) -> float:
+    """Consecutive TCP timeouts at `sender` between `start` and `end` (s)
+    whose RTO doubles the one before (the backoff while a link is down)."""
+    check_node(result, sender, "sender")
+    lo, hi = traces.seconds(start, "start"), traces.seconds(end, "end")
+    ev = table(result, "events").filter(pl.col("node") == sender, pl.col("event") == "tcp-timeout",
+                                        pl.col("time_ns") >= lo * 1e9, pl.col("time_ns") < hi * 1e9)
+    rto = ev["value"].to_list()
+    return float(sum(1 for a, b in zip(rto, rto[1:]) if abs(b / a - 2.0) < 0.01))
+
+
+@_metric
+def resume_delay_s(result: RunResult, receiver: str, after: float | str) -> float:
+    """Time from `after` (s) to the next TCP data delivered to `receiver`
+    (NaN if none)."""
+    t0 = traces.seconds(after, "after")
+    t = delivered(result, receiver, "tcp", None, None).filter(pl.col("time_ns") > t0 * 1e9)
+    return float(t["time_ns"].min()) / 1e9 - t0 if t.height else math.nan
+
+
+@_metric
+def goodput_cv(result: RunResult, receiver: str, skip: float | str = 0.0) -> float:
+    """Coefficient of variation of `receiver`'s TCP goodput per second from
+    `skip` on: how steady the throughput is."""
+    from wayside import tcploss
+
+    s = traces.seconds(skip, "skip")
+    tp = tcploss.goodput_per_second(result, receiver).filter(pl.col("t") >= s)["mbps"]
+    m = tp.mean()
+    return float(tp.std() / m) if tp.len() > 1 and m else math.nan

@@ -22,9 +22,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from wayside import driveby  # noqa: E402
+from wayside import driveby, tcploss  # noqa: E402
 from wayside.driveby import SETUP_LABELS, Analysis  # noqa: E402
 from wayside.metrics import quantile  # noqa: E402
+from wayside.result import RunResult  # noqa: E402
 from wayside.stats import paired_gain  # noqa: E402
 from wayside.sweep import read_manifest  # noqa: E402
 
@@ -390,7 +391,41 @@ def _section(title: str, group: Group, a: Analysis) -> str:
     parts.append("<h3>Per run</h3>" + _table(
         ["run", "MB", "usable (m)", "end (m)", "setup delay (s)"] + [f"{k} (s)" for k in SETUP_LABELS]
         + ["lost to setup", "lost at exit", "TCP timeouts"], rows, "runs"))
+    parts.append(_tcp_losses(group))
     return "\n".join(parts)
+
+
+def _tcp_losses(group: Group, most: int = 3) -> str:
+    """TCP loss events of the first `most` runs (Mukherjee et al. 2014,
+    see wayside.tcploss): per TCP sender, a table of its DupAck bursts and
+    the paper's Figures 3-5 for it."""
+    parts = []
+    for d in group.dirs[:most]:
+        r = RunResult.load(d)
+        for sender, receiver in tcploss.tcp_senders(r):
+            ev = tcploss.loss_events(r, sender, receiver)
+            arq = tcploss.arq_retries(r, receiver)
+            failed = arq.filter(pl.col("outcome") == "failed").height
+            rows = [(_f(e["time_s"], "{:.2f}"), str(e["dupacks"]), str(e["cwnd_before"]), str(e["cwnd_after"]),
+                     _f(e["srtt_ms"], "{:.1f}"), _f(e["recovery_s"], "{:.2f}"), html.escape(e["kind"]),
+                     _f(e["since_rto_s"], "{:.2f}"))
+                    for e in ev.iter_rows(named=True)]
+            caption = (f"{d.name}: {sender} to {receiver} — goodput, cwnd, ARQ retries per retried frame (red: "
+                       "failed all tries), TCP retransmissions, DupAcks per burst, SRTT (Mukherjee et al. 2014, Figs. 3-5).")
+            parts.append(f"<h4>{html.escape(d.name)}: {html.escape(sender)} → {html.escape(receiver)}</h4>"
+                         f"<p>{arq.height} frames to {html.escape(receiver)}, {arq.filter(pl.col('retries') > 0).height} "
+                         f"retried, {failed} failed all tries; {ev.height} loss events.</p>"
+                         + _table(["time (s)", "DupAcks", "cwnd before", "cwnd after", "SRTT (ms)", "recovery (s)", "class",
+                                   "since RTO (s)"],
+                                  rows, "runs")
+                         + f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,"
+                         f"{_png(tcploss.figure(r, sender, receiver, f'{d.name}: {sender} to {receiver}'))}'>"
+                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    if not parts:
+        return ""
+    return ("<h3>TCP loss events</h3><p>Per DupAck burst at a TCP sender: its size, cwnd before and after, SRTT at the "
+            "loss, time to rebuild cwnd, and its class — penalizing when the goodput over the 2 s after the burst "
+            "falls below 75% of the 2 s before, else moderate (wayside.tcploss).</p>" + "".join(parts))
 
 
 def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[str, Any]) -> str:

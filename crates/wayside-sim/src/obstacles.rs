@@ -51,8 +51,22 @@ impl Obstacle {
         inside
     }
 
+    /// Whether `p` lies on a wall (within a micrometre).
+    fn on_wall(&self, p: Vec2) -> bool {
+        self.edges().any(|(a, b)| {
+            let (ex, ey) = (b.x - a.x, b.y - a.y);
+            let len2 = ex * ex + ey * ey;
+            let t = (((p.x - a.x) * ex + (p.y - a.y) * ey) / len2).clamp(0.0, 1.0);
+            (a.x + t * ex - p.x).hypot(a.y + t * ey - p.y) < 1e-6
+        })
+    }
+
     /// The loss on the segment `a`–`b`: walls crossed, and the length
-    /// inside.
+    /// inside. The segment is cut where it meets a wall (corners included)
+    /// and each piece is inside or not by its midpoint; a piece running
+    /// along a wall is outside, so grazing a wall or touching a corner
+    /// crosses nothing, and a wall counts once per change between inside
+    /// and outside.
     fn attenuation(&self, a: Vec2, b: Vec2) -> f64 {
         let (dx, dy) = (b.x - a.x, b.y - a.y);
         let mut ts: Vec<f64> = Vec::new();
@@ -60,33 +74,37 @@ impl Obstacle {
             let (ex, ey) = (q.x - p.x, q.y - p.y);
             let denom = dx * ey - dy * ex;
             if denom == 0.0 {
-                continue; // parallel: grazing a wall crosses none
+                continue; // parallel: the neighbouring walls bound any overlap
             }
             let t = ((p.x - a.x) * ey - (p.y - a.y) * ex) / denom;
             let u = ((p.x - a.x) * dy - (p.y - a.y) * dx) / denom;
-            // Half-open on the edge, so a line through a vertex counts once.
-            if (0.0..=1.0).contains(&t) && (0.0..1.0).contains(&u) {
+            if (0.0..=1.0).contains(&t) && (0.0..=1.0).contains(&u) {
                 ts.push(t);
             }
         }
-        let mut inside = self.contains(a);
-        if ts.is_empty() && !inside {
-            return 0.0;
-        }
-        ts.sort_by(f64::total_cmp);
         let length = dx.hypot(dy);
-        let (mut from, mut metres) = (0.0, 0.0);
-        for &t in &ts {
-            if inside {
-                metres += (t - from) * length;
+        if ts.is_empty() {
+            return if self.contains(a) { length * self.per_metre.0 } else { 0.0 };
+        }
+        ts.extend([0.0, 1.0]);
+        ts.sort_by(f64::total_cmp);
+        let (mut walls, mut metres, mut was_inside) = (0u32, 0.0, None);
+        for w in ts.windows(2) {
+            if (w[1] - w[0]) * length < 1e-9 {
+                continue;
             }
-            inside = !inside;
-            from = t;
+            let t = 0.5 * (w[0] + w[1]);
+            let mid = Vec2::new(a.x + t * dx, a.y + t * dy);
+            let inside = !self.on_wall(mid) && self.contains(mid);
+            if inside {
+                metres += (w[1] - w[0]) * length;
+            }
+            if was_inside.is_some_and(|was| was != inside) {
+                walls += 1;
+            }
+            was_inside = Some(inside);
         }
-        if inside {
-            metres += (1.0 - from) * length;
-        }
-        ts.len() as f64 * self.per_wall.0 + metres * self.per_metre.0
+        walls as f64 * self.per_wall.0 + metres * self.per_metre.0
     }
 }
 
@@ -151,6 +169,9 @@ pub struct Obstacles {
     rows: usize,
     /// Per cell (row-major), the obstacles whose bounding box meets it.
     cells: Vec<Vec<u32>>,
+    /// Per obstacle, its bounding box: a line whose own box misses it is
+    /// not tested further.
+    boxes: Vec<((f64, f64), (f64, f64))>,
 }
 
 /// The corners of the box around `points`: (least x, least y), (most x,
@@ -164,15 +185,15 @@ fn bounds<'a>(points: impl Iterator<Item = &'a Vec2>) -> ((f64, f64), (f64, f64)
 impl Obstacles {
     pub fn new(list: Vec<Obstacle>) -> Obstacles {
         if list.is_empty() {
-            return Obstacles { list, origin: Vec2::new(0.0, 0.0), cols: 0, rows: 0, cells: Vec::new() };
+            return Obstacles { list, origin: Vec2::new(0.0, 0.0), cols: 0, rows: 0, cells: Vec::new(), boxes: Vec::new() };
         }
         let ((x0, y0), (x1, y1)) = bounds(list.iter().flat_map(|o| o.outline.iter()));
         let origin = Vec2::new(x0, y0);
         let cols = ((x1 - x0) / CELL).floor() as usize + 1;
         let rows = ((y1 - y0) / CELL).floor() as usize + 1;
         let mut cells = vec![Vec::new(); cols * rows];
-        for (i, o) in list.iter().enumerate() {
-            let ((bx0, by0), (bx1, by1)) = bounds(o.outline.iter());
+        let boxes: Vec<_> = list.iter().map(|o| bounds(o.outline.iter())).collect();
+        for (i, &((bx0, by0), (bx1, by1))) in boxes.iter().enumerate() {
             let c = |v: f64, o: f64| ((v - o) / CELL).floor() as usize;
             for r in c(by0, y0)..=c(by1, y0) {
                 for col in c(bx0, x0)..=c(bx1, x0) {
@@ -180,13 +201,18 @@ impl Obstacles {
                 }
             }
         }
-        Obstacles { list, origin, cols, rows, cells }
+        Obstacles { list, origin, cols, rows, cells, boxes }
     }
 
-    /// The obstacles in the cells the segment `a`–`b` passes through: the
-    /// segment clipped to the grid (Liang–Barsky), then walked cell by cell
-    /// (Amanatides & Woo, 1987).
+    /// The obstacles in the cells the segment `a`–`b` passes through whose
+    /// bounding box meets the segment's: the segment clipped to the grid
+    /// (Liang–Barsky), then walked cell by cell (Amanatides & Woo, 1987).
     fn candidates(&self, a: Vec2, b: Vec2) -> Vec<u32> {
+        let ((sx0, sy0), (sx1, sy1)) = bounds([a, b].iter());
+        let meets = |i: &&u32| {
+            let ((bx0, by0), (bx1, by1)) = self.boxes[**i as usize];
+            bx0 <= sx1 && sx0 <= bx1 && by0 <= sy1 && sy0 <= by1
+        };
         let (x0, y0) = ((a.x - self.origin.x) / CELL, (a.y - self.origin.y) / CELL);
         let (dx, dy) = ((b.x - a.x) / CELL, (b.y - a.y) / CELL);
         let (mut t0, mut t1) = (0.0f64, 1.0f64);
@@ -216,7 +242,7 @@ impl Obstacles {
         let (step_x, step_y) = (if dx == 0.0 { f64::INFINITY } else { 1.0 / dx.abs() }, if dy == 0.0 { f64::INFINITY } else { 1.0 / dy.abs() });
         let mut out = Vec::new();
         loop {
-            out.extend_from_slice(&self.cells[cy as usize * self.cols + cx as usize]);
+            out.extend(self.cells[cy as usize * self.cols + cx as usize].iter().filter(meets));
             if (cx, cy) == (ex, ey) {
                 break;
             }
@@ -281,6 +307,43 @@ mod tests {
         assert!(close(a, 9.0 + 15.0 * 0.4), "{a:?}");
         let both = o.attenuation(Vec2::new(5.0, 0.0), Vec2::new(15.0, 0.0));
         assert!(close(both, 10.0 * 0.4), "both ends inside: no wall, {both:?}");
+    }
+
+    #[test]
+    fn a_line_grazing_a_wall_or_a_corner_costs_nothing() {
+        // square(10, -5, 20): walls at x = 10, x = 30, y = -5, y = 15.
+        let o = Obstacles::new(vec![square(10.0, -5.0, 20.0)]);
+        for (a, b) in [
+            ((0.0, -5.0), (50.0, -5.0)),   // along the south wall
+            ((0.0, 15.0), (50.0, 15.0)),   // along the north wall
+            ((10.0, -20.0), (10.0, 30.0)), // along the west wall
+            ((0.0, 5.0), (20.0, -15.0)),   // touching the south-west corner
+            ((20.0, -15.0), (40.0, 5.0)),  // touching the south-east corner
+        ] {
+            let (a, b) = (Vec2::new(a.0, a.1), Vec2::new(b.0, b.1));
+            assert!(close(o.attenuation(a, b), 0.0), "{a:?}-{b:?}: {:?}", o.attenuation(a, b));
+            assert!(close(o.attenuation(b, a), 0.0), "{b:?}-{a:?}: {:?}", o.attenuation(b, a));
+        }
+    }
+
+    #[test]
+    fn a_line_through_two_corners_crosses_two_walls() {
+        // y = x - 15 enters at the south-west corner (10, -5) and leaves at
+        // the north-east corner (30, 15): 20·√2 m inside.
+        let o = Obstacles::new(vec![square(10.0, -5.0, 20.0)]);
+        let want = 2.0 * 9.0 + 20.0 * 2f64.sqrt() * 0.4;
+        for (a, b) in [(Vec2::new(0.0, -15.0), Vec2::new(40.0, 25.0)), (Vec2::new(40.0, 25.0), Vec2::new(0.0, -15.0))] {
+            assert!(close(o.attenuation(a, b), want), "{:?}", o.attenuation(a, b));
+        }
+    }
+
+    #[test]
+    fn a_path_inside_costs_its_length_and_a_wall_per_exit() {
+        let o = Obstacles::new(vec![square(0.0, 0.0, 40.0)]);
+        // Both ends inside, 25 m apart (a 15-20-25 triangle): no wall.
+        assert!(close(o.attenuation(Vec2::new(5.0, 5.0), Vec2::new(25.0, 20.0)), 25.0 * 0.4));
+        // From inside out through the east wall: 30 m inside, one wall.
+        assert!(close(o.attenuation(Vec2::new(10.0, 20.0), Vec2::new(60.0, 20.0)), 9.0 + 30.0 * 0.4));
     }
 
     #[test]

@@ -86,7 +86,8 @@ fn the_slow_drive_stalls_in_rto_backoff_behind_the_building_and_resumes() {
     let resume = data.iter().find(|(t, _)| *t > to).expect("no data after the blockage").0;
     let last_rto = rto.last().unwrap();
     assert!(resume < last_rto.0 + last_rto.1 + 1.0, "resumed at {resume} s; last RTO {last_rto:?}");
-    assert!(mean(&tp, 120, 130) > 15.0, "{tp:?}");
+    let r = resume.ceil() as usize;
+    assert!(mean(&tp, r, r + 5) > 15.0, "{tp:?}");
     assert_eq!(events(&out, "server", ConnEvent::Syn).len(), 1);
     assert!(events(&out, "server", ConnEvent::TcpGaveUp).is_empty());
     // The building, not the distance: without it, data flows all along.
@@ -102,17 +103,70 @@ fn the_pedestrians_connection_ends_when_it_loses_the_line_of_sight() {
     let data = delivered(&out, "car");
     let last = data.last().expect("no data").0;
     assert!((ANNEX_BLOCKS - 10.0..ANNEX_BLOCKS + 5.0).contains(&last), "last data at {last} s");
-    // Until then it never stalls for long.
+    // Until then the one connection survives its losses (RTO stalls far
+    // from the AP included): data in every 20 s.
     let tp = per_second(&out, "car", 365);
-    assert!(tp[2..(ANNEX_BLOCKS as usize - 10)].iter().all(|&x| x > 1.0), "{tp:?}");
-    // The annex ends it: without it, data still flows after. (A shorter
-    // walk from x = 300 m, in the annex's shadow after 241.5 m, 90 s.)
+    assert!(tp[2..ANNEX_BLOCKS as usize].chunks(20).all(|c| c.iter().sum::<f64>() > 20.0), "{tp:?}");
+    assert_eq!(events(&out, "server", ConnEvent::Syn).len(), 1);
+    // The annex ends it a little before the distance would: a shorter walk
+    // from x = 300 m is in the annex's shadow after 241.5 m (90 s) and
+    // 503 m from the AP, where the car's 20 dBm ACKs are at the edge of
+    // 54 Mb/s; without the annex a few more seconds get through.
     let o = no_building("annex");
     let short = ["node.car.position=[300, 0]", "node.car.mobility.points=[[300, 0], [500, 0], [500, 150]]", "duration=\"105 s\""];
     let blocked = run("mukherjee-pedestrian", &short);
     let last = delivered(&blocked, "car").last().expect("no data").0;
-    assert!((80.0..95.0).contains(&last), "last data at {last} s");
+    assert!((80.0..92.0).contains(&last), "last data at {last} s");
     let clear = run("mukherjee-pedestrian", &[&short[..], &[o[0].as_str(), o[1].as_str()]].concat());
-    let after: f64 = per_second(&clear, "car", 105)[95..].iter().sum();
-    assert!(after > 10.0, "{after} Mb after 95 s without the annex");
+    let after: f64 = per_second(&clear, "car", 105)[91..].iter().sum();
+    assert!(after > 2.0, "{after} Mb after 91 s without the annex");
+}
+
+/// Largest MSDU `node`'s MAC handled.
+fn largest_msdu(out: &RunOutput, node: &str) -> u32 {
+    let (n, m) = (id(out, node), &out.trace.mac);
+    (0..m.len()).filter(|&i| m.node[i] == n).map(|i| m.bytes[i]).max().unwrap_or(0)
+}
+
+#[test]
+fn segments_carry_the_papers_1300_byte_payloads() {
+    let short = "duration=\"4 s\"";
+    let paper = run("mukherjee-static", &[short]);
+    // The same run with the simulator's default MSS (MTU 1500) on both ends.
+    let ends = ["node.car.tcp_params.mss=\"1460 B\"", "node.server.tcp_params.mss=\"1460 B\"", short];
+    let default = run("mukherjee-static", &ends);
+    assert!(largest_msdu(&paper, "ap") > 1300);
+    assert_eq!(largest_msdu(&default, "ap") - largest_msdu(&paper, "ap"), 160);
+    // The smaller of the two ends' MSS wins (RFC 9293 §3.7.1).
+    let one_end = run("mukherjee-static", &[ends[0], short]);
+    assert_eq!(largest_msdu(&one_end, "ap"), largest_msdu(&paper, "ap"));
+}
+
+/// DupAck bursts of `node`'s TCP sender: (time of the burst's last
+/// duplicate, most duplicates in a row, cwnd at the next new ACK).
+fn dupack_bursts(out: &RunOutput, node: &str) -> Vec<(f64, u32, u32)> {
+    let (n, t) = (id(out, node), &out.trace.tcp);
+    let rows: Vec<usize> = (0..t.len()).filter(|&i| t.node[i] == n).collect();
+    rows.windows(2).filter(|w| t.dupacks[w[0]] > 0 && t.dupacks[w[1]] == 0).map(|w| (t.time_ns[w[0]] as f64 * 1e-9, t.dupacks[w[0]], t.cwnd[w[1]])).collect()
+}
+
+#[test]
+fn a_residual_loss_behind_the_loaded_queue_brings_a_dupack_burst_and_cwnd_to_one() {
+    // Seed 2's walk, far from the AP: a data frame fails all 10 tries
+    // (Fig. 3c, e).
+    let out = common::run(builtin("mukherjee-pedestrian").unwrap(), &["duration=\"45 s\""], 2);
+    let ap = id(&out, "ap");
+    let failed: Vec<f64> = (0..out.trace.mac.len())
+        .filter(|&i| out.trace.mac.node[i] == ap && out.trace.mac.attempts[i] == 10)
+        .map(|i| out.trace.mac.time_ns[i] as f64 * 1e-9)
+        .collect();
+    assert!(!failed.is_empty(), "no frame failed its 10 tries");
+    // Every segment the queue held behind the lost one comes back as a
+    // duplicate (the 64 KB window: 49 segments of 1300 B), and Linux's
+    // rate-halving with cwnd moderation leaves cwnd at 1-2. Not go-back-N
+    // after lost ACKs: no RTO in the second before the burst.
+    let rtos = events(&out, "server", ConnEvent::TcpTimeout);
+    let bursts = dupack_bursts(&out, "server");
+    let fast: Vec<_> = bursts.iter().filter(|&&(t, _, _)| !rtos.iter().any(|&(r, _)| (t - 1.5..t).contains(&r))).collect();
+    assert!(fast.iter().any(|&&(_, dup, cwnd)| (30..=60).contains(&dup) && cwnd <= 2), "{bursts:?} {rtos:?}");
 }

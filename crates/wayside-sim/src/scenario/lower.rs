@@ -225,6 +225,10 @@ impl TcpParams {
             check_range(&format!("{key}.rcv_wnd"), w.0, &format!("{} B", w.0), 1024.0, 1073741824.0, "1 KiB to 1 GiB")?;
             cfg.rcv_wnd = w.0 as u32;
         }
+        if let Some(m) = self.mss {
+            check_range(&format!("{key}.mss"), m.0, &format!("{} B", m.0), 64.0, 8960.0, "64 B to 8960 B")?;
+            cfg.mtu = m.0 as u32 + 40;
+        }
         for (k, v, field) in [
             ("backoff_limit", self.backoff_limit, &mut cfg.backoff_limit),
             ("syn_retries", self.syn_retries, &mut cfg.syn_retries),

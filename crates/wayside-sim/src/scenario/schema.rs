@@ -949,6 +949,11 @@ pub struct TcpParams {
     /// also the relay buffer per direction.
     #[serde(default)]
     pub rcv_wnd: Option<SizeQ>,
+    /// Largest segment payload this endpoint sends and advertises (the
+    /// interface MTU less 40 bytes of IP and TCP headers): "1300 B" for
+    /// iperf's 1300-byte packets.
+    #[serde(default)]
+    pub mss: Option<SizeQ>,
 }
 
 fn independent() -> Role {
