@@ -68,7 +68,7 @@ const MAX_OBSTACLES: usize = 200_000;
 /// Most corners of one building's outline.
 const MAX_OUTLINE: usize = 10_000;
 
-fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
+pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError(msg.into()))
 }
 
@@ -81,7 +81,7 @@ fn check_range(key: &str, value: f64, shown: &str, lo: f64, hi: f64, allowed: &s
 }
 
 /// A duration from `lo` to `hi` seconds, as simulated time.
-fn time_in(key: &str, t: TimeQ, lo: f64, hi: f64, allowed: &str) -> Result<SimTime, ScenarioError> {
+pub(super) fn time_in(key: &str, t: TimeQ, lo: f64, hi: f64, allowed: &str) -> Result<SimTime, ScenarioError> {
     check_range(key, t.0, &format!("{} s", t.0), lo, hi, allowed)?;
     Ok(t.time())
 }
@@ -606,6 +606,7 @@ impl Scenario {
         // its position and power (the cooperating deployment environment-
         // aware selection assumes).
         let reports_position = self.nodes.iter().zip(&groups).any(|(n, g)| n.radio && g.learns);
+        let timing = rates.standard.timing(self.radio.b_compatible);
         let mut nodes = Vec::with_capacity(names.len());
         for (i, (n, group)) in self.nodes.iter().zip(groups).enumerate() {
             for m in members(n, &group, duration, seed) {
@@ -630,6 +631,7 @@ impl Scenario {
                     disappear: m.disappear,
                     arp: group.arp,
                     routing: n.routing,
+                    adhoc: n.adhoc.as_ref().map(|a| super::adhoc::lower_adhoc(i, a, n.role, self.management.beacon_interval.time(), &timing)).transpose()?,
                 });
             }
         }

@@ -908,6 +908,10 @@ pub struct NodeSection {
     /// geographic forwarding).
     #[serde(default)]
     pub routing: crate::net::route::Routing,
+    /// Ad hoc (IBSS) membership ([`super::adhoc`]); an independent node
+    /// without it sends to any node at once.
+    #[serde(default)]
+    pub adhoc: Option<super::adhoc::AdhocSection>,
 }
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
