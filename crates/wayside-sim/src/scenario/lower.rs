@@ -865,8 +865,10 @@ impl Scenario {
                     return err(format!("{}: only used with kind = \"request-response\"", key(k)));
                 }
             }
-            if a.transport.is_some() && a.kind != AppKindName::Broadside {
-                return err(format!("{}: only used with kind = \"broadside\"", key("transport")));
+            for (k, given) in [("transport", a.transport.is_some()), ("files", a.files.is_some()), ("common", a.common.is_some())] {
+                if given && a.kind != AppKindName::Broadside {
+                    return err(format!("{}: only used with kind = \"broadside\"", key(k)));
+                }
             }
             let kind = match a.kind {
                 AppKindName::TcpBulk => {
@@ -911,7 +913,10 @@ impl Scenario {
                             return err(format!("{}: not used with kind = \"broadside\" (its endpoint paces itself on the MAC queue)", key(k)));
                         }
                     }
-                    AppKind::Broadside { bytes: b.0 as u64, raw: a.transport == Some(BroadsideTransport::Raw) }
+                    let count = a.files.unwrap_or(1);
+                    check_range(&key("files"), count as f64, &count.to_string(), 1.0, 10_000.0, "1 to 10000")?;
+                    let files = crate::apps::broadside::Files { bytes: b.0 as u64, count: count as u32, common: a.common.unwrap_or(false) };
+                    AppKind::Broadside { files, raw: a.transport == Some(BroadsideTransport::Raw) }
                 }
                 AppKindName::UdpCbr => {
                     let (Some(p), Some(iv)) = (a.payload, a.interval) else {

@@ -317,6 +317,14 @@ pub struct AppSection {
     /// over 802.11 frames, Broadside-Raw).
     #[serde(default)]
     pub transport: Option<BroadsideTransport>,
+    /// broadside: how many files of `bytes` each the sending end holds
+    /// (default 1).
+    #[serde(default)]
+    pub files: Option<u64>,
+    /// broadside: the other end holds an older version of every file
+    /// (default false: it holds none and subscribes to their provider).
+    #[serde(default)]
+    pub common: Option<bool>,
     /// false: defined but not run (scenarios with several experiment variants).
     #[serde(default = "yes")]
     pub enabled: bool,
