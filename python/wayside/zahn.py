@@ -1,0 +1,125 @@
+"""Zahn et al. (2009), "Feasibility of content dissemination between devices
+in moving vehicles", §5 in the simulator: the paper's base metrics of a
+Broadside contact, measured from a run's trace, and a sweep over its three
+locations (scenarios zahn-terraced, zahn-residential, zahn-motorway) printed
+as a table.
+
+The paper's definitions (§5): *connection duration* is the time for which
+both nodes consider an active link to exist (here: the overlap of both
+nodes' link-up/link-down intervals in the `events` table); *throughput* is
+the file content moved during a connection (here: the Broadside bytes the
+receiver got from the sender — file blocks with their headers, and the
+discovery messages, which are a few packets); *startup delay* is the time
+from the link's establishment to the first file data (here: to the
+receiver's first `transfer-started` event, when the first block of a file
+arrives). Acknowledgement bytes are what the receiver sends back during the
+sync (bit-vector acks, discovery answers and its beacons).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import polars as pl
+
+from wayside.result import RunResult
+from wayside.traces import check_node, table
+
+LOCATIONS = ("zahn-terraced", "zahn-residential", "zahn-motorway")
+# Sender and receiver in each location's scenario (the moving car holds
+# the newer versions, as in the paper).
+ENDS = {
+    "zahn-terraced": ("moving", "parked"),
+    "zahn-residential": ("moving", "parked"),
+    "zahn-motorway": ("east", "west"),
+}
+
+
+def _events(result: RunResult, node: str, peer: str, names: Sequence[str]) -> pl.DataFrame:
+    check_node(result, node, "node")
+    check_node(result, peer, "peer")
+    e = table(result, "events")
+    return e.filter((pl.col("node") == node) & (pl.col("peer") == peer) & pl.col("event").is_in(list(names))).sort("time_ns")
+
+
+def link_intervals(result: RunResult, node: str, peer: str) -> list[tuple[float, float]]:
+    """(up, down) times in s of `node`'s ad hoc link to `peer`; a link up
+    at the end of the run closes at the run's end."""
+    spans: list[tuple[float, float]] = []
+    up = None
+    for t, ev in _events(result, node, peer, ["link-up", "link-down"]).select("time_ns", "event").iter_rows():
+        if ev == "link-up" and up is None:
+            up = t / 1e9
+        elif ev == "link-down" and up is not None:
+            spans.append((up, t / 1e9))
+            up = None
+    if up is not None:
+        spans.append((up, result.duration_s))
+    return spans
+
+
+def connected(result: RunResult, a: str, b: str) -> list[tuple[float, float]]:
+    """The intervals in which both `a` and `b` consider the link up."""
+    out = []
+    for s1, e1 in link_intervals(result, a, b):
+        for s2, e2 in link_intervals(result, b, a):
+            s, e = max(s1, s2), min(e1, e2)
+            if e > s:
+                out.append((s, e))
+    return sorted(out)
+
+
+def connection_s(result: RunResult, a: str, b: str) -> float:
+    """Connection duration (§5): seconds both nodes consider the link up."""
+    return sum(e - s for s, e in connected(result, a, b))
+
+
+def broadside_mb(result: RunResult, receiver: str, sender: str) -> float:
+    """Throughput (§5) of a run: Broadside bytes `receiver` got from
+    `sender`, raw or over UDP, MB (10^6 bytes)."""
+    check_node(result, receiver, "receiver")
+    check_node(result, sender, "sender")
+    t = table(result, "transport").filter((pl.col("node") == receiver) & (pl.col("peer") == sender) & pl.col("proto").is_in(["raw", "udp"]))
+    return float(t["bytes"].cast(pl.UInt64).sum()) / 1e6
+
+
+def startup_delay_s(result: RunResult, receiver: str, sender: str) -> float:
+    """Startup delay (§5): from the first instant both ends have the link to
+    the receiver's first file transfer; NaN without either."""
+    spans = connected(result, receiver, sender)
+    started = _events(result, receiver, sender, ["transfer-started"])
+    if not spans or started.is_empty():
+        return math.nan
+    return started["time_ns"][0] / 1e9 - spans[0][0]
+
+
+def startup_share(result: RunResult, receiver: str, sender: str) -> float:
+    """Startup delay as a share of the connection duration (Figure 6's
+    comparison between Raw and IP)."""
+    d = connection_s(result, receiver, sender)
+    return startup_delay_s(result, receiver, sender) / d if d > 0 else math.nan
+
+
+def ack_kb(result: RunResult, receiver: str, sender: str) -> float:
+    """Bytes the receiver sent back to the sender (acknowledgements, the
+    discovery answers and its own beacons), kB, as the sender received them."""
+    return broadside_mb(result, sender, receiver) * 1e3
+
+
+def connect_distance_m(result: RunResult, a: str, b: str) -> float:
+    """Distance between `a` and `b` when both first had the link (§5.3:
+    "forming a connection at 121 and 35 meters"); NaN without a link."""
+    spans = connected(result, a, b)
+    if not spans:
+        return math.nan
+    t0 = spans[0][0] * 1e9
+    e = table(result, "events").filter(pl.col("event").is_in(["link-up"]) & (pl.col("node").is_in([a, b])))
+    row = e.filter(pl.col("time_ns") <= t0 + 1).sort("time_ns").tail(1)
+    at = row.select("time_ns").item()
+    pos = {}
+    for n in (a, b):
+        f = table(result, "frames").filter(pl.col("node") == n)
+        f = f.with_columns((pl.col("time_ns") - at).abs().alias("dt")).sort("dt").head(1)
+        pos[n] = (f["x"][0], f["y"][0])
+    return math.dist(pos[a], pos[b])
