@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import polars as pl
 
-from wayside import traces
+from wayside import traces, zahn
 from wayside.result import RunResult
 from wayside.traces import check_node, delivered, metres, table
 
@@ -46,6 +46,12 @@ __all__ = [
     "tcp_loss_rate",
     "udp_loss",
     "udp_mb",
+    "zahn_ack_kb",
+    "zahn_connect_distance_m",
+    "zahn_connection_s",
+    "zahn_startup_delay_s",
+    "zahn_startup_share",
+    "zahn_throughput_mb",
 ]
 
 # ---------------------------------------------------------------- registry
@@ -416,3 +422,16 @@ def ack_rate_penalty(results: Sequence[Any], static: str = "static-lab") -> floa
     at the sender's, priced with the airtime TCP ACKs take per Mbit at each
     rate in our static runs (see wayside.driveby; paper: 16–23%)."""
     return _drive_by(results, static).ack_penalty
+
+
+# ---------------------------------------------------------------- Zahn 2009
+
+# Zahn et al. (2009) §5's base metrics of a Broadside contact between two
+# ad hoc nodes (see wayside.zahn for their definitions).
+zahn_connection_s = zahn.connection_s
+zahn_throughput_mb = zahn.broadside_mb
+zahn_startup_delay_s = zahn.startup_delay_s
+zahn_startup_share = zahn.startup_share
+zahn_ack_kb = zahn.ack_kb
+zahn_connect_distance_m = zahn.connect_distance_m
+METRICS.update((name, fn) for name, fn in list(globals().items()) if name.startswith("zahn_"))
