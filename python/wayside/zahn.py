@@ -19,6 +19,7 @@ sync (bit-vector acks, discovery answers and its beacons).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Sequence
 
 import polars as pl
@@ -26,6 +27,7 @@ import polars as pl
 from wayside.result import RunResult
 from wayside.traces import check_node, table
 
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 LOCATIONS = ("zahn-terraced", "zahn-residential", "zahn-motorway")
 # Sender and receiver in each location's scenario (the moving car holds
 # the newer versions, as in the paper).
@@ -123,3 +125,99 @@ def connect_distance_m(result: RunResult, a: str, b: str) -> float:
         f = f.with_columns((pl.col("time_ns") - at).abs().alias("dt")).sort("dt").head(1)
         pos[n] = (f["x"][0], f["y"][0])
     return math.dist(pos[a], pos[b])
+
+
+# ---------------------------------------------------------------- sweep
+
+# The paper's configurations as overrides of each location's scenario: the
+# base (802.11g channel 1, dashboard antennas), 802.11a on channel 40
+# (§5.3), and roof antennas (§5.4: 5 dBi without the car body's 6 dB,
+# 0.5 m higher).
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "base": (),
+    "11a": ('radio.standard="802.11a"', "radio.channel=40"),
+    "roof": ('node.{s}.antenna_gain="5 dBi"', 'node.{r}.antenna_gain="5 dBi"', 'node.{s}.antenna_height="1.6 m"', 'node.{r}.antenna_height="1.6 m"'),
+}
+
+
+def measure(location: str, variant: str, seed: int) -> dict[str, float | str | int]:
+    """One run of `location` in `variant` with `seed`, measured."""
+    from wayside.runner import run
+
+    s, r = ENDS[location]
+    overrides = [o.format(s=s, r=r) for o in VARIANTS[variant]]
+    res = run(SCENARIOS / f"{location}.toml", seed=seed, overrides=overrides)
+    return {
+        "location": location.removeprefix("zahn-"),
+        "variant": variant,
+        "seed": seed,
+        "throughput_mb": broadside_mb(res, r, s),
+        "connection_s": connection_s(res, r, s),
+        "startup_s": startup_delay_s(res, r, s),
+        "ack_kb": ack_kb(res, r, s),
+        "connect_m": connect_distance_m(res, s, r),
+    }
+
+
+def sweep(runs: int = 5, variants: Sequence[str] = tuple(VARIANTS), jobs: int = 1, base_seed: int = 1) -> pl.DataFrame:
+    """Every location in every variant, `runs` seeds each, as one table
+    (one row per run); `jobs` worker processes."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"variants: {', '.join(unknown)} unknown; allowed: {', '.join(VARIANTS)}")
+    tasks = [(loc, v, base_seed + i) for loc in LOCATIONS for v in variants for i in range(runs)]
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
+        rows = list(ex.map(measure, *zip(*tasks)))
+    return pl.DataFrame(rows)
+
+
+def summary(runs: pl.DataFrame) -> pl.DataFrame:
+    """Mean, min and max per location and variant (the paper's bars and
+    error bars), with each variant's throughput and connection normalised
+    by the base configuration's (Figures 8 and 10) and the
+    acknowledgement bytes as a share of the throughput."""
+    agg = runs.group_by("location", "variant").agg(
+        pl.col("throughput_mb").mean().alias("mb"),
+        pl.col("throughput_mb").min().alias("mb_min"),
+        pl.col("throughput_mb").max().alias("mb_max"),
+        pl.col("connection_s").mean().alias("conn_s"),
+        pl.col("startup_s").median().alias("startup_s"),
+        pl.col("connect_m").mean().alias("connect_m"),
+        (pl.col("ack_kb").sum() / (pl.col("throughput_mb").sum() * 1e3)).alias("ack_share"),
+    )
+    base = agg.filter(pl.col("variant") == "base").select("location", pl.col("mb").alias("base_mb"), pl.col("conn_s").alias("base_s"))
+    return (
+        agg.join(base, on="location", how="left")
+        .with_columns((pl.col("mb") / pl.col("base_mb")).alias("mb_vs_base"), (pl.col("conn_s") / pl.col("base_s")).alias("conn_vs_base"))
+        .drop("base_mb", "base_s")
+        .sort("location", "variant")
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m wayside.zahn [--runs N] [--jobs J] [--variants a,b] [--out runs.csv]`"""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m wayside.zahn", description="Zahn et al. 2009 §5: sweep the three locations and print the paper's metrics.")
+    p.add_argument("--runs", type=int, default=5, help="seeds per location and variant (paper: 5)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--out", help="also write every run's row to this CSV file")
+    a = p.parse_args(argv)
+    if a.runs < 1:
+        p.error(f"--runs: {a.runs} is not at least 1")
+    try:
+        runs = sweep(a.runs, [v for v in a.variants.split(",") if v], a.jobs)
+    except ValueError as e:
+        p.error(str(e))
+    if a.out:
+        runs.write_csv(a.out)
+    with pl.Config(tbl_width_chars=80, tbl_cols=-1, float_precision=2, tbl_hide_dataframe_shape=True):
+        print(summary(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -75,3 +75,30 @@ def test_bad_node_names_are_named(result):
 def test_the_metrics_are_registered():
     for name in ("zahn_connection_s", "zahn_throughput_mb", "zahn_startup_delay_s", "zahn_ack_kb", "zahn_connect_distance_m"):
         assert name in METRICS
+
+
+def test_summary_normalises_by_the_base_configuration():
+    import polars as pl
+
+    rows = pl.DataFrame({
+        "location": ["terraced"] * 4,
+        "variant": ["base", "base", "roof", "roof"],
+        "seed": [1, 2, 1, 2],
+        "throughput_mb": [10.0, 20.0, 30.0, 30.0],
+        "connection_s": [10.0, 10.0, 15.0, 15.0],
+        "startup_s": [0.5, 0.7, 0.4, 0.6],
+        "ack_kb": [100.0, 200.0, 300.0, 300.0],
+        "connect_m": [100.0, 120.0, 150.0, 150.0],
+    })
+    s = zahn.summary(rows)
+    roof = s.filter(pl.col("variant") == "roof").row(0, named=True)
+    assert roof["mb"] == 30.0 and roof["mb_vs_base"] == pytest.approx(2.0)
+    assert roof["conn_vs_base"] == pytest.approx(1.5)
+    base = s.filter(pl.col("variant") == "base").row(0, named=True)
+    assert (base["mb_min"], base["mb_max"]) == (10.0, 20.0)
+    assert base["ack_share"] == pytest.approx(300.0 / 30_000.0)
+
+
+def test_sweep_rejects_an_unknown_variant():
+    with pytest.raises(ValueError, match="variants: wings unknown; allowed: base, 11a, roof"):
+        zahn.sweep(1, ["wings"])
