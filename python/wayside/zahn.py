@@ -19,7 +19,6 @@ sync (bit-vector acks, discovery answers and its beacons).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Sequence
 
 import polars as pl
@@ -27,7 +26,6 @@ import polars as pl
 from wayside.result import RunResult
 from wayside.traces import check_node, table
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 LOCATIONS = ("zahn-terraced", "zahn-residential", "zahn-motorway")
 # Sender and receiver in each location's scenario (the moving car holds
 # the newer versions, as in the paper).
@@ -146,7 +144,7 @@ def measure(location: str, variant: str, seed: int) -> dict[str, float | str | i
 
     s, r = ENDS[location]
     overrides = [o.format(s=s, r=r) for o in VARIANTS[variant]]
-    res = run(SCENARIOS / f"{location}.toml", seed=seed, overrides=overrides)
+    res = run(location, seed=seed, overrides=overrides)
     return {
         "location": location.removeprefix("zahn-"),
         "variant": variant,
