@@ -102,3 +102,16 @@ def test_summary_normalises_by_the_base_configuration():
 def test_sweep_rejects_an_unknown_variant():
     with pytest.raises(ValueError, match="variants: wings unknown; allowed: base, 11a, roof"):
         zahn.sweep(1, ["wings"])
+
+
+def test_the_printed_summary_fits_80_columns():
+    import polars as pl
+
+    rows = pl.DataFrame({
+        "location": ["residential", "residential"], "variant": ["base", "roof"], "seed": [1, 1],
+        "throughput_mb": [38.4, 68.3], "connection_s": [36.3, 40.8], "startup_s": [0.57, 18.3],
+        "ack_kb": [700.0, 800.0], "connect_m": [180.6, 282.7],
+    })
+    text = zahn.format_summary(zahn.summary(rows))
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    assert "residential roof" in " ".join(text.split()) and "1.78" in text
