@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import polars as pl
 
-from wayside import traces, vanet
+from wayside import traces, vanet, zahn
 from wayside.result import RunResult
 from wayside.traces import check_node, delivered, metres, table
 
@@ -60,6 +60,12 @@ __all__ = [
     "vanet_system_kBps",
     "vanet_throughput_kBps",
     "window_recovery_s",
+    "zahn_ack_kb",
+    "zahn_connect_distance_m",
+    "zahn_connection_s",
+    "zahn_startup_delay_s",
+    "zahn_startup_share",
+    "zahn_throughput_mb",
 ]
 
 # ---------------------------------------------------------------- registry
@@ -564,3 +570,16 @@ def goodput_cv(result: RunResult, receiver: str, skip: float | str = 0.0) -> flo
     tp = tcploss.goodput_per_second(result, receiver).filter(pl.col("t") >= s)["mbps"]
     m = tp.mean()
     return float(tp.std() / m) if tp.len() > 1 and m else math.nan
+
+
+# ---------------------------------------------------------------- Zahn 2009
+
+# Zahn et al. (2009) §5's base metrics of a Broadside contact between two
+# ad hoc nodes (see wayside.zahn for their definitions).
+zahn_connection_s = zahn.connection_s
+zahn_throughput_mb = zahn.broadside_mb
+zahn_startup_delay_s = zahn.startup_delay_s
+zahn_startup_share = zahn.startup_share
+zahn_ack_kb = zahn.ack_kb
+zahn_connect_distance_m = zahn.connect_distance_m
+METRICS.update((name, fn) for name, fn in list(globals().items()) if name.startswith("zahn_"))

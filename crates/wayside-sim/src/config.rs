@@ -64,6 +64,8 @@ pub struct NodeConfig {
     pub disappear: SimTime,
     /// Its router.
     pub routing: crate::net::route::Routing,
+    /// Ad hoc (IBSS) membership, for an independent node that joins one.
+    pub adhoc: Option<crate::mac::adhoc::AdhocConfig>,
 }
 
 /// Everything needed to build a world.

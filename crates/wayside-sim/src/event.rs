@@ -4,6 +4,7 @@
 
 use crate::ids::{NodeId, TxId};
 use crate::mac::dcf::MacTimer;
+use crate::mac::adhoc::AdhocTimer;
 use crate::mac::mgmt::MgmtTimer;
 use crate::net::NetTimer;
 use crate::units::SimTime;
@@ -16,6 +17,9 @@ use std::collections::BinaryHeap;
 pub enum Event {
     /// A management timer of `node` (beacons, scanning, timeouts).
     Mgmt { node: NodeId, timer: MgmtTimer, generation: u32 },
+    /// An ad hoc (IBSS) timer of `node` (beacons, join probes, the
+    /// disconnection watchdog).
+    Adhoc { node: NodeId, timer: AdhocTimer, generation: u32 },
     /// A network-layer timer of `node` (ARP, DHCP).
     Net { node: NodeId, timer: NetTimer, generation: u32 },
     /// A frame reaches `node` over wired link `link`.
@@ -49,7 +53,7 @@ impl Event {
             Event::RxEnd { .. } => 1,
             Event::Mac { .. } => 2,
             Event::RxStart { .. } => 3,
-            Event::Mgmt { .. } | Event::Net { .. } | Event::WireArrive { .. } | Event::Tcp { .. } | Event::Power { .. } => 4,
+            Event::Mgmt { .. } | Event::Adhoc { .. } | Event::Net { .. } | Event::WireArrive { .. } | Event::Tcp { .. } | Event::Power { .. } => 4,
             Event::Traffic { .. } | Event::App { .. } => 5,
         }
     }

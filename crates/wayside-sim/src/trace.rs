@@ -124,6 +124,12 @@ category!(
         /// Geographic routing: the same segment's end-to-end latency
         /// (peer: its source; value: seconds since the source sent it).
         GeoLatency => "geo-latency",
+        /// Ad hoc: the link to the peer came up (a beacon or probe
+        /// response of the IBSS heard; value: RSSI dBm).
+        LinkUp => "link-up",
+        /// Ad hoc: the link to the peer went down (nothing that keeps it
+        /// alive heard for the disconnection timeout).
+        LinkDown => "link-down",
     });
 category!(
     /// Outcome of one MSDU at the MAC.
@@ -141,6 +147,9 @@ category!(
         /// Dropped on arrival, or flushed from the queue: the radio is off
         /// (before the node appears, or after it disappears).
         RadioOff => "radio-off",
+        /// Dropped on arrival: an ad hoc node has no link to the receiver
+        /// (the card reports media disconnected).
+        NoLink => "no-link",
     });
 
 /// How a row field is stored in its column: as is, or as a category code.

@@ -121,13 +121,14 @@ impl World {
         let off = |env: &Env, n: NodeId| !env.bodies[n.index()].on;
         match ev {
             Event::RxStart { node, tx } | Event::RxEnd { node, tx } | Event::TxEnd { node, tx } if off(env, node) => env.medium.release(tx),
-            Event::Mac { node, .. } | Event::Mgmt { node, .. } | Event::Net { node, .. } | Event::WireArrive { node, .. } if off(env, node) => {}
+            Event::Mac { node, .. } | Event::Mgmt { node, .. } | Event::Adhoc { node, .. } | Event::Net { node, .. } | Event::WireArrive { node, .. } if off(env, node) => {}
             Event::RxStart { node, tx } => self.nodes[node.index()].on_rx_start(env, now, tx),
             Event::RxEnd { node, tx } => self.nodes[node.index()].on_rx_end(env, now, tx),
             Event::TxEnd { node, tx } => self.nodes[node.index()].on_tx_end(env, now, tx),
             Event::Mac { node, timer, generation } => self.nodes[node.index()].on_mac_timer(env, now, timer, generation),
             Event::Traffic { node, source } => self.nodes[node.index()].on_emit(env, now, source),
             Event::Mgmt { node, timer, generation } => self.nodes[node.index()].on_mgmt_timer(env, now, timer, generation),
+            Event::Adhoc { node, timer, generation } => self.nodes[node.index()].on_adhoc_timer(env, now, timer, generation),
             Event::Net { node, timer, generation } => self.nodes[node.index()].on_net_timer(env, now, timer, generation),
             Event::WireArrive { node, link, frame } => self.nodes[node.index()].on_wire_arrive(env, now, link as usize, *frame),
             Event::Tcp { node, socket, generation } => self.nodes[node.index()].on_tcp_timer(env, now, socket, generation),

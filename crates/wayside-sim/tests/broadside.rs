@@ -84,3 +84,19 @@ fn raw_frames_carry_the_file_without_ip() {
     let biggest = (0..m.len()).filter(|&i| m.node[i] == n).map(|i| m.bytes[i]).max();
     assert_eq!(biggest, Some(2304));
 }
+
+#[test]
+fn common_files_with_newer_versions_on_one_side_all_move_to_the_other() {
+    let out = run(&["app[0].files=3", "app[0].common=true", "app[0].bytes=\"300 kB\"", "app[0].transport=\"raw\""], 3);
+    let updated = events(&out, "fetcher", ConnEvent::FileUpdated);
+    assert_eq!(updated.len(), 3, "each of the three newer versions is committed once: {updated:?}");
+    assert!(events(&out, "holder", ConnEvent::FileUpdated).is_empty(), "the holder's versions are the newest");
+    assert!(received(&out, "fetcher", Proto::Raw) >= 900_000);
+}
+
+#[test]
+fn files_and_common_are_only_for_broadside() {
+    let text = PAIR.replace("kind = \"broadside\"", "kind = \"tcp-bulk\"");
+    let e = wayside_sim::run_scenario(&text, &["app[0].files=2".to_string()], Some(1), 0).err().expect("an error").to_string();
+    assert!(e.contains("app[0].files") && e.contains("broadside"), "{e}");
+}

@@ -6,12 +6,13 @@
 //! stack is its socket and the simulated clock its clock.
 //!
 //! An application of kind `broadside` runs an endpoint at both of its ends.
-//! The sending end (`from`) holds one file of `bytes` bytes, published by a
-//! provider both ends trust; its content and the provider's key are drawn
-//! from the run's seed, so a run is reproducible byte for byte. The other
-//! end holds no version yet and subscribes to the provider. Both ends
-//! beacon and discover each other as Broadside does; the file moves to the
-//! other end when discovery finds it.
+//! The sending end (`from`) holds `files` files of `bytes` bytes each,
+//! published by a provider both ends trust; their content and the
+//! provider's key are drawn from the run's seed ([`super::files`]), so a run
+//! is reproducible byte for byte. The other end holds older versions of
+//! the same files (`common = true`, the paper's set-up) or none, and then
+//! subscribes to the provider. Both ends beacon and discover each other as
+//! Broadside does; files move to the other end as discovery finds them.
 //!
 //! Each end boots at the application's start plus a phase drawn uniformly
 //! within one beacon interval: two hosts started by one script at the same
@@ -39,8 +40,8 @@ use crate::rng::Stream;
 use crate::trace::{ConnEvent, Proto};
 use crate::transport::udp::Datagram;
 use crate::units::SimTime;
-use broadside::merkle::{Tree, TreeBuilder};
-use broadside::{Certificate, Config, Destination, Endpoint, Event, Instant, MemStore, PeerAddr, ProviderKey, TrustedKeys};
+use super::files::FileSet;
+use broadside::{Config, Destination, Endpoint, Event, Instant, PeerAddr, ProviderKey, TrustedKeys};
 use std::sync::Arc;
 
 /// The largest datagram an endpoint sends over UDP: a 1500-byte IP MTU
@@ -70,26 +71,48 @@ fn instant(t: SimTime) -> Instant {
     Instant::from_micros(t.as_ns() / 1_000)
 }
 
-/// The run's provider key and file for application `app`.
-fn published(seed: u64, run: u64, app: u32, bytes: u64, packet: usize) -> (ProviderKey, Certificate, Vec<u8>) {
-    let mut s = Stream::new("run", seed, run, &format!("broadside/{app}"));
+/// What the ends of a Broadside application hold: `count` files of
+/// `bytes` each, published by one provider. The sending end holds version 2
+/// of each; with `common`, the other end holds version 1 of each (the
+/// paper's set-up: common files, one side newer), else none, and subscribes
+/// to the provider.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Files {
+    pub bytes: u64,
+    pub count: u32,
+    pub common: bool,
+}
+
+/// Version 1 of a common file is one block: its content is never read (the
+/// other end's version 2 replaces it), so generating and hashing it in full
+/// would cost time and change nothing.
+const OLD_VERSION_BYTES: u64 = 1;
+
+/// The file set of the end of application `app` at `me`.
+fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usize) -> (ProviderKey, FileSet) {
+    let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}"));
     let mut key = [0u8; 32];
     key.iter_mut().for_each(|b| *b = s.integer_inclusive(255) as u8);
     let key = ProviderKey::from_seed(key);
-    let data: Vec<u8> = (0..bytes).map(|_| s.integer_inclusive(255) as u8).collect();
     let block = (packet - broadside::wire::DATA_HEADER_LEN) as u32;
-    let mut tree = TreeBuilder::new(block);
-    tree.update(&data);
-    let (size, hash, leaves) = tree.finish();
-    let root = Tree::new(leaves, block).expect("a tree over the file's blocks").root();
-    let cert = Certificate::issue_v2(&key, &format!("app-{app}"), 1, size, hash, block, root).expect("a valid certificate");
-    (key, cert, data)
+    let mut set = FileSet::default();
+    for f in 0..files.count {
+        // Content keys are drawn for every file in turn, so both ends agree.
+        let content = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
+        let name = if files.count == 1 { format!("app-{app}") } else { format!("app-{app}-{f}") };
+        if sender {
+            set.publish(&key, &name, 2, files.bytes, content, block);
+        } else if files.common {
+            set.publish(&key, &name, 1, OLD_VERSION_BYTES, content ^ 1, block);
+        }
+    }
+    (key, set)
 }
 
 /// One end of a Broadside application.
 pub(super) struct Host {
     endpoint: Endpoint<NodeId>,
-    store: MemStore,
+    store: FileSet,
     port: u16,
     /// Straight over the link, not UDP.
     raw: bool,
@@ -104,23 +127,19 @@ pub(super) struct Host {
 }
 
 impl Host {
-    /// The end of application `app` at `me`; the sending end holds the file.
-    /// `link`: the UDP port, and whether it runs raw instead.
-    pub(super) fn new(me: NodeId, sender: bool, app: u32, link: (u16, bool), bytes: u64, seed: (u64, u64)) -> Host {
+    /// The end of application `app` at `me`; the sending end holds the
+    /// newest versions. `link`: the UDP port, and whether it runs raw instead.
+    pub(super) fn new(me: NodeId, sender: bool, app: u32, link: (u16, bool), files: Files, seed: (u64, u64)) -> Host {
         let (port, raw) = link;
         let packet_size = if raw { RAW_DATAGRAM } else { DATAGRAM };
-        let (key, cert, data) = published(seed.0, seed.1, app, bytes, packet_size);
-        let mut store = MemStore::new();
-        if sender {
-            store.insert(cert, data);
-        }
+        let (key, store) = file_set(seed, app, sender, files, packet_size);
         let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}/{}", me.0));
         let secret = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
         let cfg = Config { packet_size, seed: secret, ..Config::default() };
         let phase = SimTime::from_secs_f64(s.uniform() * cfg.beacon_interval.as_secs_f64());
         let trusted = TrustedKeys::new([key.public()]);
         let mut endpoint = Endpoint::new(cfg, trusted, store.certificates(), Instant::ZERO).expect("a valid endpoint configuration");
-        if !sender {
+        if !sender && !files.common {
             endpoint.subscribe(key.public()); // it holds no version to update yet
         }
         Host { endpoint, store, port, raw, armed: None, phase, handled: None, received: 0 }

@@ -30,9 +30,9 @@ pub enum AppKind {
     /// bytes, each answered with `response` bytes.
     RequestResponse { request: u64, response: u64, exchanges: u64, trigger: u32, trigger_interval: SimTime },
     /// Broadside at both ends ([`super::broadside`]); the sending end
-    /// holds one file of `bytes` bytes. `raw`: straight over 802.11 frames
-    /// (Broadside-Raw), else over UDP/IP.
-    Broadside { bytes: u64, raw: bool },
+    /// holds `files`. `raw`: straight over 802.11 frames (Broadside-Raw),
+    /// else over UDP/IP.
+    Broadside { files: super::broadside::Files, raw: bool },
 }
 
 impl AppKind {
@@ -90,7 +90,7 @@ impl App {
     /// Application `id`'s end at `me`; `seed`: the run's (seed, run).
     pub(super) fn new(me: NodeId, id: u32, cfg: AppConfig, seed: (u64, u64)) -> App {
         let broadside = match cfg.kind {
-            AppKind::Broadside { bytes, raw } => Some(Host::new(me, me == cfg.from, id, (cfg.port, raw), bytes, seed)),
+            AppKind::Broadside { files, raw } => Some(Host::new(me, me == cfg.from, id, (cfg.port, raw), files, seed)),
             _ => None,
         };
         App { id, cfg, started: false, blocked: false, seq: 0, session: None, completed: 0, broadside }

@@ -89,6 +89,8 @@ pub enum MgmtBody {
     AssocReq,
     AssocResp,
     Disassoc,
+    /// An ad hoc (IBSS) frame ([`crate::mac::adhoc`]).
+    Adhoc(crate::mac::adhoc::AdhocFrame),
 }
 
 impl MgmtBody {
@@ -101,6 +103,7 @@ impl MgmtBody {
             MgmtBody::AssocReq => FrameKind::AssocReq,
             MgmtBody::AssocResp => FrameKind::AssocResp,
             MgmtBody::Disassoc => FrameKind::Disassoc,
+            MgmtBody::Adhoc(f) => f.kind.frame_kind(),
         }
     }
 
@@ -113,6 +116,7 @@ impl MgmtBody {
             MgmtBody::AssocReq => 50,
             MgmtBody::AssocResp => 30,
             MgmtBody::Disassoc => 2,
+            MgmtBody::Adhoc(f) => f.kind.body_bytes(),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The 802.11 MAC: frames and MSDUs as the layers above and the medium see
 //! them, the MAC's configuration, channel access ([`dcf`]), per-peer link
-//! adaptation ([`links`]) and management ([`mgmt`]).
+//! adaptation ([`links`]) and management ([`mgmt`]; ad hoc: [`adhoc`]).
 
+pub mod adhoc;
 pub mod dcf;
 pub mod links;
 pub mod mgmt;

@@ -7,6 +7,7 @@
 //! The pumps are here for the PHY, MAC and management, and in `host`
 //! for the network layer, sockets and applications.
 
+mod adhoc;
 mod host;
 
 use crate::config::{NodeConfig, SimConfig};
@@ -14,6 +15,7 @@ use crate::event::Event;
 use crate::ids::{NodeId, TxId};
 use crate::mac::dcf::{Air, Dcf, DcfEvent, MacTimer};
 use crate::mac::links::{Links, TxContext};
+use crate::mac::adhoc::Adhoc;
 use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
 use crate::mac::{Dst, Frame, MacConfig, Msdu, Payload, SenderReport};
 use crate::env::Env;
@@ -41,6 +43,8 @@ pub struct Node {
     /// Stream for PHY draws (preamble detection, bit errors).
     phy_rng: Stream,
     pub mgmt: Mgmt,
+    /// Ad hoc membership, if the node joins an IBSS.
+    pub adhoc: Option<Adhoc>,
     pub net: Net,
     pub sockets: Sockets,
     pub apps: Apps,
@@ -64,6 +68,7 @@ impl Node {
             dcf,
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(n.role, cfg.mgmt.clone(), n.channel, Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name))),
+            adhoc: n.adhoc.clone().map(|a| Adhoc::new(a, Stream::new("run", cfg.seed, cfg.run, &format!("adhoc/{}", n.name)))),
             net: Net::new(id, net_setup(id, n, cfg, plan)),
             sockets: Sockets::new(id, n.tcp.clone(), cfg.seed, cfg.run, &n.name),
             apps: Apps::new(id, &cfg.apps, &cfg.sources, (cfg.seed, cfg.run)),
@@ -244,6 +249,9 @@ impl Node {
             }
             DcfEvent::Received { frame, rssi, duplicate } => {
                 self.mgmt.handle_heard(now, frame.src);
+                if !self.adhoc_admits_rx(now, &frame) {
+                    return;
+                }
                 if frame.kind == FrameKind::Data {
                     let body = frame.psdu_bytes - crate::mac::DATA_OVERHEAD;
                     let event = if duplicate { MacEvent::Duplicate } else { MacEvent::Received };
@@ -318,6 +326,10 @@ impl Node {
             self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::RadioOff, 0, msdu.bytes, 0, SimTime::ZERO);
             return false;
         }
+        if self.adhoc.as_ref().is_some_and(|a| !a.admits(msdu.dst)) {
+            self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::NoLink, 0, msdu.bytes, 0, SimTime::ZERO);
+            return false;
+        }
         let ok = self.dcf.enqueue(now, msdu);
         self.pump_mac(env, now);
         ok
@@ -341,6 +353,7 @@ impl Node {
     fn mgmt_start(&mut self, env: &mut Env, now: SimTime) {
         self.mgmt.start(now);
         self.pump_mgmt(env, now);
+        self.adhoc_start(env, now);
         self.net.handle_start(now);
         self.pump_net(env, now);
     }
@@ -383,9 +396,24 @@ impl Node {
 
     /// A management frame from `from` arrived intact.
     fn mgmt_rx(&mut self, env: &mut Env, now: SimTime, from: NodeId, body: MgmtBody, rssi: Dbm) {
+        if let MgmtBody::Adhoc(f) = body {
+            return self.adhoc_rx(env, now, from, f, rssi);
+        }
         let channel = env.bodies[self.id.index()].channel;
         self.mgmt.handle_frame(now, from, body, rssi, channel);
         self.pump_mgmt(env, now);
+    }
+
+    /// Hands a management frame to the MAC at the radio's basic rate. It
+    /// bypasses the queue limit; `front` puts it ahead of queued data
+    /// (beacons, probe requests).
+    fn send_mgmt(&mut self, env: &mut Env, now: SimTime, dst: Dst, body: MgmtBody, front: bool) {
+        let mode = env.radio.basic_rate;
+        let tries = if dst == Dst::Broadcast { 1 } else { MGMT_TRIES };
+        let fixed = Some(Stage { mode, tries });
+        let msdu = Msdu { dst, bytes: body.body_bytes(), enqueued: now, fixed, source: None, payload: Payload::Mgmt(body) };
+        self.dcf.enqueue_mgmt(now, msdu, front);
+        self.pump_mac(env, now);
     }
 
     /// Drains management: the radio to the channel it wants, frames to the
@@ -398,14 +426,7 @@ impl Node {
             if channel != env.bodies[node.index()].channel {
                 self.retune(env, now, channel);
             } else if let Some(MgmtFrame { dst, body, front }) = self.mgmt.poll_transmit() {
-                let mode = env.radio.basic_rate;
-                let tries = if dst == Dst::Broadcast { 1 } else { MGMT_TRIES };
-                let fixed = Some(Stage { mode, tries });
-                let msdu = Msdu { dst, bytes: body.body_bytes(), enqueued: now, fixed, source: None, payload: Payload::Mgmt(body) };
-                // Bypasses the queue limit; `front` puts it ahead of queued
-                // data (beacons, probe requests).
-                self.dcf.enqueue_mgmt(now, msdu, front);
-                self.pump_mac(env, now);
+                self.send_mgmt(env, now, dst, body, front);
             } else if let Some(ev) = self.mgmt.poll_event() {
                 match ev {
                     MgmtEvent::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),

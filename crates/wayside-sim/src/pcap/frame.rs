@@ -10,6 +10,7 @@
 //! nodes; the multicast group [`crate::packet::ALL_HOSTS`] is 224.0.0.1.
 
 use crate::mac::mgmt::Role;
+use crate::mac::adhoc::{AdhocFrame, AdhocKind};
 use crate::mac::mgmt::MgmtBody;
 use crate::mac::{Dst, Frame, Payload};
 use crate::packet::{ArpOp, DhcpOp};
@@ -302,14 +303,14 @@ impl Encoder {
         let capability = CAP_ESS | if self.net.short_preamble { CAP_SHORT_PREAMBLE } else { 0 };
         let start = out.len();
         match body {
-            MgmtBody::Beacon { .. } | MgmtBody::ProbeResp => {
+            MgmtBody::Beacon { .. } | MgmtBody::ProbeResp | MgmtBody::Adhoc(AdhocFrame { kind: AdhocKind::Beacon | AdhocKind::ProbeResp, .. }) => {
                 out.extend_from_slice(&tsft_us.to_le_bytes());
                 out.extend_from_slice(&self.net.beacon_interval_tu.to_le_bytes());
                 out.extend_from_slice(&capability.to_le_bytes());
                 self.common_elements(out);
                 out.extend_from_slice(&[IE_DS_PARAMS, 1, channel.min(255) as u8]);
             }
-            MgmtBody::ProbeReq => self.common_elements(out),
+            MgmtBody::ProbeReq | MgmtBody::Adhoc(AdhocFrame { kind: AdhocKind::ProbeReq, .. }) => self.common_elements(out),
             MgmtBody::Auth { seq } => {
                 out.extend_from_slice(&0u16.to_le_bytes()); // open system
                 out.extend_from_slice(&u16::from(*seq).to_le_bytes());

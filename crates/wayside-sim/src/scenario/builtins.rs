@@ -14,6 +14,9 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("mukherjee-static", include_str!("../../../../scenarios/mukherjee-static.toml")),
     ("mukherjee-slow-drive", include_str!("../../../../scenarios/mukherjee-slow-drive.toml")),
     ("mukherjee-pedestrian", include_str!("../../../../scenarios/mukherjee-pedestrian.toml")),
+    ("zahn-terraced", include_str!("../../../../scenarios/zahn-terraced.toml")),
+    ("zahn-residential", include_str!("../../../../scenarios/zahn-residential.toml")),
+    ("zahn-motorway", include_str!("../../../../scenarios/zahn-motorway.toml")),
 ];
 
 /// The text of the built-in scenario `name`, if there is one.

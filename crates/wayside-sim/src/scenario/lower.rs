@@ -71,7 +71,7 @@ const MAX_OBSTACLES: usize = 200_000;
 /// Most corners of one building's outline.
 const MAX_OUTLINE: usize = 10_000;
 
-fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
+pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError(msg.into()))
 }
 
@@ -84,7 +84,7 @@ fn check_range(key: &str, value: f64, shown: &str, lo: f64, hi: f64, allowed: &s
 }
 
 /// A duration from `lo` to `hi` seconds, as simulated time.
-fn time_in(key: &str, t: TimeQ, lo: f64, hi: f64, allowed: &str) -> Result<SimTime, ScenarioError> {
+pub(super) fn time_in(key: &str, t: TimeQ, lo: f64, hi: f64, allowed: &str) -> Result<SimTime, ScenarioError> {
     check_range(key, t.0, &format!("{} s", t.0), lo, hi, allowed)?;
     Ok(t.time())
 }
@@ -631,6 +631,7 @@ impl Scenario {
         // its position and power (the cooperating deployment environment-
         // aware selection assumes).
         let reports_position = self.nodes.iter().zip(&groups).any(|(n, g)| n.radio && g.learns);
+        let timing = rates.standard.timing(self.radio.b_compatible);
         let mut nodes = Vec::with_capacity(names.len());
         for (i, (n, group)) in self.nodes.iter().zip(groups).enumerate() {
             for m in members(n, &group, duration, seed) {
@@ -655,6 +656,7 @@ impl Scenario {
                     disappear: m.disappear,
                     arp: group.arp,
                     routing: n.routing,
+                    adhoc: n.adhoc.as_ref().map(|a| super::adhoc::lower_adhoc(i, a, n.role, self.management.beacon_interval.time(), &timing)).transpose()?,
                 });
             }
         }
@@ -891,8 +893,10 @@ impl Scenario {
                     return err(format!("{}: only used with kind = \"request-response\"", key(k)));
                 }
             }
-            if a.transport.is_some() && a.kind != AppKindName::Broadside {
-                return err(format!("{}: only used with kind = \"broadside\"", key("transport")));
+            for (k, given) in [("transport", a.transport.is_some()), ("files", a.files.is_some()), ("common", a.common.is_some())] {
+                if given && a.kind != AppKindName::Broadside {
+                    return err(format!("{}: only used with kind = \"broadside\"", key(k)));
+                }
             }
             let kind = match a.kind {
                 AppKindName::TcpBulk => {
@@ -937,7 +941,10 @@ impl Scenario {
                             return err(format!("{}: not used with kind = \"broadside\" (its endpoint paces itself on the MAC queue)", key(k)));
                         }
                     }
-                    AppKind::Broadside { bytes: b.0 as u64, raw: a.transport == Some(BroadsideTransport::Raw) }
+                    let count = a.files.unwrap_or(1);
+                    check_range(&key("files"), count as f64, &count.to_string(), 1.0, 10_000.0, "1 to 10000")?;
+                    let files = crate::apps::broadside::Files { bytes: b.0 as u64, count: count as u32, common: a.common.unwrap_or(false) };
+                    AppKind::Broadside { files, raw: a.transport == Some(BroadsideTransport::Raw) }
                 }
                 AppKindName::UdpCbr => {
                     let (Some(p), Some(iv)) = (a.payload, a.interval) else {

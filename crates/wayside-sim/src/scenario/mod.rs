@@ -5,6 +5,7 @@
 //! cannot. Every error names the key, the value and what is allowed. The
 //! built-in scenarios are in [`BUILTIN`].
 
+mod adhoc;
 mod builtins;
 mod lower;
 mod overrides;

@@ -322,6 +322,14 @@ pub struct AppSection {
     /// over 802.11 frames, Broadside-Raw).
     #[serde(default)]
     pub transport: Option<BroadsideTransport>,
+    /// broadside: how many files of `bytes` each the sending end holds
+    /// (default 1).
+    #[serde(default)]
+    pub files: Option<u64>,
+    /// broadside: the other end holds an older version of every file
+    /// (default false: it holds none and subscribes to their provider).
+    #[serde(default)]
+    pub common: Option<bool>,
     /// false: defined but not run (scenarios with several experiment variants).
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -924,6 +932,10 @@ pub struct NodeSection {
     /// geographic forwarding).
     #[serde(default)]
     pub routing: crate::net::route::Routing,
+    /// Ad hoc (IBSS) membership ([`super::adhoc`]); an independent node
+    /// without it sends to any node at once.
+    #[serde(default)]
+    pub adhoc: Option<super::adhoc::AdhocSection>,
 }
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
