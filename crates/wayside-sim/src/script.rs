@@ -40,6 +40,16 @@ pub struct Start {
     pub at: SimTime,
 }
 
+/// A time drawn uniformly from zero to `spread` (zero, with no draw, if
+/// `spread` is zero).
+fn draw(rng: &mut Stream, spread: SimTime) -> SimTime {
+    if spread > SimTime::ZERO {
+        SimTime::from_secs_f64(rng.uniform() * spread.as_secs_f64())
+    } else {
+        SimTime::ZERO
+    }
+}
+
 pub struct Script {
     entries: Vec<Entry>,
     beacon_interval: SimTime,
@@ -82,7 +92,7 @@ impl Script {
             };
             if involved && !e.scheduled {
                 e.scheduled = true;
-                let drawn = if spread > SimTime::ZERO { SimTime::from_secs_f64(self.rng.uniform() * spread.as_secs_f64()) } else { SimTime::ZERO };
+                let drawn = draw(&mut self.rng, spread);
                 starts.extend(e.starts(i as u32, now + delay + drawn));
             }
         }
@@ -98,7 +108,7 @@ impl Script {
         }
         let mut starts = Vec::new();
         for (i, e) in self.entries.iter_mut().enumerate() {
-            let AppStart::OnProduction { delay, window, ratio, rssi } = e.start else { continue };
+            let AppStart::OnProduction { delay, spread, window, ratio, rssi } = e.start else { continue };
             if e.scheduled || (e.from != sta && e.to != sta) {
                 continue;
             }
@@ -108,7 +118,8 @@ impl Script {
             if heard as f64 >= ratio * expected as f64 && strong {
                 e.scheduled = true;
                 let measured = heard as f64 / expected as f64;
-                starts.extend(e.starts(i as u32, now + delay).map(|s| (s, measured)));
+                let at = now + delay + draw(&mut self.rng, spread);
+                starts.extend(e.starts(i as u32, at).map(|s| (s, measured)));
             }
         }
         starts

@@ -57,7 +57,8 @@ pub enum AppStart {
     /// associated, and (if given) its filtered beacon RSSI reaches `rssi` —
     /// plus a delay. The station measures; the AP-side end is assumed to
     /// learn of it at once (as from a hint in the station's next frame).
-    OnProduction { delay: SimTime, window: SimTime, ratio: f64, rssi: Option<Dbm> },
+    /// The delay is drawn as for `OnAssociation`.
+    OnProduction { delay: SimTime, spread: SimTime, window: SimTime, ratio: f64, rssi: Option<Dbm> },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -953,7 +953,9 @@ impl Scenario {
         }
         let delay = time_in(&key("start_delay"), a.start_delay, 0.0, 3600.0, "0 s to 1 h")?;
         let spread = match a.start_delay_max {
-            Some(_) if a.start != AppStartSection::OnAssociation => return err(format!("{}: only used with start = \"on-association\"", key("start_delay_max"))),
+            Some(_) if matches!(a.start, AppStartSection::At(_)) => {
+                return err(format!("{}: only used with start = \"on-association\" or \"on-production\"", key("start_delay_max")))
+            }
             Some(most) => {
                 let allowed = format!("{} s (start_delay) to 1 h", delay.as_secs_f64());
                 time_in(&key("start_delay_max"), most, delay.as_secs_f64(), 3600.0, &allowed)? - delay
@@ -980,6 +982,7 @@ impl Scenario {
                 }
                 AppStart::OnProduction {
                     delay,
+                    spread,
                     window: window.unwrap_or(SimTime::from_ms(1000)),
                     ratio: a.production_ratio.unwrap_or(0.9),
                     rssi: a.production_rssi.map(|p| p.0),

@@ -275,8 +275,9 @@ pub struct AppSection {
     /// With `start = "on-association"` or `"on-production"`: the application start delay.
     #[serde(default = "zero_time")]
     pub start_delay: TimeQ,
-    /// With `start = "on-association"`: the delay is drawn uniformly from
-    /// `start_delay` to this in each run (default: exactly `start_delay`).
+    /// With `start = "on-association"` or `"on-production"`: the delay is
+    /// drawn uniformly from `start_delay` to this in each run (default:
+    /// exactly `start_delay`).
     #[serde(default)]
     pub start_delay_max: Option<TimeQ>,
     /// on-production: least fraction of the AP's beacons heard over `production_window` (default 0.9).
