@@ -30,6 +30,7 @@ __all__ = [
     "ack_rate_penalty",
     "across_digests",
     "across_runs",
+    "association_lag_m",
     "connection_span_m",
     "cwnd_after_burst",
     "data_transferred_mb",
@@ -280,6 +281,23 @@ def last_data_position_m(result: RunResult, receiver: str, reference: str, proto
         raise ValueError(f"reference: node '{reference}' has no radio trace to take its position from")
     ref_x = float(ref["x"][0])
     return float(last) - ref_x
+
+
+@_metric
+def association_lag_m(result: RunResult, first: str, second: str) -> float:
+    """Hadaller et al. (2007) §9: when two cars pass an AP one after the
+    other, the first one's data delays the second one's connection setup.
+    Where on the road station `second` completed association minus where
+    station `first` did (the x coordinates of their first `associated`
+    events), metres — positive when the second car associated further
+    along the road. NaN if either never associated."""
+    for name, arg in ((first, "first"), (second, "second")):
+        check_node(result, name, arg)
+    events = table(result, "events").filter(pl.col("event") == "associated").sort("time_ns")
+    at = [events.filter(pl.col("node") == n)["x"] for n in (first, second)]
+    if any(x.is_empty() for x in at):
+        return math.nan
+    return float(at[1][0]) - float(at[0][0])
 
 
 # ---------------------------------------------------------------- across runs

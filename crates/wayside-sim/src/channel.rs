@@ -31,6 +31,9 @@
 //! of the distances both ends have travelled: the autocorrelation approaches
 //! Jakes' `J0(2π Δu / λ)`, i.e. coherence time ∝ λ / speed. Rician adds a
 //! line-of-sight path of relative power K. Static links keep one fade per run.
+//! A frame is not one fade: [`Link::fades`] cuts it into pieces over which
+//! the ends travel a tenth of a wavelength, each with its own gain, so the
+//! PHY's SINR tracking sees every fade a long frame spans.
 
 use crate::mobility::Vec2;
 use crate::obstacles::Obstacles;
@@ -279,14 +282,19 @@ impl FadingProcess {
 
     /// Power gain |h|² (mean 1) after the ends have travelled `u` metres in total.
     fn power_gain(&self, u: f64, lambda: f64) -> f64 {
-        let drawn;
-        let d = match &self.held {
-            Some(d) => &**d,
-            None => {
-                drawn = self.draws();
-                &drawn
-            }
-        };
+        self.with_draws(|d| self.gain_with(d, u, lambda))
+    }
+
+    /// Calls `f` with the draws, held or redrawn.
+    fn with_draws<T>(&self, f: impl FnOnce(&FadingDraws) -> T) -> T {
+        match &self.held {
+            Some(d) => f(d),
+            None => f(&self.draws()),
+        }
+    }
+
+    /// [`FadingProcess::power_gain`] with the draws `d`.
+    fn gain_with(&self, d: &FadingDraws, u: f64, lambda: f64) -> f64 {
         let beta = 2.0 * PI * u / lambda;
         let (mut re, mut im) = (0.0, 0.0);
         for &(c, ph) in &d.paths {
@@ -333,6 +341,51 @@ pub struct LinkBudget {
     pub shadowing: Db,
     pub fading: Db,
     pub rx_power: Dbm,
+}
+
+/// At most this many pieces of a frame see their own fade ([`Fades`]).
+pub const MAX_FADE_CHUNKS: usize = 32;
+
+/// The ends travel this fraction of a wavelength (together) per piece of a
+/// frame: the fading's amplitude correlation over it, Jakes' J0(2π/10),
+/// is 0.90, so one value per piece stands for the fade within it.
+const FADE_CHUNK_WAVELENGTHS: f64 = 0.1;
+
+/// How the fast fading changes over one frame: the frame's airtime cut
+/// into equal pieces, each with its power gain relative to the frame's
+/// start (the first piece is 1). A frame longer than the fading's
+/// coherence time spans several fades; at 80 km/h a 1500-byte frame at
+/// 1 Mb/s (12.5 ms) covers 2.3 wavelengths, about five coherence times
+/// (0.423·λ/v), and is cut into 23 pieces. A link whose ends stand still
+/// over the frame has one piece.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fades {
+    chunks: u8,
+    gains: [f32; MAX_FADE_CHUNKS],
+}
+
+impl Fades {
+    /// No change over the frame.
+    pub const FLAT: Fades = Fades { chunks: 1, gains: [1.0; MAX_FADE_CHUNKS] };
+
+    /// Pieces with these gains (the first is the frame's start: 1).
+    #[cfg(test)]
+    pub fn from_gains(gains: &[f32]) -> Fades {
+        let mut f = Fades::FLAT;
+        f.chunks = gains.len() as u8;
+        f.gains[..gains.len()].copy_from_slice(gains);
+        f
+    }
+
+    /// The number of pieces the frame is cut into.
+    pub fn chunks(&self) -> usize {
+        usize::from(self.chunks)
+    }
+
+    /// Piece `k`'s power relative to the frame's start.
+    pub fn gain(&self, k: usize) -> f64 {
+        f64::from(self.gains[k])
+    }
 }
 
 /// The distance between two ends and the deterministic path loss over it,
@@ -427,6 +480,29 @@ impl Link {
     }
 }
 
+impl Link {
+    /// The fades of a frame over which the ends travel `travel` metres in
+    /// total, starting with odometers summing to `start` ([`Fades`]).
+    pub fn fades(&self, cfg: &ChannelConfig, start: Meters, travel: Meters) -> Fades {
+        let Some(f) = &self.fading else { return Fades::FLAT };
+        let lambda = cfg.wavelength();
+        let step = FADE_CHUNK_WAVELENGTHS * lambda;
+        let chunks = (travel.0 / step).ceil().clamp(1.0, MAX_FADE_CHUNKS as f64) as usize;
+        if chunks == 1 {
+            return Fades::FLAT;
+        }
+        let piece = travel.0 / chunks as f64;
+        f.with_draws(|d| {
+            let first = f.gain_with(d, start.0, lambda).max(1e-12);
+            let mut fades = Fades { chunks: chunks as u8, gains: [1.0; MAX_FADE_CHUNKS] };
+            for k in 1..chunks {
+                fades.gains[k] = (f.gain_with(d, start.0 + k as f64 * piece, lambda) / first) as f32;
+            }
+            fades
+        })
+    }
+}
+
 /// Time for a signal to cover `d`.
 pub fn propagation_delay(d: Meters) -> SimTime {
     SimTime::from_secs_f64(d.0 / SPEED_OF_LIGHT)
@@ -511,6 +587,30 @@ mod tests {
         for b in [100.0, 400.0] {
             assert!((l(b - 1e-6) - l(b + 1e-6)).abs() < 1e-3);
         }
+    }
+
+    #[test]
+    fn fades_cut_a_frame_into_tenths_of_a_wavelength() {
+        let mut c = cfg(PathLoss::FreeSpace);
+        c.fading = FadingKind::Rician { k: Db(0.0) };
+        let link = Link::new(&c, "ap", "car", 1, 0);
+        let lambda = c.wavelength();
+        // Ends that stand still: one piece.
+        assert_eq!(link.fades(&c, Meters(10.0), Meters(0.0)), Fades::FLAT);
+        // 12.5 ms at 80 km/h: 0.278 m, 2.3 wavelengths, 23 pieces, each
+        // the process's gain at its start relative to the frame's start.
+        let travel = 80.0 / 3.6 * 0.0125;
+        let f = link.fades(&c, Meters(10.0), Meters(travel));
+        assert_eq!(f.chunks(), (travel / (0.1 * lambda)).ceil() as usize);
+        assert_eq!(f.chunks(), 23);
+        let fp = link.fading.as_ref().unwrap();
+        let g0 = fp.power_gain(10.0, lambda);
+        for k in 0..f.chunks() {
+            let expected = fp.power_gain(10.0 + k as f64 * travel / 23.0, lambda) / g0;
+            assert!((f.gain(k) - expected).abs() < 1e-5 * expected.max(1.0), "piece {k}");
+        }
+        // At 180 km/h the frame is cut into the most pieces allowed.
+        assert_eq!(link.fades(&c, Meters(10.0), Meters(180.0 / 3.6 * 0.0125)).chunks(), MAX_FADE_CHUNKS);
     }
 
     #[test]

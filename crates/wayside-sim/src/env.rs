@@ -4,7 +4,7 @@
 //! node acts on the world only through its [`Env`]; nodes never reach into
 //! each other.
 
-use crate::channel::Endpoint;
+use crate::channel::{Endpoint, Fades};
 use crate::config::RadioConfig;
 use crate::event::{Event, EventQueue};
 use crate::ids::{NodeId, TxId};
@@ -43,10 +43,12 @@ impl Body {
         Endpoint { position: self.mobility.position(t), height: self.antenna_height, antenna_gain: self.antenna_gain, odometer: self.mobility.odometer(t) }
     }
 
-    /// Its radio as the medium sees it at `t`: where its antenna is, and
-    /// its channel.
-    pub fn antenna(&self, t: SimTime) -> Antenna {
-        Antenna { endpoint: self.endpoint(t), channel: self.channel }
+    /// Its radio as the medium sees it for a frame on the air from `t` to
+    /// `end`: where its antenna is at `t`, its channel, and how far it
+    /// moves until `end`.
+    pub fn antenna(&self, t: SimTime, end: SimTime) -> Antenna {
+        let travel = Meters(self.mobility.odometer(end).0 - self.mobility.odometer(t).0);
+        Antenna { endpoint: self.endpoint(t), channel: self.channel, travel }
     }
 }
 
@@ -90,12 +92,12 @@ impl Env {
     /// Puts `frame` from `src` on the air at `mode` from `now` to `end`:
     /// schedules its arrival at every radio it reaches and its end at `src`.
     pub fn transmit(&mut self, now: SimTime, end: SimTime, src: NodeId, frame: Frame, mode: Mode) {
-        let tx = self.bodies[src.index()].antenna(now);
+        let tx = self.bodies[src.index()].antenna(now, end);
         let bodies = &self.bodies;
         let radios = bodies.iter().enumerate().filter(|(_, b)| b.radio).map(|(i, b)| (NodeId(i as u32), b.position(now)));
         self.medium.rebin(now, radios);
         let tx_power = bodies[src.index()].tx_power;
-        let antenna = |j: NodeId| bodies[j.index()].on.then(|| bodies[j.index()].antenna(now));
+        let antenna = |j: NodeId| bodies[j.index()].on.then(|| bodies[j.index()].antenna(now, end));
         let mut reached = std::mem::take(&mut self.reached);
         let id = self.medium.transmit(now, end, src, tx, tx_power, frame, mode, antenna, &mut reached);
         for &(rx, delay) in &reached {
@@ -123,7 +125,17 @@ impl Env {
             header_end: now + header_time,
             mode: t.mode,
             payload_bits: 8 * t.frame.psdu_bytes as u64,
+            fades: Fades::FLAT,
         }
+    }
+
+    /// How the fading changes transmission `id` at `rx` over the frame
+    /// (for the frame `rx` has locked on: its [`Signal`] starts flat).
+    pub fn fades(&mut self, id: TxId, rx: NodeId) -> Fades {
+        let t = self.medium.tx(id);
+        let (src, start, end) = (t.src, t.start, t.end);
+        let (ta, tb) = (self.bodies[src.index()].antenna(start, end), self.bodies[rx.index()].antenna(start, end));
+        self.medium.fades(src, &ta, rx, &tb)
     }
 
     /// Whether `node` should record what happens to frame `id` (addressed to

@@ -38,7 +38,7 @@
 //! distance the fastest radio covers between rebuilds) that a radio never
 //! leaves the 3×3 cells around where it was binned while it matters.
 
-use crate::channel::{path_loss, propagation_delay, ChannelConfig, Endpoint, Link};
+use crate::channel::{path_loss, propagation_delay, ChannelConfig, Endpoint, Fades, Link};
 use crate::ids::{NodeId, TxId};
 use crate::mac::Frame;
 use crate::mobility::Vec2;
@@ -81,6 +81,8 @@ pub struct Antenna {
     pub endpoint: Endpoint,
     /// The channel the radio is tuned to.
     pub channel: u32,
+    /// How far the antenna moves while the frame is on the air.
+    pub travel: Meters,
 }
 
 /// What the medium must know of the radios to bound its reach.
@@ -299,6 +301,15 @@ impl Medium {
         }
     }
 
+    /// How the fading changes over a frame from `a` (antenna `ta`) to `b`
+    /// (`tb`), both as at the frame's start ([`Link::fades`]); asked for
+    /// only once a receiver has locked on the frame.
+    pub fn fades(&mut self, a: NodeId, ta: &Antenna, b: NodeId, tb: &Antenna) -> Fades {
+        let (link, channel) = self.link(a, b);
+        let start = Meters(ta.endpoint.odometer.0 + tb.endpoint.odometer.0);
+        link.fades(channel, start, Meters(ta.travel.0 + tb.travel.0))
+    }
+
     /// The mean received power (no fast fading) of frames from `a` at `b`.
     pub fn mean_rx_power(&mut self, a: NodeId, ta: &Endpoint, b: NodeId, tb: &Endpoint, tx_power: Dbm) -> Dbm {
         let (link, channel) = self.link(a, b);
@@ -323,7 +334,7 @@ mod tests {
 
     fn antenna(x: f64) -> Antenna {
         let endpoint = Endpoint { position: Vec2::new(x, 0.0), height: Meters(1.5), antenna_gain: Db(0.0), odometer: Meters(0.0) };
-        Antenna { endpoint, channel: 6 }
+        Antenna { endpoint, channel: 6, travel: Meters(0.0) }
     }
 
     /// Sends a broadcast from `a` at `power` with the radios at `xs`;

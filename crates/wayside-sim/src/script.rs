@@ -11,6 +11,7 @@
 use crate::apps::ip::{AppConfig, AppStart};
 use crate::ids::NodeId;
 use crate::mac::mgmt::Mgmt;
+use crate::rng::Stream;
 use crate::units::SimTime;
 
 struct Entry {
@@ -39,18 +40,30 @@ pub struct Start {
     pub at: SimTime,
 }
 
+/// A time drawn uniformly from zero to `spread` (zero, with no draw, if
+/// `spread` is zero).
+fn draw(rng: &mut Stream, spread: SimTime) -> SimTime {
+    if spread > SimTime::ZERO {
+        SimTime::from_secs_f64(rng.uniform() * spread.as_secs_f64())
+    } else {
+        SimTime::ZERO
+    }
+}
+
 pub struct Script {
     entries: Vec<Entry>,
     beacon_interval: SimTime,
+    /// Draws the start delays that vary from run to run.
+    rng: Stream,
 }
 
 impl Script {
-    pub fn new(apps: &[AppConfig], beacon_interval: SimTime) -> Script {
+    pub fn new(apps: &[AppConfig], beacon_interval: SimTime, rng: Stream) -> Script {
         let entries = apps
             .iter()
             .map(|a| Entry { from: a.from, to: a.to, start: a.start, both: a.kind.peer_to_peer(), scheduled: matches!(a.start, AppStart::At(_)) })
             .collect();
-        Script { entries, beacon_interval }
+        Script { entries, beacon_interval, rng }
     }
 
     /// The applications that start at a fixed time.
@@ -65,15 +78,22 @@ impl Script {
     }
 
     /// IP traffic between `node` and `peer` can start: the applications
-    /// waiting for it with an end at either.
-    pub fn link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId) -> Vec<Start> {
+    /// waiting for it with an end at the `station` of the two (an AP's
+    /// other stations' applications wait for their own association), or,
+    /// between independent nodes, at either.
+    pub fn link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId, station: Option<NodeId>) -> Vec<Start> {
         let mut starts = Vec::new();
         for (i, e) in self.entries.iter_mut().enumerate() {
-            let AppStart::OnAssociation { delay } = e.start else { continue };
-            let involved = [e.from, e.to].iter().any(|&n| n == node || n == peer);
+            let AppStart::OnAssociation { delay, spread } = e.start else { continue };
+            let ends = [e.from, e.to];
+            let involved = match station {
+                Some(sta) => ends.contains(&sta),
+                None => ends.iter().any(|&n| n == node || n == peer),
+            };
             if involved && !e.scheduled {
                 e.scheduled = true;
-                starts.extend(e.starts(i as u32, now + delay));
+                let drawn = draw(&mut self.rng, spread);
+                starts.extend(e.starts(i as u32, now + delay + drawn));
             }
         }
         starts
@@ -88,7 +108,7 @@ impl Script {
         }
         let mut starts = Vec::new();
         for (i, e) in self.entries.iter_mut().enumerate() {
-            let AppStart::OnProduction { delay, window, ratio, rssi } = e.start else { continue };
+            let AppStart::OnProduction { delay, spread, window, ratio, rssi } = e.start else { continue };
             if e.scheduled || (e.from != sta && e.to != sta) {
                 continue;
             }
@@ -98,7 +118,8 @@ impl Script {
             if heard as f64 >= ratio * expected as f64 && strong {
                 e.scheduled = true;
                 let measured = heard as f64 / expected as f64;
-                starts.extend(e.starts(i as u32, now + delay).map(|s| (s, measured)));
+                let at = now + delay + draw(&mut self.rng, spread);
+                starts.extend(e.starts(i as u32, at).map(|s| (s, measured)));
             }
         }
         starts

@@ -12,6 +12,7 @@ use crate::mobility::Mobility;
 use crate::net::route::AddressPlan;
 use crate::node::Node;
 use crate::ratectl::SnrMap;
+use crate::rng::Stream;
 use crate::script::Script;
 use crate::trace::{ConnEvent, Trace};
 use crate::units::{Db, Dbm, Meters, SimTime};
@@ -58,7 +59,7 @@ impl World {
             speed: radios().map(|n| n.mobility.max_speed()).fold(0.0, f64::max),
         };
         let medium = Medium::new(&cfg.channel, &names, cfg.seed, cfg.run, limits);
-        let script = Script::new(&cfg.apps, cfg.mgmt.beacon_interval);
+        let script = Script::new(&cfg.apps, cfg.mgmt.beacon_interval, Stream::new("run", cfg.seed, cfg.run, "script"));
         let env = Env::new(EventQueue::new(), bodies, medium, cfg.radio.clone(), cfg.wires.clone(), script, cfg.pcap.sniffer);
         let mut w = World { nodes, env, duration: cfg.duration };
         for n in &mut w.nodes {

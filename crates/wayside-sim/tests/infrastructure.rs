@@ -57,9 +57,11 @@ fn station_scans_selects_authenticates_associates_then_udp_flows_through_the_ap(
     assert_eq!(first.len(), 1);
     assert_eq!(selected.len(), 1, "{selected:?}");
     assert_eq!(assoc.len(), 1);
-    // One scan cycle (3 channels x 50 ms) before selection; association right after.
-    assert!((selected[0].0 - 0.15).abs() < 1e-6, "{selected:?}");
-    assert!(assoc[0].0 < 0.2, "{assoc:?}");
+    // The scan starts at a random phase within one pass (3 channels x
+    // 50 ms), then one pass (channel 6 cut short by the AP's answer) before
+    // selection; association right after.
+    assert!(selected[0].0 > 0.0 && selected[0].0 < 0.3, "{selected:?}");
+    assert!(assoc[0].0 > selected[0].0 && assoc[0].0 < selected[0].0 + 0.05, "{assoc:?}");
     assert_eq!(events(&out, "ap", ConnEvent::Associated).len(), 1);
     // The AP resolves the car's address before forwarding.
     assert!(!events(&out, "ap", ConnEvent::ArpResolved).is_empty());

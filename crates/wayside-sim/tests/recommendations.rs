@@ -145,12 +145,13 @@ fn on_production_waits_for_good_beacon_delivery() {
     assert_eq!(production.len(), 1);
     assert_eq!(production[0].1, 1.0);
     // Same association (the run seed drives both alike); production needs
-    // 30 beacons after it (29 intervals at least), and the 1.5 s start delay
-    // follows production.
+    // 30 beacons after it (29 intervals at least), and the 1-2 s start
+    // delay follows production.
     assert_eq!(assoc, events(&base, "car", ConnEvent::Associated));
     assert!(production[0].0 >= assoc[0].0 + 2.9 - 1e-9, "{production:?} {assoc:?}");
-    assert!((start[0].0 - production[0].0 - 1.5).abs() < 1e-6);
-    assert!(start[0].0 > base_start[0].0 + 1.5, "{start:?} {base_start:?}");
+    let delay = start[0].0 - production[0].0;
+    assert!((1.0..=2.0).contains(&delay), "{start:?} {production:?}");
+    assert!(start[0].0 > base_start[0].0 + 1.0, "{start:?} {base_start:?}");
     // The car heard all 30 beacons of the window before production.
     assert_eq!(frames_beacons_heard(&prod, "ap", "car", production[0].0 - 3.0, production[0].0), 30);
     // An RSSI requirement can only delay it further.
@@ -197,11 +198,13 @@ fn last_mgmt_rssi(out: &RunOutput, from: &str, at: &str, until: f64) -> f32 {
 #[test]
 fn selection_threshold_and_rssi_filter_decide_where_the_car_selects_the_ap() {
     let text = wayside_sim::scenario::builtin("hadaller-highway").unwrap();
-    let short = ["duration=\"70 s\""];
+    let short = ["duration=\"90 s\""];
     let base = run(text, &short);
-    let strict = run(text, &[short[0], "management.selection_threshold=\"-60 dBm\""]);
+    // (A filter fed one or two samples per 2.1 s scan pass climbs slowly:
+    // -75 dBm is reached before the AP, -60 dBm not at all.)
+    let strict = run(text, &[short[0], "management.selection_threshold=\"-75 dBm\""]);
     let (b, s) = (events(&base, "car", ConnEvent::ApSelected), events(&strict, "car", ConnEvent::ApSelected));
-    assert!(b[0].1 >= -87.0 && s[0].1 >= -60.0, "{b:?} {s:?}");
+    assert!(b[0].1 >= -87.0 && s[0].1 >= -75.0, "{b:?} {s:?}");
     // A higher threshold is met later, nearer the AP.
     assert!(s[0].0 > b[0].0 + 1.0, "{b:?} {s:?}");
     // Without the filter (length 1) the selection RSSI is the last sample;

@@ -46,15 +46,19 @@ impl AppKind {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum AppStart {
     At(SimTime),
-    /// When the sender and receiver become connected (association), plus a delay.
-    OnAssociation { delay: SimTime },
+    /// When the sender and receiver become connected (association), plus a
+    /// delay drawn uniformly from `delay` to `delay + spread` in each run
+    /// (a launching script polling for new stations: Hadaller et al. 2007,
+    /// §6.2.3, saw 1–2 s).
+    OnAssociation { delay: SimTime, spread: SimTime },
     /// "Avoid the fringe" (Hadaller et al. 2007, §7.1): once the station
     /// end of the application is in the production phase — it heard at least
     /// `ratio` of the beacons its AP sent in the last `window` since it
     /// associated, and (if given) its filtered beacon RSSI reaches `rssi` —
     /// plus a delay. The station measures; the AP-side end is assumed to
     /// learn of it at once (as from a hint in the station's next frame).
-    OnProduction { delay: SimTime, window: SimTime, ratio: f64, rssi: Option<Dbm> },
+    /// The delay is drawn as for `OnAssociation`.
+    OnProduction { delay: SimTime, spread: SimTime, window: SimTime, ratio: f64, rssi: Option<Dbm> },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -13,17 +13,31 @@
 //! events ([`Mgmt::poll_event`]).
 //!
 //! Driver profiles (`DriverProfile`):
-//! - `madwifi` (0.9.1, as Hadaller et al. 2007 used it, §6.2.1–6.2.2): each
-//!   scan entry keeps a low-pass-filtered RSSI seeded by the first sample
-//!   (`avg = (avg·(L−1) + new)/L`, L = 10), and an entry unheard for three
-//!   scan cycles is purged and re-seeded by its next sample, so at the fringe,
-//!   where beacons get through only now and then, one strong sample can
-//!   trigger selection early; the candidate is chosen at the end of each scan cycle
-//!   when its filtered RSSI reaches the selection threshold — by default the
-//!   scan module's STA_RSSI_MIN, 8 units ≈ −87 dBm (the paper names rssi11g,
-//!   24 units ≈ −71 dBm, which madwifi 0.9 applies only when roaming);
-//!   a lost authentication or association exchange waits a hard-coded 5 s and
-//!   is retransmitted once, then AP selection restarts.
+//! - `madwifi` (0.9.1, as Hadaller et al. 2007 used it, §6.2.1–6.2.2),
+//!   scanning as net80211's station scanner of that release does: the
+//!   channel list in the driver's order (b/g: 1, 6, 11, 7, then 2–5 and
+//!   8–10), a probe request on entering each channel when scanning actively,
+//!   and a dwell of at most `scan_dwell` (the driver's 200 ms maximum) that
+//!   ends early — once the [`MIN_DWELL`] of 20 ms is over — on the first
+//!   beacon or probe response heard, so a channel with an AP on it costs
+//!   tens of milliseconds and an empty one the full 200. Each scan entry
+//!   keeps a low-pass-filtered RSSI seeded by the first sample
+//!   (`avg = (avg·(L−1) + new)/L`, L = 10); an entry not heard in more than
+//!   two scans ([`SCAN_PURGE_SCANS`]) is purged and re-seeded by its next
+//!   sample, so at the fringe, where beacons get through only now and then,
+//!   one strong sample can trigger selection early. At the end of each pass
+//!   over the channel list the driver picks the strongest entry heard in
+//!   this pass or the one before whose filtered RSSI reaches the selection
+//!   threshold — by default the scan module's STA_RSSI_MIN, 8 units ≈
+//!   −87 dBm (the paper names rssi11g, 24 units ≈ −71 dBm, which madwifi 0.9
+//!   applies only when roaming) — or scans again. A lost authentication or
+//!   association exchange waits a hard-coded 5 s and is retransmitted once,
+//!   then AP selection restarts.
+//!
+//! The scan runs at a phase unrelated to the road: a car's card has been
+//! scanning since long before the AP came into range, so a station starts
+//! its first pass at a time drawn uniformly over one pass over empty
+//! channels (`scan_phase`).
 //! - `tuned`: the same selection, but 200 ms management timeouts and up to
 //!   four retransmissions.
 //!
@@ -152,6 +166,9 @@ pub struct MgmtConfig {
     pub scan_dwell: SimTime,
     /// Send a probe request on entering each channel.
     pub active_scan: bool,
+    /// A station starts scanning at a random time within one pass over the
+    /// channel list at the longest dwell (see the module doc), not at zero.
+    pub scan_phase: bool,
     pub selection_threshold: Dbm,
     /// Length L of the RSSI low-pass filter.
     pub rssi_filter: u32,
@@ -175,10 +192,15 @@ impl MgmtConfig {
     }
 }
 
-/// A scan entry not heard for more than this many scan cycles is purged, so
-/// the next sample seeds a fresh filter (madwifi: purged when unseen for more
-/// than two scans).
-const SCAN_PURGE_CYCLES: u64 = 3;
+/// A scan entry not heard in this many passes over the channel list is no
+/// longer a candidate, and one not heard in more is purged, so that the
+/// next sample seeds a fresh filter (net80211's STA_PURGE_SCANS).
+const SCAN_PURGE_SCANS: u32 = 2;
+
+/// The least time a station stays on a channel while scanning; after it, a
+/// beacon or probe response moves it to the next channel (net80211's
+/// station scanner: `ss_mindwell` = 20 ms).
+pub const MIN_DWELL: SimTime = SimTime::from_ms(20);
 
 /// How far back an associated station remembers its AP's beacons.
 pub const BEACON_HISTORY: SimTime = SimTime::from_ms(10_000);
@@ -189,12 +211,18 @@ struct ScanEntry {
     ap: NodeId,
     channel: u32,
     rssi: f64,
-    last_heard: SimTime,
+    /// Heard during the current pass over the channel list.
+    seen: bool,
+    /// Passes over the channel list that ended without hearing it.
+    notseen: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum StaState {
-    Scanning { index: usize },
+    /// Not scanning yet: waiting for its scan's phase ([`MgmtConfig::scan_phase`]).
+    Waiting,
+    /// On scan channel `index` since `since`.
+    Scanning { index: usize, since: SimTime },
     Authenticating { ap: NodeId, attempt: u32 },
     Associating { ap: NodeId, attempt: u32 },
     Associated { ap: NodeId, last_beacon: SimTime },
@@ -258,7 +286,8 @@ pub struct Mgmt {
     bss: Bss,
     /// The channel the radio should be tuned to.
     channel: u32,
-    /// First target beacon transmission time (an AP's phase).
+    /// First target beacon transmission time (an AP's phase), or when a
+    /// station starts scanning.
     first_beacon: SimTime,
     generation: [u32; 4],
     transmits: VecDeque<MgmtFrame>,
@@ -269,15 +298,20 @@ pub struct Mgmt {
 impl Mgmt {
     /// Management for a node of `role` on `channel`. An AP's first target
     /// beacon time is drawn from `rng` at a random phase of the interval
-    /// (APs booted at unrelated times).
+    /// (APs booted at unrelated times); so is a station's scan phase, if
+    /// [`MgmtConfig::scan_phase`].
     pub fn new(role: Role, cfg: MgmtConfig, channel: u32, mut rng: Stream) -> Mgmt {
         let bss = match role {
             Role::Independent => Bss::Independent,
             Role::Ap => Bss::Ap(AccessPoint::default()),
-            Role::Sta => Bss::Sta(Station { state: StaState::Scanning { index: 0 }, entries: Vec::new(), beacons: VecDeque::new() }),
+            Role::Sta => Bss::Sta(Station { state: StaState::Waiting, entries: Vec::new(), beacons: VecDeque::new() }),
         };
         let first_beacon = match role {
             Role::Ap => SimTime::from_secs_f64(rng.uniform() * cfg.beacon_interval.as_secs_f64()),
+            Role::Sta if cfg.scan_phase => {
+                let pass = cfg.scan_dwell * cfg.scan_channels.len() as u64;
+                SimTime::from_secs_f64(rng.uniform() * pass.as_secs_f64())
+            }
             _ => SimTime::ZERO,
         };
         Mgmt { cfg, bss, channel, first_beacon, generation: [0; 4], transmits: VecDeque::new(), timers: VecDeque::new(), events: VecDeque::new() }
@@ -382,6 +416,7 @@ impl Mgmt {
                 self.arm(self.first_beacon, MgmtTimer::Beacon);
                 self.arm(self.cfg.inactivity_timeout, MgmtTimer::Watchdog);
             }
+            Bss::Sta(_) if self.first_beacon > SimTime::ZERO => self.arm(now + self.first_beacon, MgmtTimer::ScanDwell),
             Bss::Sta(_) => self.scan_channel(now, 0),
             Bss::Independent => {}
         }
@@ -397,12 +432,10 @@ impl Mgmt {
             }
             MgmtTimer::ScanDwell => {
                 let Bss::Sta(sta) = &self.bss else { return };
-                let StaState::Scanning { index } = sta.state else { return };
-                let next = index + 1;
-                if next < self.cfg.scan_channels.len() {
-                    self.scan_channel(now, next);
-                } else {
-                    self.select_ap(now);
+                match sta.state {
+                    StaState::Waiting => self.scan_channel(now, 0),
+                    StaState::Scanning { index, .. } => self.next_channel(now, index),
+                    _ => {}
                 }
             }
             MgmtTimer::Response => self.response_timeout(now),
@@ -451,22 +484,25 @@ impl Mgmt {
             Bss::Sta(sta) => {
                 if matches!(body, MgmtBody::Beacon { .. } | MgmtBody::ProbeResp) {
                     let filter = f64::from(self.cfg.rssi_filter);
-                    let purge_after = self.cfg.scan_dwell * (self.cfg.scan_channels.len() as u64 * SCAN_PURGE_CYCLES);
                     match sta.entries.iter_mut().find(|e| e.ap == from) {
-                        Some(e) if now.saturating_sub(e.last_heard) > purge_after => {
-                            // The driver purged the stale entry; this sample starts a new one.
-                            e.rssi = rssi.0;
-                            e.last_heard = now;
-                            e.channel = channel;
-                        }
                         Some(e) => {
-                            e.rssi = (e.rssi * (filter - 1.0) + rssi.0) / filter;
-                            e.last_heard = now;
-                            e.channel = channel;
+                            e.rssi = if e.notseen > SCAN_PURGE_SCANS {
+                                rssi.0 // the driver purged the stale entry; this sample starts a new one
+                            } else {
+                                (e.rssi * (filter - 1.0) + rssi.0) / filter
+                            };
+                            (e.seen, e.notseen, e.channel) = (true, 0, channel);
                         }
                         None => {
-                            sta.entries.push(ScanEntry { ap: from, channel, rssi: rssi.0, last_heard: now });
+                            sta.entries.push(ScanEntry { ap: from, channel, rssi: rssi.0, seen: true, notseen: 0 });
                             self.events.push_back(MgmtEvent::Conn { peer: from, event: ConnEvent::FirstBeacon, value: rssi.0 });
+                        }
+                    }
+                    // Past the least dwell, what is heard ends the channel's dwell.
+                    if let StaState::Scanning { index, since } = sta.state {
+                        if now >= since + MIN_DWELL {
+                            self.next_channel(now, index);
+                            return;
                         }
                     }
                 }
@@ -503,7 +539,7 @@ impl Mgmt {
 
     /// Tunes to scan channel `index`, probes, and arms the dwell timer.
     fn scan_channel(&mut self, now: SimTime, index: usize) {
-        self.sta().state = StaState::Scanning { index };
+        self.sta().state = StaState::Scanning { index, since: now };
         self.channel = self.cfg.scan_channels[index];
         if self.cfg.active_scan {
             self.send(Dst::Broadcast, MgmtBody::ProbeReq, true);
@@ -511,16 +547,34 @@ impl Mgmt {
         self.arm(now + self.cfg.scan_dwell, MgmtTimer::ScanDwell);
     }
 
-    /// End of a scan cycle: pick the strongest AP whose filtered RSSI reaches
-    /// the threshold and that was heard in this cycle, or scan again.
+    /// The dwell on scan channel `index` is over: the next channel, or the
+    /// pick at the end of the list.
+    fn next_channel(&mut self, now: SimTime, index: usize) {
+        if index + 1 < self.cfg.scan_channels.len() {
+            self.scan_channel(now, index + 1);
+        } else {
+            self.select_ap(now);
+        }
+    }
+
+    /// End of a pass over the channel list: pick the strongest AP whose
+    /// filtered RSSI reaches the threshold and that was heard in this pass
+    /// or the one before, or scan again.
     fn select_ap(&mut self, now: SimTime) {
-        let cycle = self.cfg.scan_dwell * self.cfg.scan_channels.len() as u64;
+        self.cancel(MgmtTimer::ScanDwell);
         let threshold = self.cfg.selection_threshold.0;
+        for e in &mut self.sta().entries {
+            if e.seen {
+                e.seen = false;
+            } else {
+                e.notseen += 1;
+            }
+        }
         let best = self
             .sta()
             .entries
             .iter()
-            .filter(|e| e.rssi >= threshold && now.saturating_sub(e.last_heard) <= cycle)
+            .filter(|e| e.rssi >= threshold && e.notseen < SCAN_PURGE_SCANS)
             .max_by(|a, b| a.rssi.total_cmp(&b.rssi).then(b.ap.cmp(&a.ap)))
             .map(|e| (e.ap, e.channel, e.rssi));
         match best {
@@ -612,6 +666,7 @@ mod tests {
             scan_channels: vec![1, 6, 11],
             scan_dwell: SimTime::from_ms(100),
             active_scan: true,
+            scan_phase: false,
             selection_threshold: Dbm(-87.0),
             rssi_filter: 10,
             driver,
@@ -652,12 +707,13 @@ mod tests {
         MgmtBody::Beacon { map: None }
     }
 
-    /// A station that has selected the AP on channel 6 and sent its
-    /// authentication request at 300 ms.
+    /// A station that has selected the AP on channel 6 (its beacon heard
+    /// within the least dwell there) and sent its authentication request
+    /// at 300 ms.
     fn authenticating() -> Mgmt {
         let mut m = station(DriverProfile::Madwifi);
         m.handle_timeout(ms(100), MgmtTimer::ScanDwell, None);
-        m.handle_frame(ms(150), AP, beacon(), Dbm(-60.0), 6);
+        m.handle_frame(ms(110), AP, beacon(), Dbm(-60.0), 6);
         m.handle_timeout(ms(200), MgmtTimer::ScanDwell, None);
         m.handle_timeout(ms(300), MgmtTimer::ScanDwell, None);
         drain(&mut m);
@@ -703,7 +759,7 @@ mod tests {
     fn test_scanning_cycle_end_selects_the_ap_and_authenticates() {
         let mut m = station(DriverProfile::Madwifi);
         m.handle_timeout(ms(100), MgmtTimer::ScanDwell, None);
-        m.handle_frame(ms(150), AP, beacon(), Dbm(-60.0), 6);
+        m.handle_frame(ms(110), AP, beacon(), Dbm(-60.0), 6);
         m.handle_timeout(ms(200), MgmtTimer::ScanDwell, None);
         m.handle_timeout(ms(300), MgmtTimer::ScanDwell, None);
         assert_eq!(m.channel(), 6, "back to the AP's channel");
@@ -716,13 +772,63 @@ mod tests {
     #[test]
     fn test_scanning_cycle_end_without_candidates_scans_again() {
         let mut m = station(DriverProfile::Madwifi);
-        m.handle_frame(ms(50), AP, beacon(), Dbm(-90.0), 1);
+        m.handle_frame(ms(10), AP, beacon(), Dbm(-90.0), 1);
         drain(&mut m);
         for t in [100, 200, 300] {
             m.handle_timeout(ms(t), MgmtTimer::ScanDwell, None);
         }
         assert_eq!(m.channel(), 1);
         assert_eq!(sent(&mut m).last(), Some(&(Dst::Broadcast, MgmtBody::ProbeReq)));
+    }
+
+    #[test]
+    fn test_scanning_beacon_after_the_least_dwell_ends_the_dwell() {
+        let mut m = station(DriverProfile::Madwifi);
+        drain(&mut m);
+        // Within the 20 ms least dwell: the station stays.
+        m.handle_frame(ms(10), AP, beacon(), Dbm(-60.0), 1);
+        assert_eq!(m.channel(), 1);
+        assert_eq!(timers(&mut m), vec![]);
+        // Past it: on to the next channel at once, probing there.
+        m.handle_frame(ms(25), AP, MgmtBody::ProbeResp, Dbm(-60.0), 1);
+        assert_eq!(m.channel(), 6);
+        assert_eq!(sent(&mut m), vec![(Dst::Broadcast, MgmtBody::ProbeReq)]);
+        assert_eq!(timers(&mut m), vec![(MgmtTimer::ScanDwell, ms(125))]);
+    }
+
+    #[test]
+    fn test_scanning_entry_unheard_for_more_than_two_passes_is_purged() {
+        // Heard too weak to pick in the first pass, then strongly: filtered.
+        let mut m = station(DriverProfile::Madwifi);
+        m.handle_frame(ms(10), AP, beacon(), Dbm(-90.0), 1);
+        for t in [100, 200, 300] {
+            m.handle_timeout(ms(t), MgmtTimer::ScanDwell, None);
+        }
+        m.handle_frame(ms(310), AP, beacon(), Dbm(-60.0), 1);
+        assert_eq!(m.filtered_rssi(AP), Some(Dbm(-87.0)));
+        // Heard again only after three silent passes: purged, seeded afresh.
+        let mut m = station(DriverProfile::Madwifi);
+        m.handle_frame(ms(10), AP, beacon(), Dbm(-90.0), 1);
+        for t in (1..=12).map(|k| 100 * k) {
+            m.handle_timeout(ms(t), MgmtTimer::ScanDwell, None);
+        }
+        m.handle_frame(ms(1210), AP, beacon(), Dbm(-60.0), 1);
+        assert_eq!(m.filtered_rssi(AP), Some(Dbm(-60.0)));
+    }
+
+    #[test]
+    fn test_scanning_starts_at_a_random_phase() {
+        let mut cfg = cfg(DriverProfile::Madwifi);
+        cfg.scan_phase = true;
+        let mut m = Mgmt::new(Role::Sta, cfg, 1, Stream::new("run", 1, 0, "t"));
+        m.start(SimTime::ZERO);
+        assert_eq!(sent(&mut m), vec![], "silent until its phase");
+        let t = timers(&mut m);
+        assert_eq!(t.len(), 1);
+        assert!(t[0].0 == MgmtTimer::ScanDwell && t[0].1 > SimTime::ZERO && t[0].1 < ms(300), "{t:?}");
+        m.handle_timeout(t[0].1, MgmtTimer::ScanDwell, None);
+        assert_eq!(m.channel(), 1);
+        assert_eq!(sent(&mut m), vec![(Dst::Broadcast, MgmtBody::ProbeReq)]);
     }
 
     #[test]

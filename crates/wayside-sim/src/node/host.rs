@@ -35,7 +35,12 @@ impl Node {
                 }
                 NetOutput::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
                 NetOutput::Ready(peer) => {
-                    for s in env.script.link_up(now, node, peer) {
+                    let station = if self.mgmt.is_station() {
+                        Some(node)
+                    } else {
+                        self.mgmt.is_ap().then_some(peer)
+                    };
+                    for s in env.script.link_up(now, node, peer, station) {
                         env.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
                     }
                 }

@@ -165,8 +165,11 @@ impl Node {
         }
         let s = env.signal(id, self.id, now);
         match self.phy.rx_start(now, s, &env.radio.error_model, &mut self.phy_rng) {
-            RxStart::Locked => {}
-            RxStart::Captured { lost } => env.trace_drop(now, self.id, lost, DropReason::Captured),
+            RxStart::Locked => self.phy.fade_reception(env.fades(id, self.id)),
+            RxStart::Captured { lost } => {
+                self.phy.fade_reception(env.fades(id, self.id));
+                env.trace_drop(now, self.id, lost, DropReason::Captured)
+            }
             RxStart::Ignored(reason) => env.trace_drop(now, self.id, id, reason),
         }
         self.medium_update(env, now);

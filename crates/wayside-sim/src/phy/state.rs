@@ -2,13 +2,17 @@
 //!
 //! Every signal reaching the antenna above the reception floor is tracked; the
 //! sum of their powers plus noise is what a locked frame's SINR is computed
-//! against, chunk by chunk, whenever a signal starts or ends during it.
+//! against, chunk by chunk, whenever a signal starts or ends during it, and
+//! whenever the frame's own fading moves to its next piece
+//! ([`crate::channel::Fades`]; other signals count at their power at their
+//! start).
 //! A frame is locked on if its preamble is detected: a draw against the
 //! success probability of the PLCP header at the SINR at the start of the
 //! frame. A later frame stronger by the capture margin takes the receiver over
 //! (the earlier one is lost); otherwise it only interferes. Energy above the
 //! CCA threshold, a locked reception, or a transmission makes the medium busy.
 
+use crate::channel::Fades;
 use crate::ids::TxId;
 use crate::phy::error::{ErrorModel, ErrorModelKind};
 use crate::phy::mode::Mode;
@@ -40,6 +44,9 @@ pub struct Signal {
     /// Mode and bit count of the PSDU.
     pub mode: Mode,
     pub payload_bits: u64,
+    /// How fading changes `power` over the frame (flat until the receiver
+    /// locks on it: [`Phy::fade_reception`]).
+    pub fades: Fades,
 }
 
 #[derive(Clone, Debug)]
@@ -124,6 +131,13 @@ impl Phy {
         self.rx = None;
     }
 
+    /// The fading of the frame being received over its length.
+    pub fn fade_reception(&mut self, fades: Fades) {
+        if let Some(r) = &mut self.rx {
+            r.signal.fades = fades;
+        }
+    }
+
     pub fn end_tx(&mut self) {
         self.transmitting_until = None;
     }
@@ -205,21 +219,35 @@ impl Phy {
         let mut min_sinr = f64::INFINITY;
         let header_len = (s.header_end - s.start).as_ns().max(1) as f64;
         let payload_len = (s.end - s.header_end).as_ns().max(1) as f64;
-        for (k, &(t0, i)) in r.interference.iter().enumerate() {
-            let t1 = r.interference.get(k + 1).map_or(s.end, |n| n.0).min(s.end);
-            if t1 <= t0 {
+        let pieces = s.fades.chunks();
+        let piece_len = (s.end - s.start).as_ns() / pieces as u64;
+        let piece_start = |j: usize| if j == pieces { s.end } else { s.start + SimTime(piece_len * j as u64) };
+        for (k, &(i0, i)) in r.interference.iter().enumerate() {
+            let i1 = r.interference.get(k + 1).map_or(s.end, |n| n.0).min(s.end);
+            if i1 <= i0 {
                 continue;
             }
-            let sinr = Db::from_ratio(s.power.0 / (self.noise.0 + i.max(0.0)));
-            min_sinr = min_sinr.min(sinr.0);
-            let overlap = |a: SimTime, b: SimTime| (t1.min(b).as_ns() as f64 - t0.max(a).as_ns() as f64).max(0.0);
-            let hb = (s.header_bits as f64 * overlap(s.start, s.header_end) / header_len).round() as u64;
-            let pb = (s.payload_bits as f64 * overlap(s.header_end, s.end) / payload_len).round() as u64;
-            if hb > 0 {
-                p *= model.chunk_success(&s.header_mode, sinr, hb);
-            }
-            if pb > 0 {
-                p *= model.chunk_success(&s.mode, sinr, pb);
+            // The pieces of the frame's fading this stretch of interference spans.
+            let first = (((i0 - s.start).as_ns() / piece_len.max(1)) as usize).min(pieces - 1);
+            for j in first..pieces {
+                let (t0, t1) = (i0.max(piece_start(j)), i1.min(piece_start(j + 1)));
+                if t0 >= i1 {
+                    break;
+                }
+                if t1 <= t0 {
+                    continue;
+                }
+                let sinr = Db::from_ratio(s.power.0 * s.fades.gain(j) / (self.noise.0 + i.max(0.0)));
+                min_sinr = min_sinr.min(sinr.0);
+                let overlap = |a: SimTime, b: SimTime| (t1.min(b).as_ns() as f64 - t0.max(a).as_ns() as f64).max(0.0);
+                let hb = (s.header_bits as f64 * overlap(s.start, s.header_end) / header_len).round() as u64;
+                let pb = (s.payload_bits as f64 * overlap(s.header_end, s.end) / payload_len).round() as u64;
+                if hb > 0 {
+                    p *= model.chunk_success(&s.header_mode, sinr, hb);
+                }
+                if pb > 0 {
+                    p *= model.chunk_success(&s.mode, sinr, pb);
+                }
             }
         }
         (p, Db(min_sinr))
@@ -250,6 +278,7 @@ mod tests {
             header_end: start + SimTime::from_us(20),
             mode,
             payload_bits: 8 * 1528,
+            fades: Fades::FLAT,
         }
     }
 
@@ -267,6 +296,27 @@ mod tests {
         assert!(end.ok);
         assert!((end.snr.0 - 35.0).abs() < 1e-9);
         assert_eq!(p.state(), PhyState::Idle);
+    }
+
+    #[test]
+    fn test_rx_fade_within_the_frame_is_seen() {
+        // 20 dB above the noise, 6 Mb/s: decoded when flat, lost when a
+        // quarter of the frame fades 25 dB.
+        let flat = signal(1, -75.0, 0, 6);
+        let mut faded = flat;
+        let mut gains = [1.0f32; crate::channel::MAX_FADE_CHUNKS];
+        gains[2] = 10f32.powf(-2.5);
+        faded.fades = Fades::from_gains(&gains[..4]);
+        let (p, _) = phy().success_probability(&Reception { signal: flat, interference: vec![(flat.start, 0.0)] }, &model());
+        assert!(p > 0.999, "flat {p}");
+        let r = Reception { signal: faded, interference: vec![(faded.start, 0.0)] };
+        let (p, min_sinr) = phy().success_probability(&r, &model());
+        assert!(p < 1e-6, "faded {p}");
+        assert!((min_sinr.0 + 5.0).abs() < 1e-3, "min sinr {}", min_sinr.0);
+        // Interference that starts mid-frame splits the pieces it spans.
+        let r = Reception { signal: faded, interference: vec![(faded.start, 0.0), (faded.start + SimTime::from_us(100), Dbm(-80.0).to_mw().0)] };
+        let (_, min_sinr) = phy().success_probability(&r, &model());
+        assert!((min_sinr.0 - (-75.0 - 25.0 - (-80.0f64).max(-95.0)) - 0.0).abs() < 0.2, "min sinr {}", min_sinr.0);
     }
 
     #[test]

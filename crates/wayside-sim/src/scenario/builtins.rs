@@ -9,6 +9,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("static-lab", include_str!("../../../../scenarios/static-lab.toml")),
     ("hadaller-highway", include_str!("../../../../scenarios/hadaller-highway.toml")),
     ("hadaller-highway-remote", include_str!("../../../../scenarios/hadaller-highway-remote.toml")),
+    ("hadaller-two-cars", include_str!("../../../../scenarios/hadaller-two-cars.toml")),
     ("drivethru-autobahn", include_str!("../../../../scenarios/drivethru-autobahn.toml")),
     ("chen-vanet", include_str!("../../../../scenarios/chen-vanet.toml")),
     ("mukherjee-static", include_str!("../../../../scenarios/mukherjee-static.toml")),

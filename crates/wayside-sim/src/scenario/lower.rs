@@ -823,7 +823,9 @@ impl Scenario {
                 chs.clone()
             }
             None => match standard {
-                Standard::B | Standard::G => (1..=11).collect(),
+                // madwifi 0.9's station scan table: 1, 6, 11, 7, then the
+                // rest of the FCC channels 1-11.
+                Standard::B | Standard::G => vec![1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10],
                 Standard::A => vec![36, 40, 44, 48],
                 Standard::P => vec![178],
             },
@@ -833,6 +835,7 @@ impl Scenario {
             scan_channels,
             scan_dwell,
             active_scan: m.active_scan,
+            scan_phase: true,
             selection_threshold: m.selection_threshold.0,
             rssi_filter: m.rssi_filter,
             driver: match m.driver {
@@ -1014,9 +1017,19 @@ impl Scenario {
             }
         }
         let delay = time_in(&key("start_delay"), a.start_delay, 0.0, 3600.0, "0 s to 1 h")?;
+        let spread = match a.start_delay_max {
+            Some(_) if matches!(a.start, AppStartSection::At(_)) => {
+                return err(format!("{}: only used with start = \"on-association\" or \"on-production\"", key("start_delay_max")))
+            }
+            Some(most) => {
+                let allowed = format!("{} s (start_delay) to 1 h", delay.as_secs_f64());
+                time_in(&key("start_delay_max"), most, delay.as_secs_f64(), 3600.0, &allowed)? - delay
+            }
+            None => SimTime::ZERO,
+        };
         Ok(match a.start {
             AppStartSection::At(t) => AppStart::At(time_in(&key("start"), t, 0.0, MAX_DURATION_S, "0 s to 24 h, or \"on-association\" or \"on-production\"")?),
-            AppStartSection::OnAssociation => AppStart::OnAssociation { delay },
+            AppStartSection::OnAssociation => AppStart::OnAssociation { delay, spread },
             AppStartSection::OnProduction => {
                 if !self.nodes.iter().any(|n| n.role == Role::Sta && (n.name == a.from || n.name == a.to)) {
                     return err(format!("{}: \"on-production\" needs {} at one end to measure its AP's beacons", key("start"), Role::Sta.described()));
@@ -1034,6 +1047,7 @@ impl Scenario {
                 }
                 AppStart::OnProduction {
                     delay,
+                    spread,
                     window: window.unwrap_or(SimTime::from_ms(1000)),
                     ratio: a.production_ratio.unwrap_or(0.9),
                     rssi: a.production_rssi.map(|p| p.0),

@@ -144,7 +144,7 @@ pub enum DriverName {
 pub struct ManagementSection {
     #[serde(default = "default_beacon")]
     pub beacon_interval: TimeQ,
-    /// Channels a station scans, in order; default: every channel of the standard's band commonly used (b/g: 1–11).
+    /// Channels a station scans, in order; default: every channel of the standard's band commonly used (b/g: 1–11, in madwifi's order 1, 6, 11, 7, 2–5, 8–10).
     #[serde(default)]
     pub scan_channels: Option<Vec<u32>>,
     #[serde(default = "default_dwell")]
@@ -169,8 +169,9 @@ pub struct ManagementSection {
 fn default_beacon() -> TimeQ {
     TimeQ(0.1)
 }
+/// The longest a station dwells on a scan channel: madwifi 0.9's 200 ms.
 fn default_dwell() -> TimeQ {
-    TimeQ(0.1)
+    TimeQ(0.2)
 }
 fn default_threshold() -> PowerQ {
     PowerQ(Dbm(-87.0))
@@ -279,6 +280,11 @@ pub struct AppSection {
     /// With `start = "on-association"` or `"on-production"`: the application start delay.
     #[serde(default = "zero_time")]
     pub start_delay: TimeQ,
+    /// With `start = "on-association"` or `"on-production"`: the delay is
+    /// drawn uniformly from `start_delay` to this in each run (default:
+    /// exactly `start_delay`).
+    #[serde(default)]
+    pub start_delay_max: Option<TimeQ>,
     /// on-production: least fraction of the AP's beacons heard over `production_window` (default 0.9).
     #[serde(default)]
     pub production_ratio: Option<f64>,
