@@ -171,6 +171,7 @@ def ns3_args(
         "linkMbps": quantity(link["bandwidth"], "link.bandwidth") / 1e6,
         "linkDelayMs": quantity(link["delay"], "link.delay") * 1e3,
         "startDelay": quantity(app.get("start_delay", 0), "app.start_delay"),
+        "startDelayMax": quantity(app.get("start_delay_max", app.get("start_delay", 0)), "app.start_delay_max"),
         "class3Deauth": int(class3_deauth),
         **NS3_STACK,
     }

@@ -43,6 +43,8 @@ struct Car
 std::vector<Car> g_cars;
 Ptr<Node> g_server;
 double g_startDelay = 1.5;
+double g_startDelayMax = 1.5;
+Ptr<UniformRandomVariable> g_startDraw;
 bool g_class3Deauth = true;
 Ptr<ApWifiMac> g_apMac;
 uint16_t g_port = 5001;
@@ -75,8 +77,9 @@ CheckAssociation(uint32_t i)
 }
 
 // StaWifiMac's Assoc trace: on a car's first association, note where it is
-// and start its bulk transfer `g_startDelay` later (wayside's
-// start = "on-association" with start_delay). After every association,
+// and start its bulk transfer a delay drawn uniformly in [g_startDelay,
+// g_startDelayMax] later (wayside's start = "on-association" with
+// start_delay and start_delay_max). After every association,
 // check 100 ms later that the AP agrees.
 void
 OnAssoc(uint32_t i, Mac48Address)
@@ -93,7 +96,7 @@ OnAssoc(uint32_t i, Mac48Address)
     car.associated = true;
     car.assocT = Simulator::Now().GetSeconds();
     car.assocX = car.node->GetObject<MobilityModel>()->GetPosition().x;
-    Simulator::Schedule(Seconds(g_startDelay), &StartBulk, i);
+    Simulator::Schedule(Seconds(g_startDraw->GetValue(g_startDelay, g_startDelayMax)), &StartBulk, i);
 }
 
 // ApWifiMac's AssociatedSta trace: the AP counts the car as associated
@@ -206,7 +209,8 @@ main(int argc, char* argv[])
     cmd.AddValue("minRtoMs", "TCP minimum RTO (ms)", minRtoMs);
     cmd.AddValue("delAckMs", "TCP delayed-ACK timeout (ms)", delAckMs);
     cmd.AddValue("arpDeadMs", "how long a failed ARP entry drops packets (ms)", arpDeadMs);
-    cmd.AddValue("startDelay", "bulk start after first association (s)", g_startDelay);
+    cmd.AddValue("startDelay", "bulk start after first association, least (s)", g_startDelay);
+    cmd.AddValue("startDelayMax", "bulk start after first association, most (s)", g_startDelayMax);
     cmd.AddValue("seed", "run number", seed);
     cmd.AddValue("apQdisc",
                  "keep ns-3's default queue disc (FqCoDel) on the AP's radio; false: "
@@ -219,6 +223,11 @@ main(int argc, char* argv[])
 
     RngSeedManager::SetSeed(1);
     RngSeedManager::SetRun(seed);
+    if (g_startDelayMax < g_startDelay)
+    {
+        g_startDelayMax = g_startDelay;
+    }
+    g_startDraw = CreateObject<UniformRandomVariable>();
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
     Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(rcvBuf));

@@ -170,6 +170,36 @@ def summarize(result: RunResult) -> dict[str, Any]:
     return out
 
 
+def cwnd_figure(result: RunResult, source: str | None = None, title: str = "") -> Any:
+    """The paper's Fig. 9: `source`'s congestion window against time, with
+    its position on the road (matplotlib figure of two panels). By default
+    the source whose ACKs span the longest time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from wayside.tcploss import sender_acks
+
+    if source is None:
+        tcp = pl.DataFrame(result.tcp).with_columns(pl.col("node").cast(pl.Utf8))
+        span = tcp.filter(pl.col("node").str.starts_with(SOURCE_PREFIX)).group_by("node").agg(
+            (pl.col("time_ns").max() - pl.col("time_ns").min()).alias("span")).sort("span", "node", descending=[True, False])
+        if span.is_empty():
+            raise ValueError(f"no TCP ACKs at any source ({SOURCE_PREFIX}N) in this run")
+        source = span["node"][0]
+    acks = sender_acks(result, source)
+    fig, ax = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    ax[0].step(acks["t"], acks["cwnd"], where="post", lw=0.8)
+    ax[0].set_ylabel("cwnd (segments)")
+    ax[1].plot(acks["t"], acks["x"], lw=0.8)
+    ax[1].set_ylabel("position (m)")
+    ax[1].set_xlabel("time (s)")
+    ax[0].set_title(title or f"{source}: congestion window (Chen et al. Fig. 9)")
+    fig.tight_layout()
+    return fig
+
+
 # ------------------------------------------------------------ confidence
 
 # Two-sided 95% Student t quantiles by degrees of freedom (1..30).

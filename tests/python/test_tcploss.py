@@ -108,8 +108,8 @@ def test_bursts_are_the_runs_of_duplicates_that_reach_the_threshold(dup, thresh)
 
 
 def test_the_walk_shows_a_dupack_burst_with_cwnd_at_one_and_arq_retries():
-    # Seed 2's walk: a residual loss 5.3 s in, behind a full window.
-    r = wayside.run("mukherjee-pedestrian", seed=2, overrides=['duration="12 s"'])
+    # Seed 2's walk: a residual loss 38.6 s in, behind a full window.
+    r = wayside.run("mukherjee-pedestrian", seed=2, overrides=['duration="45 s"'])
     ev = tcploss.loss_events(r, "server", "car")
     # Lost data, not go-back-N after lost ACKs: no RTO in the second before.
     big = ev.filter(ev["dupacks"] >= 30, ~(ev["since_rto_s"] < 1.0))

@@ -1,5 +1,6 @@
 """Chen et al. analysis (wayside.vanet) on short chen-vanet runs."""
 
+import copy
 import math
 
 import pytest
@@ -77,3 +78,20 @@ def test_wayside_report_writes_the_figures_of_a_sweep_file(sparse, tmp_path):
     (tmp_path / "bad.parquet").write_text("not parquet")
     res = CliRunner().invoke(app, ["report", str(tmp_path / "bad.parquet")])
     assert res.exit_code != 0 and "cannot be reported on" in res.output
+
+
+def test_cwnd_figure_plots_the_sources_window_and_position(sparse):
+    from wayside.tcploss import sender_acks
+
+    fig = vanet.cwnd_figure(sparse)
+    acks = sender_acks(sparse, fig.axes[0].get_title().split(":")[0])
+    (cwnd,), (pos,) = fig.axes[0].get_lines(), fig.axes[1].get_lines()
+    assert list(cwnd.get_ydata()) == acks["cwnd"].to_list() and len(acks) > 100
+    assert list(pos.get_xdata()) == acks["t"].to_list()
+    # The source drives on: its position grows with time.
+    x = list(pos.get_ydata())
+    assert x[-1] > x[0] + 100
+    no_acks = copy.copy(sparse)
+    no_acks.tcp = sparse.tcp.slice(0, 0)
+    with pytest.raises(ValueError, match="no TCP ACKs"):
+        vanet.cwnd_figure(no_acks)
