@@ -21,6 +21,14 @@
 //! by ±8σ, does so with about 4·10⁻⁵ (2·10⁷ random-phase draws), so the clip
 //! changes about one value in 25,000, and only by what lies beyond 4σ.
 //!
+//! **Per-run offset.** On top of the frozen field, each link gets one
+//! Gaussian offset per run (σ = `run_shadowing_sigma`, from the run stream,
+//! clipped at ±4σ like the field): what changes between passes over the
+//! same road and stays for the whole pass — the lane and direction (runs
+//! alternate, so the car's roof and body face the AP differently), the
+//! antenna's mounting, other traffic. It leaves the shape of the signal
+//! along the road alone and moves a whole pass up or down.
+//!
 //! **Memory.** A link keeps only the seeded streams its draws come from and
 //! the last shadowing value; the draws are redrawn when the link is
 //! evaluated, until the medium asks the link to hold them (it does for links
@@ -121,6 +129,8 @@ pub struct ChannelConfig {
     pub path_loss: PathLoss,
     /// Standard deviation of log-normal shadowing; 0 disables it.
     pub shadowing_sigma: Db,
+    /// Standard deviation of the per-run offset of every link; 0 disables it.
+    pub run_shadowing_sigma: Db,
     pub decorrelation: Meters,
     pub fading: FadingKind,
     pub frequency: Hertz,
@@ -136,11 +146,12 @@ impl ChannelConfig {
     }
 
     /// The most shadowing and fast fading together can add to the mean
-    /// received power: the shadowing field at its clip, [`SHADOWING_CLIP`]·σ,
-    /// and every fading path at its peak at once ((√(K/(K+1)) + √(M/(K+1)))²
-    /// for M scattered paths, K = 0 if Rayleigh).
+    /// received power: the shadowing field and the per-run offset at their
+    /// clips, [`SHADOWING_CLIP`]·σ each, and every fading path at its peak
+    /// at once ((√(K/(K+1)) + √(M/(K+1)))² for M scattered paths, K = 0 if
+    /// Rayleigh).
     pub fn max_excess_gain(&self) -> Db {
-        Db(SHADOWING_CLIP * self.shadowing_sigma.0 + self.max_fading_gain().0)
+        Db(SHADOWING_CLIP * (self.shadowing_sigma.0 + self.run_shadowing_sigma.0) + self.max_fading_gain().0)
     }
 
     /// The most fast fading can add to the received power: every path in
@@ -319,6 +330,8 @@ impl FadingProcess {
 #[derive(Clone, Debug)]
 pub struct Link {
     shadowing: Option<ShadowingField>,
+    /// This run's offset of the link's large-scale signal, in dB.
+    run_offset: f64,
     fading: Option<FadingProcess>,
 }
 
@@ -408,8 +421,15 @@ impl Link {
             held: None,
             cache: None,
         });
+        let run_offset = match cfg.run_shadowing_sigma.0 {
+            s if s > 0.0 => {
+                let z = Stream::new("run", master_seed, run, &format!("{key}/offset")).normal();
+                s * z.clamp(-SHADOWING_CLIP, SHADOWING_CLIP)
+            }
+            _ => 0.0,
+        };
         let fading = FadingProcess::new(cfg.fading, Stream::new("run", master_seed, run, &key));
-        Link { shadowing, fading }
+        Link { shadowing, run_offset, fading }
     }
 
     /// Keeps the link's draws in memory from now on, so that evaluating it
@@ -424,15 +444,17 @@ impl Link {
         }
     }
 
-    /// Shadowing between the two ends, in dB.
+    /// Shadowing between the two ends, in dB: the frozen field plus this
+    /// run's offset.
     fn shadowing(&mut self, cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> Db {
-        match &mut self.shadowing {
+        let field = match &mut self.shadowing {
             Some(f) => {
                 let mid = Vec2::new((tx.position.x + rx.position.x) / 2.0, (tx.position.y + rx.position.y) / 2.0);
-                Db(f.at(mid, cfg.decorrelation.0 / 100.0, cfg.shadowing_sigma, cfg.decorrelation.0 / 2.0))
+                f.at(mid, cfg.decorrelation.0 / 100.0, cfg.shadowing_sigma, cfg.decorrelation.0 / 2.0)
             }
-            None => Db(0.0),
-        }
+            None => 0.0,
+        };
+        Db(field + self.run_offset)
     }
 
     /// Mean received power (path loss, gains and shadowing; no fast fading).
@@ -515,6 +537,7 @@ pub(crate) fn test_channel(path_loss: PathLoss) -> ChannelConfig {
     ChannelConfig {
         path_loss,
         shadowing_sigma: Db(0.0),
+        run_shadowing_sigma: Db(0.0),
         decorrelation: Meters(20.0),
         fading: FadingKind::None,
         frequency: Hertz(2.437e9),
@@ -667,6 +690,32 @@ mod tests {
         let rho_far = prod_far / n / var;
         assert!((rho_dc - (-1f64).exp()).abs() < 0.15, "rho(d_c) = {rho_dc}");
         assert!(rho_far.abs() < 0.15, "rho(10 d_c) = {rho_far}");
+    }
+
+    #[test]
+    fn the_per_run_offset_moves_a_whole_pass_and_differs_between_runs() {
+        let mut c = shadow_cfg();
+        c.run_shadowing_sigma = Db(2.5);
+        let frozen = shadow_cfg();
+        let offsets: Vec<f64> = (0..400)
+            .map(|run| {
+                let (mut with, mut without) = (Link::new(&c, "ap", "car", 1, run), Link::new(&frozen, "ap", "car", 1, run));
+                let diff = |x: f64, w: &mut Link, wo: &mut Link| w.budget(&c, Dbm(0.0), &at(0.0), &at(x)).shadowing.0 - wo.budget(&frozen, Dbm(0.0), &at(0.0), &at(x)).shadowing.0;
+                let (near, far) = (diff(30.0, &mut with, &mut without), diff(800.0, &mut with, &mut without));
+                // One value over the whole pass, both directions of the link.
+                assert!((near - far).abs() < 1e-9, "run {run}: {near} vs {far}");
+                let back = Link::new(&c, "car", "ap", 1, run).budget(&c, Dbm(0.0), &at(30.0), &at(0.0)).shadowing.0;
+                assert!((back - with.budget(&c, Dbm(0.0), &at(0.0), &at(30.0)).shadowing.0).abs() < 1e-9);
+                near
+            })
+            .collect();
+        let mean = offsets.iter().sum::<f64>() / 400.0;
+        let sd = (offsets.iter().map(|o| (o - mean).powi(2)).sum::<f64>() / 399.0).sqrt();
+        assert!(mean.abs() < 0.4, "mean {mean}");
+        assert!((sd - 2.5).abs() < 0.3, "sd {sd}");
+        assert!(offsets.iter().all(|o| o.abs() <= SHADOWING_CLIP * 2.5));
+        // Without it, the run seed leaves the large-scale signal alone.
+        assert_eq!(Link::new(&frozen, "ap", "car", 1, 3).budget(&frozen, Dbm(0.0), &at(0.0), &at(90.0)).shadowing, Link::new(&frozen, "ap", "car", 1, 4).budget(&frozen, Dbm(0.0), &at(0.0), &at(90.0)).shadowing);
     }
 
     #[test]

@@ -55,6 +55,8 @@ fn out_of_range_values() {
     assert!(e.contains("node[1].spacing"), "{e}");
     let e = with(&["environment.shadowing_sigma=\"300 dB\""]);
     assert!(e.contains("environment.shadowing_sigma"), "{e}");
+    let e = with(&["environment.run_shadowing_sigma=\"-2 dB\""]);
+    assert!(e.contains("environment.run_shadowing_sigma: -2 dB") && e.contains("0 dB to 20 dB"), "{e}");
     let e = with(&["traffic.0.payload=\"9000 B\""]);
     assert!(e.contains("traffic[0].payload") && e.contains("2304"), "{e}");
     let e = with(&["radio.channel=99"]);

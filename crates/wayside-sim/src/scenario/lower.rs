@@ -441,6 +441,8 @@ impl Scenario {
         };
         let s = env.shadowing_sigma.0 .0;
         check_range("environment.shadowing_sigma", s, &format!("{s} dB"), 0.0, 20.0, "0 dB to 20 dB")?;
+        let r = env.run_shadowing_sigma.0 .0;
+        check_range("environment.run_shadowing_sigma", r, &format!("{r} dB"), 0.0, 20.0, "0 dB to 20 dB")?;
         let dc = env.shadowing_decorrelation.0 .0;
         check_range("environment.shadowing_decorrelation", dc, &format!("{dc} m"), 0.1, 10_000.0, "0.1 m to 10 km")?;
         let fading = match (env.fading, env.rician_k) {
@@ -458,6 +460,7 @@ impl Scenario {
         Ok(ChannelConfig {
             path_loss,
             shadowing_sigma: env.shadowing_sigma.0,
+            run_shadowing_sigma: env.run_shadowing_sigma.0,
             decorrelation: env.shadowing_decorrelation.0,
             fading,
             frequency,

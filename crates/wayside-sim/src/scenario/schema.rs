@@ -426,6 +426,9 @@ pub struct Environment {
     pub shadowing_sigma: RatioQ,
     #[serde(default = "default_decorrelation")]
     pub shadowing_decorrelation: LengthQ,
+    /// Spread of the per-run offset of every link (lane, direction, traffic).
+    #[serde(default = "zero_db")]
+    pub run_shadowing_sigma: RatioQ,
     #[serde(default = "default_fading")]
     pub fading: FadingName,
     #[serde(default)]
@@ -460,6 +463,7 @@ impl Default for Environment {
             reference_distance: None,
             shadowing_sigma: zero_db(),
             shadowing_decorrelation: default_decorrelation(),
+            run_shadowing_sigma: zero_db(),
             fading: default_fading(),
             rician_k: None,
         }
