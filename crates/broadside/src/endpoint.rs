@@ -2360,12 +2360,19 @@ impl<A: PeerAddr> Endpoint<A> {
                         let Some(t) = &mut lane.tree else {
                             return;
                         };
+                        // A stored block is marked in this source's
+                        // vector (not in the file's, nor persisted), so that
+                        // its sender does not send it again: only the chunk
+                        // must come again. The chunk's bit stays clear until
+                        // then, so the source's range is not complete before.
+                        let mut due = false;
                         if free {
                             if let Err(e) = store.partial_write(&f.cert, offset, bytes) {
                                 return self.fail_fetch(now, file, RejectReason::Storage(e));
                             }
                             t.unverified[i as usize] = true;
                             self.counters.unverified_blocks += 1;
+                            due = lane.segment.mark(rel, now);
                         }
                         // The pass is over, and the chunk must come again:
                         // the vector goes as a Want, which starts the next
@@ -2375,6 +2382,8 @@ impl<A: PeerAddr> Endpoint<A> {
                             if let Some(w) = self.want_message(&file, from) {
                                 self.send_to(from, w);
                             }
+                        } else if due {
+                            self.send_ack(now, file, from);
                         }
                         return;
                     }
@@ -2493,7 +2502,10 @@ impl<A: PeerAddr> Endpoint<A> {
                 let c = i / m;
                 let count = l.segment.vector().len() - l.hdr;
                 let v = l.segment.vector();
-                if (c * m..(c * m + m).min(count)).all(|j| v.get(l.hdr + j)) {
+                // (Held and verified: a block of this source's kept
+                // unverified still needs the chunk.)
+                let held = |j: u32| v.get(l.hdr + j) && !t.unverified[j as usize];
+                if (c * m..(c * m + m).min(count)).all(held) {
                     ack |= l.segment.held_elsewhere(c);
                 }
             }
