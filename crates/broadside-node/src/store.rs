@@ -1385,6 +1385,63 @@ mod tests {
         assert_eq!(fs::read(root.join("old")).unwrap(), b"flat");
     }
 
+    /// Waits for the background commits begun so far.
+    fn finished(s: &mut DiskStore) -> Vec<(Certificate, Result<(), StorageError>)> {
+        let mut done = Vec::new();
+        while s.commits_pending() > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            done.extend(s.finished_commits());
+        }
+        done
+    }
+
+    #[test]
+    fn a_background_commit_makes_the_version_current_and_removes_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let k = ProviderKey::from_seed([1; 32]);
+        let src = dir.path().join("src");
+        fs::write(&src, b"old").unwrap();
+        let mut s = DiskStore::open(&root).unwrap();
+        let old = s.publish(&k, &src, "f").unwrap();
+        let new = cert_of(&k, "f", 2, b"received");
+        s.partial_write(&new, 0, b"received").unwrap();
+        assert_eq!(s.partial_commit_begin(&new), Ok(false));
+        assert_eq!(s.commits_pending(), 1);
+        assert_eq!(finished(&mut s), vec![(new.clone(), Ok(()))]);
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"received");
+        assert_eq!(s.current("f"), Some(new.clone()));
+        assert!(s.partials().is_empty());
+        drop(s);
+        // Dropping the store waited for the removal of the superseded version.
+        let versions = root.join(".broadside").join("versions");
+        assert!(!versions.join(old.instance_id().to_hex()).exists());
+        assert!(versions.join(new.instance_id().to_hex()).is_dir());
+    }
+
+    #[test]
+    fn a_background_commit_older_than_a_version_published_meanwhile_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let k = ProviderKey::from_seed([1; 32]);
+        let mut server = DiskStore::open(&root).unwrap();
+        let incoming = cert_of(&k, "f", 1, b"received");
+        server.partial_write(&incoming, 0, b"received").unwrap();
+        let src = dir.path().join("src");
+        fs::write(&src, b"published").unwrap();
+        let mut publisher = DiskStore::open_for_publish(&root).unwrap();
+        publisher.publish(&k, &src, "f").unwrap();
+        assert_eq!(server.partial_commit_begin(&incoming), Ok(false));
+        let done = finished(&mut server);
+        assert_eq!(done.len(), 1);
+        assert!(done[0]
+            .1
+            .as_ref()
+            .is_err_and(|e| e.0.contains("superseded")));
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"published");
+        assert!(server.partials().is_empty());
+    }
+
     #[test]
     fn a_commit_older_than_a_version_published_meanwhile_is_refused() {
         let dir = tempfile::tempdir().unwrap();
