@@ -28,6 +28,9 @@ use tracing::{debug, info, warn};
 const MAX_WAIT: Duration = Duration::from_millis(50);
 /// Shortest wait after an idle pass, when a deadline is already due.
 const MIN_WAIT: Duration = Duration::from_micros(100);
+/// Longest wait while a commit runs in the background: its result closes
+/// the transfer.
+const COMMIT_POLL: Duration = Duration::from_millis(2);
 
 /// How to run a node.
 #[derive(Clone, Debug)]
@@ -561,6 +564,16 @@ impl Node {
         sent
     }
 
+    /// Hands the commits the store finished in the background to the
+    /// endpoint (which then closes the transfer and holds the new version).
+    fn finish_commits(&mut self) {
+        for (cert, result) in self.store.finished_commits() {
+            let now = self.now();
+            self.endpoint
+                .commit_finished(now, &cert, result, &mut self.store);
+        }
+    }
+
     fn receive(&mut self) -> Result<usize, NodeError> {
         let now = self.now();
         let Node {
@@ -582,10 +595,15 @@ impl Node {
     /// endpoint keeps due without sending costs no busy spin.
     fn idle_wait(&self) -> Duration {
         let now = self.now();
+        let max = if self.store.commits_pending() > 0 {
+            COMMIT_POLL
+        } else {
+            MAX_WAIT
+        };
         self.endpoint
             .poll_timeout()
-            .map_or(MAX_WAIT, |t| t.saturating_since(now))
-            .clamp(MIN_WAIT, MAX_WAIT)
+            .map_or(max, |t| t.saturating_since(now))
+            .clamp(MIN_WAIT, max)
     }
 
     /// Runs until `stop` is set or `until` passes.
@@ -624,6 +642,7 @@ impl Node {
             if self.endpoint.poll_timeout().is_some_and(|t| t <= now) {
                 self.endpoint.handle_timeout(now, &mut self.store);
             }
+            self.finish_commits();
             let sent = self.transmit_some();
             while let Some(e) = self.endpoint.poll_event() {
                 log_event(&e);
@@ -647,7 +666,12 @@ impl Node {
                 self.socket.wait(PollFlags::POLLIN, wait);
             }
         }
-        // Drain: what the endpoint has queued goes out; vectors and status are written.
+        // Drain: commits finish, what the endpoint has queued goes out;
+        // vectors and status are written.
+        while self.store.commits_pending() > 0 {
+            std::thread::sleep(COMMIT_POLL);
+            self.finish_commits();
+        }
         self.transmit_some();
         self.persist();
         self.write_status();

@@ -57,6 +57,7 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{symlink, FileExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
 
 const CERT_EXT: &str = "bscert";
 const VEC_MAGIC: &[u8; 4] = b"BSV1";
@@ -112,19 +113,35 @@ struct WriteBehind {
     bytes: Vec<u8>,
 }
 
-/// A store directory.
-pub struct DiskStore {
+/// The paths of a store directory, and the steps of a commit (which the
+/// store runs on its background thread as well as on its own).
+#[derive(Clone)]
+struct Dirs {
     root: PathBuf,
     meta: PathBuf,
     partial_dir: PathBuf,
+}
+
+/// A commit finished in the background: its certificate, result, and
+/// the superseded version directory to remove.
+type Committed = (Certificate, Result<(), StorageError>, Option<PathBuf>);
+
+/// A store directory.
+pub struct DiskStore {
+    dirs: Dirs,
     readers: BTreeMap<InstanceId, File>,
     writers: BTreeMap<InstanceId, File>,
     pending: BTreeMap<InstanceId, PendingVector>,
     persist_blocks: u32,
     read_ahead: ReadAhead,
     write_behind: WriteBehind,
-    /// Syncs partial data in the background as vectors are written.
+    /// Syncs partial data in the background as vectors are written,
+    /// commits, removes superseded versions.
     writeback: Writeback,
+    /// Commits begun on the background thread and not yet reported.
+    committing: usize,
+    done_tx: Sender<Committed>,
+    done: Receiver<Committed>,
     /// Held (flock) while this process serves the store; released on exit, even on kill -9.
     _lock: Option<File>,
 }
@@ -171,15 +188,17 @@ fn write_renamed(dir: &Path, path: &Path, bytes: &[u8], synced: bool) -> Result<
     fs::rename(&tmp, path).map_err(io(format!("rename to {}", path.display())))
 }
 
-/// Points `link` at `target`, atomically replacing whatever `link` was.
-fn symlink_replace(target: &Path, link: &Path) -> Result<(), StorageError> {
+/// Points `link` at `target`, atomically replacing whatever `link` was;
+/// returns whether it changed (it did not if it pointed there already).
+fn symlink_replace(target: &Path, link: &Path) -> Result<bool, StorageError> {
     if fs::read_link(link).is_ok_and(|t| t == target) {
-        return Ok(());
+        return Ok(false);
     }
     let dir = link.parent().unwrap_or(Path::new("."));
     let tmp = tmp_path(dir, "link");
     symlink(target, &tmp).map_err(io(format!("symlink {}", tmp.display())))?;
-    fs::rename(&tmp, link).map_err(io(format!("rename to {}", link.display())))
+    fs::rename(&tmp, link).map_err(io(format!("rename to {}", link.display())))?;
+    Ok(true)
 }
 
 fn remove_if_exists(p: &Path) -> Result<(), StorageError> {
@@ -259,10 +278,16 @@ fn open_lock(path: &Path) -> Result<File, NodeError> {
 impl DiskStore {
     fn layout(root: &Path, lock: Option<File>) -> DiskStore {
         let meta = root.join(".broadside");
+        let (done_tx, done) = channel();
         DiskStore {
-            root: root.to_path_buf(),
-            partial_dir: meta.join("partial"),
-            meta,
+            dirs: Dirs {
+                root: root.to_path_buf(),
+                partial_dir: meta.join("partial"),
+                meta,
+            },
+            committing: 0,
+            done_tx,
+            done,
             readers: BTreeMap::new(),
             writers: BTreeMap::new(),
             pending: BTreeMap::new(),
@@ -342,7 +367,7 @@ impl DiskStore {
 
     /// The pid of the node serving this store, if one is running (its lock is held).
     pub fn serving_pid(&self) -> Option<u32> {
-        let f = File::open(self.meta.join("lock")).ok()?;
+        let f = File::open(self.dirs.meta.join("lock")).ok()?;
         if f.try_lock_shared().is_ok() {
             return None;
         }
@@ -358,77 +383,45 @@ impl DiskStore {
 
     /// The store directory.
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.dirs.root
     }
 
     /// Where a running node writes its status.
     pub fn status_path(&self) -> PathBuf {
-        self.meta.join("status.json")
+        self.dirs.meta.join("status.json")
     }
 
-    fn partial_path(&self, inst: &InstanceId, ext: &str) -> PathBuf {
-        self.partial_dir.join(format!("{}.{ext}", inst.to_hex()))
-    }
-
-    fn version_dir(&self, inst: &InstanceId) -> PathBuf {
-        self.meta.join("versions").join(inst.to_hex())
-    }
-
-    fn current_link(&self, name: &str) -> PathBuf {
-        self.meta.join("current").join(name)
-    }
-
-    fn cert_path(&self, name: &str) -> PathBuf {
-        self.root.join(format!("{name}.{CERT_EXT}"))
-    }
-
-    fn commit_lock(&self) -> Result<File, StorageError> {
-        let f =
-            open_lock(&self.meta.join("commit.lock")).map_err(|e| StorageError(e.to_string()))?;
-        f.lock().map_err(io("lock commit.lock"))?;
-        Ok(f)
-    }
-
-    /// Makes the complete version directory of `cert` current: swap the
-    /// `current/NAME` symlink, make sure `NAME` and `NAME.bscert` point
-    /// through it, remove the superseded version. Idempotent.
+    /// Makes the complete version directory of `cert` current (see
+    /// [`Dirs::make_current`]) and has the superseded one removed in the background.
     fn make_current(&mut self, cert: &Certificate) -> Result<(), StorageError> {
-        let name = cert.name();
-        let link = self.current_link(name);
-        let old = fs::read_link(&link).ok();
-        let target = Path::new("..")
-            .join("versions")
-            .join(cert.instance_id().to_hex());
-        symlink_replace(&target, &link)?;
-        sync_dir(&self.meta.join("current"))?;
-        let via = Path::new(".broadside").join("current").join(name);
-        symlink_replace(&via.join("content"), &self.root.join(name))?;
-        symlink_replace(&via.join("cert"), &self.cert_path(name))?;
-        sync_dir(&self.root)?;
-        if let Some(old) = old.filter(|o| *o != target) {
-            let dir = self.meta.join("current").join(old);
-            if dir.is_dir() {
-                fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
-            }
+        let old = self.dirs.make_current(cert)?;
+        self.superseded(old);
+        Ok(())
+    }
+
+    /// After a commit: readers of replaced versions are closed, and the
+    /// superseded version directory is removed in the background.
+    fn superseded(&mut self, old: Option<PathBuf>) {
+        if let Some(dir) = old {
+            self.writeback.remove_dir_soon(dir);
         }
         self.readers.clear();
         self.read_ahead.inst = None;
-        Ok(())
     }
 
     /// The version of `name` that is current on disk, if any.
     pub fn current(&self, name: &str) -> Option<Certificate> {
-        read_cert(&self.cert_path(name))
+        self.dirs.current(name)
     }
 
     /// The instanceId (hex) current on disk for each name: one `readlink`
     /// per file, cheap enough to poll for versions published meanwhile.
     pub fn current_instances(&self) -> BTreeMap<String, String> {
-        file_names(&self.meta.join("current"))
+        file_names(&self.dirs.meta.join("current"))
             .into_iter()
             .filter(|n| !n.starts_with('.'))
             .filter_map(|n| {
-                let t = fs::read_link(self.current_link(&n)).ok()?;
+                let t = fs::read_link(self.dirs.current_link(&n)).ok()?;
                 let id = t.file_name()?.to_str()?.to_owned();
                 Some((n, id))
             })
@@ -436,15 +429,15 @@ impl DiskStore {
     }
 
     fn recover(&mut self) -> Result<(), StorageError> {
-        let _commit = self.commit_lock()?;
+        let _commit = self.dirs.commit_lock()?;
         self.migrate_flat_layout()?;
         // Leftover temporary files; a publisher's copy only once its owner is gone.
         for dir in [
-            self.root.clone(),
-            self.meta.clone(),
-            self.partial_dir.clone(),
-            self.meta.join("current"),
-            self.meta.join("versions"),
+            self.dirs.root.clone(),
+            self.dirs.meta.clone(),
+            self.dirs.partial_dir.clone(),
+            self.dirs.meta.join("current"),
+            self.dirs.meta.join("versions"),
         ] {
             for n in file_names(&dir) {
                 let p = dir.join(&n);
@@ -457,7 +450,7 @@ impl DiskStore {
             }
         }
         // Roll complete versions newer than the current one forward; drop the rest.
-        let versions = self.meta.join("versions");
+        let versions = self.dirs.meta.join("versions");
         let current = self.current_instances();
         for id in file_names(&versions) {
             let dir = versions.join(&id);
@@ -478,13 +471,13 @@ impl DiskStore {
             }
         }
         // Partials of versions no newer than the current one, and stray pieces.
-        for n in file_names(&self.partial_dir) {
-            let p = self.partial_dir.join(&n);
+        for n in file_names(&self.dirs.partial_dir) {
+            let p = self.dirs.partial_dir.join(&n);
             let Some((id, ext)) = n.split_once('.') else {
                 remove_if_exists(&p)?;
                 continue;
             };
-            let cert = read_cert(&self.partial_dir.join(format!("{id}.cert")));
+            let cert = read_cert(&self.dirs.partial_dir.join(format!("{id}.cert")));
             let keep = matches!(ext, "cert" | "data" | "vec")
                 && cert.is_some_and(|c| {
                     self.current(c.name())
@@ -494,25 +487,25 @@ impl DiskStore {
                 remove_if_exists(&p)?;
             }
         }
-        sync_dir(&self.partial_dir)
+        sync_dir(&self.dirs.partial_dir)
     }
 
     /// Moves files of the older flat layout (`NAME` and `NAME.bscert` as
     /// regular files) into version directories. Restartable: the content is
     /// hard-linked, and the regular certificate is replaced last.
     fn migrate_flat_layout(&mut self) -> Result<(), StorageError> {
-        for n in file_names(&self.root) {
-            let cert_path = self.root.join(&n);
+        for n in file_names(&self.dirs.root) {
+            let cert_path = self.dirs.root.join(&n);
             let is_flat_cert = n.ends_with(&format!(".{CERT_EXT}"))
                 && fs::symlink_metadata(&cert_path).is_ok_and(|m| m.is_file());
             let Some(cert) = is_flat_cert.then(|| read_cert(&cert_path)).flatten() else {
                 continue;
             };
-            if cert_path != self.cert_path(cert.name()) {
+            if cert_path != self.dirs.cert_path(cert.name()) {
                 continue; // misnamed: left alone, reported by `load`.
             }
-            let content = self.root.join(cert.name());
-            let dir = self.version_dir(&cert.instance_id());
+            let content = self.dirs.root.join(cert.name());
+            let dir = self.dirs.version_dir(&cert.instance_id());
             fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
             write_replace(&dir.join("cert"), cert.encoded(), true)?;
             if fs::symlink_metadata(&content).is_ok_and(|m| m.is_file())
@@ -537,17 +530,17 @@ impl DiskStore {
         &mut self,
         trusted: &TrustedKeys,
     ) -> Result<(Vec<Certificate>, Vec<LoadIssue>), NodeError> {
-        if !self.root.is_dir() {
+        if !self.dirs.root.is_dir() {
             return Err(NodeError::Runtime(format!(
                 "cannot list store {}",
-                self.root.display()
+                self.dirs.root.display()
             )));
         }
         let mut certs = Vec::new();
         let mut issues = Vec::new();
-        for n in file_names(&self.root) {
+        for n in file_names(&self.dirs.root) {
             if n.ends_with(&format!(".{CERT_EXT}")) {
-                match self.verify(&self.root.join(&n), trusted) {
+                match self.verify(&self.dirs.root.join(&n), trusted) {
                     Ok(c) => certs.push(c),
                     Err(i) => issues.push(i),
                 }
@@ -558,7 +551,7 @@ impl DiskStore {
 
     /// Loads and verifies the current version of `name` (as [`DiskStore::load`] does).
     pub fn load_one(&self, name: &str, trusted: &TrustedKeys) -> Result<Certificate, LoadIssue> {
-        self.verify(&self.cert_path(name), trusted)
+        self.verify(&self.dirs.cert_path(name), trusted)
     }
 
     fn verify(&self, path: &Path, trusted: &TrustedKeys) -> Result<Certificate, LoadIssue> {
@@ -572,14 +565,14 @@ impl DiskStore {
             .map_err(|e| issue(format!("certificate refused: {e}")))?;
         cert.check_trusted(trusted)
             .map_err(|e| issue(e.to_string()))?;
-        if path != self.cert_path(cert.name()) {
+        if path != self.dirs.cert_path(cert.name()) {
             return Err(issue(format!(
                 "certificate is for {:?}, not this file name",
                 cert.name()
             )));
         }
-        let content = self.root.join(cert.name());
-        let dir = self.version_dir(&cert.instance_id());
+        let content = self.dirs.root.join(cert.name());
+        let dir = self.dirs.version_dir(&cert.instance_id());
         // A serving store keeps the leaves of a v2 file it received (or
         // that lost its cache) for serving, computed in the same read.
         let measured = match cert.tree() {
@@ -608,12 +601,12 @@ impl DiskStore {
     /// Certificates beside files whose signature verifies (trust and
     /// content not checked: for status reports).
     pub fn certificates(&self) -> Vec<Certificate> {
-        let mut certs: Vec<Certificate> = file_names(&self.root)
+        let mut certs: Vec<Certificate> = file_names(&self.dirs.root)
             .into_iter()
             .filter(|n| n.ends_with(&format!(".{CERT_EXT}")))
             .filter_map(|n| {
-                let p = self.root.join(n);
-                read_cert(&p).filter(|c| p == self.cert_path(c.name()))
+                let p = self.dirs.root.join(n);
+                read_cert(&p).filter(|c| p == self.dirs.cert_path(c.name()))
             })
             .collect();
         certs.sort_by(|a, b| a.name().cmp(b.name()));
@@ -622,10 +615,10 @@ impl DiskStore {
 
     /// Partial transfers on disk of versions newer than the current one.
     pub fn partials(&self) -> Vec<PartialInfo> {
-        let mut out: Vec<PartialInfo> = file_names(&self.partial_dir)
+        let mut out: Vec<PartialInfo> = file_names(&self.dirs.partial_dir)
             .into_iter()
             .filter(|n| n.ends_with(".cert"))
-            .filter_map(|n| read_cert(&self.partial_dir.join(n)))
+            .filter_map(|n| read_cert(&self.dirs.partial_dir.join(n)))
             .filter(|c| {
                 self.current(c.name())
                     .is_none_or(|h| h.version() < c.version())
@@ -644,7 +637,7 @@ impl DiskStore {
     }
 
     fn read_vector(&self, inst: &InstanceId) -> Option<Partial> {
-        let b = fs::read(self.partial_path(inst, "vec")).ok()?;
+        let b = fs::read(self.dirs.partial_path(inst, "vec")).ok()?;
         if b.len() < 8 || &b[..4] != VEC_MAGIC {
             return None;
         }
@@ -692,6 +685,7 @@ impl DiskStore {
         let rt = |e: StorageError| NodeError::Runtime(e.to_string());
         // A private copy, locked while we live, so the hash covers exactly the bytes stored.
         let tmp = self
+            .dirs
             .meta
             .join(format!(".publish-{}-{}", std::process::id(), name));
         let mut copy = File::create(&tmp)
@@ -705,7 +699,7 @@ impl DiskStore {
             .map_err(|e| NodeError::Runtime(format!("copy {}: {e}", src.display())))?;
         let (size, hash, leaves) = tree_file(&tmp, block_size)
             .map_err(|e| NodeError::Runtime(format!("hashing {}: {e}", tmp.display())))?;
-        let _commit = self.commit_lock().map_err(rt)?;
+        let _commit = self.dirs.commit_lock().map_err(rt)?;
         let version = match self.current(name) {
             None => 1,
             Some(c) if c.provider() != key.public() => {
@@ -743,30 +737,17 @@ impl DiskStore {
         Ok(cert)
     }
 
-    /// Writes the version directory of `cert` (certificate, then `content`
-    /// renamed from `content_src`) and makes it current. Call under the commit lock.
-    /// `leaves` (v2), when known, are kept beside them for serving.
+    /// Installs `cert` (see [`Dirs::install`]); the superseded version is
+    /// removed in the background. Call under the commit lock.
     fn install(
         &mut self,
         cert: &Certificate,
         content_src: &Path,
         leaves: Option<&[Hash]>,
     ) -> Result<(), StorageError> {
-        let dir = self.version_dir(&cert.instance_id());
-        if dir.exists() {
-            fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
-        }
-        fs::create_dir(&dir).map_err(io(format!("create {}", dir.display())))?;
-        if let Some(l) = leaves {
-            write_leaves(&dir, l)?;
-        }
-        // One directory sync covers both entries: the directory is not
-        // current until `make_current`, so their order does not matter.
-        write_renamed(&dir, &dir.join("cert"), cert.encoded(), true)?;
-        fs::rename(content_src, dir.join("content"))
-            .map_err(io(format!("move content of {}", cert.name())))?;
-        sync_dir(&dir)?;
-        self.make_current(cert)
+        let old = self.dirs.install(cert, content_src, leaves)?;
+        self.superseded(old);
+        Ok(())
     }
 
     /// Writes every receive vector not yet written (after the blocks it covers).
@@ -802,7 +783,11 @@ impl DiskStore {
         let mut b = VEC_MAGIC.to_vec();
         b.extend_from_slice(&p.partial.block_size.to_be_bytes());
         p.partial.received.encode(&mut b);
-        write_replace(&self.partial_path(&p.cert.instance_id(), "vec"), &b, false)?;
+        write_replace(
+            &self.dirs.partial_path(&p.cert.instance_id(), "vec"),
+            &b,
+            false,
+        )?;
         if let Some(f) = self.writers.get(inst) {
             self.writeback.sync_soon(f);
         }
@@ -812,13 +797,13 @@ impl DiskStore {
     fn writer(&mut self, cert: &Certificate) -> Result<&File, StorageError> {
         let inst = cert.instance_id();
         if !self.writers.contains_key(&inst) {
-            let cert_path = self.partial_path(&inst, "cert");
+            let cert_path = self.dirs.partial_path(&inst, "cert");
             // Not fsynced: a partial is best effort like its vector (a
             // lost or torn one is removed at the next open and fetched again).
             if !cert_path.exists() {
                 write_replace(&cert_path, cert.encoded(), false)?;
             }
-            let path = self.partial_path(&inst, "data");
+            let path = self.dirs.partial_path(&inst, "data");
             let f = OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -843,10 +828,157 @@ impl DiskStore {
         }
         self.writers.remove(inst);
         self.pending.remove(inst);
+        self.dirs.remove_partial(inst)
+    }
+
+    /// Makes everything received of `cert` durable-ready for a commit:
+    /// held-back bytes written, and its writer and vector taken out (the
+    /// commit owns the partial from here on).
+    fn take_for_commit(&mut self, cert: &Certificate) -> Result<Option<File>, StorageError> {
+        let inst = cert.instance_id();
+        self.flush_writes()?;
+        self.pending.remove(&inst);
+        Ok(self.writers.remove(&inst))
+    }
+
+    /// Results of the commits [`Storage::partial_commit_begin`] left
+    /// pending that finished since the last call (for
+    /// `Endpoint::commit_finished`).
+    pub fn finished_commits(&mut self) -> Vec<(Certificate, Result<(), StorageError>)> {
+        let done: Vec<_> = self.done.try_iter().collect();
+        self.committing -= done.len();
+        let old: Vec<_> = done.iter().map(|d| d.2.clone()).collect();
+        for o in old {
+            self.superseded(o);
+        }
+        done.into_iter().map(|(c, r, _)| (c, r)).collect()
+    }
+
+    /// Commits begun and not yet returned by [`Self::finished_commits`].
+    pub fn commits_pending(&self) -> usize {
+        self.committing
+    }
+}
+
+impl Dirs {
+    fn partial_path(&self, inst: &InstanceId, ext: &str) -> PathBuf {
+        self.partial_dir.join(format!("{}.{ext}", inst.to_hex()))
+    }
+
+    fn version_dir(&self, inst: &InstanceId) -> PathBuf {
+        self.meta.join("versions").join(inst.to_hex())
+    }
+
+    fn current_link(&self, name: &str) -> PathBuf {
+        self.meta.join("current").join(name)
+    }
+
+    fn cert_path(&self, name: &str) -> PathBuf {
+        self.root.join(format!("{name}.{CERT_EXT}"))
+    }
+
+    fn current(&self, name: &str) -> Option<Certificate> {
+        read_cert(&self.cert_path(name))
+    }
+
+    fn commit_lock(&self) -> Result<File, StorageError> {
+        let f =
+            open_lock(&self.meta.join("commit.lock")).map_err(|e| StorageError(e.to_string()))?;
+        f.lock().map_err(io("lock commit.lock"))?;
+        Ok(f)
+    }
+
+    /// Removes a partial's files (not durably: a partial of a version no
+    /// newer than the current one is removed at the next open).
+    fn remove_partial(&self, inst: &InstanceId) -> Result<(), StorageError> {
         for ext in ["vec", "data", "cert"] {
             remove_if_exists(&self.partial_path(inst, ext))?;
         }
         Ok(())
+    }
+
+    /// Makes the complete version directory of `cert` current: swap the
+    /// `current/NAME` symlink, make sure `NAME` and `NAME.bscert` point
+    /// through it (the store directory is synced only if they changed).
+    /// Returns the superseded version directory, for the caller to remove.
+    /// Idempotent.
+    fn make_current(&self, cert: &Certificate) -> Result<Option<PathBuf>, StorageError> {
+        let name = cert.name();
+        let link = self.current_link(name);
+        let old = fs::read_link(&link).ok();
+        let target = Path::new("..")
+            .join("versions")
+            .join(cert.instance_id().to_hex());
+        symlink_replace(&target, &link)?;
+        sync_dir(&self.meta.join("current"))?;
+        let via = Path::new(".broadside").join("current").join(name);
+        let content = symlink_replace(&via.join("content"), &self.root.join(name))?;
+        let cert_link = symlink_replace(&via.join("cert"), &self.cert_path(name))?;
+        if content || cert_link {
+            sync_dir(&self.root)?;
+        }
+        Ok(old
+            .filter(|o| *o != target)
+            .map(|o| self.meta.join("current").join(o))
+            .filter(|d| d.is_dir()))
+    }
+
+    /// Writes the version directory of `cert` (certificate, then `content`
+    /// renamed from `content_src`) and makes it current. Call under the commit lock.
+    /// `leaves` (v2), when known, are kept beside them for serving.
+    /// Returns the superseded version directory.
+    fn install(
+        &self,
+        cert: &Certificate,
+        content_src: &Path,
+        leaves: Option<&[Hash]>,
+    ) -> Result<Option<PathBuf>, StorageError> {
+        let dir = self.version_dir(&cert.instance_id());
+        if dir.exists() {
+            fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
+        }
+        fs::create_dir(&dir).map_err(io(format!("create {}", dir.display())))?;
+        if let Some(l) = leaves {
+            write_leaves(&dir, l)?;
+        }
+        // One directory sync covers both entries: the directory is not
+        // current until `make_current`, so their order does not matter.
+        write_renamed(&dir, &dir.join("cert"), cert.encoded(), true)?;
+        fs::rename(content_src, dir.join("content"))
+            .map_err(io(format!("move content of {}", cert.name())))?;
+        sync_dir(&dir)?;
+        self.make_current(cert)
+    }
+
+    /// Commits the received partial of `cert` (its bytes all written to
+    /// `data`, its writer): sync, then install under the commit lock unless
+    /// a version at least as new was published meanwhile; the partial's
+    /// files go either way. Returns the superseded version directory.
+    fn commit_partial(
+        &self,
+        cert: &Certificate,
+        data: Option<&File>,
+    ) -> Result<Option<PathBuf>, StorageError> {
+        let inst = cert.instance_id();
+        if let Some(f) = data {
+            f.sync_data()
+                .map_err(io(format!("fsync {}", cert.name())))?;
+        }
+        let _commit = self.commit_lock()?;
+        if let Some(have) = self.current(cert.name()) {
+            if have.version() >= cert.version() {
+                self.remove_partial(&inst)?;
+                return Err(StorageError(format!(
+                    "{} version {} was superseded by version {} meanwhile",
+                    cert.name(),
+                    cert.version(),
+                    have.version()
+                )));
+            }
+        }
+        let old = self.install(cert, &self.partial_path(&inst, "data"), None)?;
+        self.remove_partial(&inst)?;
+        Ok(old)
     }
 }
 
@@ -864,7 +996,7 @@ impl Storage for DiskStore {
             && offset + buf.len() as u64 <= ra.offset + ra.bytes.len() as u64;
         if !hit {
             if !self.readers.contains_key(&inst) {
-                let path = self.version_dir(&inst).join("content");
+                let path = self.dirs.version_dir(&inst).join("content");
                 let f = File::open(&path).map_err(io(format!("open {}", path.display())))?;
                 self.readers.insert(inst, f);
             }
@@ -895,7 +1027,7 @@ impl Storage for DiskStore {
             return Ok(Some(p.partial.clone()));
         }
         // A vector without its data file would claim blocks we do not hold.
-        if !self.partial_path(&inst, "data").exists() {
+        if !self.dirs.partial_path(&inst, "data").exists() {
             return Ok(None);
         }
         Ok(self.read_vector(&inst))
@@ -981,29 +1113,28 @@ impl Storage for DiskStore {
     }
 
     fn partial_commit(&mut self, cert: &Certificate) -> Result<(), StorageError> {
-        let inst = cert.instance_id();
-        self.flush_writes()?;
-        if let Some(f) = self.writers.get(&inst) {
-            f.sync_data()
-                .map_err(io(format!("fsync {}", cert.name())))?;
-        }
-        let _commit = self.commit_lock()?;
-        if let Some(have) = self.current(cert.name()) {
-            if have.version() >= cert.version() {
-                self.forget_partial(&inst)?;
-                return Err(StorageError(format!(
-                    "{} version {} was superseded by version {} meanwhile",
-                    cert.name(),
-                    cert.version(),
-                    have.version()
-                )));
-            }
-        }
-        let data = self.partial_path(&inst, "data");
-        self.install(cert, &data, None)?;
-        // The partial's removal need not be durable: a partial of a
-        // version no newer than the current one is removed at the next open.
-        self.forget_partial(&inst)
+        let data = self.take_for_commit(cert)?;
+        let old = self.dirs.commit_partial(cert, data.as_ref())?;
+        self.superseded(old);
+        Ok(())
+    }
+
+    /// Commits on the background thread (the fsyncs of a commit cost
+    /// milliseconds, during which the node would not receive): the result
+    /// comes from [`DiskStore::finished_commits`].
+    fn partial_commit_begin(&mut self, cert: &Certificate) -> Result<bool, StorageError> {
+        let data = self.take_for_commit(cert)?;
+        let (dirs, cert, done) = (self.dirs.clone(), cert.clone(), self.done_tx.clone());
+        self.committing += 1;
+        self.writeback.run(move || {
+            let r = dirs.commit_partial(&cert, data.as_ref());
+            let (r, old) = match r {
+                Ok(old) => (Ok(()), old),
+                Err(e) => (Err(e), None),
+            };
+            let _ = done.send((cert, r, old));
+        });
+        Ok(false)
     }
 
     fn partial_discard(&mut self, cert: &Certificate) -> Result<(), StorageError> {
@@ -1011,7 +1142,7 @@ impl Storage for DiskStore {
     }
 
     fn tree_leaves(&mut self, cert: &Certificate) -> Option<Vec<Hash>> {
-        let bytes = fs::read(self.version_dir(&cert.instance_id()).join(LEAVES)).ok()?;
+        let bytes = fs::read(self.dirs.version_dir(&cert.instance_id()).join(LEAVES)).ok()?;
         let (leaves, rest) = bytes.as_chunks::<{ broadside::merkle::HASH_LEN }>();
         rest.is_empty().then(|| leaves.to_vec())
     }
@@ -1065,7 +1196,7 @@ mod tests {
         assert_eq!(tree_root(leaves), c.tree().map(|t| t.1));
         // Lost (or received: commit does not write it): a serving store
         // writes it when it opens and verifies the file.
-        let cache = s.version_dir(&c.instance_id()).join(LEAVES);
+        let cache = s.dirs.version_dir(&c.instance_id()).join(LEAVES);
         fs::remove_file(&cache).unwrap();
         assert_eq!(s.tree_leaves(&c), None);
         drop(s);
@@ -1252,6 +1383,63 @@ mod tests {
         assert!(fs::symlink_metadata(root.join("old")).unwrap().is_symlink());
         assert_eq!(s.load(&trusted(&k)).unwrap().0, vec![c]);
         assert_eq!(fs::read(root.join("old")).unwrap(), b"flat");
+    }
+
+    /// Waits for the background commits begun so far.
+    fn finished(s: &mut DiskStore) -> Vec<(Certificate, Result<(), StorageError>)> {
+        let mut done = Vec::new();
+        while s.commits_pending() > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            done.extend(s.finished_commits());
+        }
+        done
+    }
+
+    #[test]
+    fn a_background_commit_makes_the_version_current_and_removes_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let k = ProviderKey::from_seed([1; 32]);
+        let src = dir.path().join("src");
+        fs::write(&src, b"old").unwrap();
+        let mut s = DiskStore::open(&root).unwrap();
+        let old = s.publish(&k, &src, "f").unwrap();
+        let new = cert_of(&k, "f", 2, b"received");
+        s.partial_write(&new, 0, b"received").unwrap();
+        assert_eq!(s.partial_commit_begin(&new), Ok(false));
+        assert_eq!(s.commits_pending(), 1);
+        assert_eq!(finished(&mut s), vec![(new.clone(), Ok(()))]);
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"received");
+        assert_eq!(s.current("f"), Some(new.clone()));
+        assert!(s.partials().is_empty());
+        drop(s);
+        // Dropping the store waited for the removal of the superseded version.
+        let versions = root.join(".broadside").join("versions");
+        assert!(!versions.join(old.instance_id().to_hex()).exists());
+        assert!(versions.join(new.instance_id().to_hex()).is_dir());
+    }
+
+    #[test]
+    fn a_background_commit_older_than_a_version_published_meanwhile_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let k = ProviderKey::from_seed([1; 32]);
+        let mut server = DiskStore::open(&root).unwrap();
+        let incoming = cert_of(&k, "f", 1, b"received");
+        server.partial_write(&incoming, 0, b"received").unwrap();
+        let src = dir.path().join("src");
+        fs::write(&src, b"published").unwrap();
+        let mut publisher = DiskStore::open_for_publish(&root).unwrap();
+        publisher.publish(&k, &src, "f").unwrap();
+        assert_eq!(server.partial_commit_begin(&incoming), Ok(false));
+        let done = finished(&mut server);
+        assert_eq!(done.len(), 1);
+        assert!(done[0]
+            .1
+            .as_ref()
+            .is_err_and(|e| e.0.contains("superseded")));
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"published");
+        assert!(server.partials().is_empty());
     }
 
     #[test]

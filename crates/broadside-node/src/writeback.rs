@@ -1,36 +1,73 @@
-//! Background writeback of partial files: `fdatasync` on a helper thread
-//! while a file is still arriving, so that the `fdatasync` a commit needs
-//! before the file becomes current finds little left to write and the
-//! node's loop (which also receives the next file) waits less. Purely a
-//! matter of speed: durability still comes from the commit's own sync.
+//! Background file-system work of the store, in order on one helper
+//! thread, so that the node's loop (which also receives the next file)
+//! does not wait for it:
+//!
+//! - `fdatasync` of partial files while they still arrive, so that the
+//!   `fdatasync` a commit needs finds little left to write (purely a
+//!   matter of speed: durability comes from the commit's own sync);
+//! - commits of received files (their syncs cost milliseconds each), whose
+//!   results the store hands back to the node;
+//! - removal of superseded version directories (freeing a large file's
+//!   extents costs milliseconds; one left by a crash is removed at the
+//!   next open).
+//!
+//! Dropping a [`Writeback`] waits for the queued work, so a store reopened
+//! in the same process never races with it.
 
 use std::fs::File;
+use std::path::PathBuf;
 use std::sync::mpsc::{channel, Sender};
+use std::thread::JoinHandle;
 
-/// Hands files to the writeback thread (started on first use; it ends when
-/// this is dropped).
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Hands work to the helper thread (started on first use; it ends when
+/// this is dropped, after finishing what was queued).
 #[derive(Default)]
 pub struct Writeback {
-    tx: Option<Sender<File>>,
+    worker: Option<(Sender<Job>, JoinHandle<()>)>,
 }
 
 impl Writeback {
+    /// Queues `job`, to run after those queued before it.
+    pub fn run(&mut self, job: impl FnOnce() + Send + 'static) {
+        let (tx, _) = self.worker.get_or_insert_with(|| {
+            let (tx, rx) = channel::<Job>();
+            let handle = std::thread::spawn(move || rx.into_iter().for_each(|job| job()));
+            (tx, handle)
+        });
+        let _ = tx.send(Box::new(job));
+    }
+
     /// Queues a sync of `file`'s data written so far (a clone of the
     /// handle: the caller keeps writing). Errors are left to the commit's
     /// own sync, which reports them.
     pub fn sync_soon(&mut self, file: &File) {
-        let Ok(f) = file.try_clone() else {
-            return;
-        };
-        let tx = self.tx.get_or_insert_with(|| {
-            let (tx, rx) = channel::<File>();
-            std::thread::spawn(move || {
-                for f in rx {
-                    let _ = f.sync_data();
-                }
+        if let Ok(f) = file.try_clone() {
+            self.run(move || {
+                let _ = f.sync_data();
             });
-            tx
+        }
+    }
+
+    /// Queues the removal of directory `dir` and everything in it (a
+    /// failure is logged: recovery removes what is left).
+    pub fn remove_dir_soon(&mut self, dir: PathBuf) {
+        self.run(move || {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!("cannot remove {}: {e}", dir.display());
+                }
+            }
         });
-        let _ = tx.send(f);
+    }
+}
+
+impl Drop for Writeback {
+    fn drop(&mut self) {
+        if let Some((tx, handle)) = self.worker.take() {
+            drop(tx);
+            let _ = handle.join();
+        }
     }
 }

@@ -738,6 +738,8 @@ pub struct Endpoint<A> {
     responders: BTreeMap<A, Responder>,
     offers: BTreeMap<(A, InstanceId), Offer>,
     fetches: BTreeMap<FileId, Fetch<A>>,
+    /// Complete fetches whose commit the store finishes later.
+    committing: BTreeMap<FileId, Fetch<A>>,
     transfer_ids: BTreeMap<u32, FileId>,
     uploads: BTreeMap<(A, u32), Upload>,
     last_upload: Option<(A, u32)>,
@@ -810,6 +812,7 @@ impl<A: PeerAddr> Endpoint<A> {
             responders: BTreeMap::new(),
             offers: BTreeMap::new(),
             fetches: BTreeMap::new(),
+            committing: BTreeMap::new(),
             transfer_ids: BTreeMap::new(),
             uploads: BTreeMap::new(),
             last_upload: None,
@@ -952,6 +955,7 @@ impl<A: PeerAddr> Endpoint<A> {
         !(self.initiators.is_empty()
             && self.offers.is_empty()
             && self.fetches.is_empty()
+            && self.committing.is_empty()
             && self.uploads.is_empty())
     }
 
@@ -1189,10 +1193,7 @@ impl<A: PeerAddr> Endpoint<A> {
         self.initiators.contains_key(a)
             || self.responders.contains_key(a)
             || self.offers.keys().any(|(p, _)| p == a)
-            || self
-                .fetches
-                .values()
-                .any(|f| f.has_source(a))
+            || self.fetches.values().any(|f| f.has_source(a))
             || self.uploads.keys().any(|(p, _)| p == a)
     }
 
@@ -1625,6 +1626,10 @@ impl<A: PeerAddr> Endpoint<A> {
             self.close(from, instance, CloseCode::Refused);
             return self.resolve(now, from, &file, Outcome::Done);
         }
+        if self.committing.contains_key(&file) {
+            // Answered after the commit (HaveNewer), when the offer comes again.
+            return;
+        }
         if let Some(f) = self.fetches.get_mut(&file) {
             if f.cert.instance_id() != instance {
                 self.close(from, instance, CloseCode::Busy);
@@ -1681,7 +1686,9 @@ impl<A: PeerAddr> Endpoint<A> {
             resumed_blocks: received.count_ones(),
             total_blocks: layout.blocks(),
         });
-        let tree = shape.zip(cert.tree()).map(|(shape, (_, root))| (shape, root));
+        let tree = shape
+            .zip(cert.tree())
+            .map(|(shape, (_, root))| (shape, root));
         self.fetches.insert(
             file,
             Fetch {
@@ -1914,7 +1921,9 @@ impl<A: PeerAddr> Endpoint<A> {
         f.standby
             .retain(|a| peers.get(a).is_some_and(|p| now >= p.penalized_until));
         let next = (!f.standby.is_empty()).then(|| f.standby.remove(0));
-        let to = next.clone().or_else(|| f.lanes.first().map(|l| l.peer.clone()));
+        let to = next
+            .clone()
+            .or_else(|| f.lanes.first().map(|l| l.peer.clone()));
         self.transfer_ids.remove(&lane.segment.transfer);
         if let Some(code) = status {
             self.close(peer, instance, code);
@@ -1982,7 +1991,6 @@ impl<A: PeerAddr> Endpoint<A> {
             None => hash_partial(store, &f.cert).map(|h| h == f.cert.content_hash()),
         };
         let cert = f.cert.clone();
-        let peer = f.lanes[0].peer.clone();
         let outcome = match verdict {
             Ok(true) => match self.files.get(&file) {
                 Some(have) if have.version() >= cert.version() => Err(RejectReason::StaleVersion {
@@ -1990,7 +1998,14 @@ impl<A: PeerAddr> Endpoint<A> {
                     have: have.version(),
                     offered: cert.version(),
                 }),
-                _ => store.partial_commit(&cert).map_err(RejectReason::Storage),
+                _ => match store.partial_commit_begin(&cert) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => {
+                        self.committing.insert(file, f);
+                        return;
+                    }
+                    Err(e) => Err(RejectReason::Storage(e)),
+                },
             },
             Ok(false) => Err(RejectReason::ContentMismatch {
                 name: cert.name().into(),
@@ -1998,6 +2013,40 @@ impl<A: PeerAddr> Endpoint<A> {
             }),
             Err(e) => Err(RejectReason::Storage(e)),
         };
+        self.conclude_fetch(now, f, outcome, store);
+    }
+
+    /// The store finished the commit of `cert` that
+    /// [`Storage::partial_commit_begin`] left pending: the file becomes
+    /// held (or, on an error, the fetch fails) and its sources are closed.
+    pub fn commit_finished(
+        &mut self,
+        now: Instant,
+        cert: &Certificate,
+        result: Result<(), StorageError>,
+        store: &mut dyn Storage,
+    ) {
+        let file = cert.file_id();
+        let ours = self
+            .committing
+            .get(&file)
+            .is_some_and(|f| f.cert.instance_id() == cert.instance_id());
+        if let Some(f) = ours.then(|| self.committing.remove(&file)).flatten() {
+            self.conclude_fetch(now, f, result.map_err(RejectReason::Storage), store);
+        }
+    }
+
+    /// Ends a complete fetch whose commit succeeded or failed.
+    fn conclude_fetch(
+        &mut self,
+        now: Instant,
+        f: Fetch<A>,
+        outcome: Result<(), RejectReason>,
+        store: &mut dyn Storage,
+    ) {
+        let file = f.cert.file_id();
+        let cert = f.cert.clone();
+        let peer = f.lanes[0].peer.clone();
         let (status, result) = match outcome {
             Ok(()) => {
                 // Trust and version were checked on offer and just above.
@@ -2311,12 +2360,19 @@ impl<A: PeerAddr> Endpoint<A> {
                         let Some(t) = &mut lane.tree else {
                             return;
                         };
+                        // A stored block is marked in this source's
+                        // vector (not in the file's, nor persisted), so that
+                        // its sender does not send it again: only the chunk
+                        // must come again. The chunk's bit stays clear until
+                        // then, so the source's range is not complete before.
+                        let mut due = false;
                         if free {
                             if let Err(e) = store.partial_write(&f.cert, offset, bytes) {
                                 return self.fail_fetch(now, file, RejectReason::Storage(e));
                             }
                             t.unverified[i as usize] = true;
                             self.counters.unverified_blocks += 1;
+                            due = lane.segment.mark(rel, now);
                         }
                         // The pass is over, and the chunk must come again:
                         // the vector goes as a Want, which starts the next
@@ -2326,6 +2382,8 @@ impl<A: PeerAddr> Endpoint<A> {
                             if let Some(w) = self.want_message(&file, from) {
                                 self.send_to(from, w);
                             }
+                        } else if due {
+                            self.send_ack(now, file, from);
                         }
                         return;
                     }
@@ -2430,7 +2488,11 @@ impl<A: PeerAddr> Endpoint<A> {
         };
         let mut due = Vec::new();
         let mut complete = Vec::new();
-        for l in f.lanes.iter_mut().filter(|l| l.peer != *from && l.covers(abs)) {
+        for l in f
+            .lanes
+            .iter_mut()
+            .filter(|l| l.peer != *from && l.covers(abs))
+        {
             let i = abs - l.segment.first();
             let mut ack = l.segment.held_elsewhere(l.hdr + i);
             if let Some(t) = &mut l.tree {
@@ -2440,7 +2502,10 @@ impl<A: PeerAddr> Endpoint<A> {
                 let c = i / m;
                 let count = l.segment.vector().len() - l.hdr;
                 let v = l.segment.vector();
-                if (c * m..(c * m + m).min(count)).all(|j| v.get(l.hdr + j)) {
+                // (Held and verified: a block of this source's kept
+                // unverified still needs the chunk.)
+                let held = |j: u32| v.get(l.hdr + j) && !t.unverified[j as usize];
+                if (c * m..(c * m + m).min(count)).all(held) {
                     ack |= l.segment.held_elsewhere(c);
                 }
             }
@@ -2702,10 +2767,7 @@ impl<A: PeerAddr> Endpoint<A> {
             let overdue: Vec<FileId> = pending
                 .filter(|(file, action)| {
                     **action == Action::Push
-                        && self
-                            .fetches
-                            .get(file)
-                            .is_none_or(|f| !f.has_source(&peer))
+                        && self.fetches.get(file).is_none_or(|f| !f.has_source(&peer))
                         || **action == Action::Pull
                             && !self.files.get(file).is_some_and(|c| {
                                 self.offers.contains_key(&(peer.clone(), c.instance_id()))

@@ -60,6 +60,17 @@ pub trait Storage {
     /// Atomically makes the (verified) partial file the current version of its
     /// file, replacing any older version.
     fn partial_commit(&mut self, cert: &Certificate) -> Result<(), StorageError>;
+    /// Starts making the (verified) partial file current, as
+    /// [`partial_commit`](Self::partial_commit) does; returns whether it is
+    /// done already. A store that finishes later (on another thread, so
+    /// that the caller goes on receiving meanwhile) returns `false`, and
+    /// the caller hands the result to
+    /// [`Endpoint::commit_finished`](crate::Endpoint::commit_finished) when
+    /// it comes. Until then the file is neither fetched again nor offered
+    /// in its new version. The default commits at once.
+    fn partial_commit_begin(&mut self, cert: &Certificate) -> Result<bool, StorageError> {
+        self.partial_commit(cert).map(|()| true)
+    }
     /// Forgets the partial file and its vector.
     fn partial_discard(&mut self, cert: &Certificate) -> Result<(), StorageError>;
     /// The leaf hashes of the hash tree of the complete v2 file `cert`

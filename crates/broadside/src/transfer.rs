@@ -335,7 +335,12 @@ impl SegmentSender {
         self.send.union_with(v);
         self.last_heard = now;
         self.rescan();
-        if rearm || self.pending.is_none() && self.last.is_none_or(|i| v.get(i)) {
+        // Only a pass that has ended is rearmed: a request that comes
+        // mid-pass (an idle Want of a file that waited its turn) says
+        // nothing of the blocks this pass sends after it, and must not
+        // start the next pass the moment this one ends, sending its blocks
+        // still in flight again.
+        if self.pending.is_none() && (rearm || self.last.is_none_or(|i| v.get(i))) {
             self.rearmed = true;
         }
         true
@@ -480,6 +485,22 @@ mod tests {
         assert!(!s.in_pass() && s.is_complete());
         assert_eq!(s.next_block(), None);
         assert_eq!(s.probe(), None);
+    }
+
+    #[test]
+    fn a_request_mid_pass_does_not_start_the_next_pass_early() {
+        // A file that waited its turn: its idle Want came before its pass
+        // began, or in the middle of it.
+        let mut s = SegmentSender::new(0, BitVec::new(4), Instant::ZERO);
+        assert!(s.on_request(&BitVec::new(4), Instant::ZERO));
+        assert_eq!(s.next_block(), Some((0, 0)));
+        assert!(s.on_request(&BitVec::new(4), Instant::ZERO));
+        for b in 1..4 {
+            assert_eq!(s.next_block(), Some((b, u32::from(b))));
+        }
+        // Blocks 1..3 may still be on their way: wait for the vector.
+        assert!(!s.in_pass());
+        assert_eq!(s.probe(), Some((3, 3)));
     }
 
     #[test]
