@@ -247,7 +247,7 @@ impl Standard {
     pub fn control_rate_from(self, data: Mode, lowest: Mode) -> Mode {
         let basic = std::iter::once(lowest).chain(self.basic_rates().iter().copied().filter(move |m| m.rate > lowest.rate));
         let same_class = || basic.clone().filter(move |m| m.class == data.class);
-        same_class().filter(|m| m.rate <= data.rate).last().or_else(|| same_class().next()).unwrap_or(lowest)
+        same_class().rfind(|m| m.rate <= data.rate).or_else(|| same_class().next()).unwrap_or(lowest)
     }
 
     /// Interframe timing; `b_compatible` selects the long slot and CWmin 31
