@@ -465,7 +465,11 @@ impl DiskStore {
                         .current(c.name())
                         .is_none_or(|h| h.version() < c.version()) =>
                 {
-                    self.make_current(&c)?
+                    // Recovery finishes before the store opens: the
+                    // superseded version goes now, not in the background.
+                    if let Some(old) = self.dirs.make_current(&c)? {
+                        fs::remove_dir_all(&old).map_err(io(format!("remove {}", old.display())))?;
+                    }
                 }
                 _ => fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?,
             }
@@ -1419,18 +1423,25 @@ mod tests {
         assert!(versions.join(new.instance_id().to_hex()).is_dir());
     }
 
-    #[test]
-    fn a_background_commit_older_than_a_version_published_meanwhile_fails() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("store");
+    /// A serving store with version 1 of "f" received as a partial, while
+    /// a publisher put its own version 1 of "f" in the same store.
+    fn partial_overtaken_by_a_publish(dir: &Path) -> (PathBuf, DiskStore, Certificate) {
+        let root = dir.join("store");
         let k = ProviderKey::from_seed([1; 32]);
         let mut server = DiskStore::open(&root).unwrap();
         let incoming = cert_of(&k, "f", 1, b"received");
         server.partial_write(&incoming, 0, b"received").unwrap();
-        let src = dir.path().join("src");
+        let src = dir.join("src");
         fs::write(&src, b"published").unwrap();
         let mut publisher = DiskStore::open_for_publish(&root).unwrap();
-        publisher.publish(&k, &src, "f").unwrap();
+        assert_eq!(publisher.publish(&k, &src, "f").unwrap().version(), 1);
+        (root, server, incoming)
+    }
+
+    #[test]
+    fn a_background_commit_older_than_a_version_published_meanwhile_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, mut server, incoming) = partial_overtaken_by_a_publish(dir.path());
         assert_eq!(server.partial_commit_begin(&incoming), Ok(false));
         let done = finished(&mut server);
         assert_eq!(done.len(), 1);
@@ -1445,15 +1456,7 @@ mod tests {
     #[test]
     fn a_commit_older_than_a_version_published_meanwhile_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("store");
-        let k = ProviderKey::from_seed([1; 32]);
-        let mut server = DiskStore::open(&root).unwrap();
-        let incoming = cert_of(&k, "f", 1, b"received");
-        server.partial_write(&incoming, 0, b"received").unwrap();
-        let src = dir.path().join("src");
-        fs::write(&src, b"published").unwrap();
-        let mut publisher = DiskStore::open_for_publish(&root).unwrap();
-        assert_eq!(publisher.publish(&k, &src, "f").unwrap().version(), 1);
+        let (root, mut server, incoming) = partial_overtaken_by_a_publish(dir.path());
         assert!(server.partial_commit(&incoming).is_err());
         assert_eq!(fs::read(root.join("f")).unwrap(), b"published");
         assert!(server.serving_pid().is_some());

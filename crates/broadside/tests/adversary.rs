@@ -8,37 +8,10 @@ use broadside::wire::{Message, DATA_HEADER_LEN};
 use broadside::{Config, Event, Id160, Instant, MemStore, PacketKind, RejectReason};
 use common::*;
 
-const BLOCKS: u32 = 4360;
-const SIZE: usize = BLOCKS as usize * 2294;
-
-/// Node 0 holds version 1 of "update"; nodes 1.. hold version 2 (v2
-/// certificates); `configs` override the default config per node.
-fn net(
-    holders: usize,
-    seed: u64,
-    tweak: impl Fn(usize, Config) -> Config,
-) -> (Net, broadside::ProviderKey) {
-    let k = key(8);
-    let mut nodes = Vec::new();
-    let mut stores = Vec::new();
-    for i in 0..=holders {
-        let mut s = MemStore::new();
-        let (c, d) = file_v2(&k, "update", if i == 0 { 1 } else { 2 }, SIZE);
-        s.insert(c, d);
-        nodes.push(endpoint(tweak(i, config(seed * 10 + i as u64)), &[&k], &s));
-        stores.push(s);
-    }
-    (Net::new(nodes, stores, seed), k)
-}
-
-fn done(p: &Net, k: &broadside::ProviderKey) -> bool {
-    version(p, 0, k, "update") == Some(2)
-}
-
 /// Seconds for node 0 to get the file from one honest peer, from the start.
 fn clean_time(seed: u64) -> f64 {
-    let (mut p, k) = net(1, seed, |_, c| c);
-    assert!(p.run_until(secs(30.0), |p| done(p, &k)));
+    let (mut p, k) = update_net(8, 1, seed, |_, c| c);
+    assert!(p.run_until(secs(30.0), |p| update_done(p, &k)));
     at(p.now)
 }
 
@@ -47,13 +20,13 @@ fn a_poisoner_is_dropped_and_the_honest_peer_finishes_from_the_verified_partial(
     let clean = clean_time(31);
     // Node 2 holds the public certificate and sends garbage for the second
     // half of the blocks; node 1 is honest and arrives once node 2 is serving.
-    let (mut p, k) = net(2, 31, |_, c| c);
-    let shape = Shape::new(BLOCKS, 2294).unwrap();
-    let hdr = (BLOCKS.div_ceil(shape.chunk_leaves())) as u16;
+    let (mut p, k) = update_net(8, 2, 31, |_, c| c);
+    let shape = Shape::new(UPDATE_BLOCKS, 2294).unwrap();
+    let hdr = (UPDATE_BLOCKS.div_ceil(shape.chunk_leaves())) as u16;
     p.tamper = Some(Box::new(move |from, _, bytes| {
         if from == 2 && bytes.len() > DATA_HEADER_LEN {
             if let Ok(Message::Data { block, .. }) = Message::parse(bytes) {
-                if block >= hdr + (BLOCKS / 2) as u16 {
+                if block >= hdr + (UPDATE_BLOCKS / 2) as u16 {
                     bytes[DATA_HEADER_LEN] ^= 0xff;
                 }
             }
@@ -74,7 +47,7 @@ fn a_poisoner_is_dropped_and_the_honest_peer_finishes_from_the_verified_partial(
     let poisoned_at = at(p.now);
     p.down[1] = false;
     let t0 = p.now;
-    assert!(p.run_until(secs(60.0), |p| done(p, &k)));
+    assert!(p.run_until(secs(60.0), |p| update_done(p, &k)));
     let honest = at(p.now) - at(t0);
     assert_eq!(verified_version(&p, 0, &k, "update"), Some(2));
     let started: Vec<(Addr, u32)> = p
@@ -100,7 +73,7 @@ fn a_poisoner_is_dropped_and_the_honest_peer_finishes_from_the_verified_partial(
     assert!(honest <= 2.0 * clean, "{honest} > 2 x {clean}");
     // The verified half from the liar was kept, not discarded.
     assert_eq!(started.last().map(|s| s.0), Some(1));
-    assert!(started.last().unwrap().1 >= BLOCKS / 2 - 64, "{started:?}");
+    assert!(started.last().unwrap().1 >= UPDATE_BLOCKS / 2 - 64, "{started:?}");
     assert!(!p.events.iter().any(|(_, e)| matches!(
         e,
         Event::Rejected {
@@ -116,7 +89,7 @@ fn a_slowloris_loses_its_slot_to_an_honest_peer() {
     let clean = clean_time(32);
     // Node 1 sends one block every 4 s (after its first burst); node 2 is
     // honest and arrives after 2 s.
-    let (mut p, k) = net(2, 32, |i, c| {
+    let (mut p, k) = update_net(8, 2, 32, |i, c| {
         if i == 1 {
             Config {
                 send_rate: 2304 / 4,
@@ -131,7 +104,7 @@ fn a_slowloris_loses_its_slot_to_an_honest_peer() {
     assert_eq!(p.nodes[0].fetches().first().map(|f| f.peer), Some(1));
     p.down[2] = false;
     let t0 = p.now;
-    assert!(p.run_until(secs(60.0), |p| done(p, &k)));
+    assert!(p.run_until(secs(60.0), |p| update_done(p, &k)));
     let honest = at(p.now) - at(t0);
     assert_eq!(verified_version(&p, 0, &k, "update"), Some(2));
     let switched = p
@@ -149,7 +122,7 @@ fn a_slowloris_loses_its_slot_to_an_honest_peer() {
 
 #[test]
 fn a_spoofed_source_gets_at_most_its_own_bytes_and_no_data() {
-    let (mut p, k) = net(1, 33, |_, c| c);
+    let (mut p, k) = update_net(8, 1, 33, |_, c| c);
     p.run_until(secs(1.0), |_| false);
     let victim: Addr = 200;
     let cert = p.stores[1]
@@ -199,15 +172,14 @@ fn a_spoofed_source_gets_at_most_its_own_bytes_and_no_data() {
     assert!(p.nodes[1].peers().iter().all(|s| s.peer != victim));
     assert_eq!(p.nodes[1].upload_count(), 0);
     // The real peer was served meanwhile.
-    assert!(p.run_until(secs(30.0), |p| done(p, &k)));
+    assert!(p.run_until(secs(30.0), |p| update_done(p, &k)));
 }
 
 /// Seconds from node 1's arrival (at 2 s) until it sent node 0 its first
 /// data block, with `flood` fake sources sending node 0 beacons, garbage
 /// and token requests ten times a second each from the start.
 fn first_block(flood: u8) -> f64 {
-    let (mut p, _) = net(1, 34, |_, c| c);
-    p.log = Some(Vec::new());
+    let (mut p, _) = update_net(8, 1, 34, |_, c| c);
     p.down[1] = true;
     let sent_data = |p: &Net| {
         p.log

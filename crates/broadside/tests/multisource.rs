@@ -10,35 +10,6 @@ use broadside::wire::{Message, DATA_HEADER_LEN};
 use broadside::{Config, Event, PacketKind, RejectReason};
 use common::*;
 
-const BLOCKS: u32 = 4360;
-const SIZE: usize = BLOCKS as usize * 2294;
-
-/// Node 0 holds version 1 of "update"; nodes 1..=holders hold version 2
-/// (v2 certificates); `tweak` adjusts each node's config.
-fn net(
-    holders: usize,
-    seed: u64,
-    tweak: impl Fn(usize, Config) -> Config,
-) -> (Net, broadside::ProviderKey) {
-    let k = key(9);
-    let mut nodes = Vec::new();
-    let mut stores = Vec::new();
-    for i in 0..=holders {
-        let mut s = broadside::MemStore::new();
-        let (c, d) = file_v2(&k, "update", if i == 0 { 1 } else { 2 }, SIZE);
-        s.insert(c, d);
-        nodes.push(endpoint(tweak(i, config(seed * 10 + i as u64)), &[&k], &s));
-        stores.push(s);
-    }
-    let mut p = Net::new(nodes, stores, seed);
-    p.log = Some(Vec::new());
-    (p, k)
-}
-
-fn done(p: &Net, k: &broadside::ProviderKey) -> bool {
-    version(p, 0, k, "update") == Some(2)
-}
-
 /// Data blocks node `from` sent node 0.
 fn blocks_from(p: &Net, from: Addr) -> usize {
     p.log
@@ -50,7 +21,7 @@ fn blocks_from(p: &Net, from: Addr) -> usize {
 
 /// Simulated seconds until node 0 holds version 2, and the net.
 fn run(mut p: Net, k: &broadside::ProviderKey) -> (f64, Net) {
-    assert!(p.run_until(secs(60.0), |p| done(p, k)), "not finished");
+    assert!(p.run_until(secs(60.0), |p| update_done(p, k)), "not finished");
     assert_eq!(verified_version(&p, 0, k, "update"), Some(2));
     (at(p.now), p)
 }
@@ -63,27 +34,27 @@ fn switched_from(p: &Net, who: Addr) -> bool {
 
 #[test]
 fn two_honest_sources_finish_in_clearly_less_time_than_one() {
-    let (one, k) = net(1, 41, |_, c| c);
+    let (one, k) = update_net(9, 1, 41, |_, c| c);
     let (t1, _) = run(one, &k);
-    let (two, k) = net(2, 41, |_, c| c);
+    let (two, k) = update_net(9, 2, 41, |_, c| c);
     let (t2, p) = run(two, &k);
     let (b1, b2) = (blocks_from(&p, 1), blocks_from(&p, 2));
     println!(
         "two sources: {t2:.3} s against {t1:.3} s from one (ratio {:.2}); \
-         data blocks from each {b1} + {b2} for {BLOCKS} blocks",
+         data blocks from each {b1} + {b2} for {UPDATE_BLOCKS} blocks",
         t2 / t1
     );
     assert!(t2 < 0.75 * t1, "{t2} s with two sources, {t1} s with one");
     // Both sent a fair share, and little was sent twice.
-    assert!(b1.min(b2) as u32 > BLOCKS / 4, "{b1} {b2}");
-    assert!(((b1 + b2) as u32) < BLOCKS * 11 / 10, "{b1} + {b2}");
+    assert!(b1.min(b2) as u32 > UPDATE_BLOCKS / 4, "{b1} {b2}");
+    assert!(((b1 + b2) as u32) < UPDATE_BLOCKS * 11 / 10, "{b1} + {b2}");
     assert!(!switched_from(&p, 1) && !switched_from(&p, 2));
 }
 
 #[test]
 fn the_same_seed_gives_the_same_multi_source_run() {
     let trace = || {
-        let (p, k) = net(2, 42, |_, c| c);
+        let (p, k) = update_net(9, 2, 42, |_, c| c);
         let (t, p) = run(p, &k);
         (t, p.log.unwrap_or_default())
     };
@@ -92,10 +63,10 @@ fn the_same_seed_gives_the_same_multi_source_run() {
 
 #[test]
 fn a_slow_source_beside_an_honest_one_costs_at_most_twice_the_clean_time() {
-    let (one, k) = net(1, 43, |_, c| c);
+    let (one, k) = update_net(9, 1, 43, |_, c| c);
     let (clean, _) = run(one, &k);
     // Node 1 sends at a tenth of the rate; node 2 is honest.
-    let (p, k) = net(2, 43, |i, c| {
+    let (p, k) = update_net(9, 2, 43, |i, c| {
         if i == 1 {
             Config {
                 send_rate: c.send_rate / 10,
@@ -118,12 +89,12 @@ fn a_slow_source_beside_an_honest_one_costs_at_most_twice_the_clean_time() {
 
 #[test]
 fn a_lying_source_among_two_is_dropped_and_the_file_completes() {
-    let (one, k) = net(1, 44, |_, c| c);
+    let (one, k) = update_net(9, 1, 44, |_, c| c);
     let (clean, _) = run(one, &k);
-    let (mut p, k) = net(2, 44, |_, c| c);
+    let (mut p, k) = update_net(9, 2, 44, |_, c| c);
     // Node 2 corrupts every data block it sends (hash chunks stay intact).
-    let shape = broadside::merkle::Shape::new(BLOCKS, 2294).unwrap();
-    let hdr = BLOCKS.div_ceil(shape.chunk_leaves());
+    let shape = broadside::merkle::Shape::new(UPDATE_BLOCKS, 2294).unwrap();
+    let hdr = UPDATE_BLOCKS.div_ceil(shape.chunk_leaves());
     p.tamper = Some(Box::new(move |from, _, bytes| {
         if from == 2 && bytes.len() > DATA_HEADER_LEN {
             if let Ok(Message::Data { block, .. }) = Message::parse(bytes) {
@@ -155,15 +126,15 @@ fn a_lying_source_among_two_is_dropped_and_the_file_completes() {
 
 #[test]
 fn a_source_that_disappears_leaves_its_range_to_the_other() {
-    let (one, k) = net(1, 45, |_, c| c);
+    let (one, k) = update_net(9, 1, 45, |_, c| c);
     let (clean, _) = run(one, &k);
-    let (mut p, k) = net(2, 45, |_, c| c);
+    let (mut p, k) = update_net(9, 2, 45, |_, c| c);
     // Both serve until node 0 holds a third of the file; then node 2 is gone.
     let third = |p: &Net| {
         p.nodes[0]
             .fetches()
             .first()
-            .is_some_and(|f| f.received_blocks >= BLOCKS / 3)
+            .is_some_and(|f| f.received_blocks >= UPDATE_BLOCKS / 3)
     };
     assert!(p.run_until(secs(30.0), third));
     let gone_at = at(p.now);
@@ -178,7 +149,7 @@ fn a_source_that_disappears_leaves_its_range_to_the_other() {
     );
     assert!(before > 0);
     // Node 1 sent every block node 2 did not deliver: node 2's half too.
-    assert!(blocks_from(&p, 1) + before >= BLOCKS as usize);
+    assert!(blocks_from(&p, 1) + before >= UPDATE_BLOCKS as usize);
     assert!(!p
         .events
         .iter()

@@ -163,3 +163,36 @@ pub fn match_all_filters(session: u32) -> Vec<u8> {
     }
     .to_vec()
 }
+
+/// Files of `update_net`: 4360 blocks of 2294 bytes, a 10 MB file.
+pub const UPDATE_BLOCKS: u32 = 4360;
+pub const UPDATE_SIZE: usize = UPDATE_BLOCKS as usize * 2294;
+
+/// Node 0 holds version 1 of "update"; nodes 1..=holders hold version 2
+/// (v2 certificates, provider key `key(key_seed)`); `tweak` adjusts each
+/// node's config. The network logs every packet.
+pub fn update_net(
+    key_seed: u8,
+    holders: usize,
+    seed: u64,
+    tweak: impl Fn(usize, Config) -> Config,
+) -> (Pair, ProviderKey) {
+    let k = key(key_seed);
+    let mut nodes = Vec::new();
+    let mut stores = Vec::new();
+    for i in 0..=holders {
+        let mut s = MemStore::new();
+        let (c, d) = file_v2(&k, "update", if i == 0 { 1 } else { 2 }, UPDATE_SIZE);
+        s.insert(c, d);
+        nodes.push(endpoint(tweak(i, config(seed * 10 + i as u64)), &[&k], &s));
+        stores.push(s);
+    }
+    let mut p = Pair::new(nodes, stores, seed);
+    p.log = Some(Vec::new());
+    (p, k)
+}
+
+/// Whether node 0 of `update_net` holds version 2 of "update".
+pub fn update_done(p: &Pair, k: &ProviderKey) -> bool {
+    version(p, 0, k, "update") == Some(2)
+}
