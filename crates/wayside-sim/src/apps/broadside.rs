@@ -75,12 +75,15 @@ fn instant(t: SimTime) -> Instant {
 /// `bytes` each, published by one provider. The sending end holds version 2
 /// of each; with `common`, the other end holds version 1 of each (the
 /// paper's set-up: common files, one side newer), else none, and subscribes
-/// to the provider.
+/// to the provider. With `both_ways` (and `common`), each end holds the
+/// newer version of every other file (the sending end of the even ones),
+/// so that files move both ways.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Files {
     pub bytes: u64,
     pub count: u32,
     pub common: bool,
+    pub both_ways: bool,
 }
 
 /// Version 1 of a common file is one block: its content is never read (the
@@ -88,8 +91,11 @@ pub struct Files {
 /// would cost time and change nothing.
 const OLD_VERSION_BYTES: u64 = 1;
 
-/// The file set of the end of application `app` at `me`.
-fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usize) -> (ProviderKey, FileSet) {
+/// The file set of one end of application `app` at the start of run
+/// (seed, run) `seed`: the sending end's, or the other's, in blocks that
+/// fill `packet`-byte datagrams. Public so that a real node can be given
+/// the same files.
+pub fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usize) -> (ProviderKey, FileSet) {
     let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}"));
     let mut key = [0u8; 32];
     key.iter_mut().for_each(|b| *b = s.integer_inclusive(255) as u8);
@@ -100,13 +106,24 @@ fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usiz
         // Content keys are drawn for every file in turn, so both ends agree.
         let content = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
         let name = if files.count == 1 { format!("app-{app}") } else { format!("app-{app}-{f}") };
-        if sender {
+        let newer = if files.both_ways { (f % 2 == 0) == sender } else { sender };
+        if newer {
             set.publish(&key, &name, 2, files.bytes, content, block);
         } else if files.common {
             set.publish(&key, &name, 1, OLD_VERSION_BYTES, content ^ 1, block);
         }
     }
     (key, set)
+}
+
+/// A Broadside end as the run left it: what its endpoint counted, the
+/// files it holds (their certificates) and its store.
+pub struct BroadsideEnd {
+    pub node: NodeId,
+    pub app: u32,
+    pub counters: broadside::Counters,
+    pub files: Vec<broadside::Certificate>,
+    pub store: FileSet,
 }
 
 /// One end of a Broadside application.
@@ -243,6 +260,14 @@ impl Apps {
         let seq = self.broadside_received(app);
         self.out.push_back(AppOutput::Datagram { peer: from, proto: Proto::Raw, app, seq, bytes: data.len() as u32, delay: now - sent });
         self.broadside_rx(now, app, from, data, room);
+    }
+
+    /// The Broadside ends here as the run left them (taken out: call at
+    /// the end of the run).
+    pub fn finish_broadside(&mut self) -> Vec<BroadsideEnd> {
+        let me = self.me;
+        let ends = self.ip.iter_mut().filter_map(|a| a.broadside.take().map(|h| (a.id, h)));
+        ends.map(|(app, h)| BroadsideEnd { node: me, app, counters: *h.endpoint.counters(), files: h.endpoint.files().cloned().collect(), store: h.store }).collect()
     }
 
     /// Counts a datagram received by Broadside end `id`: its sequence number

@@ -336,6 +336,11 @@ pub struct AppSection {
     /// (default false: it holds none and subscribes to their provider).
     #[serde(default)]
     pub common: Option<bool>,
+    /// broadside, with `common`: each end holds the newer version of every
+    /// other file, so files move both ways (default false: the sending end
+    /// holds the newer version of every file).
+    #[serde(default)]
+    pub both_ways: Option<bool>,
     /// false: defined but not run (scenarios with several experiment variants).
     #[serde(default = "yes")]
     pub enabled: bool,
