@@ -3,6 +3,7 @@
 //! fields the models act on; the MAC carries them in frames and the wired
 //! links as they are.
 
+use std::sync::Arc;
 use crate::ids::NodeId;
 use crate::mobility::Vec2;
 use crate::transport::tcp::Segment;
@@ -104,6 +105,10 @@ pub struct Packet {
     pub body: Body,
     /// The geographic routing header, if a geographic router added one.
     pub geo: Option<GeoHeader>,
+    /// A TCP segment's payload bytes, when its connection carries an
+    /// application's bytes ([`crate::sockets::stream`]); else only the
+    /// segment's length is modelled.
+    pub stream: Option<Arc<[u8]>>,
 }
 
 /// The multicast group every application trigger is sent to (stands for an
@@ -115,7 +120,7 @@ pub const DEFAULT_TTL: u8 = 64;
 
 impl Packet {
     pub fn new(src: NodeId, dst: NodeId, body: Body) -> Packet {
-        Packet { src, dst, ttl: DEFAULT_TTL, body, geo: None }
+        Packet { src, dst, ttl: DEFAULT_TTL, body, geo: None, stream: None }
     }
 }
 

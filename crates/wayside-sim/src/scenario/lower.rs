@@ -951,7 +951,12 @@ impl Scenario {
                         return err(format!("{}: both_ways = true needs common = true (files move both ways only between versions both ends hold)", key("both_ways")));
                     }
                     let files = crate::apps::broadside::Files { bytes: b.0 as u64, count: count as u32, common, both_ways };
-                    AppKind::Broadside { files, raw: a.transport == Some(BroadsideTransport::Raw) }
+                    let link = match a.transport {
+                        None | Some(BroadsideTransport::Udp) => crate::apps::broadside::Link::Udp,
+                        Some(BroadsideTransport::Raw) => crate::apps::broadside::Link::Raw,
+                        Some(BroadsideTransport::Tcp) => crate::apps::broadside::Link::Tcp,
+                    };
+                    AppKind::Broadside { files, link }
                 }
                 AppKindName::UdpCbr => {
                     let (Some(p), Some(iv)) = (a.payload, a.interval) else {
