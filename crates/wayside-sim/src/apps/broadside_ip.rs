@@ -9,8 +9,10 @@
 //! A connection is opened when there is something to send and none is up;
 //! one whose handshake has not completed after 1 s is dropped and opened
 //! again (the paper's application did so to get round Windows XP's SYN
-//! retries at 3 and 9 s). When both ends open one at once, both keep the
-//! one the lower node id opened. A connection that TCP gives up on is
+//! retries at 3 and 9 s); a handshake the peer started that has not
+//! completed after 1 s is left to TCP while this end opens its own. When
+//! both ends open one at once, both keep the one the lower node id
+//! opened; a connection that is up is always preferred. A connection that TCP gives up on is
 //! opened again when there is something to send; the bytes written into
 //! it and not acknowledged are lost with it, as on a real host, and
 //! Broadside's own timers recover. Datagrams wait in a per-peer queue, and
@@ -36,7 +38,7 @@ struct Peer {
     peer: NodeId,
     /// The socket datagrams to the peer are written to.
     socket: Option<usize>,
-    /// When that socket's handshake started (ours) .
+    /// When that socket's handshake started (or the peer's was taken).
     since: SimTime,
     /// Framed datagrams not yet written.
     pending: VecDeque<u8>,
@@ -84,8 +86,9 @@ impl Conns {
         let mut due: Option<SimTime> = None;
         for p in &mut self.peers {
             let state = p.socket.map(|s| sockets.get(s).tcp.state());
-            let restart = state == Some(State::SynSent) && now >= p.since + RESTART;
-            if restart {
+            let opening = matches!(state, Some(State::SynSent | State::SynReceived));
+            let restart = opening && now >= p.since + RESTART;
+            if restart && state == Some(State::SynSent) {
                 sockets.abort(now, p.socket.expect("a socket"));
             }
             match state {
@@ -105,34 +108,40 @@ impl Conns {
                     p.since = now;
                 }
             }
-            if p.socket.is_some_and(|s| sockets.get(s).tcp.state() == State::SynSent) {
-                let at = p.since + RESTART;
+            let at = p.since + RESTART;
+            if at > now && p.socket.is_some_and(|s| matches!(sockets.get(s).tcp.state(), State::SynSent | State::SynReceived)) {
                 due = Some(due.map_or(at, |d| d.min(at)));
             }
         }
         due
     }
 
-    /// Socket `i` had input. A connection the peer opened becomes the one
-    /// to write to unless ours is up, or ours is under way and our id is
-    /// the lower (then the peer takes ours).
+    /// Socket `i` had input. It becomes the one to write to if the one
+    /// written to is not up and: `i` is up; or it is closed; or `i` is a
+    /// newer handshake the peer started; or ours is under way and the
+    /// peer's id is the lower (both ends then keep the peer's). Ours, if
+    /// under way, is dropped.
     pub(super) fn adopt(&mut self, now: SimTime, me: NodeId, i: usize, sockets: &mut Sockets) {
         let peer = sockets.get(i).peer;
+        let up = |s: State| matches!(s, State::Established | State::CloseWait);
+        let new = sockets.get(i).tcp.state();
         let p = self.peer(peer);
         if p.socket == Some(i) {
             return;
         }
-        let ours = p.socket.map(|s| (s, sockets.get(s).tcp.state()));
-        let take = match ours {
+        let cur = p.socket.map(|s| (s, sockets.get(s).tcp.state()));
+        let take = match cur {
             None | Some((_, State::Closed)) => true,
-            Some((_, State::SynSent)) => peer.0 < me.0,
-            Some(_) => false,
+            Some((_, c)) if up(c) => false,
+            Some((_, State::SynSent)) => up(new) || peer.0 < me.0,
+            Some(_) => up(new) || new == State::SynReceived,
         };
         if take {
-            if let Some((s, State::SynSent)) = ours {
+            if let Some((s, State::SynSent)) = cur {
                 sockets.abort(now, s);
             }
             p.socket = Some(i);
+            p.since = now;
         }
     }
 
@@ -197,6 +206,29 @@ mod tests {
         assert_eq!(s.get(0).tcp.state(), State::Closed);
         assert_eq!(s.get(0).tcp.poll_timeout(), None);
         assert_eq!(s.get(1).tcp.state(), State::SynSent);
+    }
+
+    /// A SYN from the peer (id 0) to us, arrived at `at`.
+    fn syn_from_peer(s: &mut Sockets, at: SimTime) {
+        let mut peer = Sockets::new(PEER, TcpProfile::WindowsXp.config(), 1, 0, "peer");
+        peer.connect_stream(SimTime::ZERO, ME, 9, 0);
+        let syn = std::iter::from_fn(|| peer.poll()).find_map(|o| if let SocketOutput::Send(p) = o { Some(p) } else { None }).expect("a SYN");
+        s.handle_packet(at, syn);
+    }
+
+    #[test]
+    fn a_stalled_handshake_of_the_peers_is_left_and_ours_opened_when_there_is_data() {
+        let (mut c, mut s) = (Conns::default(), xp());
+        s.listen_stream(9, 0);
+        syn_from_peer(&mut s, SimTime::from_ms(1));
+        c.adopt(SimTime::from_ms(1), ME, 0, &mut s);
+        assert_eq!(s.get(0).tcp.state(), State::SynReceived);
+        // A second on, nothing to send: nothing to do, and no wake-up now.
+        assert_eq!(c.service(SimTime::from_ms(1001), 0, 9, &mut s), None);
+        c.queue(PEER, b"x");
+        assert_eq!(c.service(SimTime::from_ms(1001), 0, 9, &mut s), Some(SimTime::from_ms(2001)));
+        assert_eq!(c.peers[0].socket, Some(1), "our own");
+        assert_eq!(s.get(0).tcp.state(), State::SynReceived, "the peer's is left to TCP");
     }
 
     #[test]
