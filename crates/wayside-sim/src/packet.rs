@@ -3,12 +3,12 @@
 //! fields the models act on; the MAC carries them in frames and the wired
 //! links as they are.
 
-use std::sync::Arc;
 use crate::ids::NodeId;
 use crate::mobility::Vec2;
 use crate::transport::tcp::Segment;
 use crate::transport::udp::Datagram;
 use crate::units::SimTime;
+use std::sync::Arc;
 
 /// IPv4 header bytes.
 pub const IP_HEADER: u32 = 20;
