@@ -50,6 +50,22 @@ def test_throughput_startup_and_acks(result):
     assert 0 < acks < mb * 1e3 * 0.1, "the return direction is a small share"
 
 
+def test_broadside_ip_moves_the_files_over_tcp():
+    xp = [{**n, "tcp": "windows-xp", "arp": "windows-xp"} for n in PASS["node"]]
+    r = run({**PASS, "node": xp, "app": [{**PASS["app"][0], "transport": "tcp"}]}, seed=1)
+    from wayside.traces import table
+    import polars as pl
+
+    got = table(r, "transport").filter(pl.col("node") == "parked")
+    tcp = got.filter(pl.col("proto") == "tcp")["bytes"].sum()
+    assert tcp >= 1_500_000, "three 500 kB files in the stream"
+    assert zahn.broadside_mb(r, "parked", "moving") * 1e6 >= tcp
+    assert got.filter(pl.col("proto") == "raw").is_empty()
+    # The parked car's TCP acknowledgements are MSDUs to the moving car.
+    assert zahn.ack_kb(r, "parked", "moving") > 0
+    assert 0 <= zahn.startup_delay_s(r, "parked", "moving") < zahn.connection_s(r, "parked", "moving")
+
+
 def test_connect_distance_is_where_both_had_the_link(result):
     d = zahn.connect_distance_m(result, "moving", "parked")
     start = zahn.connected(result, "moving", "parked")[0][0]
@@ -100,7 +116,7 @@ def test_summary_normalises_by_the_base_configuration():
 
 
 def test_sweep_rejects_an_unknown_variant():
-    with pytest.raises(ValueError, match="variants: wings unknown; allowed: base, 11a, roof"):
+    with pytest.raises(ValueError, match="variants: wings unknown; allowed: base, ip, 11a, roof"):
         zahn.sweep(1, ["wings"])
 
 

@@ -381,8 +381,10 @@ impl SegmentSender {
     }
     /// Blocks of the file from this segment's start to its end that the
     /// receiver has not acknowledged (later segments count as missing).
+    /// A v2 vector also holds hash-chunk bits, so the count of set bits
+    /// may exceed the blocks: then nothing is left (0, not an underflow).
     pub fn remaining(&self, file_blocks: u32) -> u32 {
-        file_blocks.saturating_sub(self.first) - self.send.count_ones()
+        file_blocks.saturating_sub(self.first).saturating_sub(self.send.count_ones())
     }
     /// Whether the receiver holds every block.
     pub fn is_complete(&self) -> bool {
@@ -393,6 +395,20 @@ impl SegmentSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remaining_counts_hash_chunk_bits_without_underflow() {
+        // A v2 vector of 2 hash-chunk bits and 3 blocks, all acknowledged.
+        let mut v = BitVec::new(5);
+        (0..5).for_each(|i| {
+            v.set(i);
+        });
+        let s = SegmentSender::new(0, v, Instant::ZERO);
+        assert_eq!(s.remaining(3), 0);
+        let mut half = BitVec::new(5);
+        half.set(0);
+        assert_eq!(SegmentSender::new(0, half, Instant::ZERO).remaining(3), 2);
+    }
 
     #[test]
     fn layout_blocks_segments_ranges() {

@@ -8,6 +8,7 @@ use crate::mobility::Vec2;
 use crate::transport::tcp::Segment;
 use crate::transport::udp::Datagram;
 use crate::units::SimTime;
+use std::sync::Arc;
 
 /// IPv4 header bytes.
 pub const IP_HEADER: u32 = 20;
@@ -104,6 +105,10 @@ pub struct Packet {
     pub body: Body,
     /// The geographic routing header, if a geographic router added one.
     pub geo: Option<GeoHeader>,
+    /// A TCP segment's payload bytes, when its connection carries an
+    /// application's bytes ([`crate::sockets::stream`]); else only the
+    /// segment's length is modelled.
+    pub stream: Option<Arc<[u8]>>,
 }
 
 /// The multicast group every application trigger is sent to (stands for an
@@ -115,7 +120,7 @@ pub const DEFAULT_TTL: u8 = 64;
 
 impl Packet {
     pub fn new(src: NodeId, dst: NodeId, body: Body) -> Packet {
-        Packet { src, dst, ttl: DEFAULT_TTL, body, geo: None }
+        Packet { src, dst, ttl: DEFAULT_TTL, body, geo: None, stream: None }
     }
 }
 

@@ -1,6 +1,7 @@
 //! One run of a scenario: load, lower, simulate the training passes that
 //! environment-aware rate control asks for, then the measured run.
 
+use crate::apps::broadside::BroadsideEnd;
 use crate::config::SimConfig;
 use crate::ids::NodeId;
 use crate::pcap::{Air, Capture, CapturedNode};
@@ -21,6 +22,8 @@ pub struct RunOutput {
     pub stats: RunStats,
     /// The capture files written, if any.
     pub pcaps: Vec<PathBuf>,
+    /// Every Broadside end as the run left it.
+    pub broadside: Vec<BroadsideEnd>,
 }
 
 /// Loads `scenario` (TOML text), applies `overrides`, and runs it once.
@@ -39,9 +42,9 @@ pub fn run_scenario_pcap(scenario: &str, overrides: &[String], seed: Option<u64>
         world.env.capture = Some(Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg)).map_err(|e| ScenarioError(e.0))?);
     }
     let node_names = world.node_names();
-    let (trace, stats, capture) = world.run();
+    let (trace, stats, capture, broadside) = world.run();
     let pcaps = capture.map_or(Ok(Vec::new()), Capture::finish).map_err(|e| ScenarioError(e.0))?;
-    Ok(RunOutput { resolved, node_names, trace, stats, pcaps })
+    Ok(RunOutput { resolved, node_names, trace, stats, pcaps, broadside })
 }
 
 /// The nodes as the capture sees them: radios the `[pcap]` section lists

@@ -130,6 +130,10 @@ category!(
         /// Ad hoc: the link to the peer went down (nothing that keeps it
         /// alive heard for the disconnection timeout).
         LinkDown => "link-down",
+        /// A host with the windows-xp ARP profile announced its address
+        /// (gratuitous ARP) as its first link came up, and sends nothing
+        /// else for the value's seconds.
+        ArpAnnounce => "arp-announce",
     });
 category!(
     /// Outcome of one MSDU at the MAC.

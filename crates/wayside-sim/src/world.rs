@@ -3,6 +3,7 @@
 //! links, the experiment's script and the trace), and the event loop that
 //! hands each event to the node it is for ([`crate::node`]).
 
+use crate::apps::broadside::BroadsideEnd;
 use crate::config::SimConfig;
 use crate::env::{Body, Env};
 use crate::event::{Event, EventQueue};
@@ -97,12 +98,13 @@ impl World {
     }
 
     /// Runs to the configured duration and returns the trace (and the capture).
-    pub fn run(mut self) -> (Trace, RunStats, Option<crate::pcap::Capture>) {
+    pub fn run(mut self) -> (Trace, RunStats, Option<crate::pcap::Capture>, Vec<BroadsideEnd>) {
         self.run_events();
         self.sockets_finish();
+        let ends = self.nodes.iter_mut().flat_map(|n| n.apps.finish_broadside()).collect();
         let env = self.env;
         let stats = RunStats { events: env.queue.processed(), transmissions: env.medium.transmissions(), simulated: self.duration };
-        (env.trace, stats, env.capture)
+        (env.trace, stats, env.capture, ends)
     }
 
     /// Processes events up to the configured duration.

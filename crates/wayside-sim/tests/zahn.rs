@@ -21,8 +21,8 @@ fn each_location_is_two_ad_hoc_cars_in_the_base_configuration() {
         }
         assert_eq!(cfg.nodes.iter().filter(|n| n.role == wayside_sim::config::Role::Ap).count(), aps, "{name}");
         let app = &cfg.apps[0];
-        let wayside_sim::apps::ip::AppKind::Broadside { files, raw } = app.kind else { panic!("{name}: not broadside") };
-        assert!(raw && files.count == 50 && files.bytes == 10_000_000 && files.common, "{name}: {files:?}");
+        let wayside_sim::apps::ip::AppKind::Broadside { files, link } = app.kind else { panic!("{name}: not broadside") };
+        assert!(link == wayside_sim::apps::broadside::Link::Raw && files.count == 50 && files.bytes == 10_000_000 && files.common, "{name}: {files:?}");
     }
 }
 

@@ -28,6 +28,8 @@
 //! Raw, a datagram is the body of one frame behind an LLC/SNAP header
 //! (local experimental ethertype 0x88B6), at most the 2304-byte MSDU: 2296
 //! bytes of Broadside; broadcast is the 802.11 broadcast address.
+//! Over TCP (Broadside-IP, [`super::broadside_ip`]), beacons are UDP
+//! broadcasts and everything else goes over a TCP connection to the peer.
 //!
 //! Every datagram received is logged in the `transport` trace (its bytes
 //! and one-way delay); sync and transfer milestones go to `events`.
@@ -40,7 +42,9 @@ use crate::rng::Stream;
 use crate::trace::{ConnEvent, Proto};
 use crate::transport::udp::Datagram;
 use crate::units::SimTime;
+use super::broadside_ip::{Conns, TCP_DATAGRAM};
 use super::files::FileSet;
+use crate::sockets::Sockets;
 use broadside::{Config, Destination, Endpoint, Event, Instant, PeerAddr, ProviderKey, TrustedKeys};
 use std::sync::Arc;
 
@@ -50,6 +54,28 @@ pub const DATAGRAM: usize = 1500 - 28;
 /// The largest datagram an endpoint sends raw: the 2304-byte MSDU less the
 /// LLC/SNAP header.
 pub const RAW_DATAGRAM: usize = 2304 - LLC_SNAP as usize;
+
+/// What a Broadside application runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// UDP/IP datagrams.
+    Udp,
+    /// Straight over 802.11 frames (Broadside-Raw).
+    Raw,
+    /// Beacons over UDP, the rest over TCP (Broadside-IP).
+    Tcp,
+}
+
+impl Link {
+    /// The largest datagram an endpoint sends over this link.
+    pub fn datagram(self) -> usize {
+        match self {
+            Link::Udp => DATAGRAM,
+            Link::Raw => RAW_DATAGRAM,
+            Link::Tcp => TCP_DATAGRAM,
+        }
+    }
+}
 
 /// A simulated host's address as Broadside's address validation sees it:
 /// node *i* is 10.0.0.*i+1*, and the /24 is its prefix.
@@ -75,12 +101,15 @@ fn instant(t: SimTime) -> Instant {
 /// `bytes` each, published by one provider. The sending end holds version 2
 /// of each; with `common`, the other end holds version 1 of each (the
 /// paper's set-up: common files, one side newer), else none, and subscribes
-/// to the provider.
+/// to the provider. With `both_ways` (and `common`), each end holds the
+/// newer version of every other file (the sending end of the even ones),
+/// so that files move both ways.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Files {
     pub bytes: u64,
     pub count: u32,
     pub common: bool,
+    pub both_ways: bool,
 }
 
 /// Version 1 of a common file is one block: its content is never read (the
@@ -88,8 +117,11 @@ pub struct Files {
 /// would cost time and change nothing.
 const OLD_VERSION_BYTES: u64 = 1;
 
-/// The file set of the end of application `app` at `me`.
-fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usize) -> (ProviderKey, FileSet) {
+/// The file set of one end of application `app` at the start of run
+/// (seed, run) `seed`: the sending end's, or the other's, in blocks that
+/// fill `packet`-byte datagrams. Public so that a real node can be given
+/// the same files.
+pub fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usize) -> (ProviderKey, FileSet) {
     let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}"));
     let mut key = [0u8; 32];
     key.iter_mut().for_each(|b| *b = s.integer_inclusive(255) as u8);
@@ -100,7 +132,8 @@ fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usiz
         // Content keys are drawn for every file in turn, so both ends agree.
         let content = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
         let name = if files.count == 1 { format!("app-{app}") } else { format!("app-{app}-{f}") };
-        if sender {
+        let newer = if files.both_ways { (f % 2 == 0) == sender } else { sender };
+        if newer {
             set.publish(&key, &name, 2, files.bytes, content, block);
         } else if files.common {
             set.publish(&key, &name, 1, OLD_VERSION_BYTES, content ^ 1, block);
@@ -109,13 +142,24 @@ fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usiz
     (key, set)
 }
 
+/// A Broadside end as the run left it: what its endpoint counted, the
+/// files it holds (their certificates) and its store.
+pub struct BroadsideEnd {
+    pub node: NodeId,
+    pub app: u32,
+    pub counters: broadside::Counters,
+    pub files: Vec<broadside::Certificate>,
+    pub store: FileSet,
+}
+
 /// One end of a Broadside application.
 pub(super) struct Host {
     endpoint: Endpoint<NodeId>,
     store: FileSet,
     port: u16,
-    /// Straight over the link, not UDP.
-    raw: bool,
+    link: Link,
+    /// Broadside-IP's connections.
+    conns: Conns,
     /// When the endpoint's timer is scheduled.
     armed: Option<SimTime>,
     /// How long after the application's start this end boots.
@@ -128,10 +172,10 @@ pub(super) struct Host {
 
 impl Host {
     /// The end of application `app` at `me`; the sending end holds the
-    /// newest versions. `link`: the UDP port, and whether it runs raw instead.
-    pub(super) fn new(me: NodeId, sender: bool, app: u32, link: (u16, bool), files: Files, seed: (u64, u64)) -> Host {
-        let (port, raw) = link;
-        let packet_size = if raw { RAW_DATAGRAM } else { DATAGRAM };
+    /// newest versions. `link`: the port (UDP and TCP), and what it runs over.
+    pub(super) fn new(me: NodeId, sender: bool, app: u32, link: (u16, Link), files: Files, seed: (u64, u64)) -> Host {
+        let (port, link) = link;
+        let packet_size = link.datagram();
         let (key, store) = file_set(seed, app, sender, files, packet_size);
         let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}/{}", me.0));
         let secret = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
@@ -142,7 +186,7 @@ impl Host {
         if !sender && !files.common {
             endpoint.subscribe(key.public()); // it holds no version to update yet
         }
-        Host { endpoint, store, port, raw, armed: None, phase, handled: None, received: 0 }
+        Host { endpoint, store, port, link, conns: Conns::default(), armed: None, phase, handled: None, received: 0 }
     }
 }
 
@@ -160,26 +204,40 @@ impl Apps {
     }
 
     /// Broadside end `id`: its timer fired, or the MAC has room again.
-    pub(super) fn broadside_wake(&mut self, now: SimTime, id: u32, room: usize) {
+    pub(super) fn broadside_wake(&mut self, now: SimTime, id: u32, room: usize, sockets: &mut Sockets) {
         let h = self.host(id);
         if h.armed.is_some_and(|t| t <= now) {
             h.armed = None;
             h.handled = Some(now);
             h.endpoint.handle_timeout(instant(now), &mut h.store);
         }
-        self.broadside_flush(now, id, room);
+        self.broadside_flush(now, id, room, sockets);
     }
 
     /// A datagram for Broadside end `id` from `from`.
-    pub(super) fn broadside_rx(&mut self, now: SimTime, id: u32, from: NodeId, data: &[u8], room: usize) {
+    pub(super) fn broadside_rx(&mut self, now: SimTime, id: u32, from: NodeId, data: &[u8], room: usize, sockets: &mut Sockets) {
         let h = self.host(id);
         h.endpoint.handle_datagram(instant(now), from, data, &mut h.store);
-        self.broadside_flush(now, id, room);
+        self.broadside_flush(now, id, room, sockets);
+    }
+
+    /// Socket `i` of Broadside-IP end `id` had input: the datagrams it
+    /// completes go to the endpoint.
+    pub(super) fn broadside_readable(&mut self, now: SimTime, id: u32, i: usize, room: usize, sockets: &mut Sockets) {
+        let me = self.me;
+        let data = sockets.take(i);
+        let from = sockets.get(i).peer;
+        let h = self.host(id);
+        h.conns.adopt(now, me, i, sockets);
+        for frame in h.conns.frames(i, data) {
+            h.endpoint.handle_datagram(instant(now), from, &frame, &mut h.store);
+        }
+        self.broadside_flush(now, id, room, sockets);
     }
 
     /// Sends what the endpoint has while the MAC has room, logs its events
     /// and re-arms its timer.
-    fn broadside_flush(&mut self, now: SimTime, id: u32, mut room: usize) {
+    fn broadside_flush(&mut self, now: SimTime, id: u32, mut room: usize, sockets: &mut Sockets) {
         let me = self.me;
         // Borrows the applications only, so that outputs can be queued.
         let app = self.ip.iter_mut().find(|a| a.id == id).expect("an application of this node");
@@ -189,9 +247,16 @@ impl Apps {
                 app.blocked = true; // resumes when the MAC finishes a frame
                 break;
             }
+            if h.link == Link::Tcp && !h.conns.room(sockets) {
+                break; // resumes when the peer acknowledges (the socket is readable)
+            }
             let Some(t) = h.endpoint.poll_transmit(instant(now), &mut h.store) else { break };
+            if let (Link::Tcp, Destination::Peer(p)) = (h.link, &t.destination) {
+                h.conns.queue(*p, &t.payload);
+                continue;
+            }
             let data: Arc<[u8]> = Arc::from(t.payload);
-            if h.raw {
+            if h.link == Link::Raw {
                 let dst = match t.destination {
                     Destination::Broadcast => Dst::Broadcast,
                     Destination::Peer(p) => Dst::Node(p),
@@ -208,6 +273,11 @@ impl Apps {
                 self.out.push_back(AppOutput::Packet(Packet::new(me, dst, Body::Udp { datagram, app: id, seq: 0, sent: now })));
             }
             room -= 1;
+        }
+        if h.link == Link::Tcp {
+            if let Some(at) = h.conns.service(now, id, h.port, sockets) {
+                self.out.push_back(AppOutput::Wake { app: id, at });
+            }
         }
         while let Some(ev) = h.endpoint.poll_event() {
             let (peer, event, value) = match ev {
@@ -236,13 +306,21 @@ impl Apps {
     }
 
     /// A frame for application `app` straight over the link, from `from`.
-    pub fn handle_frame(&mut self, now: SimTime, from: NodeId, app: u32, data: &[u8], sent: SimTime, room: usize) {
-        if !self.ip.iter().any(|a| a.id == app && a.broadside.as_ref().is_some_and(|h| h.raw)) {
+    pub fn handle_frame(&mut self, now: SimTime, from: NodeId, app: u32, data: &[u8], sent: SimTime, room: usize, sockets: &mut Sockets) {
+        if !self.ip.iter().any(|a| a.id == app && a.broadside.as_ref().is_some_and(|h| h.link == Link::Raw)) {
             return; // no raw end of that application here
         }
         let seq = self.broadside_received(app);
         self.out.push_back(AppOutput::Datagram { peer: from, proto: Proto::Raw, app, seq, bytes: data.len() as u32, delay: now - sent });
-        self.broadside_rx(now, app, from, data, room);
+        self.broadside_rx(now, app, from, data, room, sockets);
+    }
+
+    /// The Broadside ends here as the run left them (taken out: call at
+    /// the end of the run).
+    pub fn finish_broadside(&mut self) -> Vec<BroadsideEnd> {
+        let me = self.me;
+        let ends = self.ip.iter_mut().filter_map(|a| a.broadside.take().map(|h| (a.id, h)));
+        ends.map(|(app, h)| BroadsideEnd { node: me, app, counters: *h.endpoint.counters(), files: h.endpoint.files().cloned().collect(), store: h.store }).collect()
     }
 
     /// Counts a datagram received by Broadside end `id`: its sequence number

@@ -9,7 +9,7 @@
 //! the implicit flow control Ott & Kutscher (2004, §IV-A) saw from their
 //! Orinoco card, which throttles a mobile sender to what DCF can carry.
 
-use super::broadside::Host;
+use super::broadside::{Host, Link};
 use super::{AppOutput, Apps};
 use crate::ids::NodeId;
 use crate::packet::{Body, Packet, ALL_HOSTS};
@@ -30,9 +30,9 @@ pub enum AppKind {
     /// bytes, each answered with `response` bytes.
     RequestResponse { request: u64, response: u64, exchanges: u64, trigger: u32, trigger_interval: SimTime },
     /// Broadside at both ends ([`super::broadside`]); the sending end
-    /// holds `files`. `raw`: straight over 802.11 frames (Broadside-Raw),
-    /// else over UDP/IP.
-    Broadside { files: super::broadside::Files, raw: bool },
+    /// holds `files`; `link`: over UDP/IP, straight over 802.11 frames
+    /// (Broadside-Raw) or over TCP/IP (Broadside-IP).
+    Broadside { files: super::broadside::Files, link: super::broadside::Link },
 }
 
 impl AppKind {
@@ -94,7 +94,7 @@ impl App {
     /// Application `id`'s end at `me`; `seed`: the run's (seed, run).
     pub(super) fn new(me: NodeId, id: u32, cfg: AppConfig, seed: (u64, u64)) -> App {
         let broadside = match cfg.kind {
-            AppKind::Broadside { files, raw } => Some(Host::new(me, me == cfg.from, id, (cfg.port, raw), files, seed)),
+            AppKind::Broadside { files, link } => Some(Host::new(me, me == cfg.from, id, (cfg.port, link), files, seed)),
             _ => None,
         };
         App { id, cfg, started: false, blocked: false, seq: 0, session: None, completed: 0, broadside }
@@ -112,6 +112,10 @@ impl Apps {
             let server = match a.cfg.kind {
                 AppKind::TcpBulk { .. } => a.cfg.to,
                 AppKind::RequestResponse { .. } => a.cfg.from,
+                AppKind::Broadside { link: Link::Tcp, .. } => {
+                    sockets.listen_stream(a.cfg.port, a.id); // either end may connect
+                    continue;
+                }
                 AppKind::UdpCbr { .. } | AppKind::Broadside { .. } => continue,
             };
             if server == self.me {
@@ -169,7 +173,7 @@ impl Apps {
                     self.conn(peer, ConnEvent::AppStart, 0.0);
                     self.broadside_start(now, id);
                 } else {
-                    self.broadside_wake(now, id, room);
+                    self.broadside_wake(now, id, room, sockets);
                 }
             }
         }
@@ -192,7 +196,7 @@ impl Apps {
         let seq = if hosted { self.broadside_received(app) } else { seq };
         self.out.push_back(AppOutput::Datagram { peer: p.src, proto: Proto::Udp, app, seq, bytes: datagram.len, delay: now - sent });
         match datagram.data {
-            Some(data) if hosted => self.broadside_rx(now, app, p.src, &data, room),
+            Some(data) if hosted => self.broadside_rx(now, app, p.src, &data, room, sockets),
             _ if group => self.trigger_heard(now, app, seq, sockets),
             _ => {}
         }

@@ -12,6 +12,7 @@
 //! out of [`Apps::poll`] in the order they were produced.
 
 pub mod broadside;
+pub mod broadside_ip;
 pub mod files;
 pub mod ip;
 pub mod reqresp;

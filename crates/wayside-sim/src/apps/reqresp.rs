@@ -56,8 +56,13 @@ impl Apps {
 
     /// Socket `i` of application `id` had input: answer each complete
     /// request (server) or log each complete response and ask again
-    /// (client). Returns whether data was queued on the socket.
-    pub fn handle_readable(&mut self, now: SimTime, id: u32, i: usize, sockets: &mut Sockets) -> bool {
+    /// (client); a Broadside-IP end reads its datagrams. Returns whether
+    /// data was queued on the socket. `room`: MSDUs the MAC queue takes now.
+    pub fn handle_readable(&mut self, now: SimTime, id: u32, i: usize, room: usize, sockets: &mut Sockets) -> bool {
+        if self.app(id).broadside.is_some() {
+            self.broadside_readable(now, id, i, room, sockets);
+            return false; // it flushed what it wrote
+        }
         let me = self.me;
         let app = self.app(id);
         let AppKind::RequestResponse { request, response, exchanges, .. } = app.cfg.kind else { return false };

@@ -14,6 +14,11 @@
 //! - `windows-xp`: one request, never retransmitted; the unresolved entry
 //!   stays about 3.5 s, during which no new request is sent and one packet
 //!   waits (Zahn et al. 2009, §5.1).
+//!   When the host's first link comes up (media connect: its first ad hoc
+//!   peer, or association), it broadcasts a gratuitous ARP for its own
+//!   address (duplicate address detection) and sends nothing else for
+//!   about 100 ms while it waits for an answer (Zahn et al. measured "about
+//!   100ms"); every reconnection after all links went down does it again.
 //!
 //! A node's `arp_retransmit` replaces its profile's retransmission timeout
 //! (for `windows-xp`: how long the failed entry is held) — Hadaller et al.
@@ -36,8 +41,8 @@ impl ArpProfile {
     /// The profile's timers and limits.
     pub fn config(self) -> ArpConfig {
         match self {
-            ArpProfile::Linux => ArpConfig { requests: 3, retransmit: SimTime::from_ms(1000), queue: 3 },
-            ArpProfile::WindowsXp => ArpConfig { requests: 1, retransmit: SimTime::from_ms(3500), queue: 1 },
+            ArpProfile::Linux => ArpConfig { requests: 3, retransmit: SimTime::from_ms(1000), queue: 3, announce: None },
+            ArpProfile::WindowsXp => ArpConfig { requests: 1, retransmit: SimTime::from_ms(3500), queue: 1, announce: Some(SimTime::from_ms(100)) },
         }
     }
 }
@@ -51,6 +56,9 @@ pub struct ArpConfig {
     pub retransmit: SimTime,
     /// Packets that wait for the answer; older ones are dropped.
     pub queue: usize,
+    /// A gratuitous ARP when the first link comes up, then this long
+    /// without sending.
+    pub announce: Option<SimTime>,
 }
 
 #[derive(Clone, Debug)]

@@ -60,6 +60,8 @@ pub enum NetTimer {
     Dhcp,
     /// The router's timer (beacons, held packets).
     Route,
+    /// The silence after a gratuitous ARP ends.
+    Announced,
 }
 
 /// What the network layer asks of the node around it.
@@ -98,6 +100,12 @@ pub struct Net {
     leased: Vec<NodeId>,
     plan: Arc<AddressPlan>,
     router: Box<dyn Router>,
+    /// Peers whose link is up (ad hoc peers, or the AP).
+    links: usize,
+    /// Until when this host is silent after a gratuitous ARP, and the
+    /// packets it held meanwhile.
+    announcing: Option<SimTime>,
+    held: Vec<Packet>,
     out: VecDeque<NetOutput>,
 }
 
@@ -156,6 +164,9 @@ impl Net {
             leased: Vec::new(),
             plan: s.plan,
             router: s.router,
+            links: 0,
+            announcing: None,
+            held: Vec::new(),
             out: VecDeque::new(),
         }
     }
@@ -177,6 +188,10 @@ impl Net {
     /// Sends (or forwards) `p` towards its destination; packets without a
     /// route, or whose TTL runs out here, are dropped.
     pub fn send(&mut self, now: SimTime, mut p: Packet, bss: &dyn Bss) {
+        if self.announcing.is_some() && p.src == self.me {
+            self.held.push(p);
+            return;
+        }
         if p.dst == ALL_HOSTS {
             let local = p.src == self.me;
             self.multicast_send(now, p, local, bss);
@@ -305,6 +320,18 @@ impl Net {
         self.out.push_back(NetOutput::Timer { timer: NetTimer::Arp(hop), at, generation });
     }
 
+    /// The first link came up: a gratuitous ARP for our own address, then
+    /// `quiet` without sending (packets meanwhile are held, not lost).
+    fn announce(&mut self, now: SimTime, quiet: SimTime) {
+        self.conn(self.me, ConnEvent::ArpAnnounce, quiet.as_secs_f64());
+        let p = Packet::new(self.me, self.me, Body::Arp { op: ArpOp::Request });
+        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+        if self.announcing.is_none() {
+            self.out.push_back(NetOutput::Timer { timer: NetTimer::Announced, at: now + quiet, generation: 0 });
+        }
+        self.announcing = Some(now + quiet);
+    }
+
     fn arp_resolved(&mut self, now: SimTime, peer: NodeId) {
         if let Some(waiting) = self.arp.resolved(peer) {
             self.conn(peer, ConnEvent::ArpResolved, 0.0);
@@ -315,7 +342,7 @@ impl Net {
     }
 
     /// A timer armed by [`NetOutput::Timer`] fired.
-    pub fn handle_timeout(&mut self, now: SimTime, timer: NetTimer, generation: u32) {
+    pub fn handle_timeout(&mut self, now: SimTime, timer: NetTimer, generation: u32, bss: &dyn Bss) {
         match timer {
             NetTimer::Arp(peer) => match self.arp.expire(peer, generation) {
                 Expiry::Stale => {}
@@ -330,6 +357,12 @@ impl Net {
             NetTimer::Route => {
                 self.router.handle_timeout(now, generation);
                 self.pump_router(now);
+            }
+            NetTimer::Announced => {
+                self.announcing = None;
+                for p in std::mem::take(&mut self.held) {
+                    self.send(now, p, bss);
+                }
             }
         }
     }
@@ -417,6 +450,10 @@ impl Net {
     /// must come first (this station has no lease, or this AP has not
     /// leased the station its dynamic address yet).
     pub fn handle_link_up(&mut self, now: SimTime, peer: NodeId) {
+        self.links += 1;
+        if let (1, Some(quiet)) = (self.links, self.arp.config().announce) {
+            self.announce(now, quiet);
+        }
         if self.role == Role::Ap {
             for i in 0..self.ports.len() {
                 self.out.push_back(NetOutput::Wire { link: self.ports[i].link, frame: WireFrame::L2Update { station: peer } });
@@ -435,6 +472,7 @@ impl Net {
     /// Association with `peer` was lost: forget its ARP entry and stop a
     /// DHCP exchange under way.
     pub fn handle_link_down(&mut self, peer: NodeId) {
+        self.links = self.links.saturating_sub(1);
         self.arp.forget(peer);
         if let Some(c) = self.dhcp.as_mut() {
             c.stop();

@@ -116,7 +116,7 @@ fn arp_failure_after_the_profile_requests() {
         for o in drain(&mut n) {
             match o {
                 NetOutput::Conn { event, .. } => events.push(event),
-                NetOutput::Timer { timer, at, generation } => n.handle_timeout(at, timer, generation),
+                NetOutput::Timer { timer, at, generation } => n.handle_timeout(at, timer, generation, &bss),
                 _ => {}
             }
         }
@@ -248,7 +248,7 @@ fn beacon_of(n: &mut Net, at: SimTime) -> Packet {
     n.handle_start(at);
     let out = drain(n);
     let [NetOutput::Timer { timer: NetTimer::Route, at, generation }] = out[..] else { panic!("{out:?}") };
-    n.handle_timeout(at, NetTimer::Route, generation);
+    n.handle_timeout(at, NetTimer::Route, generation, &Fake::default());
     let out = drain(n);
     let NetOutput::Air(m) = &out[0] else { panic!("{out:?}") };
     assert_eq!((m.dst, m.bytes), (Dst::Broadcast, 20 + 12 + LLC_SNAP));
@@ -294,7 +294,7 @@ fn greedy_without_a_route_holds_then_drops_and_traces_it() {
         for o in out {
             match o {
                 NetOutput::Timer { timer, at, generation } => {
-                    sta.handle_timeout(at, timer, generation);
+                    sta.handle_timeout(at, timer, generation, &Fake::default());
                     next.extend(drain(&mut sta));
                 }
                 NetOutput::Conn { peer, event, value } => drops.push((peer, event, value)),

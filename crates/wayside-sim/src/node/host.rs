@@ -56,7 +56,7 @@ impl Node {
     }
 
     pub fn on_net_timer(&mut self, env: &mut Env, now: SimTime, timer: NetTimer, generation: u32) {
-        self.net.handle_timeout(now, timer, generation);
+        self.net.handle_timeout(now, timer, generation, &self.mgmt);
         self.pump_net(env, now);
     }
 
@@ -111,8 +111,10 @@ impl Node {
                     self.transport_row(env, now, peer, Proto::Tcp, app, total, bytes, SimTime::ZERO);
                 }
                 SocketOutput::Readable { socket, app } => {
-                                        if self.apps.handle_readable(now, app, socket, &mut self.sockets) {
-                        self.pump_apps(env, now);
+                    let room = self.dcf.queue_room();
+                    let queued = self.apps.handle_readable(now, app, socket, room, &mut self.sockets);
+                    self.pump_apps(env, now);
+                    if queued {
                         self.sockets.flush(now, socket);
                     }
                 }

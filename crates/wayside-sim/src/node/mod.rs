@@ -280,8 +280,9 @@ impl Node {
             }
             Payload::Datagram { app, data, sent } => {
                 let room = self.dcf.queue_room();
-                self.apps.handle_frame(now, frame.src, app, &data, sent, room);
+                self.apps.handle_frame(now, frame.src, app, &data, sent, room, &mut self.sockets);
                 self.pump_apps(env, now);
+                self.pump_sockets(env, now);
             }
             Payload::Raw => {}
         }

@@ -899,7 +899,7 @@ impl Scenario {
                     return err(format!("{}: only used with kind = \"request-response\"", key(k)));
                 }
             }
-            for (k, given) in [("transport", a.transport.is_some()), ("files", a.files.is_some()), ("common", a.common.is_some())] {
+            for (k, given) in [("transport", a.transport.is_some()), ("files", a.files.is_some()), ("common", a.common.is_some()), ("both_ways", a.both_ways.is_some())] {
                 if given && a.kind != AppKindName::Broadside {
                     return err(format!("{}: only used with kind = \"broadside\"", key(k)));
                 }
@@ -949,8 +949,17 @@ impl Scenario {
                     }
                     let count = a.files.unwrap_or(1);
                     check_range(&key("files"), count as f64, &count.to_string(), 1.0, 10_000.0, "1 to 10000")?;
-                    let files = crate::apps::broadside::Files { bytes: b.0 as u64, count: count as u32, common: a.common.unwrap_or(false) };
-                    AppKind::Broadside { files, raw: a.transport == Some(BroadsideTransport::Raw) }
+                    let (common, both_ways) = (a.common.unwrap_or(false), a.both_ways.unwrap_or(false));
+                    if both_ways && !common {
+                        return err(format!("{}: both_ways = true needs common = true (files move both ways only between versions both ends hold)", key("both_ways")));
+                    }
+                    let files = crate::apps::broadside::Files { bytes: b.0 as u64, count: count as u32, common, both_ways };
+                    let link = match a.transport {
+                        None | Some(BroadsideTransport::Udp) => crate::apps::broadside::Link::Udp,
+                        Some(BroadsideTransport::Raw) => crate::apps::broadside::Link::Raw,
+                        Some(BroadsideTransport::Tcp) => crate::apps::broadside::Link::Tcp,
+                    };
+                    AppKind::Broadside { files, link }
                 }
                 AppKindName::UdpCbr => {
                     let (Some(p), Some(iv)) = (a.payload, a.interval) else {

@@ -263,6 +263,8 @@ pub enum AppKindName {
 pub enum BroadsideTransport {
     Udp,
     Raw,
+    /// Beacons over UDP, discovery and files over TCP (Broadside-IP).
+    Tcp,
 }
 
 /// An application over IP.
@@ -324,8 +326,9 @@ pub struct AppSection {
     /// request-response: the trigger datagram's payload.
     #[serde(default)]
     pub trigger_size: Option<SizeQ>,
-    /// broadside: `"udp"` (over UDP/IP, the default) or `"raw"` (straight
-    /// over 802.11 frames, Broadside-Raw).
+    /// broadside: `"udp"` (over UDP/IP, the default), `"raw"` (straight
+    /// over 802.11 frames, Broadside-Raw) or `"tcp"` (discovery and files
+    /// over TCP/IP, Broadside-IP).
     #[serde(default)]
     pub transport: Option<BroadsideTransport>,
     /// broadside: how many files of `bytes` each the sending end holds
@@ -336,6 +339,11 @@ pub struct AppSection {
     /// (default false: it holds none and subscribes to their provider).
     #[serde(default)]
     pub common: Option<bool>,
+    /// broadside, with `common`: each end holds the newer version of every
+    /// other file, so files move both ways (default false: the sending end
+    /// holds the newer version of every file).
+    #[serde(default)]
+    pub both_ways: Option<bool>,
     /// false: defined but not run (scenarios with several experiment variants).
     #[serde(default = "yes")]
     pub enabled: bool,

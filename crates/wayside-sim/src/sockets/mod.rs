@@ -13,6 +13,7 @@
 //! first/last-data events).
 
 pub mod split;
+pub mod stream;
 
 use crate::ids::NodeId;
 use crate::packet::{Body, Packet};
@@ -21,6 +22,7 @@ use crate::trace::ConnEvent;
 use crate::transport::tcp::{Tcp, TcpConfig, TcpEvent};
 use crate::units::SimTime;
 use std::collections::VecDeque;
+use stream::ByteStream;
 
 /// Who a socket's data is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +47,8 @@ pub struct Socket {
     pub exchanges: u64,
     /// When the message now awaited was requested (request-response client).
     pub exchange_start: SimTime,
+    /// The connection's bytes, if it carries an application's bytes.
+    pub stream: Option<ByteStream>,
     /// Generation of the scheduled timer; stale timer events are ignored.
     generation: u32,
     armed: Option<SimTime>,
@@ -63,6 +67,7 @@ impl Socket {
             owner,
             exchanges: 0,
             exchange_start: now,
+            stream: None,
             generation: 0,
             armed: None,
             received: 0,
@@ -75,6 +80,8 @@ impl Socket {
 struct Listener {
     port: u16,
     app: u32,
+    /// Its connections carry bytes ([`Sockets::listen_stream`]).
+    stream: bool,
 }
 
 /// What the sockets layer asks of the node around it.
@@ -151,7 +158,41 @@ impl Sockets {
 
     /// Accepts connections to `port` for application `app`.
     pub fn listen(&mut self, port: u16, app: u32) {
-        self.listeners.push(Listener { port, app });
+        self.listeners.push(Listener { port, app, stream: false });
+    }
+
+    /// Opens a connection to `peer:port` for application `app` that
+    /// carries bytes ([`Sockets::write`], [`Sockets::take`]); returns the
+    /// socket.
+    pub fn connect_stream(&mut self, now: SimTime, peer: NodeId, port: u16, app: u32) -> usize {
+        let iss = self.iss(self.socks.len());
+        let i = self.connect(now, peer, port, app, 0);
+        self.socks[i].stream = Some(ByteStream::new(iss));
+        i
+    }
+
+    /// Accepts connections to `port` for application `app` that carry bytes.
+    pub fn listen_stream(&mut self, port: u16, app: u32) {
+        self.listeners.push(Listener { port, app, stream: true });
+    }
+
+    /// Sends `data` on socket `i`, a connection that carries bytes.
+    pub fn write(&mut self, now: SimTime, i: usize, data: &[u8]) {
+        let s = &mut self.socks[i];
+        s.stream.as_mut().expect("a socket that carries bytes").write(data);
+        s.tcp.send(data.len() as u64);
+        self.flush(now, i);
+    }
+
+    /// The bytes socket `i` delivered in order since the last call.
+    pub fn take(&mut self, i: usize) -> Vec<u8> {
+        self.socks[i].stream.as_mut().map(ByteStream::take).unwrap_or_default()
+    }
+
+    /// Drops socket `i`'s connection at once, sending nothing.
+    pub fn abort(&mut self, now: SimTime, i: usize) {
+        self.socks[i].tcp.abort();
+        self.flush(now, i);
     }
 
     /// The socket for a segment from `from` to address `addr`.
@@ -165,15 +206,26 @@ impl Sockets {
         let i = match self.find(p.dst, p.src, seg.src_port, seg.dst_port) {
             Some(i) => i,
             None => {
-                let Some(app) = self.listeners.iter().find(|l| l.port == seg.dst_port).map(|l| l.app) else { return };
+                let Some(l) = self.listeners.iter().find(|l| l.port == seg.dst_port) else { return };
                 if !seg.flags.syn || seg.flags.ack {
                     return;
                 }
-                let tcp = Tcp::listen(self.cfg.clone(), seg.dst_port, self.iss(self.socks.len()));
-                self.push(Socket::new(self.me, p.src, (seg.dst_port, seg.src_port), tcp, Owner::App(app), now))
+                let (app, stream, iss) = (l.app, l.stream, self.iss(self.socks.len()));
+                let tcp = Tcp::listen(self.cfg.clone(), seg.dst_port, iss);
+                let mut sock = Socket::new(self.me, p.src, (seg.dst_port, seg.src_port), tcp, Owner::App(app), now);
+                sock.stream = stream.then(|| ByteStream::new(iss));
+                self.push(sock)
             }
         };
-        self.socks[i].tcp.handle_segment(now, &seg);
+        let s = &mut self.socks[i];
+        if let Some(st) = s.stream.as_mut() {
+            st.arrive(seg.flags.syn, seg.seq, p.stream.as_ref());
+        }
+        s.tcp.handle_segment(now, &seg);
+        if let Some(st) = s.stream.as_mut() {
+            st.acked(s.tcp.bytes_acked());
+            st.deliver(s.tcp.bytes_received());
+        }
         self.drive(now, i);
     }
 
@@ -209,7 +261,8 @@ impl Sockets {
         let s = &mut self.socks[i];
         let (addr, peer) = (s.addr, s.peer);
         while let Some(seg) = s.tcp.poll_transmit(now) {
-            self.out.push_back(SocketOutput::Send(Packet::new(addr, peer, Body::Tcp(seg))));
+            let stream = s.stream.as_ref().and_then(|st| st.segment(seg.seq, seg.len));
+            self.out.push_back(SocketOutput::Send(Packet { stream, ..Packet::new(addr, peer, Body::Tcp(seg)) }));
         }
         while let Some(ev) = s.tcp.poll_event() {
             let conn = |event, value| SocketOutput::Conn { peer, event, value };

@@ -368,6 +368,15 @@ impl Tcp {
         }
     }
 
+    /// Drops the connection at once, sending nothing (an application
+    /// closing a socket whose handshake has not completed).
+    pub fn abort(&mut self) {
+        if self.state != State::Closed {
+            self.enter_closed();
+            self.events.push_back(TcpEvent::Closed);
+        }
+    }
+
     pub fn state(&self) -> State {
         self.state
     }
