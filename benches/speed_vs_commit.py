@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = [("saturation", ["duration=\"2 s\""]), ("drive-by", []), ("hadaller-highway", []), ("drivethru-autobahn", [])]
+CASES = [("saturation", ["duration=\"2 s\""]), ("drive-by", []), ("hadaller-highway", []), ("drivethru-autobahn", []),
+         ("zahn-motorway", [])]
 
 
 def build(tree: Path, target: Path) -> Path:

@@ -296,9 +296,11 @@ impl Apps {
         let next_us = SimTime::from_ns((now.as_ns() / 1_000 + 1) * 1_000);
         let floor = if h.handled == Some(now) { next_us } else { now };
         let next = h.endpoint.poll_timeout().map(|t| SimTime::from_ns(t.as_micros() * 1_000).max(floor));
-        // Blocked on the MAC, an endpoint that wants to send now waits for
-        // the MAC to finish a frame, not for a timer.
-        let next = next.filter(|&t| !(blocked && t == now));
+        // Blocked on the MAC, an endpoint that wants to send now (or
+        // within this microsecond) waits for the MAC to finish a frame, not
+        // for a timer: re-arming at the next microsecond would poll it once
+        // a microsecond for as long as the queue stays full.
+        let next = next.filter(|&t| !(blocked && t <= next_us));
         if next.is_some_and(|t| h.armed.is_none_or(|a| t < a)) {
             h.armed = next;
             self.out.push_back(AppOutput::Wake { app: id, at: next.expect("checked") });
