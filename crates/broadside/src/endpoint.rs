@@ -2726,11 +2726,11 @@ impl<A: PeerAddr> Endpoint<A> {
         let uploads = &self.uploads;
         self.unanswered
             .retain(|a, _| uploads.keys().any(|k| k.0 == *a));
-        let (uploads, offers) = (&self.uploads, &self.offers);
-        self.trees.retain(|i, _| {
-            uploads.values().any(|u| u.cert.instance_id() == *i)
-                || offers.keys().any(|(_, o)| o == i)
-        });
+        let live: BTreeSet<InstanceId> = (self.uploads.values())
+            .map(|u| u.cert.instance_id())
+            .chain(self.offers.keys().map(|(_, o)| *o))
+            .collect();
+        self.trees.retain(|i, _| live.contains(i));
     }
 
     fn initiator_timers(&mut self, now: Instant) {
