@@ -54,6 +54,7 @@ from wayside import _native
 from wayside.traces import table
 from wayside.result import RunResult
 from wayside.staticlab import RateProfile
+from wayside.stats import mean_ci
 
 BIN_M = 20.0
 PRODUCTION_MBPS = 3.0
@@ -371,17 +372,6 @@ def setup_breakdown(intervals: Sequence[tuple[float, float, str]], t0: float, t1
 
 # ---------------------------------------------------------------- across runs
 
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def t975(df: int) -> float:
-    """Two-sided 95% quantile of Student's t with `df` degrees of freedom."""
-    if df < 1:
-        return math.nan
-    return _T975[df - 1] if df <= len(_T975) else 1.96 + 2.4 / df  # within 0.3% beyond 30
-
-
 def potential_rate(rssi_dbm: float, sensitivities: Sequence[tuple[float, float]],
                    noise_floor_dbm: float = NOISE_FLOOR_DBM) -> float | None:
     """The highest rate whose minimum sensitivity, as an SNR over the noise
@@ -482,7 +472,8 @@ def analyze(digests: Sequence[RunDigest], profile: Sequence[RateProfile], bin_m:
     n = len(digests)
 
     def ci(values: list[float]) -> float:
-        return t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+        half = mean_ci(values)[1]
+        return half if math.isfinite(half) else math.nan
 
     grouped = run_bins.group_by("bin").agg(
         pl.col("start_m").first(), pl.col("time_s").median(), pl.len().alias("runs"),

@@ -26,7 +26,7 @@ from wayside import driveby, tcploss  # noqa: E402
 from wayside.driveby import SETUP_LABELS, Analysis  # noqa: E402
 from wayside.metrics import quantile  # noqa: E402
 from wayside.result import RunResult  # noqa: E402
-from wayside.stats import paired_gain  # noqa: E402
+from wayside.stats import mean_ci, paired_gain  # noqa: E402
 from wayside.sweep import read_manifest  # noqa: E402
 
 
@@ -471,13 +471,10 @@ def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[st
 
 
 def _mean_ci(values: Sequence[Any]) -> str:
-    v = _finite(values)
-    if not v:
+    m, half = mean_ci(_finite(values))
+    if math.isnan(m):
         return "—"
-    m = statistics.fmean(v)
-    if len(v) < 2:
-        return f"{m:.1f}"
-    return f"{m:.1f} ± {driveby.t975(len(v) - 1) * statistics.stdev(v) / math.sqrt(len(v)):.1f}"
+    return f"{m:.1f}" if math.isinf(half) else f"{m:.1f} ± {half:.1f}"
 
 
 _CSS = """

@@ -1,5 +1,6 @@
-"""How much one sweep point gains over another, with a 95% confidence
-interval: the ratio of mean data per run, paired by seed.
+"""Confidence intervals across runs: the mean of a metric with its 95%
+Student t interval, and how much one sweep point gains over another, the
+ratio of mean data per run, paired by seed.
 
 Every point of a sweep runs the same seeds, so run k of two points shares
 its random draws wherever the scenarios agree. Pairing the runs by seed and
@@ -11,12 +12,27 @@ nothing at the base point does not make the gain infinite.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
-from typing import Hashable, Mapping
+from typing import Hashable, Iterable, Mapping
 
 import numpy as np
 
 RESAMPLES = 10_000
+
+
+def mean_ci(values: Iterable[float | None]) -> tuple[float, float]:
+    """Mean and half-width of its two-sided 95% Student t interval; None and
+    NaN values are left out. No values give (NaN, NaN); one value has an
+    infinite half-width."""
+    v = [float(x) for x in values if x is not None and not math.isnan(float(x))]
+    if not v:
+        return math.nan, math.nan
+    if len(v) == 1:
+        return v[0], math.inf
+    from scipy.stats import t
+
+    return statistics.fmean(v), float(t.ppf(0.975, len(v) - 1)) * statistics.stdev(v) / math.sqrt(len(v))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from wayside.result import RunResult
+from wayside.stats import mean_ci
 
 SOURCE_PREFIX = "car-source-"
 AP = "ap"
@@ -198,26 +199,6 @@ def cwnd_figure(result: RunResult, source: str | None = None, title: str = "") -
     ax[0].set_title(title or f"{source}: congestion window (Chen et al. Fig. 9)")
     fig.tight_layout()
     return fig
-
-
-# ------------------------------------------------------------ confidence
-
-# Two-sided 95% Student t quantiles by degrees of freedom (1..30).
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042]
-
-
-def mean_ci(values: Iterable[float | None]) -> tuple[float, float]:
-    """Mean and half-width of its 95% confidence interval (Student t); NaN
-    and None values are left out; one value has an infinite interval."""
-    v = [float(x) for x in values if x is not None and not math.isnan(float(x))]
-    if not v:
-        return math.nan, math.nan
-    if len(v) == 1:
-        return v[0], math.inf
-    t = _T95[len(v) - 2] if len(v) - 1 <= len(_T95) else 1.96
-    return statistics.fmean(v), t * statistics.stdev(v) / math.sqrt(len(v))
 
 
 # ------------------------------------------------------------ sweep

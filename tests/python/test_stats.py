@@ -1,13 +1,16 @@
-"""The paired gain between sweep points and its bootstrap interval."""
+"""The mean with its Student t interval, and the paired gain between sweep
+points with its bootstrap interval."""
 
 from __future__ import annotations
 
 import math
 
+import pytest
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wayside.stats import paired_gain
+from wayside.stats import mean_ci, paired_gain
 
 runs = st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=2, max_size=30)
 
@@ -43,3 +46,13 @@ def test_runs_that_disagree_widen_the_interval():
     noisy = paired_gain(base, {k: 20.0 if k % 2 else 3.0 for k in range(20)})
     assert steady.hi - steady.lo < noisy.hi - noisy.lo
     assert noisy.lo < 1.0 < noisy.hi and steady.lo > 1.0
+
+
+def test_mean_ci_is_student_t_and_skips_missing_values():
+    m, half = mean_ci([1.0, 2.0, 3.0, None, math.nan])
+    # t(0.975, 2 df) = 4.303 (any printed table); the stdev of 1, 2, 3 is 1.
+    assert m == 2.0 and half == pytest.approx(4.303 / math.sqrt(3), rel=1e-4)
+    # 60 df: 2.000; far out the quantile tends to the normal's 1.960.
+    assert mean_ci([0.0, 2.0] * 31)[1] == pytest.approx(2.000 * math.sqrt(62 / 61) / math.sqrt(62), rel=1e-3)
+    assert mean_ci([5.0]) == (5.0, math.inf)
+    assert all(math.isnan(x) for x in mean_ci([None, math.nan]))
