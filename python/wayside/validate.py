@@ -97,6 +97,7 @@ import inspect
 import json
 import math
 import statistics
+import textwrap
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -816,12 +817,11 @@ def _line(status: str, name: str, measured: str, paper: str = "", dev: str = "",
     head = f"  {status:<5} {name}"
     if len(name) <= _NAME_W and len(values) <= _SPAN_W:
         return [f"{head:<{WIDTH - _SPAN_W - 1}} {values}".rstrip()]
-    return [head, f"{values.strip():>{WIDTH}}"]
+    heads = textwrap.wrap(head, WIDTH, subsequent_indent=" " * 10, break_on_hyphens=False)
+    return [*heads, f"{values.strip():>{WIDTH}}"]
 
 
 def _details(r: Row) -> list[str]:
-    import textwrap
-
     facts = [f"source: {r.source}", f"scenario: {r.scenario}; metric: {r.metric}"]
     if r.allowed:
         facts.append(f"allowed: {r.allowed}" + (f"; runs: {r.runs}" if r.runs else ""))

@@ -508,7 +508,11 @@ def test_the_outcome_fits_80_columns_whatever_the_names():
                 "m", "Mb/s", 29.3, 1234567.0, 1.0, 2.0, "1–2", "MISS", "far above " * 20, 3)
     mono = V.Row("p", "t", "decreasing", "s", "x", "m", "", None, None, None, None, "strictly", "PASS", "", 3,
                  kind="monotone", shown=" > ".join(["1,234,567"] * 12))
-    lines = [line for line, _ in V.render([row, mono], details=True)]
+    # A grid point names every override it sets: longer than a line.
+    point = ", ".join(f"node.car.mobility.param{i}=12{i} km/h" for i in range(4))
+    grid = V.Row("p", "a-target", point, "s", "x", "m", "MB", 1.0, 2.0, 1.0, 3.0, "1–3", "PASS", "", 3)
+    lines = [line for line, _ in V.render([row, mono, grid], details=True)]
     assert max(map(len, lines)) <= V.WIDTH
     assert any("a-target-name-far-longer" in line for line in lines)
+    assert any("param3=123 km/h]" in line for line in lines)
     assert any(line.lstrip().startswith("measured: 1,234,567 > ") for line in lines)
