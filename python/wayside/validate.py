@@ -620,9 +620,9 @@ def _judge(t: Target, p: Point, measured: float, values: list[float], n_runs: in
     elif lo <= measured <= hi:
         status, detail = "PASS", ""
     elif measured < lo:
-        status, detail = "MISS", f"{fmt(lo - measured)} below {fmt(lo)}"
+        status, detail = "MISS", f"{fmt(measured)} is {fmt(lo - measured)} below {fmt(lo)}"
     else:
-        status, detail = "MISS", f"{fmt(measured - hi)} above {fmt(hi)}"
+        status, detail = "MISS", f"{fmt(measured)} is {fmt(measured - hi)} above {fmt(hi)}"
     if undefined and not math.isnan(measured):
         detail = (detail + "; " if detail else "") + f"undefined in {undefined} of {n_runs} runs"
     allowed = f"{fmt(lo)}–{fmt(hi)}"

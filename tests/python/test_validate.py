@@ -384,7 +384,7 @@ def test_cli_pass_and_miss_exit_1_with_the_table(cli, tmp_path):
     assert max(len(line) for line in p.stdout.splitlines() if not line.startswith("wrote ")) <= 80
     lines = outcome_lines(p.stdout)
     assert lines["udp-volume"].startswith("  PASS")
-    assert lines["udp-volume-wrong"].startswith("  MISS") and "why: 0.07 below 0.27" in p.stdout
+    assert lines["udp-volume-wrong"].startswith("  MISS") and "why: 0.2 is 0.07 below 0.27" in p.stdout
     assert "PASS" in lines["udp-interval [40 ms]"] and "0.05 MB" in lines["udp-interval [40 ms]"]
     assert "0.2 > 0.1 > 0.05" in lines["udp-interval [decreasing]"] and "PASS" in lines["udp-interval [decreasing]"]
     assert "5 pass, 1 miss, 0 error of 6 independent" in p.stdout
