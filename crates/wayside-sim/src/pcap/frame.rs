@@ -2,7 +2,9 @@
 //! 802.11 MAC header (frame control, duration, addresses, sequence
 //! control), the body — management fixed fields and elements, or LLC/SNAP
 //! and the IPv4/TCP/UDP/ARP/DHCP packet built from the fields the
-//! simulator's packet carries, its payload zeros — and the FCS. The MPDU is
+//! simulator's packet carries, its payload the application's bytes where
+//! the simulator carries them (UDP datagrams, TCP streams of real bytes)
+//! and zeros elsewhere — and the FCS. The MPDU is
 //! exactly the frame's simulated PSDU length.
 //!
 //! Addressing: node *i* has MAC 02:00:*i+1* (32-bit, big-endian) and IPv4
@@ -273,7 +275,12 @@ impl Encoder {
             }
             options.push(TcpOptionElement::SelectiveAcknowledgement(first, more));
         }
-        let payload = self.zeros(s.len as usize);
+        // A connection that carries an application's bytes shows them; any
+        // other segment is its length of zeros.
+        let payload = match &p.stream {
+            Some(bytes) if bytes.len() == s.len as usize => &bytes[..],
+            _ => self.zeros(s.len as usize),
+        };
         let mut b = PacketBuilder::ipv4(ip_of(a), ip_of(b), p.ttl).tcp(s.src_port, s.dst_port, s.seq, window);
         if s.flags.syn {
             b = b.syn();
@@ -425,6 +432,7 @@ mod tests {
     use crate::phy::mode::Standard;
     use crate::transport::tcp::Flags;
     use crate::units::SimTime;
+    use std::sync::Arc;
 
     const AP: u32 = 0;
     const CAR: u32 = 1;
@@ -508,6 +516,20 @@ mod tests {
         let s = encode(&mut e, &syn(AP, CAR, true));
         assert_eq!(window(&s), 65535, "a SYN's window is never scaled");
         assert!(s.windows(3).any(|w| w == [3, 3, WINDOW_SHIFT]), "window-scale option");
+    }
+
+    #[test]
+    fn test_a_segment_of_a_byte_stream_carries_its_bytes_and_others_zeros() {
+        let mut seg = segment(Flags { ack: true, ..Flags::default() }, 1000, false);
+        seg.len = 5;
+        let tail = |p: Packet| {
+            let b = encode(&mut encoder(), &data(SERVER, Dst::Node(NodeId(CAR)), p, false));
+            b[b.len() - 4 - 5..b.len() - 4].to_vec()
+        };
+        let bytes: Arc<[u8]> = Arc::from(&b"hello"[..]);
+        let real = Packet { stream: Some(bytes), ..Packet::new(NodeId(SERVER), NodeId(CAR), Body::Tcp(seg.clone())) };
+        assert_eq!(tail(real), b"hello");
+        assert_eq!(tail(Packet::new(NodeId(SERVER), NodeId(CAR), Body::Tcp(seg))), [0; 5]);
     }
 
     #[test]
