@@ -71,7 +71,7 @@ impl Node {
             adhoc: n.adhoc.clone().map(|a| Adhoc::new(a, Stream::new("run", cfg.seed, cfg.run, &format!("adhoc/{}", n.name)))),
             net: Net::new(id, net_setup(id, n, cfg, plan)),
             sockets: Sockets::new(id, n.tcp.clone(), cfg.seed, cfg.run, &n.name),
-            apps: Apps::new(id, &cfg.apps, &cfg.sources, (cfg.seed, cfg.run)),
+            apps: Apps::new(id, &cfg.apps, &cfg.sources, (cfg.seed, cfg.run), n.adhoc.is_some()),
             awaiting_row: None,
         }
     }
