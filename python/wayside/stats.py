@@ -1,5 +1,6 @@
 """How much one sweep point gains over another, with a 95% confidence
-interval: the ratio of mean data per run, paired by seed.
+interval: the ratio of mean data per run, paired by seed; and the mean of
+one point's runs with its own interval.
 
 Every point of a sweep runs the same seeds, so run k of two points shares
 its random draws wherever the scenarios agree. Pairing the runs by seed and
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Hashable, Mapping
+from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -48,8 +49,35 @@ def paired_gain(base: Mapping[Hashable, float], other: Mapping[Hashable, float],
     value = float(o.sum() / b.sum())
     if n < 2:
         return Gain(value, math.nan, math.nan, n)
-    idx = np.random.default_rng(seed).integers(0, n, size=(RESAMPLES, n))
+    idx = _resamples(n, seed)
     bs, os_ = b[idx].sum(axis=1), o[idx].sum(axis=1)
     ratios = os_[bs > 0] / bs[bs > 0]
     lo, hi = np.percentile(ratios, [2.5, 97.5])
     return Gain(value, float(lo), float(hi), n)
+
+
+def _resamples(n: int, seed: int) -> np.ndarray:
+    """RESAMPLES bootstrap resamples of n items: indices, one row each."""
+    return np.random.default_rng(seed).integers(0, n, size=(RESAMPLES, n))
+
+
+@dataclass(frozen=True)
+class Mean:
+    value: float  # mean of the finite values
+    lo: float  # 95% confidence interval (NaN with fewer than 2 values)
+    hi: float
+    n: int
+
+
+def mean_interval(values: Sequence[float], seed: int = 0) -> Mean:
+    """The mean of the finite `values` (one per run) with a percentile
+    bootstrap interval from RESAMPLES resamples. Deterministic for a given
+    `seed`."""
+    v = np.array([x for x in values if math.isfinite(x)], dtype=float)
+    n = len(v)
+    if n == 0:
+        return Mean(math.nan, math.nan, math.nan, 0)
+    if n < 2:
+        return Mean(float(v.mean()), math.nan, math.nan, n)
+    lo, hi = np.percentile(v[_resamples(n, seed)].mean(axis=1), [2.5, 97.5])
+    return Mean(float(v.mean()), float(lo), float(hi), n)
