@@ -31,7 +31,7 @@ named by the size ("500B" … "2304B").
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import polars as pl
 
@@ -329,18 +329,21 @@ def intervals(runs: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema_overrides={k: pl.Float64 for k in rows[0] if k not in ("location", "variant")})
 
 
+def _text_table(head: str, rows: Iterable[str]) -> str:
+    """A text table: its header, ruled underneath, then `rows`."""
+    return "\n".join([head, "-" * len(head), *rows])
+
+
 def format_summary(table: pl.DataFrame) -> str:
     """The summary as text within 80 columns: MB (mean, min-max), connection
     s, startup s (median), connection distance m, ack share %, and MB and
     connection relative to the base configuration."""
     head = f"{'location':<12}{'variant':<8}{'MB':>7}{'min-max':>13}{'conn s':>8}{'start s':>8}{'conn m':>7}{'ack %':>6}{'MB/b':>6}{'s/b':>5}"
-    lines = [head, "-" * len(head)]
-    for r in table.iter_rows(named=True):
-        lines.append(
-            f"{r['location']:<12}{r['variant']:<8}{r['mb']:>7.1f}{r['mb_min']:>6.1f}-{r['mb_max']:<6.1f}{r['conn_s']:>8.1f}"
-            f"{r['startup_s']:>8.2f}{r['connect_m']:>7.0f}{100 * r['ack_share']:>6.1f}{r['mb_vs_base']:>6.2f}{r['conn_vs_base']:>5.2f}"
-        )
-    return "\n".join(lines)
+    return _text_table(head, (
+        f"{r['location']:<12}{r['variant']:<8}{r['mb']:>7.1f}{r['mb_min']:>6.1f}-{r['mb_max']:<6.1f}{r['conn_s']:>8.1f}"
+        f"{r['startup_s']:>8.2f}{r['connect_m']:>7.0f}{100 * r['ack_share']:>6.1f}{r['mb_vs_base']:>6.2f}{r['conn_vs_base']:>5.2f}"
+        for r in table.iter_rows(named=True)
+    ))
 
 
 def _ci(lo: float, hi: float, width: int, digits: int = 1) -> str:
@@ -353,22 +356,27 @@ def format_intervals(table: pl.DataFrame) -> str:
     connection s, each with its interval, and MB relative to the base
     configuration with its paired interval."""
     head = f"{'location':<12}{'variant':<8}{'MB':>7}{'95% CI':>13}{'conn s':>8}{'95% CI':>13}{'MB/b':>6}{'95% CI':>12}"
-    lines = [head, "-" * len(head)]
-    for r in table.iter_rows(named=True):
-        lines.append(
-            f"{r['location']:<12}{r['variant']:<8}{r['mb']:>7.1f}{_ci(r['mb_lo'], r['mb_hi'], 13)}{r['conn_s']:>8.1f}"
-            f"{_ci(r['conn_lo'], r['conn_hi'], 13)}{r['mb_vs_base']:>6.2f}{_ci(r['mb_vs_base_lo'], r['mb_vs_base_hi'], 12, 2)}"
-        )
-    return "\n".join(lines)
+    return _text_table(head, (
+        f"{r['location']:<12}{r['variant']:<8}{r['mb']:>7.1f}{_ci(r['mb_lo'], r['mb_hi'], 13)}{r['conn_s']:>8.1f}"
+        f"{_ci(r['conn_lo'], r['conn_hi'], 13)}{r['mb_vs_base']:>6.2f}{_ci(r['mb_vs_base_lo'], r['mb_vs_base_hi'], 12, 2)}"
+        for r in table.iter_rows(named=True)
+    ))
+
+
+def broadside_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs of Broadside configurations (not Figure 7's saturating
+    sender)."""
+    return runs.filter(~pl.col("variant").is_in([f"{n}B" for n in SIZES]))
 
 
 def ack_table(runs: pl.DataFrame) -> pl.DataFrame:
-    """Per location and variant, the mean kB a receiver sent back by
-    ACK_PARTS (and other), the acknowledgements alone, and each as a
-    share of the mean throughput."""
+    """Per location and Broadside variant, the mean kB a receiver sent
+    back by ACK_PARTS (and other), the acknowledgements alone, and each as
+    a share of the mean throughput."""
     parts = [f"ack_{p}_kb" for p in (*ACK_PARTS, "other")]
     return (
-        runs.group_by("location", "variant")
+        broadside_runs(runs)
+        .group_by("location", "variant")
         .agg(pl.col("throughput_mb").mean().alias("mb"), pl.col("ack_kb").mean(), pl.col("acks_kb").mean(), *[pl.col(c).mean() for c in parts])
         .with_columns((pl.col("ack_kb") / (pl.col("mb") * 1e3)).alias("ack_share"), (pl.col("acks_kb") / (pl.col("mb") * 1e3)).alias("acks_share"))
         .sort("location", "variant")
@@ -382,14 +390,11 @@ def format_acks(table: pl.DataFrame) -> str:
     segments), TCP set-up and teardown, other; and the two shares of the
     throughput."""
     head = f"{'location':<12}{'variant':<8}{'all kB':>8}{'acks kB':>9}{'answers':>9}{'TCP ctl':>8}{'other':>7}{'all %':>7}{'acks %':>8}"
-    lines = [head, "-" * len(head)]
-    for r in table.iter_rows(named=True):
-        answers = r["ack_answers_kb"] + r["ack_stream_kb"]
-        lines.append(
-            f"{r['location']:<12}{r['variant']:<8}{r['ack_kb']:>8.1f}{r['acks_kb']:>9.1f}{answers:>9.1f}{r['ack_tcp_control_kb']:>8.1f}"
-            f"{r['ack_other_kb']:>7.1f}{100 * r['ack_share']:>7.2f}{100 * r['acks_share']:>8.3f}"
-        )
-    return "\n".join(lines)
+    return _text_table(head, (
+        f"{r['location']:<12}{r['variant']:<8}{r['ack_kb']:>8.1f}{r['acks_kb']:>9.1f}{r['ack_answers_kb'] + r['ack_stream_kb']:>9.1f}"
+        f"{r['ack_tcp_control_kb']:>8.1f}{r['ack_other_kb']:>7.1f}{100 * r['ack_share']:>7.2f}{100 * r['acks_share']:>8.3f}"
+        for r in table.iter_rows(named=True)
+    ))
 
 
 def size_table(runs: pl.DataFrame) -> pl.DataFrame:
@@ -410,11 +415,11 @@ def format_sizes(table: pl.DataFrame) -> str:
     marked *, and 2304 B's share of the best."""
     sizes = sorted(table["size"].unique().to_list())
     head = f"{'location':<12}" + "".join(f"{f'{n} B':>10}" for n in sizes) + f"{'2304/best':>10}"
-    lines = [head, "-" * len(head)]
+    rows = []
     for (loc,), g in table.group_by("location", maintain_order=True):
         med = dict(zip(g["size"].to_list(), g["median_mb"].to_list()))
         best = max(med, key=lambda n: med[n])
         cells = "".join(f"{med[n]:>9.1f}{'*' if n == best else ' '}" if n in med else f"{'':>10}" for n in sizes)
         share = med.get(2304, math.nan) / med[best] if med[best] > 0 else math.nan
-        lines.append(f"{loc:<12}{cells}{share:>10.2f}")
-    return "\n".join(lines)
+        rows.append(f"{loc:<12}{cells}{share:>10.2f}")
+    return _text_table(head, rows)

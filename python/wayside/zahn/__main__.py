@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(str(e))
     if a.out:
         runs.write_csv(a.out)
-    table = zahn.summary(runs)
+    table = zahn.summary(zahn.broadside_runs(runs))
     print(zahn.format_summary(table))
     print("\n95% bootstrap intervals (MB/b: paired by seed)")
     print(zahn.format_intervals(table))

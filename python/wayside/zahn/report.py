@@ -230,7 +230,7 @@ def write_report(runs: pl.DataFrame, directory: str | Path) -> Path:
     `directory` (created); returns the report's path."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    table = zahn.summary(runs)
+    table = zahn.summary(zahn.broadside_runs(runs))
     every_size = tuple(f"{n}B" for n in zahn.SIZES)
     sizes_ran = tuple(v for v in every_size if _has(runs, v)) or every_size
     figures: list[tuple[str, str, tuple[str, ...], Callable[[Path], Path]]] = [
