@@ -28,6 +28,8 @@ from wayside.stats import mean_interval  # noqa: E402
 
 LOCATIONS = [loc.removeprefix("zahn-") for loc in zahn.LOCATIONS]
 LABELS = {"base": "Broadside-Raw", "ip": "Broadside-IP", "11a": "802.11a", "roof": "roof antenna"}
+# The base configuration as the band and antenna figures compare it.
+RADIO_LABELS = {"base": "802.11g, dashboard (base)", "11a": "802.11a", "roof": "802.11g, roof"}
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
@@ -170,7 +172,7 @@ def rssi(runs: pl.DataFrame, location: str, variants: Sequence[str], title: str,
         seed = mean_run(runs, location, v)
         res = run(f"zahn-{location}", seed=seed, overrides=[o.format(s=s, r=r) for o in zahn.VARIANTS[v]])
         d = zahn.rssi_by_distance(res, r, s)
-        ax.plot(d["distance_m"], d["rssi_dbm"], color=f"C{j}", marker=".", label=f"{LABELS.get(v, v)} (seed {seed})")
+        ax.plot(d["distance_m"], d["rssi_dbm"], color=f"C{j}", marker=".", label=f"{RADIO_LABELS[v]} (seed {seed})")
     ax.set_xlabel("distance between the cars (m)")
     ax.set_ylabel("mean RSSI of received frames (dBm)")
     ax.set_title(title, fontsize=10)
