@@ -239,6 +239,8 @@ def test_the_report_draws_what_the_sweep_ran(tmp_path):
     assert not (tmp_path / "fig8-band.png").exists() and not (tmp_path / "fig11-rssi-antenna.png").exists()
     assert "Not drawn: it needs the variants base, 11a." in text and "Not drawn: it needs the variants base, roof." in text
     assert "terraced: Raw/IP throughput 1.45×" in text
+    assert "terraced: Raw's first file data within 1 s of the link in 1 of 3 runs" in text
+    assert "motorway: best packet size 2304 B, 2304 B at 1.00 of it" in text
 
 
 def test_the_command_line_rejects_bad_runs(capsys):

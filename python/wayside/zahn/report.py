@@ -209,6 +209,11 @@ def acks(table: pl.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
+# What the paper reports (§5.1-5.4), for the findings.
+PAPER_RAW_OVER_IP = {"terraced": "1.40", "residential": "1.44", "motorway": "about 1"}
+PAPER_ROOF = {"terraced": "above 1", "residential": "about 1", "motorway": "above 1"}
+
+
 def findings(runs: pl.DataFrame) -> list[str]:
     """The paper's claims, each with what the sweep measured."""
     out = []
@@ -216,14 +221,22 @@ def findings(runs: pl.DataFrame) -> list[str]:
         if _has(runs, "base", "ip"):
             g, c = zahn.gain(runs, loc, "base", "ip"), zahn.gain(runs, loc, "base", "ip", "connection_s")
             a = zahn.gain(runs, loc, "base", "ip", "acks_kb")
-            out.append(f"- {loc}: Raw/IP throughput {g}, connection {c}, acknowledgement bytes {a}")
+            out.append(f"- {loc}: Raw/IP throughput {g} (paper {PAPER_RAW_OVER_IP[loc]}), connection {c} (paper 1), acknowledgement bytes {a} (paper: far lower)")
+            quick = [x for x in _values(runs, loc, "base", "startup_s") if math.isfinite(x)]
+            out.append(f"- {loc}: Raw's first file data within 1 s of the link in {sum(x < 1 for x in quick)} of {len(quick)} runs (paper: most)")
         if _has(runs, "11a"):
-            out.append(f"- {loc}: 802.11a/802.11g throughput {zahn.gain(runs, loc, '11a', 'base')}")
+            out.append(f"- {loc}: 802.11a/802.11g throughput {zahn.gain(runs, loc, '11a', 'base')} (paper: below 1)")
         if _has(runs, "roof"):
-            out.append(f"- {loc}: roof/dashboard throughput {zahn.gain(runs, loc, 'roof', 'base')}")
+            out.append(f"- {loc}: roof/dashboard throughput {zahn.gain(runs, loc, 'roof', 'base')} (paper: {PAPER_ROOF[loc]})")
     if _has(runs, "base"):
         mw = mean_interval(_values(runs, "motorway", "base", "throughput_mb"))
         out.append(f"- motorway Raw mean {mw.value:.1f} MB (95% {mw.lo:.1f}-{mw.hi:.1f}; paper 7.1 MB)")
+    sizes = zahn.size_table(runs)
+    for (loc,), g in sizes.group_by("location", maintain_order=True):
+        best = g.sort("median_mb")[-1]
+        at_2304 = g.filter(pl.col("size") == 2304)["median_mb"]
+        share = f", 2304 B at {at_2304[0] / best['median_mb'][0]:.2f} of it" if len(at_2304) else ""
+        out.append(f"- {loc}: best packet size {best['size'][0]} B{share} (paper: a different best size per location)")
     return out
 
 
