@@ -1,4 +1,5 @@
-"""The paired gain between sweep points and its bootstrap interval."""
+"""The paired gain between sweep points and its bootstrap interval; the
+mean of one point's runs and its interval."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wayside.stats import paired_gain
+from wayside.stats import mean_interval, paired_gain
 
 runs = st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=2, max_size=30)
 
@@ -43,3 +44,18 @@ def test_runs_that_disagree_widen_the_interval():
     noisy = paired_gain(base, {k: 20.0 if k % 2 else 3.0 for k in range(20)})
     assert steady.hi - steady.lo < noisy.hi - noisy.lo
     assert noisy.lo < 1.0 < noisy.hi and steady.lo > 1.0
+
+
+def test_mean_interval_brackets_the_mean_and_narrows_with_runs():
+    few = mean_interval([10.0, 12.0, 11.0, 13.0, 9.0])
+    many = mean_interval([10.0, 12.0, 11.0, 13.0, 9.0] * 4)
+    assert few.value == many.value == 11.0 and few.n == 5 and many.n == 20
+    assert few.lo < 11.0 < few.hi and many.lo < 11.0 < many.hi
+    assert many.hi - many.lo < few.hi - few.lo, "20 runs pin the mean down better than 5"
+    assert mean_interval([10.0, 12.0, 11.0]) == mean_interval([10.0, 12.0, 11.0]), "deterministic"
+
+
+def test_mean_interval_skips_nan_and_needs_two_values():
+    one = mean_interval([4.0, math.nan])
+    assert one.value == 4.0 and one.n == 1 and math.isnan(one.lo) and math.isnan(one.hi)
+    assert math.isnan(mean_interval([]).value)
