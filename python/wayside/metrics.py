@@ -62,8 +62,10 @@ __all__ = [
     "vanet_throughput_kBps",
     "window_recovery_s",
     "zahn_ack_kb",
+    "zahn_acks_kb",
     "zahn_connect_distance_m",
     "zahn_connection_s",
+    "zahn_saturated_mb",
     "zahn_startup_delay_s",
     "zahn_startup_share",
     "zahn_throughput_mb",
@@ -600,4 +602,6 @@ zahn_startup_delay_s = zahn.startup_delay_s
 zahn_startup_share = zahn.startup_share
 zahn_ack_kb = zahn.ack_kb
 zahn_connect_distance_m = zahn.connect_distance_m
+zahn_acks_kb = zahn.acks_kb
+zahn_saturated_mb = zahn.saturated_mb
 METRICS.update((name, fn) for name, fn in list(globals().items()) if name.startswith("zahn_"))

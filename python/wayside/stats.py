@@ -64,8 +64,31 @@ def paired_gain(base: Mapping[Hashable, float], other: Mapping[Hashable, float],
     value = float(o.sum() / b.sum())
     if n < 2:
         return Gain(value, math.nan, math.nan, n)
-    idx = np.random.default_rng(seed).integers(0, n, size=(RESAMPLES, n))
+    idx = _resamples(n, seed)
     bs, os_ = b[idx].sum(axis=1), o[idx].sum(axis=1)
     ratios = os_[bs > 0] / bs[bs > 0]
     lo, hi = np.percentile(ratios, [2.5, 97.5])
     return Gain(value, float(lo), float(hi), n)
+
+
+def _resamples(n: int, seed: int) -> np.ndarray:
+    """RESAMPLES bootstrap resamples of n items: indices, one row each."""
+    return np.random.default_rng(seed).integers(0, n, size=(RESAMPLES, n))
+
+
+@dataclass(frozen=True)
+class Mean:
+    value: float  # mean of the finite values
+    lo: float  # 95% Student t interval (NaN with fewer than 2 values)
+    hi: float
+    n: int
+
+
+def mean_interval(values: Iterable[float | None]) -> Mean:
+    """`mean_ci` as the interval's bounds, with the number of values used."""
+    values = list(values)
+    n = sum(1 for x in values if x is not None and not math.isnan(float(x)))
+    m, half = mean_ci(values)
+    if n < 2:
+        return Mean(m, math.nan, math.nan, n)
+    return Mean(m, m - half, m + half, n)

@@ -59,6 +59,9 @@ tolerance; it adds one row::
     grid = { "node.ap.rate_control.preset" = ["default", "tuned"] }
     ratio = { of = "default", to = "tuned", expected = 0.25, tolerance = { range = [0.15, 0.5] } }
 
+`to = "best"` compares with whichever point measured highest (for "is this
+point close to the best?", e.g. a packet size against every other).
+
 Command line::
 
     wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR]
@@ -330,6 +333,10 @@ def _grid_points(where: str, grid: Any) -> list[tuple[str, tuple[str, ...]]]:
     return points
 
 
+# A ratio's `to` that names the grid point measured highest.
+BEST = "best"
+
+
 def _parse_ratio(where: str, raw: Any, labels: list[str]) -> Ratio | None:
     if raw is None:
         return None
@@ -339,8 +346,9 @@ def _parse_ratio(where: str, raw: Any, labels: list[str]) -> Ratio | None:
     if len(labels) < 2:
         raise ValidationFileError(f"{where}ratio: needs a grid of at least 2 points")
     for key in ("of", "to"):
-        if raw[key] not in labels:
-            raise ValidationFileError(f"{where}ratio.{key}: {raw[key]!r} is not a grid point; points: {', '.join(labels)}")
+        if raw[key] not in labels and not (key == "to" and raw[key] == BEST):
+            also = f', or "{BEST}"' if key == "to" else ""
+            raise ValidationFileError(f"{where}ratio.{key}: {raw[key]!r} is not a grid point; points: {', '.join(labels)}{also}")
     tolerance = _parse_tolerance(f"{where}ratio.", raw["tolerance"])
     expected = raw.get("expected")
     if expected is not None and not _is_number(expected):
@@ -659,8 +667,14 @@ def _ratio_row(t: Target, rows: list[Row]) -> Row:
     r = t.ratio
     assert r is not None
     by_label = {row.point: row for row in rows}
-    of, to = by_label[r.of], by_label[r.to]
-    label = f"{r.of} / {r.to}"
+    of = by_label[r.of]
+    if r.to == BEST:
+        measured = [row for row in rows if row.status != "ERROR" and row.measured is not None and math.isfinite(row.measured)]
+        to = max(measured, key=lambda row: row.measured) if measured else of
+        label = f"{r.of} / best ({to.point})"
+    else:
+        to = by_label[r.to]
+        label = f"{r.of} / {r.to}"
     ratio_target = replace(t, tolerance=r.tolerance, unit="")
     if of.status == "ERROR" or to.status == "ERROR":
         row = _error_row(ratio_target, Point(label, (), r.expected), "not checked: a grid point failed")

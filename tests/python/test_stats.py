@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wayside.stats import mean_ci, paired_gain
+from wayside.stats import mean_ci, mean_interval, paired_gain
 
 runs = st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=2, max_size=30)
 
@@ -56,3 +56,18 @@ def test_mean_ci_is_student_t_and_skips_missing_values():
     assert mean_ci([0.0, 2.0] * 31)[1] == pytest.approx(2.000 * math.sqrt(62 / 61) / math.sqrt(62), rel=1e-3)
     assert mean_ci([5.0]) == (5.0, math.inf)
     assert all(math.isnan(x) for x in mean_ci([None, math.nan]))
+
+
+def test_mean_interval_brackets_the_mean_and_narrows_with_runs():
+    few = mean_interval([10.0, 12.0, 11.0, 13.0, 9.0])
+    many = mean_interval([10.0, 12.0, 11.0, 13.0, 9.0] * 4)
+    assert few.value == many.value == 11.0 and few.n == 5 and many.n == 20
+    assert few.lo < 11.0 < few.hi and many.lo < 11.0 < many.hi
+    assert many.hi - many.lo < few.hi - few.lo, "20 runs pin the mean down better than 5"
+    assert mean_interval([10.0, 12.0, 11.0]) == mean_interval([10.0, 12.0, 11.0]), "deterministic"
+
+
+def test_mean_interval_skips_nan_and_needs_two_values():
+    one = mean_interval([4.0, math.nan])
+    assert one.value == 4.0 and one.n == 1 and math.isnan(one.lo) and math.isnan(one.hi)
+    assert math.isnan(mean_interval([]).value)

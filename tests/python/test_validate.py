@@ -325,10 +325,20 @@ def test_ratio_of_two_grid_points_adds_a_row(tmp_path):
     assert [r.kind for r in rows] == ["value", "value", "value", "monotone", "ratio", "value", "value", "value", "ratio"]
 
 
+def test_ratio_to_the_best_point_picks_the_highest(tmp_path):
+    best = {**{k: v for k, v in GRID.items() if k != "monotone"}, "ratio": {"of": "20 ms", "to": "best", "tolerance": {"range": [0.4, 0.6]}}}
+    rows = V.run_targets(V.load_file(write_validation(tmp_path, [best])), jobs=1)
+    (ratio,) = [r for r in rows if r.kind == "ratio"]
+    # 0.1 MB at 20 ms over the best, 0.2 MB at 10 ms.
+    assert ratio.point == "20 ms / best (10 ms)" and ratio.measured == pytest.approx(0.5) and ratio.status == "PASS"
+
+
 @pytest.mark.parametrize(
     ("ratio", "message"),
     [
         ({**RATIO, "of": "15 ms"}, "ratio.of: '15 ms' is not a grid point; points: 10 ms, 20 ms, 40 ms"),
+        ({**RATIO, "to": "15 ms"}, "ratio.to: '15 ms' is not a grid point; points: 10 ms, 20 ms, 40 ms, or \"best\""),
+        ({**RATIO, "of": "best"}, "ratio.of: 'best' is not a grid point"),
         ({"of": "40 ms", "to": "10 ms"}, "ratio: .* is not usable"),
         ({**RATIO, "tolerance": {"wobble": 1}}, "ratio.tolerance: unknown kind 'wobble'"),
         ({**RATIO, "expected": "a lot"}, "ratio.expected: 'a lot' is not a number"),

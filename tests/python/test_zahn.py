@@ -131,3 +131,121 @@ def test_the_printed_summary_fits_80_columns():
     text = zahn.format_summary(zahn.summary(rows))
     assert all(len(line) <= 80 for line in text.splitlines()), text
     assert "residential roof" in " ".join(text.split()) and "1.78" in text
+
+
+# ------------------------------------------- acknowledgement bytes, Figure 7
+
+
+@pytest.fixture(scope="module")
+def ip_result():
+    xp = [{**n, "tcp": "windows-xp", "arp": "windows-xp"} for n in PASS["node"]]
+    return run({**PASS, "node": xp, "app": [{**PASS["app"][0], "transport": "tcp"}]}, seed=1)
+
+
+def test_raw_sends_back_bit_vectors_and_answers_only(result):
+    split = zahn.ack_split_kb(result, "parked", "moving")
+    assert sum(split.values()) == pytest.approx(zahn.ack_kb(result, "parked", "moving"))
+    assert split["vectors"] > 0 and split["answers"] > 0, split
+    assert split["tcp_acks"] == split["stream"] == split["tcp_control"] == 0, split
+    assert zahn.acks_kb(result, "parked", "moving") == split["vectors"]
+
+
+def test_ip_acks_are_pure_tcp_ack_segments(ip_result):
+    split = zahn.ack_split_kb(ip_result, "parked", "moving")
+    assert sum(split.values()) == pytest.approx(zahn.ack_kb(ip_result, "parked", "moving"))
+    assert split["tcp_acks"] > 0 and split["stream"] > 0 and split["tcp_control"] > 0, split
+    assert split["vectors"] == split["answers"] == 0, "Broadside's own messages ride in the stream"
+    assert zahn.acks_kb(ip_result, "parked", "moving") == split["tcp_acks"]
+    # A pure ACK is LLC/SNAP, IP and TCP headers (with SACK blocks at most).
+    from wayside.traces import table
+    import polars as pl
+
+    acks = table(ip_result, "mac").filter((pl.col("node") == "parked") & (pl.col("content") == "tcp-ack") & (pl.col("event") == "delivered"))
+    assert acks["bytes"].min() == 8 + 20 + 20 and acks["bytes"].max() <= 8 + 20 + 60
+
+
+def test_the_saturating_sender_replaces_broadside():
+    sat = {**PASS, "app": [{**PASS["app"][0], "enabled": False}],
+           "traffic": [{"kind": "saturate", "from": "moving", "to": "parked", "payload": "1000 B"}]}
+    r = run(sat, seed=1)
+    mb = zahn.saturated_mb(r, "parked", "moving")
+    assert mb > 5.0, "a saturated 802.11g link for tens of seconds"
+    assert round(mb * 1e6) % 1000 == 0, "whole 1000-byte MSDUs"
+    assert zahn.broadside_mb(r, "parked", "moving") == 0
+    assert zahn.ack_kb(r, "parked", "moving") == 0, "the receiver sends no data back"
+    rates = zahn.rate_mb(r, "parked", "moving")
+    assert rates and max(rates) <= 54 and sum(rates.values()) >= mb
+
+
+def test_rssi_falls_with_distance(result):
+    d = zahn.rssi_by_distance(result, "parked", "moving")
+    near, far = d.filter(pl.col("distance_m") < 30)["rssi_dbm"].mean(), d.filter(pl.col("distance_m") > 80)["rssi_dbm"].mean()
+    assert near > far + 10, d
+
+
+def _runs():
+    """A sweep's rows, made up: two seeds of each variant at each location."""
+    rows = []
+    for loc in ("terraced", "residential", "motorway"):
+        for v, mb in (("base", 30.0), ("ip", 20.0), ("500B", 10.0), ("2304B", 25.0)):
+            for seed in (1, 2, 3):
+                raw, ip = v == "base", v == "ip"
+                rows.append({
+                    "location": loc, "variant": v, "seed": seed, "throughput_mb": mb + seed, "connection_s": 30.0 + seed,
+                    "startup_s": 0.5 * seed, "ack_kb": 900.0 if raw else 1800.0 if ip else 0.0, "connect_m": 150.0,
+                    "acks_kb": 80.0 if raw else 400.0 if ip else 0.0, "ack_tcp_acks_kb": 400.0 if ip else 0.0,
+                    "ack_tcp_control_kb": 0.1 if ip else 0.0, "ack_stream_kb": 1399.9 if ip else 0.0,
+                    "ack_vectors_kb": 80.0 if raw else 0.0, "ack_answers_kb": 820.0 if raw else 0.0, "ack_other_kb": 0.0,
+                    "mb_at_24": 5.0, "mb_at_54": mb,
+                })
+    return pl.DataFrame(rows)
+
+
+import polars as pl  # noqa: E402
+
+
+def test_intervals_bracket_the_mean_and_pair_by_seed():
+    s = zahn.summary(_runs())
+    ip = s.filter((pl.col("location") == "terraced") & (pl.col("variant") == "ip")).row(0, named=True)
+    assert ip["mb_lo"] <= ip["mb"] <= ip["mb_hi"] and ip["mb_lo"] >= 21.0 and ip["mb_hi"] <= 23.0
+    assert ip["mb_vs_base"] == pytest.approx(22.0 / 32.0)
+    assert ip["mb_vs_base_lo"] <= ip["mb_vs_base"] <= ip["mb_vs_base_hi"]
+    assert ip["acks_share"] == pytest.approx(400.0 / 22_000.0)
+    g = zahn.gain(_runs(), "terraced", "base", "ip", "acks_kb")
+    assert g.value == pytest.approx(0.2) and g.lo == g.hi == pytest.approx(0.2), "the same ratio in every pair"
+
+
+def test_ack_and_size_tables_fit_80_columns():
+    runs = _runs()
+    acks = zahn.format_acks(zahn.ack_table(runs))
+    sizes = zahn.size_table(runs)
+    text = "\n".join([acks, zahn.format_intervals(zahn.summary(runs)), zahn.format_sizes(sizes)])
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    ip = zahn.ack_table(runs).filter((pl.col("location") == "motorway") & (pl.col("variant") == "ip")).row(0, named=True)
+    assert ip["acks_share"] == pytest.approx(400.0 / 22_000.0), "mean acks over mean MB"
+    best = sizes.filter(pl.col("location") == "motorway").sort("median_mb")["size"].to_list()[-1]
+    assert best == 2304
+    assert "2304/best" in text and "27.0*" in text
+
+
+def test_the_report_draws_what_the_sweep_ran(tmp_path):
+    from wayside.zahn.report import write_report
+
+    report = write_report(_runs(), tmp_path)
+    text = report.read_text()
+    drawn = ("fig2-throughput.png", "fig3-connection.png", "fig4-rate-cdf-residential.png", "fig6-startup.png", "fig7-packet-size.png", "acks.png")
+    for png in drawn:
+        assert (tmp_path / png).stat().st_size > 5_000 and f"]({png})" in text
+    assert not (tmp_path / "fig8-band.png").exists() and not (tmp_path / "fig11-rssi-antenna.png").exists()
+    assert "Not drawn: it needs the variants base, 11a." in text and "Not drawn: it needs the variants base, roof." in text
+    assert "terraced: Raw/IP throughput 1.45×" in text
+    assert "terraced: Raw's first file data within 1 s of the link in 1 of 3 runs" in text
+    assert "motorway: best packet size 2304 B, 2304 B at 1.00 of it" in text
+
+
+def test_the_command_line_rejects_bad_runs(capsys):
+    from wayside.zahn.__main__ import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--runs", "0"])
+    assert e.value.code == 2 and "--runs: 0 is not at least 1" in capsys.readouterr().err

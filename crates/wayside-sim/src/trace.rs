@@ -156,6 +156,30 @@ category!(
         NoLink => "no-link",
     });
 
+category!(
+    /// What an MSDU carries, on `mac` rows of data ([`crate::mac::Payload::content`]):
+    /// a TCP segment by its role, or a Broadside datagram (raw or over UDP)
+    /// by its class as the `broadside` crate counts it; empty for anything
+    /// else (management, ARP, DHCP, frame-source filler).
+    MsduContent {
+        Other => "",
+        /// A pure acknowledgement: no payload, no SYN, FIN or RST.
+        TcpAck => "tcp-ack",
+        /// SYN, FIN or RST without payload.
+        TcpControl => "tcp-control",
+        /// A segment with payload (an application's stream).
+        TcpData => "tcp-data",
+        BroadsideBeacon => "bs-beacon",
+        /// Filters, match filters, file records and plans.
+        BroadsideDiscovery => "bs-discovery",
+        /// Offers, wants (the first receive vector) and closes.
+        BroadsideControl => "bs-control",
+        /// File blocks.
+        BroadsideData => "bs-data",
+        /// Receive vectors sent as acknowledgements.
+        BroadsideAck => "bs-ack",
+    });
+
 /// How a row field is stored in its column: as is, or as a category code.
 pub trait Cell<T> {
     fn cell(self) -> T;
@@ -253,6 +277,8 @@ table!(
         delay_ns: u64 => u64 = Column::U64,
         x: f32 => f32 = Column::F32,
         y: f32 => f32 = Column::F32,
+        /// What the MSDU carries.
+        content: MsduContent => u8 = |v| Column::Category(v, MsduContent::NAMES),
     }
 );
 

@@ -242,12 +242,14 @@ impl Apps {
         // Borrows the applications only, so that outputs can be queued.
         let app = self.ip.iter_mut().find(|a| a.id == id).expect("an application of this node");
         let h = app.broadside.as_mut().expect("a Broadside end");
+        let mut stream_full = false;
         loop {
             if room == 0 {
                 app.blocked = true; // resumes when the MAC finishes a frame
                 break;
             }
             if h.link == Link::Tcp && !h.conns.room(sockets) {
+                stream_full = true;
                 break; // resumes when the peer acknowledges (the socket is readable)
             }
             let Some(t) = h.endpoint.poll_transmit(instant(now), &mut h.store) else { break };
@@ -289,17 +291,18 @@ impl Apps {
             };
             self.out.push_back(AppOutput::Conn { peer, event, value });
         }
-        let blocked = self.app(id).blocked;
+        let blocked = self.app(id).blocked || stream_full;
         let h = self.host(id);
         // The endpoint's clock counts microseconds: a deadline in the
         // microsecond just handled falls later within it, so at the next.
         let next_us = SimTime::from_ns((now.as_ns() / 1_000 + 1) * 1_000);
         let floor = if h.handled == Some(now) { next_us } else { now };
         let next = h.endpoint.poll_timeout().map(|t| SimTime::from_ns(t.as_micros() * 1_000).max(floor));
-        // Blocked on the MAC, an endpoint that wants to send now (or
-        // within this microsecond) waits for the MAC to finish a frame, not
-        // for a timer: re-arming at the next microsecond would poll it once
-        // a microsecond for as long as the queue stays full.
+        // Blocked on the MAC (or on a full TCP send buffer), an endpoint
+        // that wants to send now (or within this microsecond) waits for the
+        // MAC to finish a frame (the peer to acknowledge), not for a timer:
+        // re-arming at the next microsecond would poll it once a
+        // microsecond for as long as the queue stays full.
         let next = next.filter(|&t| !(blocked && t <= next_us));
         if next.is_some_and(|t| h.armed.is_none_or(|a| t < a)) {
             h.armed = next;

@@ -1,6 +1,6 @@
 //! A node's applications as a sans-IO layer ([`Apps`]). Frame sources
 //! exercise the link directly on the MAC — a saturating source (always a
-//! frame waiting), constant bit rate, and a sounder that broadcasts probes
+//! frame waiting, [`saturate`]), constant bit rate, and a sounder that broadcasts probes
 //! cycling through a list of rates (to measure delivery ratio per rate
 //! against distance, as measurement studies do with broadcast probes).
 //! Applications over IP are in [`ip`] and [`reqresp`]; they use this node's
@@ -16,6 +16,7 @@ pub mod broadside_ip;
 pub mod files;
 pub mod ip;
 pub mod reqresp;
+pub mod saturate;
 
 use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
@@ -26,9 +27,6 @@ use crate::trace::{ConnEvent, Proto};
 use crate::units::SimTime;
 use ip::{App, AppConfig};
 use std::collections::VecDeque;
-
-/// Frames a saturating source keeps queued at its MAC.
-const SATURATION_BACKLOG: usize = 2;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum SourceKind {
@@ -53,6 +51,8 @@ struct Source {
     id: u32,
     cfg: SourceConfig,
     next_mode: usize,
+    /// Saturating: its MSDUs the MAC holds.
+    queued: usize,
 }
 
 /// What the applications ask of the node around them.
@@ -79,13 +79,17 @@ pub struct Apps {
     me: NodeId,
     ip: Vec<App>,
     sources: Vec<Source>,
+    /// On an ad hoc node, the peers it has a link to (frames to others go
+    /// nowhere); `None` elsewhere.
+    links: Option<Vec<NodeId>>,
     out: VecDeque<AppOutput>,
 }
 
 impl Apps {
     /// The applications of `me` among the scenario's; `seed`: the run's
-    /// (seed, run).
-    pub fn new(me: NodeId, apps: &[AppConfig], sources: &[SourceConfig], seed: (u64, u64)) -> Apps {
+    /// (seed, run); `adhoc`: whether `me` is in ad hoc mode (its links
+    /// then come from [`Apps::handle_link_up`] and [`Apps::handle_link_down`]).
+    pub fn new(me: NodeId, apps: &[AppConfig], sources: &[SourceConfig], seed: (u64, u64), adhoc: bool) -> Apps {
         let ip = apps
             .iter()
             .enumerate()
@@ -96,9 +100,10 @@ impl Apps {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.from == me)
-            .map(|(i, s)| Source { id: i as u32, cfg: s.clone(), next_mode: 0 })
+            .map(|(i, s)| Source { id: i as u32, cfg: s.clone(), next_mode: 0, queued: 0 })
             .collect();
-        Apps { me, ip, sources, out: VecDeque::new() }
+        let links = adhoc.then(Vec::new);
+        Apps { me, ip, sources, links, out: VecDeque::new() }
     }
 
     /// The next output, oldest first.
@@ -142,11 +147,7 @@ impl Apps {
             return;
         }
         match cfg.kind {
-            SourceKind::Saturate => {
-                for _ in 0..SATURATION_BACKLOG {
-                    self.source_emit(now, id);
-                }
-            }
+            SourceKind::Saturate => self.saturate_fill(now, id),
             SourceKind::Cbr { interval } | SourceKind::Sounder { interval, .. } => {
                 self.source_emit(now, id);
                 self.out.push_back(AppOutput::Emit { source: id, at: now + interval });
@@ -158,9 +159,8 @@ impl Apps {
     /// a saturating source refills, blocked senders resume.
     pub fn handle_mac_done(&mut self, now: SimTime, source: Option<u32>) {
         if let Some(id) = source {
-            let s = self.source(id);
-            if s.cfg.kind == SourceKind::Saturate && now < s.cfg.stop {
-                self.source_emit(now, id);
+            if self.source(id).cfg.kind == SourceKind::Saturate {
+                self.saturate_done(now, id);
             }
         }
         self.resume_blocked(now);

@@ -3,6 +3,7 @@
 //! adaptation ([`links`]) and management ([`mgmt`]; ad hoc: [`adhoc`]).
 
 pub mod adhoc;
+mod content;
 pub mod dcf;
 pub mod links;
 pub mod mgmt;

@@ -1,6 +1,6 @@
 //! The pump of a node's ad hoc membership ([`crate::mac::adhoc`]): its
 //! frames to the MAC, its timers to the event queue, its link events to
-//! the trace and the network layer, and the driver's gate on received data
+//! the trace, the network layer and the frame sources, and the driver's gate on received data
 //! (frames from a peer without a link are not handed up).
 
 use super::Node;
@@ -64,10 +64,13 @@ impl Node {
                         env.conn_event(now, node, peer.0, ConnEvent::LinkUp, rssi.0);
                         self.net.handle_link_up(now, peer);
                         self.pump_net(env, now);
+                        self.apps.handle_link_up(now, peer);
+                        self.pump_apps(env, now);
                     }
                     AdhocEvent::LinkDown(peer) => {
                         env.conn_event(now, node, peer.0, ConnEvent::LinkDown, f64::NAN);
                         self.net.handle_link_down(peer);
+                        self.apps.handle_link_down(peer);
                     }
                 }
             } else if let Some((timer, at, generation)) = a.poll_timer() {

@@ -30,7 +30,7 @@ use crate::phy::mode::Mode;
 use crate::phy::state::{Phy, RxStart};
 use crate::ratectl::Stage;
 use crate::rng::Stream;
-use crate::trace::{DropReason, FrameKind, MacEvent, MacRow, PhyEvent};
+use crate::trace::{DropReason, FrameKind, MacEvent, MacRow, MsduContent, PhyEvent};
 use crate::units::{Db, Dbm, SimTime};
 use std::sync::Arc;
 
@@ -71,7 +71,7 @@ impl Node {
             adhoc: n.adhoc.clone().map(|a| Adhoc::new(a, Stream::new("run", cfg.seed, cfg.run, &format!("adhoc/{}", n.name)))),
             net: Net::new(id, net_setup(id, n, cfg, plan)),
             sockets: Sockets::new(id, n.tcp.clone(), cfg.seed, cfg.run, &n.name),
-            apps: Apps::new(id, &cfg.apps, &cfg.sources, (cfg.seed, cfg.run)),
+            apps: Apps::new(id, &cfg.apps, &cfg.sources, (cfg.seed, cfg.run), n.adhoc.is_some()),
             awaiting_row: None,
         }
     }
@@ -230,7 +230,7 @@ impl Node {
             DcfEvent::QueueDrop { msdu } => {
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
                     let event = if self.on(env) { MacEvent::QueueDrop } else { MacEvent::RadioOff };
-                    self.mac_trace(env, now, msdu.dst.trace_id(), event, 0, msdu.bytes, 0, SimTime::ZERO);
+                    self.mac_trace(env, now, msdu.dst.trace_id(), event, 0, (msdu.bytes, msdu.payload.content()), 0, SimTime::ZERO);
                 }
             }
             DcfEvent::Response(outcome) => {
@@ -241,7 +241,7 @@ impl Node {
             DcfEvent::Done { msdu, seq, delivered, attempts, delay } => {
                 let event = if delivered { MacEvent::Delivered } else { MacEvent::Failed };
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    self.mac_trace(env, now, msdu.dst.trace_id(), event, seq, msdu.bytes, attempts, delay);
+                    self.mac_trace(env, now, msdu.dst.trace_id(), event, seq, (msdu.bytes, msdu.payload.content()), attempts, delay);
                 }
                 self.apps.handle_mac_done(now, msdu.source);
                 self.pump_apps(env, now);
@@ -259,7 +259,7 @@ impl Node {
                     let body = frame.psdu_bytes - crate::mac::DATA_OVERHEAD;
                     let event = if duplicate { MacEvent::Duplicate } else { MacEvent::Received };
                     let attempts = if frame.dst == Dst::Broadcast { 0 } else { u32::from(frame.attempt) + 1 };
-                    self.mac_trace(env, now, frame.src.0, event, frame.seq, body, attempts, SimTime::ZERO);
+                    self.mac_trace(env, now, frame.src.0, event, frame.seq, (body, frame.payload.content()), attempts, SimTime::ZERO);
                 }
                 if !duplicate {
                     self.mac_deliver(env, now, frame, rssi);
@@ -288,8 +288,10 @@ impl Node {
         }
     }
 
+    /// A `mac` row; `msdu`: its bytes and what it carries.
     #[allow(clippy::too_many_arguments)]
-    fn mac_trace(&self, env: &mut Env, now: SimTime, peer: u32, event: MacEvent, seq: u16, bytes: u32, attempts: u32, delay: SimTime) {
+    fn mac_trace(&self, env: &mut Env, now: SimTime, peer: u32, event: MacEvent, seq: u16, msdu: (u32, MsduContent), attempts: u32, delay: SimTime) {
+        let (bytes, content) = msdu;
         let p = env.position(self.id, now);
         env.trace.mac.push(MacRow {
             time_ns: now.as_ns(),
@@ -302,6 +304,7 @@ impl Node {
             delay_ns: delay.as_ns(),
             x: p.x as f32,
             y: p.y as f32,
+            content,
         });
     }
 
@@ -327,11 +330,11 @@ impl Node {
     /// is off (the drop is traced).
     fn mac_enqueue(&mut self, env: &mut Env, now: SimTime, msdu: Msdu) -> bool {
         if !self.on(env) {
-            self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::RadioOff, 0, msdu.bytes, 0, SimTime::ZERO);
+            self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::RadioOff, 0, (msdu.bytes, msdu.payload.content()), 0, SimTime::ZERO);
             return false;
         }
         if self.adhoc.as_ref().is_some_and(|a| !a.admits(msdu.dst)) {
-            self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::NoLink, 0, msdu.bytes, 0, SimTime::ZERO);
+            self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::NoLink, 0, (msdu.bytes, msdu.payload.content()), 0, SimTime::ZERO);
             return false;
         }
         let ok = self.dcf.enqueue(now, msdu);

@@ -802,6 +802,7 @@ impl Scenario {
                 Some(stop) => time_in(&key("stop"), stop, 0.0, MAX_DURATION_S, "0 s to 24 h")?,
                 None => SimTime::MAX,
             };
+            let stop = if t.enabled { stop } else { SimTime::ZERO };
             sources.push(SourceConfig { kind, from, to, payload: t.payload.0 as u32, start, stop });
         }
         Ok(sources)

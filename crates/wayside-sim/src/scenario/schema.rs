@@ -1032,6 +1032,10 @@ pub struct TrafficSection {
     pub start: TimeQ,
     #[serde(default)]
     pub stop: Option<TimeQ>,
+    /// false: defined but not run (scenarios with several experiment
+    /// variants), as for applications.
+    #[serde(default = "yes")]
+    pub enabled: bool,
 }
 
 fn default_payload() -> SizeQ {
