@@ -3,6 +3,7 @@ drive-by with Broadside-Raw (a car passes a parked car)."""
 
 import math
 
+import polars as pl
 import pytest
 
 from wayside.metrics import METRICS
@@ -201,13 +202,12 @@ def _runs():
     return pl.DataFrame(rows)
 
 
-import polars as pl  # noqa: E402
-
-
 def test_intervals_bracket_the_mean_and_pair_by_seed():
     s = zahn.summary(_runs())
     ip = s.filter((pl.col("location") == "terraced") & (pl.col("variant") == "ip")).row(0, named=True)
-    assert ip["mb_lo"] <= ip["mb"] <= ip["mb_hi"] and ip["mb_lo"] >= 21.0 and ip["mb_hi"] <= 23.0
+    # 21, 22, 23 MB: mean 22, stdev 1, t(0.975, 2 df) = 4.303.
+    half = 4.303 / math.sqrt(3)
+    assert (ip["mb_lo"], ip["mb"], ip["mb_hi"]) == pytest.approx((22.0 - half, 22.0, 22.0 + half), rel=1e-4)
     assert ip["mb_vs_base"] == pytest.approx(22.0 / 32.0)
     assert ip["mb_vs_base_lo"] <= ip["mb_vs_base"] <= ip["mb_vs_base_hi"]
     assert ip["acks_share"] == pytest.approx(400.0 / 22_000.0)
