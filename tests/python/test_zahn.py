@@ -117,7 +117,7 @@ def test_summary_normalises_by_the_base_configuration():
 
 
 def test_sweep_rejects_an_unknown_variant():
-    with pytest.raises(ValueError, match="variants: wings unknown; allowed: base, ip, 11a, roof"):
+    with pytest.raises(ValueError, match="variants: wings unknown; allowed: base, ip, 11a, roof, preamble"):
         zahn.sweep(1, ["wings"])
 
 

@@ -27,6 +27,10 @@ pub struct RadioConfig {
     /// The lowest basic rate (broadcasts, management frames; the rate a
     /// node's `range` is defined at).
     pub basic_rate: Mode,
+    /// OFDM payloads are equalised with the preamble's channel estimate
+    /// ([`crate::channel::Fades::aging`]); otherwise the channel is
+    /// tracked perfectly.
+    pub ofdm_preamble_estimate: bool,
 }
 
 /// One node's fixed description.

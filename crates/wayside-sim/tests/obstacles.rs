@@ -62,6 +62,23 @@ fn a_building_beside_the_line_changes_nothing_and_losses_are_per_building() {
 }
 
 #[test]
+fn default_losses_follow_the_frequency_with_p2109() {
+    // Channel 6 (2.437 GHz): P.2109's median traditional-building loss is
+    // 15.2067 dB against 16.6092 dB at Sommer's 5.9 GHz, 0.915558 of it:
+    // 8.24002 dB per wall and 0.366223 dB/m, 2 walls and 20 m = 23.8045 dB.
+    let clear = common::run(PAIR, &[], 1);
+    let p2109 = ["environment.building_loss=\"sommer-p2109\""];
+    let blocked = common::run(&format!("{PAIR}{BUILDING}"), &p2109, 1);
+    let loss = rssi(&clear, "car") - rssi(&blocked, "car");
+    assert!((loss - 23.8045).abs() < 1e-3, "{loss} dB");
+    // A building's own losses are taken as given.
+    let own = common::run(&format!("{PAIR}{BUILDING}"), &[p2109[0], "obstacle.depot.per_wall=\"3 dB\"", "obstacle.depot.per_metre=\"0 dB\""], 1);
+    assert!((rssi(&clear, "car") - rssi(&own, "car") - 6.0).abs() < 1e-3);
+    let e = wayside_sim::run_scenario(&format!("{PAIR}{BUILDING}"), &["environment.building_loss=\"brick\"".to_string()], Some(1), 0).err().expect("unknown model");
+    assert!(e.0.contains("environment.building_loss") && e.0.contains("sommer-p2109"), "{}", e.0);
+}
+
+#[test]
 fn bad_outlines_are_named() {
     let text = format!("{PAIR}{BUILDING}");
     let o = |s: &str| vec![s.to_string()];

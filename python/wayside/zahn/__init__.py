@@ -228,6 +228,11 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "ip": ('app[0].transport="tcp"',),
     "11a": ('radio.standard="802.11a"', "radio.channel=40"),
     "roof": ('node.{s}.antenna_gain="5 dBi"', 'node.{r}.antenna_gain="5 dBi"', 'node.{s}.antenna_height="1.6 m"', 'node.{r}.antenna_height="1.6 m"'),
+    # The base with OFDM receivers that equalise with the preamble's
+    # channel estimate (docs/models.md, "Channel-estimate aging"): what
+    # the Doppler of the motorway's closing speed costs 2304- and
+    # 1500-byte frames.
+    "preamble": ('radio.ofdm_channel_estimate="preamble"',),
 }
 # Figure 7 (§5.2): the saturating sender instead of Broadside, at the
 # paper's packet sizes.

@@ -64,7 +64,7 @@ impl Node {
         Node {
             id,
             cfg: n.clone(),
-            phy: Phy::new(cfg.channel.noise_floor.to_mw(), cfg.radio.cca_threshold.to_mw(), cfg.radio.capture_margin),
+            phy: Phy::new(cfg.channel.noise_floor.to_mw(), cfg.radio.cca_threshold.to_mw(), cfg.radio.capture_margin).estimating_from_preamble(cfg.radio.ofdm_preamble_estimate),
             dcf,
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(n.role, cfg.mgmt.clone(), n.channel, Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name))),

@@ -18,7 +18,7 @@ use crate::mobility::nasch::{Highway, Vehicle};
 use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
 use crate::rng::Stream;
 use crate::net::arp::{ArpConfig, ArpProfile};
-use crate::obstacles::{read_sumo_polygons, Obstacle, Obstacles, PER_METRE, PER_WALL};
+use crate::obstacles::{read_sumo_polygons, sommer_at, Obstacle, Obstacles, PER_METRE, PER_WALL};
 use crate::wire::WiredLink;
 use crate::pcap::PcapConfig;
 use crate::phy::error::{ClosedForm, ErrorModel, ErrorModelKind};
@@ -28,7 +28,7 @@ use crate::ratectl::{
     Stage, MAX_STAGES,
 };
 use crate::transport::tcp::TcpConfig;
-use crate::units::{Bitrate, Db, Dbm, Meters, SimTime};
+use crate::units::{Bitrate, Db, Dbm, Hertz, Meters, SimTime};
 use std::sync::Arc;
 
 /// request-response: the trigger's payload unless `trigger_size` is given.
@@ -466,11 +466,15 @@ impl Scenario {
             frequency,
             noise_floor: env.noise_floor.0,
             environment_seed: env.seed,
-            obstacles: Arc::new(self.lower_obstacles()?),
+            obstacles: Arc::new(self.lower_obstacles(frequency)?),
         })
     }
 
-    fn lower_obstacles(&self) -> Result<Obstacles, ScenarioError> {
+    fn lower_obstacles(&self, frequency: Hertz) -> Result<Obstacles, ScenarioError> {
+        let (default_wall, default_metre) = match self.environment.building_loss {
+            BuildingLossName::Sommer => (PER_WALL, PER_METRE),
+            BuildingLossName::SommerP2109 => sommer_at(frequency),
+        };
         if self.obstacles.len() > MAX_OBSTACLES {
             return err(format!("obstacle: {} buildings; at most {MAX_OBSTACLES} are allowed", self.obstacles.len()));
         }
@@ -495,7 +499,7 @@ impl Scenario {
                 check_range(&key(k), d.0, &format!("{} dB", d.0), 0.0, 100.0, "0 dB to 100 dB")?;
                 Ok(d)
             };
-            let (per_wall, per_metre) = (loss("per_wall", o.per_wall, PER_WALL)?, loss("per_metre", o.per_metre, PER_METRE)?);
+            let (per_wall, per_metre) = (loss("per_wall", o.per_wall, default_wall)?, loss("per_metre", o.per_metre, default_metre)?);
             for outline in outlines {
                 if !(3..=MAX_OUTLINE).contains(&outline.len()) {
                     return err(format!("{}: {} corners; an outline has 3 to {MAX_OUTLINE}", key("outline"), outline.len()));
@@ -532,6 +536,7 @@ impl Scenario {
             capture_margin: r.capture_margin.0,
             error_model: ErrorModelKind::ClosedForm(ClosedForm { implementation_loss: r.implementation_loss.0 }),
             basic_rate: self.basic_rate()?,
+            ofdm_preamble_estimate: r.ofdm_channel_estimate == ChannelEstimateName::Preamble,
         })
     }
 

@@ -441,6 +441,21 @@ pub struct Environment {
     pub fading: FadingName,
     #[serde(default)]
     pub rician_k: Option<RatioQ>,
+    /// The default losses of buildings: Sommer et al.'s 5.9 GHz fit at any
+    /// frequency, or carried to the radio's by ITU-R P.2109.
+    #[serde(default)]
+    pub building_loss: BuildingLossName,
+}
+
+/// `environment.building_loss` ([`crate::obstacles::sommer_at`]).
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildingLossName {
+    /// 9 dB per wall and 0.4 dB/m whatever the frequency.
+    #[default]
+    Sommer,
+    /// Those, scaled from 5.9 GHz to the radio's frequency by P.2109.
+    SommerP2109,
 }
 
 fn default_noise() -> PowerQ {
@@ -474,6 +489,7 @@ impl Default for Environment {
             run_shadowing_sigma: zero_db(),
             fading: default_fading(),
             rician_k: None,
+            building_loss: BuildingLossName::default(),
         }
     }
 }
@@ -508,6 +524,21 @@ pub struct Radio {
     /// basic rate from it up, and a node's `range` is defined at it.
     #[serde(default)]
     pub basic_rate: Option<RateQ>,
+    /// How an OFDM receiver knows the channel over a frame.
+    #[serde(default)]
+    pub ofdm_channel_estimate: ChannelEstimateName,
+}
+
+/// `radio.ofdm_channel_estimate` ([`crate::channel::Fades::aging`]).
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChannelEstimateName {
+    /// The channel is known at every instant of the frame.
+    #[default]
+    Ideal,
+    /// Learnt from the preamble's long training symbols and kept for the
+    /// frame (IEEE 802.11-2007 §17.3.3), the pilots following a common phase.
+    Preamble,
 }
 
 fn yes() -> bool {
