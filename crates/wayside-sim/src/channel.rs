@@ -550,8 +550,10 @@ impl Link {
 
 impl Link {
     /// The fades of a frame over which the ends travel `travel` metres in
-    /// total, starting with odometers summing to `start` ([`Fades`]).
-    pub fn fades(&self, cfg: &ChannelConfig, start: Meters, travel: Meters) -> Fades {
+    /// total, starting with odometers summing to `start` ([`Fades`]); with
+    /// `aging`, also what a channel estimate from the preamble misses
+    /// ([`Fades::aging`]), which costs a second sum over the paths.
+    pub fn fades(&self, cfg: &ChannelConfig, start: Meters, travel: Meters, aging: bool) -> Fades {
         let Some(f) = &self.fading else { return Fades::FLAT };
         if travel.0 <= 0.0 {
             return Fades::FLAT;
@@ -559,17 +561,22 @@ impl Link {
         let lambda = cfg.wavelength();
         let step = FADE_CHUNK_WAVELENGTHS * lambda;
         let chunks = (travel.0 / step).ceil().clamp(1.0, MAX_FADE_CHUNKS as f64) as usize;
+        if chunks == 1 && !aging {
+            return Fades::FLAT;
+        }
         let piece = travel.0 / chunks as f64;
         f.with_draws(|d| {
             let first = f.gain_with(d, start.0, lambda).max(1e-12);
-            let (s0re, s0im) = f.scatter_with(d, start.0, lambda);
             let mut fades = Fades { chunks: chunks as u8, ..Fades::FLAT };
-            for k in 0..chunks {
-                if k > 0 {
-                    fades.gains[k] = (f.gain_with(d, start.0 + k as f64 * piece, lambda) / first) as f32;
+            for k in 1..chunks {
+                fades.gains[k] = (f.gain_with(d, start.0 + k as f64 * piece, lambda) / first) as f32;
+            }
+            if aging {
+                let (s0re, s0im) = f.scatter_with(d, start.0, lambda);
+                for k in 0..chunks {
+                    let (re, im) = f.scatter_with(d, start.0 + (k as f64 + 0.5) * piece, lambda);
+                    fades.aging[k] = (((re - s0re).powi(2) + (im - s0im).powi(2)) / first) as f32;
                 }
-                let (re, im) = f.scatter_with(d, start.0 + (k as f64 + 0.5) * piece, lambda);
-                fades.aging[k] = (((re - s0re).powi(2) + (im - s0im).powi(2)) / first) as f32;
             }
             fades
         })
@@ -670,11 +677,11 @@ mod tests {
         let link = Link::new(&c, "ap", "car", 1, 0);
         let lambda = c.wavelength();
         // Ends that stand still: one piece.
-        assert_eq!(link.fades(&c, Meters(10.0), Meters(0.0)), Fades::FLAT);
+        assert_eq!(link.fades(&c, Meters(10.0), Meters(0.0), false), Fades::FLAT);
         // 12.5 ms at 80 km/h: 0.278 m, 2.3 wavelengths, 23 pieces, each
         // the process's gain at its start relative to the frame's start.
         let travel = 80.0 / 3.6 * 0.0125;
-        let f = link.fades(&c, Meters(10.0), Meters(travel));
+        let f = link.fades(&c, Meters(10.0), Meters(travel), false);
         assert_eq!(f.chunks(), (travel / (0.1 * lambda)).ceil() as usize);
         assert_eq!(f.chunks(), 23);
         let fp = link.fading.as_ref().unwrap();
@@ -684,7 +691,7 @@ mod tests {
             assert!((f.gain(k) - expected).abs() < 1e-5 * expected.max(1.0), "piece {k}");
         }
         // At 180 km/h the frame is cut into the most pieces allowed.
-        assert_eq!(link.fades(&c, Meters(10.0), Meters(180.0 / 3.6 * 0.0125)).chunks(), MAX_FADE_CHUNKS);
+        assert_eq!(link.fades(&c, Meters(10.0), Meters(180.0 / 3.6 * 0.0125), false).chunks(), MAX_FADE_CHUNKS);
     }
 
     #[test]
@@ -695,7 +702,7 @@ mod tests {
         let lambda = c.wavelength();
         // 2.3 cm at 140 mph closing: a 2304-byte frame at 54 Mb/s.
         let travel = 0.023;
-        let f = link.fades(&c, Meters(40.0), Meters(travel));
+        let f = link.fades(&c, Meters(40.0), Meters(travel), true);
         let fp = link.fading.as_ref().unwrap();
         let d = fp.draws();
         let g0 = fp.gain_with(&d, 40.0, lambda);
@@ -708,9 +715,14 @@ mod tests {
             assert!((f.aging(k) - want).abs() < 1e-5 * want.max(1e-3), "piece {k}: {} vs {want}", f.aging(k));
             assert!(f.aging(k) > 0.0);
         }
+        // Without aging asked for, none is computed; a frame short enough
+        // for one piece then needs no fading sums at all.
+        let plain = link.fades(&c, Meters(40.0), Meters(travel), false);
+        assert_eq!((plain.chunks(), plain.aging(0), plain.aging(1)), (2, 0.0, 0.0));
+        assert_eq!(link.fades(&c, Meters(40.0), Meters(0.5 * 0.1 * lambda), false), Fades::FLAT);
         // Ends that stand still carry no error; no fading, none either.
-        assert_eq!(link.fades(&c, Meters(40.0), Meters(0.0)).aging(0), 0.0);
-        assert_eq!(Link::new(&cfg(PathLoss::FreeSpace), "a", "b", 1, 0).fades(&c, Meters(0.0), Meters(1.0)), Fades::FLAT);
+        assert_eq!(link.fades(&c, Meters(40.0), Meters(0.0), true).aging(0), 0.0);
+        assert_eq!(Link::new(&cfg(PathLoss::FreeSpace), "a", "b", 1, 0).fades(&c, Meters(0.0), Meters(1.0), true), Fades::FLAT);
     }
 
     #[test]

@@ -135,7 +135,7 @@ impl Env {
         let t = self.medium.tx(id);
         let (src, start, end) = (t.src, t.start, t.end);
         let (ta, tb) = (self.bodies[src.index()].antenna(start, end), self.bodies[rx.index()].antenna(start, end));
-        self.medium.fades(src, &ta, rx, &tb)
+        self.medium.fades(src, &ta, rx, &tb, self.radio.ofdm_preamble_estimate)
     }
 
     /// Whether `node` should record what happens to frame `id` (addressed to

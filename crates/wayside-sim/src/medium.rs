@@ -303,11 +303,12 @@ impl Medium {
 
     /// How the fading changes over a frame from `a` (antenna `ta`) to `b`
     /// (`tb`), both as at the frame's start ([`Link::fades`]); asked for
-    /// only once a receiver has locked on the frame.
-    pub fn fades(&mut self, a: NodeId, ta: &Antenna, b: NodeId, tb: &Antenna) -> Fades {
+    /// only once a receiver has locked on the frame; `aging` as for
+    /// [`Link::fades`].
+    pub fn fades(&mut self, a: NodeId, ta: &Antenna, b: NodeId, tb: &Antenna, aging: bool) -> Fades {
         let (link, channel) = self.link(a, b);
         let start = Meters(ta.endpoint.odometer.0 + tb.endpoint.odometer.0);
-        link.fades(channel, start, Meters(ta.travel.0 + tb.travel.0))
+        link.fades(channel, start, Meters(ta.travel.0 + tb.travel.0), aging)
     }
 
     /// The mean received power (no fast fading) of frames from `a` at `b`.
