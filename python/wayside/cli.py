@@ -318,6 +318,28 @@ def sweep(
 
 
 @app.command()
+def recommendations(
+    runs: int = typer.Option(20, "--runs", "-n", min=2, help="Runs per point (seeds SEED .. SEED+RUNS-1)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Local worker processes (default: the number of CPUs)."),
+    executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Seed of the first run."),
+) -> None:
+    """Hadaller et al.'s recommendations (§7, §8) measured on hadaller-highway
+    and hadaller-highway-remote: data per run and each one's gain with a 95%
+    confidence interval (nothing is written to disk)."""
+    from wayside import jobs
+    from wayside import recommend as rc
+
+    try:
+        jobs.check_executor(executor)
+        columns = rc.measure(runs=runs, base_seed=seed, executor=executor, workers=workers)
+    except (jobs.ExecutorError, _native.ScenarioError) as e:
+        fail(str(e))
+        return
+    console.print(rc.render(columns, runs, seed), highlight=False, soft_wrap=True, markup=False)
+
+
+@app.command()
 def report(
     runs_dir: Path = typer.Argument(..., help="A directory written by `wayside sweep` (or holding `wayside run` directories)."),
     out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: RUNS_DIR/report.html)."),
