@@ -327,12 +327,18 @@ def recommendations(
     """Hadaller et al.'s recommendations (§7, §8) measured on hadaller-highway
     and hadaller-highway-remote: data per run and each one's gain with a 95%
     confidence interval (nothing is written to disk)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from wayside import jobs
     from wayside import recommend as rc
 
     try:
         jobs.check_executor(executor)
-        columns = rc.measure(runs=runs, base_seed=seed, executor=executor, workers=workers)
+        with Progress(TextColumn("recommendations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=errors, transient=True, disable=not errors.is_terminal) as bar:
+            task = bar.add_task("runs", total=None)
+            columns = rc.measure(runs=runs, base_seed=seed, executor=executor, workers=workers,
+                                 progress=lambda done, total: bar.update(task, completed=done, total=total))
     except (jobs.ExecutorError, _native.ScenarioError) as e:
         fail(str(e))
         return

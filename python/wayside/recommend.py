@@ -1,6 +1,8 @@
 """The recommendations of Hadaller et al. (2007, §7 and §8) as named sets of
 scenario overrides, so that a sweep can measure what each buys alone and
-all of them together (`wayside sweep SCENARIO --recommendations`).
+all of them together (`wayside sweep SCENARIO --recommendations`), and
+the table of every switch's gain with its 95% confidence interval on both
+drive-by scenarios (`wayside recommendations`: `measure`, `render`).
 
 Each switch is written for a drive-by with an access point called "ap", a
 station called "car" and the bulk TCP flow as the first application — the
@@ -16,6 +18,7 @@ import tomllib
 from dataclasses import dataclass
 
 from wayside import _native
+from wayside.jobs import ProgressFn
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,7 @@ class Column:
 
 
 def measure(scenarios: tuple[str, ...] = TABLE_SCENARIOS, runs: int = 20, base_seed: int = 1,
-            executor: str = "local", workers: int | None = None, progress=None,
+            executor: str = "local", workers: int | None = None, progress: ProgressFn | None = None,
             base: tuple[str, ...] = ()) -> list[Column]:
     """Runs every applicable point of every scenario (with the overrides
     `base` first) with seeds base_seed .. base_seed + runs - 1 (the same
