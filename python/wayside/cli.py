@@ -318,6 +318,34 @@ def sweep(
 
 
 @app.command()
+def recommendations(
+    runs: int = typer.Option(20, "--runs", "-n", min=2, help="Runs per point (seeds SEED .. SEED+RUNS-1)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Local worker processes (default: the number of CPUs)."),
+    executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Seed of the first run."),
+) -> None:
+    """Hadaller et al.'s recommendations (§7, §8) measured on hadaller-highway
+    and hadaller-highway-remote: data per run and each one's gain with a 95%
+    confidence interval (nothing is written to disk)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wayside import jobs
+    from wayside import recommend as rc
+
+    try:
+        jobs.check_executor(executor)
+        with Progress(TextColumn("recommendations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=errors, transient=True, disable=not errors.is_terminal) as bar:
+            task = bar.add_task("runs", total=None)
+            columns = rc.measure(runs=runs, base_seed=seed, executor=executor, workers=workers,
+                                 progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except (jobs.ExecutorError, _native.ScenarioError) as e:
+        fail(str(e))
+        return
+    console.print(rc.render(columns, runs, seed), highlight=False, soft_wrap=True, markup=False)
+
+
+@app.command()
 def report(
     runs_dir: Path = typer.Argument(..., help="A directory written by `wayside sweep` (or holding `wayside run` directories)."),
     out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: RUNS_DIR/report.html)."),

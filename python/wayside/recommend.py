@@ -1,6 +1,8 @@
 """The recommendations of Hadaller et al. (2007, §7 and §8) as named sets of
 scenario overrides, so that a sweep can measure what each buys alone and
-all of them together (`wayside sweep SCENARIO --recommendations`).
+all of them together (`wayside sweep SCENARIO --recommendations`), and
+the table of every switch's gain with its 95% confidence interval on both
+drive-by scenarios (`wayside recommendations`: `measure`, `render`).
 
 Each switch is written for a drive-by with an access point called "ap", a
 station called "car" and the bulk TCP flow as the first application — the
@@ -11,10 +13,12 @@ are left out for it, with the reason, rather than failing the sweep.
 
 from __future__ import annotations
 
+import textwrap
 import tomllib
 from dataclasses import dataclass
 
 from wayside import _native
+from wayside.jobs import ProgressFn
 
 
 @dataclass(frozen=True)
@@ -118,3 +122,86 @@ def points(scenario_text: str, base: tuple[str, ...] = ()) -> tuple[list[tuple[s
     if len(ok) > 1:
         pts.append((ALL, tuple(o for r in ok for o in r.overrides)))
     return pts, skipped
+
+
+# The recommendations table: every recommendation measured on both drive-by
+# scenarios, as one command (`wayside recommendations`).
+
+TABLE_SCENARIOS = ("hadaller-highway", "hadaller-highway-remote")
+
+
+@dataclass(frozen=True)
+class TableJob:
+    scenario: str
+    overrides: tuple[str, ...]
+    seed: int
+
+
+def run_data_mb(job: TableJob) -> float:
+    """Data the car received in one run, in MB (a job for
+    `wayside.jobs.run_jobs`; nothing is written to disk)."""
+    from wayside import driveby
+    from wayside.runner import run
+
+    return driveby.digest(run(job.scenario, seed=job.seed, overrides=list(job.overrides)), name=f"seed{job.seed}").data_mb
+
+
+@dataclass
+class Column:
+    """One scenario's points: label -> {seed: MB}, and what it skipped."""
+
+    scenario: str
+    points: dict[str, dict[int, float]]
+    skipped: list[tuple[str, str]]
+
+
+def measure(scenarios: tuple[str, ...] = TABLE_SCENARIOS, runs: int = 20, base_seed: int = 1,
+            executor: str = "local", workers: int | None = None, progress: ProgressFn | None = None,
+            base: tuple[str, ...] = ()) -> list[Column]:
+    """Runs every applicable point of every scenario (with the overrides
+    `base` first) with seeds base_seed .. base_seed + runs - 1 (the same
+    seeds at every point, so the gains pair by seed)."""
+    from wayside.jobs import run_jobs
+    from wayside.scenario import scenario_text
+
+    columns: list[Column] = []
+    jobs: list[tuple[int, str, TableJob]] = []
+    for c, name in enumerate(scenarios):
+        pts, skipped = points(scenario_text(name), base)
+        columns.append(Column(name, {label: {} for label, _ in pts}, skipped))
+        jobs += [(c, label, TableJob(name, base + ov, base_seed + k)) for label, ov in pts for k in range(runs)]
+    for i, mb in run_jobs(run_data_mb, [j for _, _, j in jobs], executor=executor, workers=workers, progress=progress):
+        c, label, job = jobs[i]
+        columns[c].points[label][job.seed] = mb
+    return columns
+
+
+def render(columns: list[Column], runs: int, base_seed: int) -> str:
+    """The table in 80 columns: per scenario, the median data per run and
+    the gain over the scenario as measured (ratio of means, 95% CI by a
+    bootstrap of the runs paired by seed)."""
+    import statistics
+
+    from wayside.stats import paired_gain
+
+    labels = [BASELINE] + [r.name for r in RECOMMENDATIONS] + [ALL]
+    head = f"{'':22}" + "".join(f"  {c.scenario[:25]:25}" for c in columns)
+    sub = f"{'switch':22}" + "".join(f"  {'MB':>5}  {'gain (95% CI)':18}" for _ in columns)
+    lines = [f"Hadaller et al. (2007) §7-§8 recommendations: {runs} runs per point,",
+             f"seeds {base_seed}-{base_seed + runs - 1}. MB: median data per run. gain: mean data per run",
+             "over the scenario as measured, runs paired by seed (bootstrap CI).", "",
+             head.rstrip(), sub.rstrip()]
+    for label in labels:
+        row = f"{label:22}"
+        for c in columns:
+            mbs = c.points.get(label)
+            if not mbs:
+                row += f"  {'—':>5}  {'':18}"
+                continue
+            gain = "1.00×" if label == BASELINE else str(paired_gain(c.points[BASELINE], mbs))
+            row += f"  {statistics.median(mbs.values()):5.1f}  {gain:18}"
+        lines.append(row.rstrip())
+    for c in columns:
+        for name, reason in c.skipped:
+            lines.append(textwrap.fill(f"{c.scenario}: no {name} ({reason})", 80, subsequent_indent="  "))
+    return "\n".join(lines)

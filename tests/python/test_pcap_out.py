@@ -260,8 +260,18 @@ def test_round_trip_through_pcap_recovers_the_native_analysis(tmp_path, fast_fra
     positions within 10 m, and the native runs' phase boundaries and
     supremum data within 5%; with fast frames too, whose records hold
     their first packet only (the receiver's cumulative TCP ACKs still
-    count the second)."""
-    s = roundtrip.capture_sweep(tmp_path, 4, seed=40, fast_frames=fast_frames)
+    count the second). The road without its per-run offset: with it, the
+    best of four passes sets the supremum's edges, and a bin at the 3 Mb/s
+    threshold that the GPS noise left after correction tips to the other
+    side of the production boundary moves a fifth of the small exit
+    phase's data (seed 40: production end 520 m native, 540 m captured;
+    the total within 0.1%) - the phase split, not the capture reading."""
+    import tomli_w
+
+    road = tomllib.loads(_native.builtin_text("hadaller-highway"))
+    road["environment"]["run_shadowing_sigma"] = "0 dB"
+    (tmp_path / "road.toml").write_text(tomli_w.dumps(road), encoding="utf-8")
+    s = roundtrip.capture_sweep(tmp_path, 4, scenario=str(tmp_path / "road.toml"), seed=40, fast_frames=fast_frames)
     c = s.converted.corrections
     assert c.delay_estimated and abs(c.delay_s - 1.5) <= 0.2
     errors = roundtrip.position_errors(c, s.truths)

@@ -58,3 +58,31 @@ def test_a_recommendations_sweep_runs_every_point(tmp_path):
     assert ran["management"]["driver"] == "tuned"
     assert ran["management"]["selection_threshold"] == "-80 dBm"
     assert ran["node"][1]["rate_control"]["algorithm"] == "environment-aware"
+
+
+def test_the_recommendations_table_fits_80_columns_and_pairs_by_seed():
+    base = {1: 10.0, 2: 20.0, 3: 30.0}
+    cols = [
+        recommend.Column("hadaller-highway", {recommend.BASELINE: base, "avoid-fringe": {1: 20.0, 2: 40.0, 3: 60.0},
+                                              recommend.ALL: {1: 5.0, 2: 10.0, 3: 15.0}},
+                         [("split-tcp", "no application sends from a host behind the AP")]),
+        recommend.Column("hadaller-highway-remote", {recommend.BASELINE: base, "split-tcp": {1: 10.0, 2: 20.0, 3: 33.0}}, []),
+    ]
+    text = recommend.render(cols, 3, 1)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    rows = {line.split()[0]: line for line in text.splitlines() if line[:1].isalpha()}
+    # Every run doubled: the gain is 2 and so is every resample of the pairs.
+    assert "2.00× (2.00–2.00)" in rows["avoid-fringe"]
+    assert "0.50× (0.50–0.50)" in rows["all"]
+    # A point a scenario does not have is a dash, not a gain.
+    assert rows["split-tcp"].split()[1] == "—" and "1.05×" in rows["split-tcp"]
+    assert "no split-tcp" in text
+
+
+def test_the_recommendations_table_measures_every_point_of_every_scenario():
+    cols = recommend.measure(("hadaller-highway",), runs=2, workers=2,
+                             base=('duration="40 s"', "node.car.position=[-450, 0]"))
+    (col,) = cols
+    assert list(col.points)[0] == recommend.BASELINE and list(col.points)[-1] == recommend.ALL
+    assert all(sorted(mbs) == [1, 2] and all(v > 0 for v in mbs.values()) for mbs in col.points.values())
+    assert "split-tcp" in dict(col.skipped)

@@ -61,3 +61,16 @@ def test_association_lag_is_where_the_second_associated_minus_the_first():
     assert M.association_lag_m(r, "car", "car2") == pytest.approx(x["car2"] - x["car"])
     with pytest.raises(ValueError, match="second: no node named 'car3'"):
         M.association_lag_m(r, "car", "car3")
+
+
+def test_two_cars_drive_the_calibrated_road():
+    """hadaller-two-cars reuses hadaller-highway's environment (the one
+    fitted to the paper's phases), per-run offset included: a refit of
+    one without the other would fail here."""
+    import tomllib
+
+    from wayside import _native
+
+    env = {n: tomllib.loads(_native.builtin_text(n))["environment"] for n in ("hadaller-highway", "hadaller-two-cars")}
+    assert env["hadaller-two-cars"] == env["hadaller-highway"]
+    assert env["hadaller-highway"]["run_shadowing_sigma"] != "0 dB"
