@@ -59,6 +59,10 @@ tolerance; it adds one row::
     grid = { "node.ap.rate_control.preset" = ["default", "tuned"] }
     ratio = { of = "default", to = "tuned", expected = 0.25, tolerance = { range = [0.15, 0.5] } }
 
+A ratio or trend target whose points have no published figure of their
+own leaves out `expected` and `tolerance`: its points are then measured
+and shown, never judged or counted; only the ratio or trend row is.
+
 `to = "best"` compares with whichever point measured highest (for "is this
 point close to the best?", e.g. a packet size against every other).
 
@@ -110,6 +114,9 @@ from wayside import metrics as metrics_module
 from wayside.jobs import ProgressFn, run_jobs
 
 TOLERANCE_KINDS = ("relative", "absolute", "factor", "range")
+# The status of a grid point that has no figure of its own: measured for its
+# target's ratio or trend, shown, never judged or counted.
+MEASURED = "MEASURED"
 AGGREGATES = "median, mean, min, max, pNN (percentile 0–100, e.g. p90), none"
 TARGET_KEYS = {
     "name", "source", "scenario", "overrides", "runs", "base_seed", "metric", "metric_args",
@@ -184,7 +191,7 @@ class Target:
     metric: str
     metric_args: dict[str, Any]
     aggregate: str
-    tolerance: Tolerance
+    tolerance: Tolerance | None  # None: the points are measured only, for the ratio or trend
     points: tuple[Point, ...]
     monotone: str | None
     unit: str
@@ -210,7 +217,7 @@ class Row:
     lo: float | None
     hi: float | None
     allowed: str
-    status: str  # PASS | MISS | ERROR
+    status: str  # PASS | MISS | ERROR | MEASURED
     detail: str
     runs: int
     values: list[float] = field(default_factory=list)
@@ -370,9 +377,15 @@ def _load_target(path: Path, paper: str, meta: dict, defaults: dict, raw: Any, i
         raise ValidationFileError(f"{where}name: give each target a non-empty name")
     t = {**defaults, **raw}
     t["overrides"] = list(defaults.get("overrides", [])) + list(raw.get("overrides", []))
-    for key in ("scenario", "metric", "tolerance"):
+    for key in ("scenario", "metric"):
         if key not in t:
             raise ValidationFileError(f"{where}{key}: missing (required: scenario, metric, tolerance)")
+    measured_only = "tolerance" not in t and t.get("expected") is None and bool(t.get("ratio") or t.get("monotone"))
+    if "tolerance" not in t and not measured_only:
+        raise ValidationFileError(
+            f"{where}tolerance: missing; required unless the target only checks a ratio or a trend of its points"
+            " (no expected value)"
+        )
     scenario = t["scenario"]
     if not isinstance(scenario, str) or not scenario.strip():
         raise ValidationFileError(f"{where}scenario: {scenario!r} is not a scenario name or path")
@@ -388,11 +401,11 @@ def _load_target(path: Path, paper: str, meta: dict, defaults: dict, raw: Any, i
     aggregate = _check_aggregate(where, t.get("aggregate", "median"))
     args = t.get("metric_args", {})
     _check_metric(where, t["metric"], args, aggregate)
-    tolerance = _parse_tolerance(where, t["tolerance"])
+    tolerance = None if measured_only else _parse_tolerance(where, t["tolerance"])
     points = _grid_points(where, t.get("grid"))
     expected = t.get("expected")
     if expected is None:
-        if tolerance.kind != "range":
+        if tolerance is not None and tolerance.kind != "range":
             raise ValidationFileError(f"{where}expected: missing; required unless tolerance is a range")
         values: list[float | None] = [None] * len(points)
     elif _is_number(expected):
@@ -404,7 +417,7 @@ def _load_target(path: Path, paper: str, meta: dict, defaults: dict, raw: Any, i
         values = [float(v) for v in expected]
     else:
         raise ValidationFileError(f"{where}expected: {expected!r} is not a number or a list of numbers")
-    if tolerance.kind == "factor" and any(v is not None and v <= 0 for v in values):
+    if tolerance is not None and tolerance.kind == "factor" and any(v is not None and v <= 0 for v in values):
         raise ValidationFileError(f"{where}tolerance.factor: needs expected values above 0")
     monotone = t.get("monotone")
     if monotone is not None:
@@ -621,6 +634,9 @@ def aggregate(values: Sequence[float], how: str) -> float:
 
 
 def _judge(t: Target, p: Point, measured: float, values: list[float], n_runs: int) -> Row:
+    if t.tolerance is None:
+        return Row(t.paper, t.name, p.label, t.source, t.scenario, t.metric, t.unit, None, measured, None, None,
+                   "", MEASURED, "", n_runs, values)
     lo, hi = t.tolerance.bounds(p.expected)
     undefined = sum(1 for v in values if math.isnan(v))
     if math.isnan(measured):
@@ -789,8 +805,9 @@ def tally(rows: Iterable[Row]) -> str:
     """The summary line's counts: independent rows by outcome; calibrated
     rows apart, as held or drifted, never as passes."""
     rows = list(rows)
-    own = [r for r in rows if not r.calibrated]
-    cal = [r for r in rows if r.calibrated]
+    judged = [r for r in rows if r.status != MEASURED]
+    own = [r for r in judged if not r.calibrated]
+    cal = [r for r in judged if r.calibrated]
     n = {s: sum(r.status == s for r in own) for s in ("PASS", "MISS", "ERROR")}
     text = f"{n['PASS']} pass, {n['MISS']} miss, {n['ERROR']} error of {len(own)} independent"
     if cal:
@@ -853,7 +870,8 @@ def render(rows: Sequence[Row], details: bool = False) -> list[tuple[str, str]]:
     paper's value, deviation), then the rows its scenarios were calibrated
     on under a heading of their own ("held" or "DRIFT", never PASS).
     `details` adds each row's source, allowed range, runs and reason.
-    `status` is PASS, MISS or ERROR for a row's first line, "" otherwise."""
+    `status` is PASS, MISS or ERROR for a row's first line, "" otherwise
+    (and for a point measured only for its target's ratio or trend)."""
     out: list[tuple[str, str]] = []
     shown_as = {"PASS": "held", "MISS": "DRIFT", "ERROR": "ERROR"}
     for paper in dict.fromkeys(r.paper for r in rows):
@@ -873,9 +891,12 @@ def render(rows: Sequence[Row], details: bool = False) -> list[tuple[str, str]]:
                     measured, paper_v = r.shown, ""
                 else:
                     measured, paper_v = _value(r.measured, r.unit), _value(r.expected, r.unit)
-                status = shown_as[r.status] if calibrated else r.status
+                if r.status == MEASURED:
+                    status = ""
+                else:
+                    status = shown_as[r.status] if calibrated else r.status
                 lines = _line(status, name, measured, paper_v, _deviation(r.deviation), span=r.kind == "monotone")
-                out.append((lines[0], r.status))
+                out.append((lines[0], status and r.status))
                 out.extend((line, "") for line in lines[1:])
                 if details:
                     out.extend((line, "") for line in _details(r))

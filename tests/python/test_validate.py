@@ -325,6 +325,22 @@ def test_ratio_of_two_grid_points_adds_a_row(tmp_path):
     assert [r.kind for r in rows] == ["value", "value", "value", "monotone", "ratio", "value", "value", "value", "ratio"]
 
 
+def test_points_without_a_figure_are_measured_not_counted(tmp_path):
+    bare = {k: v for k, v in GRID.items() if k not in ("expected", "tolerance", "monotone")}
+    (target,) = V.load_file(write_validation(tmp_path, [{**bare, "ratio": RATIO}]))
+    assert target.tolerance is None and all(p.expected is None for p in target.points)
+    rows = V.run_targets([target], jobs=1)
+    assert [r.status for r in rows] == [V.MEASURED] * 3 + ["PASS"]
+    assert rows[2].measured == pytest.approx(0.05)
+    assert V.tally(rows).startswith("1 pass, 0 miss, 0 error of 1 independent")
+    shown = V.render(rows)
+    assert [status for _, status in shown if status] == ["PASS"]
+    assert any("udp-interval [40 ms]" in line and "0.05 MB" in line for line, _ in shown)
+    # Without a ratio or a trend a target needs its tolerance.
+    with pytest.raises(V.ValidationFileError, match="tolerance: missing; required unless"):
+        V.load_file(write_validation(tmp_path, [{k: v for k, v in bare.items()}]))
+
+
 def test_ratio_to_the_best_point_picks_the_highest(tmp_path):
     best = {**{k: v for k, v in GRID.items() if k != "monotone"}, "ratio": {"of": "20 ms", "to": "best", "tolerance": {"range": [0.4, 0.6]}}}
     rows = V.run_targets(V.load_file(write_validation(tmp_path, [best])), jobs=1)
