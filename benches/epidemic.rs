@@ -62,7 +62,11 @@ impl Synthetic {
                 velocity.push((0.0, speed));
             }
         }
-        Synthetic { side, start, velocity }
+        Synthetic {
+            side,
+            start,
+            velocity,
+        }
     }
 
     fn positions(&self, t: f64, x: &mut Vec<f32>, y: &mut Vec<f32>) {
@@ -87,7 +91,12 @@ fn synthetic(n: usize, steps: usize, penetration: f64) {
         let g = Instant::now();
         city.positions(i as f64, &mut x, &mut y);
         gen_s += g.elapsed().as_secs_f64();
-        e.step(Step { time: i as f64, vehicle: &vehicle, x: &x, y: &y });
+        e.step(Step {
+            time: i as f64,
+            vehicle: &vehicle,
+            x: &x,
+            y: &y,
+        });
     }
     let wall = started.elapsed().as_secs_f64() - gen_s;
     let heap = e.heap_bytes();
@@ -111,7 +120,9 @@ fn synthetic(n: usize, steps: usize, penetration: f64) {
     city.positions(0.0, &mut x, &mut y);
     let devices = (penetration * n as f64).round() as usize;
     let holders: Vec<(f32, f32)> = (0..devices / 2).map(|i| (x[i], y[i])).collect();
-    let candidates: Vec<(u32, (f32, f32))> = (devices / 2..devices).map(|i| (i as u32, (x[i], y[i]))).collect();
+    let candidates: Vec<(u32, (f32, f32))> = (devices / 2..devices)
+        .map(|i| (i as u32, (x[i], y[i])))
+        .collect();
     let mut grid = Grid::new(RANGE_M);
     let mut got = Vec::new();
     let reps = 20;
@@ -124,7 +135,11 @@ fn synthetic(n: usize, steps: usize, penetration: f64) {
     let b = Instant::now();
     let brute: Vec<u32> = candidates
         .iter()
-        .filter(|(_, p)| holders.iter().any(|h| ((p.0 - h.0) as f64).hypot((p.1 - h.1) as f64) <= RANGE_M))
+        .filter(|(_, p)| {
+            holders
+                .iter()
+                .any(|h| ((p.0 - h.0) as f64).hypot((p.1 - h.1) as f64) <= RANGE_M)
+        })
         .map(|c| c.0)
         .collect();
     let brute_s = b.elapsed().as_secs_f64();
@@ -139,7 +154,14 @@ fn synthetic(n: usize, steps: usize, penetration: f64) {
     );
 }
 
-const PENETRATIONS: [f64; 6] = [1.0 / 256.0, 1.0 / 128.0, 1.0 / 64.0, 1.0 / 32.0, 1.0 / 16.0, 1.0 / 8.0];
+const PENETRATIONS: [f64; 6] = [
+    1.0 / 256.0,
+    1.0 / 128.0,
+    1.0 / 64.0,
+    1.0 / 32.0,
+    1.0 / 16.0,
+    1.0 / 8.0,
+];
 const SEEDS: [usize; 3] = [4, 12, 24];
 
 fn city(path: &Path) {
@@ -157,7 +179,10 @@ fn city(path: &Path) {
         trace.heap_bytes() as f64 / (1 << 20) as f64,
         st.mean_moving_speed * 3.6
     );
-    println!("  read the trace: {read_s:.2} s; peak RSS so far {:.0} MiB", peak_mib());
+    println!(
+        "  read the trace: {read_s:.2} s; peak RSS so far {:.0} MiB",
+        peak_mib()
+    );
     let s = Instant::now();
     let out = epidemic::run(&trace, &Params::paper(0.125, 12, 1, 0)).expect("run");
     let sim_s = s.elapsed().as_secs_f64();
@@ -170,8 +195,14 @@ fn city(path: &Path) {
         peak_mib()
     );
 
-    let points: Vec<(f64, usize, u64)> =
-        SEEDS.iter().flat_map(|&s| PENETRATIONS.iter().flat_map(move |&p| (0..20u64).map(move |r| (p, s, r)))).collect();
+    let points: Vec<(f64, usize, u64)> = SEEDS
+        .iter()
+        .flat_map(|&s| {
+            PENETRATIONS
+                .iter()
+                .flat_map(move |&p| (0..20u64).map(move |r| (p, s, r)))
+        })
+        .collect();
     let trace = Arc::new(trace);
     let next = Arc::new(AtomicUsize::new(0));
     let s = Instant::now();
@@ -180,7 +211,9 @@ fn city(path: &Path) {
             let (trace, next, points) = (trace.clone(), next.clone(), points.clone());
             std::thread::spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(p, seeds, run)) = points.get(i) else { break };
+                let Some(&(p, seeds, run)) = points.get(i) else {
+                    break;
+                };
                 epidemic::run(&trace, &Params::paper(p, seeds, 1, run)).expect("run");
             })
         })
@@ -205,7 +238,9 @@ fn main() {
     synthetic(100_000, 20, 1.0 - 24.0 / 100_000.0);
     match city_fcd {
         Some(p) => city(Path::new(&p)),
-        None => println!("city: give the SUMO city's fcd.xml.gz (from `wayside epidemic city`) as an argument"),
+        None => println!(
+            "city: give the SUMO city's fcd.xml.gz (from `wayside epidemic city`) as an argument"
+        ),
     }
     println!("peer (not measured here): The ONE, ~16 s for 1,303 cars over 300 s, growing ~N^1.6 (figure from the issue)");
 }

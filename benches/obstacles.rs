@@ -18,7 +18,10 @@ use wayside_sim::scenario::builtin;
 
 /// The walk without its buildings, and with `blocks` city blocks instead.
 fn scenario(blocks: bool) -> String {
-    let mut doc: toml::Table = builtin("mukherjee-pedestrian").expect("built-in scenario").parse().expect("valid scenario");
+    let mut doc: toml::Table = builtin("mukherjee-pedestrian")
+        .expect("built-in scenario")
+        .parse()
+        .expect("valid scenario");
     doc.insert("duration".into(), toml::Value::String("100 s".into()));
     doc.remove("obstacle");
     if blocks {
@@ -26,11 +29,21 @@ fn scenario(blocks: bool) -> String {
         for col in 0..50 {
             for row in 0..10 {
                 for side in [1.0, -1.0] {
-                    let (x, y) = (-1000.0 + 40.0 * col as f64, side * (25.0 + 40.0 * row as f64));
-                    let (y0, y1) = if side > 0.0 { (y, y + 20.0) } else { (y - 20.0, y) };
+                    let (x, y) = (
+                        -1000.0 + 40.0 * col as f64,
+                        side * (25.0 + 40.0 * row as f64),
+                    );
+                    let (y0, y1) = if side > 0.0 {
+                        (y, y + 20.0)
+                    } else {
+                        (y - 20.0, y)
+                    };
                     let outline = [[x, y0], [x + 20.0, y0], [x + 20.0, y1], [x, y1]];
                     let mut t = toml::Table::new();
-                    t.insert("outline".into(), toml::Value::try_from(outline).expect("outline"));
+                    t.insert(
+                        "outline".into(),
+                        toml::Value::try_from(outline).expect("outline"),
+                    );
                     list.push(toml::Value::Table(t));
                 }
             }

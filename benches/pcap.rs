@@ -18,8 +18,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let mut text = builtin("hadaller-highway").expect("built-in scenario").to_string();
-    text.push_str("\n[[node]]\nname = \"sniffer\"\nposition = [30, -5]\n\n[pcap]\nsniffer = \"sniffer\"\n");
+    let mut text = builtin("hadaller-highway")
+        .expect("built-in scenario")
+        .to_string();
+    text.push_str(
+        "\n[[node]]\nname = \"sniffer\"\nposition = [30, -5]\n\n[pcap]\nsniffer = \"sniffer\"\n",
+    );
     let dir = std::env::temp_dir().join(format!("wayside-pcap-bench-{}", std::process::id()));
     let (mut without, mut with) = (Vec::new(), Vec::new());
     let mut written = 0;
@@ -32,13 +36,20 @@ fn main() {
         let started = Instant::now();
         let out = run_scenario_pcap(&text, &[], Some(1), 0, Some(&dir)).expect("runs");
         with.push(started.elapsed().as_secs_f64());
-        written = out.pcaps.iter().map(|p| std::fs::metadata(p).expect("written").len()).sum::<u64>();
+        written = out
+            .pcaps
+            .iter()
+            .map(|p| std::fs::metadata(p).expect("written").len())
+            .sum::<u64>();
         // Each run writes new files, as a user's does (not timed).
         std::fs::remove_dir_all(&dir).expect("bench directory");
     }
     let (a, b) = (median(without), median(with));
     println!("hadaller-highway + sniffer, {frames} frame rows, median of {RUNS} interleaved runs:");
     println!("  without pcap  {a:.3} s");
-    println!("  with pcap     {b:.3} s  ({:.1} MB in 3 files)", written as f64 / 1e6);
+    println!(
+        "  with pcap     {b:.3} s  ({:.1} MB in 3 files)",
+        written as f64 / 1e6
+    );
     println!("  ratio         {:.2}x (target: under 2x)", b / a);
 }

@@ -19,11 +19,14 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::time::Instant;
-use wayside_sim::scenario::builtin;
 use wayside_sim::run_scenario;
+use wayside_sim::scenario::builtin;
 
-const CASES: &[(&str, &str)] =
-    &[("saturation", "duration=\"2 s\""), ("drive-by", "duration=\"140 s\""), ("hadaller-highway", "duration=\"135 s\"")];
+const CASES: &[(&str, &str)] = &[
+    ("saturation", "duration=\"2 s\""),
+    ("drive-by", "duration=\"140 s\""),
+    ("hadaller-highway", "duration=\"135 s\""),
+];
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("simulator");
@@ -31,9 +34,14 @@ fn bench(c: &mut Criterion) {
     for &(name, duration) in CASES {
         let text = builtin(name).expect("built-in scenario");
         let overrides = vec![duration.to_string()];
-        let frames = run_scenario(text, &overrides, Some(1), 0).expect("runs").stats.transmissions;
+        let frames = run_scenario(text, &overrides, Some(1), 0)
+            .expect("runs")
+            .stats
+            .transmissions;
         group.throughput(Throughput::Elements(frames));
-        group.bench_function(name, |b| b.iter(|| run_scenario(text, &overrides, Some(1), 0).expect("runs")));
+        group.bench_function(name, |b| {
+            b.iter(|| run_scenario(text, &overrides, Some(1), 0).expect("runs"))
+        });
     }
     group.finish();
     for &(name, duration) in CASES {
@@ -56,25 +64,44 @@ fn bench(c: &mut Criterion) {
 /// `text` with every rate_control removed and a fixed 54 Mbps rate.
 fn fixed_rate(text: &str) -> String {
     let mut doc: toml::Table = text.parse().expect("valid scenario");
-    let mac = doc.get_mut("mac").and_then(|m| m.as_table_mut()).expect("[mac]");
+    let mac = doc
+        .get_mut("mac")
+        .and_then(|m| m.as_table_mut())
+        .expect("[mac]");
     mac.remove("rate_control");
     mac.insert("rate".into(), toml::Value::String("54 Mbps".into()));
-    for node in doc.get_mut("node").and_then(|n| n.as_array_mut()).expect("[[node]]") {
-        node.as_table_mut().expect("node table").remove("rate_control");
+    for node in doc
+        .get_mut("node")
+        .and_then(|n| n.as_array_mut())
+        .expect("[[node]]")
+    {
+        node.as_table_mut()
+            .expect("node table")
+            .remove("rate_control");
     }
     toml::to_string(&doc).expect("serialises")
 }
 
 fn bench_rate_control(c: &mut Criterion) {
-    let configured = builtin("hadaller-highway").expect("built-in scenario").to_string();
+    let configured = builtin("hadaller-highway")
+        .expect("built-in scenario")
+        .to_string();
     let fixed = fixed_rate(&configured);
-    let cases = [("hadaller-highway/rate-control", &configured), ("hadaller-highway/fixed-54", &fixed)];
+    let cases = [
+        ("hadaller-highway/rate-control", &configured),
+        ("hadaller-highway/fixed-54", &fixed),
+    ];
     let mut group = c.benchmark_group("rate-control");
     group.sample_size(10);
     for (name, text) in cases {
-        let frames = run_scenario(text, &[], Some(1), 0).expect("runs").stats.transmissions;
+        let frames = run_scenario(text, &[], Some(1), 0)
+            .expect("runs")
+            .stats
+            .transmissions;
         group.throughput(Throughput::Elements(frames));
-        group.bench_function(name, |b| b.iter(|| run_scenario(text, &[], Some(1), 0).expect("runs")));
+        group.bench_function(name, |b| {
+            b.iter(|| run_scenario(text, &[], Some(1), 0).expect("runs"))
+        });
     }
     group.finish();
     // Interleaved, in alternating order, so that machine load and whatever

@@ -468,7 +468,8 @@ impl DiskStore {
                     // Recovery finishes before the store opens: the
                     // superseded version goes now, not in the background.
                     if let Some(old) = self.dirs.make_current(&c)? {
-                        fs::remove_dir_all(&old).map_err(io(format!("remove {}", old.display())))?;
+                        fs::remove_dir_all(&old)
+                            .map_err(io(format!("remove {}", old.display())))?;
                     }
                 }
                 _ => fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?,

@@ -384,7 +384,9 @@ impl SegmentSender {
     /// A v2 vector also holds hash-chunk bits, so the count of set bits
     /// may exceed the blocks: then nothing is left (0, not an underflow).
     pub fn remaining(&self, file_blocks: u32) -> u32 {
-        file_blocks.saturating_sub(self.first).saturating_sub(self.send.count_ones())
+        file_blocks
+            .saturating_sub(self.first)
+            .saturating_sub(self.send.count_ones())
     }
     /// Whether the receiver holds every block.
     pub fn is_complete(&self) -> bool {

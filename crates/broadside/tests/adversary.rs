@@ -73,7 +73,10 @@ fn a_poisoner_is_dropped_and_the_honest_peer_finishes_from_the_verified_partial(
     assert!(honest <= 2.0 * clean, "{honest} > 2 x {clean}");
     // The verified half from the liar was kept, not discarded.
     assert_eq!(started.last().map(|s| s.0), Some(1));
-    assert!(started.last().unwrap().1 >= UPDATE_BLOCKS / 2 - 64, "{started:?}");
+    assert!(
+        started.last().unwrap().1 >= UPDATE_BLOCKS / 2 - 64,
+        "{started:?}"
+    );
     assert!(!p.events.iter().any(|(_, e)| matches!(
         e,
         Event::Rejected {

@@ -21,7 +21,10 @@ fn blocks_from(p: &Net, from: Addr) -> usize {
 
 /// Simulated seconds until node 0 holds version 2, and the net.
 fn run(mut p: Net, k: &broadside::ProviderKey) -> (f64, Net) {
-    assert!(p.run_until(secs(60.0), |p| update_done(p, k)), "not finished");
+    assert!(
+        p.run_until(secs(60.0), |p| update_done(p, k)),
+        "not finished"
+    );
     assert_eq!(verified_version(&p, 0, k, "update"), Some(2));
     (at(p.now), p)
 }

@@ -53,7 +53,11 @@ impl VehiclePath {
     /// no notion of absence: before `depart` it waits at `start` and after
     /// the last waypoint it stays at the end.
     pub fn trajectory(&self) -> Trajectory {
-        Trajectory::waypoints(self.start, &self.waypoints, SimTime::from_secs_f64(self.depart))
+        Trajectory::waypoints(
+            self.start,
+            &self.waypoints,
+            SimTime::from_secs_f64(self.depart),
+        )
     }
 }
 
@@ -98,7 +102,11 @@ pub fn cut(trace: &Trace, area: Area, from: f64, to: f64) -> Vec<VehiclePath> {
                         if o.path.waypoints.is_empty() {
                             o.path.depart = o.last;
                         }
-                        o.path.waypoints.push(Waypoint { position: pos, speed: Mps(d / dt), pause: SimTime::ZERO });
+                        o.path.waypoints.push(Waypoint {
+                            position: pos,
+                            speed: Mps(d / dt),
+                            pause: SimTime::ZERO,
+                        });
                         o.at = pos;
                     } else if let Some(w) = o.path.waypoints.last_mut() {
                         w.pause = SimTime::from_secs_f64(w.pause.as_secs_f64() + dt);
@@ -113,8 +121,19 @@ pub fn cut(trace: &Trace, area: Area, from: f64, to: f64) -> Vec<VehiclePath> {
                     stays[v] += 1;
                     orders[v] = order;
                     order += 1;
-                    let path = VehiclePath { name, appear: t, disappear: t, start: pos, depart: t, waypoints: Vec::new() };
-                    open[v] = Some(Open { path, at: pos, last: t });
+                    let path = VehiclePath {
+                        name,
+                        appear: t,
+                        disappear: t,
+                        start: pos,
+                        depart: t,
+                        waypoints: Vec::new(),
+                    };
+                    open[v] = Some(Open {
+                        path,
+                        at: pos,
+                        last: t,
+                    });
                 }
             }
         }
@@ -148,14 +167,23 @@ mod tests {
         // "a": stands 2 s, drives east at 10 m/s, stops 2 s, leaves the area, comes back.
         let xs = [10.0, 10.0, 10.0, 20.0, 30.0, 30.0, 30.0, 500.0, 40.0];
         for (t, &x) in xs.iter().enumerate() {
-            b.push(100.0 + t as f64, "a", 1000.0 + x, 2000.0, &at).unwrap();
+            b.push(100.0 + t as f64, "a", 1000.0 + x, 2000.0, &at)
+                .unwrap();
         }
         let trace = b.finish();
-        let area = Area { min_x: 1000.0, min_y: 1900.0, max_x: 1200.0, max_y: 2100.0 };
+        let area = Area {
+            min_x: 1000.0,
+            min_y: 1900.0,
+            max_x: 1200.0,
+            max_y: 2100.0,
+        };
         let paths = cut(&trace, area, 100.0, 200.0);
         assert_eq!(paths.len(), 2);
         let p = &paths[0];
-        assert_eq!((p.name.as_str(), p.appear, p.depart, p.disappear), ("a", 0.0, 2.0, 6.0));
+        assert_eq!(
+            (p.name.as_str(), p.appear, p.depart, p.disappear),
+            ("a", 0.0, 2.0, 6.0)
+        );
         assert_eq!(p.waypoints.len(), 2);
         assert_eq!(p.waypoints[1].pause, SimTime::from_secs_f64(2.0));
         let m = p.trajectory();

@@ -52,7 +52,14 @@ pub struct Params {
 impl Params {
     /// The paper's contact model with the given penetration and seeds.
     pub fn paper(penetration: f64, seeds: usize, seed: u64, run: u64) -> Self {
-        Params { penetration, seeds, range_m: RANGE_M, transfer_s: TRANSFER_S, seed, run }
+        Params {
+            penetration,
+            seeds,
+            range_m: RANGE_M,
+            transfer_s: TRANSFER_S,
+            seed,
+            run,
+        }
     }
 }
 
@@ -118,10 +125,17 @@ pub struct Epidemic {
 
 fn check(p: &Params, vehicles: usize) -> Result<(usize, usize), EpidemicError> {
     if !(0.0..=1.0).contains(&p.penetration) {
-        return Err(EpidemicError(format!("penetration {}: give a fraction from 0 to 1 (e.g. 0.125 for 12.5%)", p.penetration)));
+        return Err(EpidemicError(format!(
+            "penetration {}: give a fraction from 0 to 1 (e.g. 0.125 for 12.5%)",
+            p.penetration
+        )));
     }
-    if !(p.range_m > 0.0 && p.range_m.is_finite() && p.transfer_s > 0.0 && p.transfer_s.is_finite()) {
-        return Err(EpidemicError(format!("range {} m and transfer time {} s must be positive", p.range_m, p.transfer_s)));
+    if !(p.range_m > 0.0 && p.range_m.is_finite() && p.transfer_s > 0.0 && p.transfer_s.is_finite())
+    {
+        return Err(EpidemicError(format!(
+            "range {} m and transfer time {} s must be positive",
+            p.range_m, p.transfer_s
+        )));
     }
     let devices = (p.penetration * vehicles as f64).round() as usize;
     if devices == 0 {
@@ -143,10 +157,27 @@ fn check(p: &Params, vehicles: usize) -> Result<(usize, usize), EpidemicError> {
 
 /// Indices of the `k` entries of `eligible` with the smallest draws from
 /// each vehicle's stream `prefix/ID`, sorted by index.
-fn smallest_draws(names: &[String], eligible: &[u32], k: usize, p: &Params, prefix: &str) -> Vec<u32> {
+fn smallest_draws(
+    names: &[String],
+    eligible: &[u32],
+    k: usize,
+    p: &Params,
+    prefix: &str,
+) -> Vec<u32> {
     let mut draws: Vec<(f64, u32)> = eligible
         .iter()
-        .map(|&v| (Stream::new("run", p.seed, p.run, &format!("{prefix}/{}", names[v as usize])).uniform(), v))
+        .map(|&v| {
+            (
+                Stream::new(
+                    "run",
+                    p.seed,
+                    p.run,
+                    &format!("{prefix}/{}", names[v as usize]),
+                )
+                .uniform(),
+                v,
+            )
+        })
         .collect();
     draws.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut chosen: Vec<u32> = draws[..k].iter().map(|d| d.1).collect();
@@ -165,7 +196,10 @@ impl Epidemic {
         for v in smallest_draws(names, &all, devices, p, "epidemic/device") {
             role[v as usize] = Role::Device;
         }
-        let rest: Vec<u32> = all.into_iter().filter(|&v| role[v as usize] == Role::Unequipped).collect();
+        let rest: Vec<u32> = all
+            .into_iter()
+            .filter(|&v| role[v as usize] == Role::Unequipped)
+            .collect();
         let seeds = smallest_draws(names, &rest, seeds, p, "epidemic/seed");
         let mut complete = vec![false; n];
         for &s in &seeds {
@@ -227,7 +261,13 @@ impl Epidemic {
             }
         }
         self.receiving.clear();
-        in_contact(&mut self.grid, &self.holders, &self.candidates, self.range, &mut self.receiving);
+        in_contact(
+            &mut self.grid,
+            &self.holders,
+            &self.candidates,
+            self.range,
+            &mut self.receiving,
+        );
     }
 
     /// The outcome; contacts seen at the last step end with the trace.
@@ -245,15 +285,27 @@ impl Epidemic {
 
     /// Approximate heap size of the engine's state, bytes.
     pub fn heap_bytes(&self) -> usize {
-        self.role.capacity() + self.progress.capacity() * 8 + self.complete.capacity() + self.seeds.capacity() * 4
-            + self.holders.capacity() * 8 + self.candidates.capacity() * 12 + self.receiving.capacity() * 4
-            + (self.times.capacity() + self.over_time.capacity()) * 12 + self.grid.len() * 20
+        self.role.capacity()
+            + self.progress.capacity() * 8
+            + self.complete.capacity()
+            + self.seeds.capacity() * 4
+            + self.holders.capacity() * 8
+            + self.candidates.capacity() * 12
+            + self.receiving.capacity() * 4
+            + (self.times.capacity() + self.over_time.capacity()) * 12
+            + self.grid.len() * 20
     }
 }
 
 /// The candidates (vehicle, position) within `range` of any holder, pushed
 /// onto `out` in candidate order; `grid` is reused scratch space.
-pub fn in_contact(grid: &mut Grid, holders: &[(f32, f32)], candidates: &[(u32, (f32, f32))], range: f64, out: &mut Vec<u32>) {
+pub fn in_contact(
+    grid: &mut Grid,
+    holders: &[(f32, f32)],
+    candidates: &[(u32, (f32, f32))],
+    range: f64,
+    out: &mut Vec<u32>,
+) {
     if holders.is_empty() || candidates.is_empty() {
         return;
     }
@@ -288,7 +340,12 @@ mod tests {
     fn feed(e: &mut Epidemic, time: f64, pos: &[(f32, f32)]) {
         let vehicle: Vec<u32> = (0..pos.len() as u32).collect();
         let (x, y): (Vec<f32>, Vec<f32>) = pos.iter().copied().unzip();
-        e.step(Step { time, vehicle: &vehicle, x: &x, y: &y });
+        e.step(Step {
+            time,
+            vehicle: &vehicle,
+            x: &x,
+            y: &y,
+        });
     }
 
     /// All vehicles equipped (penetration 1 leaves no room for seeds, so
@@ -315,7 +372,11 @@ mod tests {
         assert!((e.progress[1] - 12.0).abs() < 1e-12 && !e.complete[1]);
         e.complete[2] = true; // vehicle 2 now holds the file too
         for t in 13..21 {
-            feed(&mut e, t as f64, &[(0.0, 0.0), (5100.0, 0.0), (5000.0, 0.0)]);
+            feed(
+                &mut e,
+                t as f64,
+                &[(0.0, 0.0), (5100.0, 0.0), (5000.0, 0.0)],
+            );
         }
         assert!(!e.complete[1]);
         feed(&mut e, 21.0, &[(0.0, 0.0), (5100.0, 0.0), (5000.0, 0.0)]);
@@ -356,32 +417,53 @@ mod tests {
     #[test]
     fn impossible_parameters_are_clear_errors() {
         let n = names(100);
-        let e = Epidemic::new(&n, &Params::paper(0.001, 4, 1, 0)).unwrap_err().0;
+        let e = Epidemic::new(&n, &Params::paper(0.001, 4, 1, 0))
+            .unwrap_err()
+            .0;
         assert!(e.contains("equips no vehicle"), "{e}");
-        let e = Epidemic::new(&n, &Params::paper(0.9, 24, 1, 0)).unwrap_err().0;
+        let e = Epidemic::new(&n, &Params::paper(0.9, 24, 1, 0))
+            .unwrap_err()
+            .0;
         assert!(e.contains("give 1 to 10 seeds"), "{e}");
-        let e = Epidemic::new(&n, &Params::paper(1.5, 4, 1, 0)).unwrap_err().0;
+        let e = Epidemic::new(&n, &Params::paper(1.5, 4, 1, 0))
+            .unwrap_err()
+            .0;
         assert!(e.contains("from 0 to 1"), "{e}");
     }
 
     /// A random small trace: vehicles on a 1 km square moving a few metres a
     /// step, each present for a random window.
     fn small_trace() -> impl Strategy<Value = Trace> {
-        prop::collection::vec(((-500.0f32..500.0, -500.0f32..500.0), (-30.0f32..30.0, -30.0f32..30.0), 0u32..20, 1u32..20), 2..40)
-            .prop_map(|vs| {
-                let at = || String::new();
-                let mut b = TraceBuilder::new();
-                for t in 0..30u32 {
-                    b.empty_step(t as f64);
-                    for (i, &((x, y), (vx, vy), from, len)) in vs.iter().enumerate() {
-                        if t >= from && t < from + len {
-                            let dt = (t - from) as f32;
-                            b.push(t as f64, &format!("v{i}"), (x + vx * dt) as f64, (y + vy * dt) as f64, &at).unwrap();
-                        }
+        prop::collection::vec(
+            (
+                (-500.0f32..500.0, -500.0f32..500.0),
+                (-30.0f32..30.0, -30.0f32..30.0),
+                0u32..20,
+                1u32..20,
+            ),
+            2..40,
+        )
+        .prop_map(|vs| {
+            let at = || String::new();
+            let mut b = TraceBuilder::new();
+            for t in 0..30u32 {
+                b.empty_step(t as f64);
+                for (i, &((x, y), (vx, vy), from, len)) in vs.iter().enumerate() {
+                    if t >= from && t < from + len {
+                        let dt = (t - from) as f32;
+                        b.push(
+                            t as f64,
+                            &format!("v{i}"),
+                            (x + vx * dt) as f64,
+                            (y + vy * dt) as f64,
+                            &at,
+                        )
+                        .unwrap();
                     }
                 }
-                b.finish()
-            })
+            }
+            b.finish()
+        })
     }
 
     proptest! {

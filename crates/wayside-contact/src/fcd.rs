@@ -33,19 +33,25 @@ pub fn read(src: impl BufRead, name: &str, mut builder: TraceBuilder) -> Result<
     loop {
         let pos = reader.buffer_position();
         let at = || format!("{name}, byte {pos}");
-        let ev = reader.read_event_into(&mut buf).map_err(|e| TraceError(format!("{}: not well-formed XML ({e})", at())))?;
+        let ev = reader
+            .read_event_into(&mut buf)
+            .map_err(|e| TraceError(format!("{}: not well-formed XML ({e})", at())))?;
         match ev {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(ev, Event::Empty(_));
                 match e.name().as_ref() {
                     b"fcd-export" => seen_root = true,
                     b"timestep" => {
-                        let t = number(e, b"time", &at)?.ok_or_else(|| TraceError(format!("{}: <timestep> without a time attribute", at())))?;
+                        let t = number(e, b"time", &at)?.ok_or_else(|| {
+                            TraceError(format!("{}: <timestep> without a time attribute", at()))
+                        })?;
                         builder.empty_step(t);
                         time = if empty { None } else { Some(t) };
                     }
                     b"vehicle" => {
-                        let t = time.ok_or_else(|| TraceError(format!("{}: <vehicle> outside a <timestep>", at())))?;
+                        let t = time.ok_or_else(|| {
+                            TraceError(format!("{}: <vehicle> outside a <timestep>", at()))
+                        })?;
                         let (id, x, y) = vehicle(e, &at)?;
                         builder.push(t, &id, x, y, &at)?;
                     }
@@ -59,42 +65,75 @@ pub fn read(src: impl BufRead, name: &str, mut builder: TraceBuilder) -> Result<
         buf.clear();
     }
     if !seen_root {
-        return Err(TraceError(format!("{name}: no <fcd-export> element: not a SUMO FCD XML file")));
+        return Err(TraceError(format!(
+            "{name}: no <fcd-export> element: not a SUMO FCD XML file"
+        )));
     }
     Ok(builder.finish())
 }
 
-fn attr_text(e: &BytesStart<'_>, key: &[u8], at: &dyn Fn() -> String) -> Result<Option<String>, TraceError> {
+fn attr_text(
+    e: &BytesStart<'_>,
+    key: &[u8],
+    at: &dyn Fn() -> String,
+) -> Result<Option<String>, TraceError> {
     for a in e.attributes() {
         let a = a.map_err(|err| TraceError(format!("{}: bad attribute ({err})", at())))?;
         if a.key.as_ref() == key {
-            let v = a.unescape_value().map_err(|err| TraceError(format!("{}: bad attribute value ({err})", at())))?;
+            let v = a
+                .unescape_value()
+                .map_err(|err| TraceError(format!("{}: bad attribute value ({err})", at())))?;
             return Ok(Some(v.into_owned()));
         }
     }
     Ok(None)
 }
 
-fn number(e: &BytesStart<'_>, key: &[u8], at: &dyn Fn() -> String) -> Result<Option<f64>, TraceError> {
-    let Some(v) = attr_text(e, key, at)? else { return Ok(None) };
+fn number(
+    e: &BytesStart<'_>,
+    key: &[u8],
+    at: &dyn Fn() -> String,
+) -> Result<Option<f64>, TraceError> {
+    let Some(v) = attr_text(e, key, at)? else {
+        return Ok(None);
+    };
     v.trim().parse::<f64>().map(Some).map_err(|_| {
-        TraceError(format!("{}: {}=\"{v}\" is not a number", at(), String::from_utf8_lossy(key)))
+        TraceError(format!(
+            "{}: {}=\"{v}\" is not a number",
+            at(),
+            String::from_utf8_lossy(key)
+        ))
     })
 }
 
 /// (id, x, y) of a `<vehicle>` element, in one pass over its attributes;
 /// the id is borrowed from the parser's buffer unless it has escapes.
-fn vehicle<'a>(e: &'a BytesStart<'_>, at: &dyn Fn() -> String) -> Result<(Cow<'a, str>, f64, f64), TraceError> {
+fn vehicle<'a>(
+    e: &'a BytesStart<'_>,
+    at: &dyn Fn() -> String,
+) -> Result<(Cow<'a, str>, f64, f64), TraceError> {
     let (mut id, mut x, mut y) = (None, None, None);
     for a in e.attributes() {
         let a = a.map_err(|err| TraceError(format!("{}: bad attribute ({err})", at())))?;
         let num = |v: &[u8], k: &str| {
-            std::str::from_utf8(v).ok().and_then(|s| s.trim().parse::<f64>().ok()).ok_or_else(|| {
-                TraceError(format!("{}: <vehicle> {k}=\"{}\" is not a number", at(), String::from_utf8_lossy(v)))
-            })
+            std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .ok_or_else(|| {
+                    TraceError(format!(
+                        "{}: <vehicle> {k}=\"{}\" is not a number",
+                        at(),
+                        String::from_utf8_lossy(v)
+                    ))
+                })
         };
         match a.key.as_ref() {
-            b"id" => id = Some(a.unescape_value().map_err(|err| TraceError(format!("{}: bad id ({err})", at())))?),
+            b"id" => {
+                id = Some(
+                    a.unescape_value()
+                        .map_err(|err| TraceError(format!("{}: bad id ({err})", at())))?,
+                )
+            }
             b"x" => x = Some(num(&a.value, "x")?),
             b"y" => y = Some(num(&a.value, "y")?),
             _ => {}
@@ -133,7 +172,10 @@ mod tests {
         assert_eq!(t.names(), ["a", "b&c"]);
         assert_eq!(t.times(), [0.0, 1.0, 2.0]);
         let s = t.step(1);
-        assert_eq!((s.vehicle, s.x, s.y), (&[0u32, 1][..], &[20.5f32, 0.0][..], &[20.0f32, 0.0][..]));
+        assert_eq!(
+            (s.vehicle, s.x, s.y),
+            (&[0u32, 1][..], &[20.5f32, 0.0][..], &[20.0f32, 0.0][..])
+        );
         assert!(t.step(2).vehicle.is_empty());
     }
 
@@ -154,11 +196,24 @@ mod tests {
     #[test]
     fn errors_name_the_place_and_the_problem() {
         let bad = SAMPLE.replace(r#"x="20.50""#, r#"x="east""#);
-        let e = read(bad.as_bytes(), "sample", TraceBuilder::new()).unwrap_err().0;
-        assert!(e.contains("sample, byte") && e.contains("x=\"east\" is not a number"), "{e}");
-        let e = read(SAMPLE.replace(r#" y="0""#, "").as_bytes(), "s", TraceBuilder::new()).unwrap_err().0;
+        let e = read(bad.as_bytes(), "sample", TraceBuilder::new())
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("sample, byte") && e.contains("x=\"east\" is not a number"),
+            "{e}"
+        );
+        let e = read(
+            SAMPLE.replace(r#" y="0""#, "").as_bytes(),
+            "s",
+            TraceBuilder::new(),
+        )
+        .unwrap_err()
+        .0;
         assert!(e.contains("needs id, x and y"), "{e}");
-        let e = read("<routes/>".as_bytes(), "r.xml", TraceBuilder::new()).unwrap_err().0;
+        let e = read("<routes/>".as_bytes(), "r.xml", TraceBuilder::new())
+            .unwrap_err()
+            .0;
         assert!(e.contains("not a SUMO FCD XML file"), "{e}");
     }
 }

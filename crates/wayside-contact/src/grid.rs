@@ -16,7 +16,10 @@ pub struct Grid {
 }
 
 fn cell_of(cell: f64, x: f32, y: f32) -> (i32, i32) {
-    ((x as f64 / cell).floor() as i32, (y as f64 / cell).floor() as i32)
+    (
+        (x as f64 / cell).floor() as i32,
+        (y as f64 / cell).floor() as i32,
+    )
 }
 
 fn key(cx: i32, cy: i32) -> u64 {
@@ -33,7 +36,11 @@ impl Grid {
     /// An empty grid whose cells are `range` metres wide (`range` > 0).
     pub fn new(range: f64) -> Self {
         assert!(range > 0.0, "grid cell must be positive");
-        Grid { cell: range, entries: Vec::new(), points: Vec::new() }
+        Grid {
+            cell: range,
+            entries: Vec::new(),
+            points: Vec::new(),
+        }
     }
 
     /// Replaces the points (reusing the buffers); point `i` is the i-th item.
@@ -42,10 +49,11 @@ impl Grid {
         self.points.extend(points);
         self.entries.clear();
         let cell = self.cell;
-        self.entries.extend(self.points.iter().enumerate().map(|(i, &(x, y))| {
-            let (cx, cy) = cell_of(cell, x, y);
-            (key(cx, cy), i as u32)
-        }));
+        self.entries
+            .extend(self.points.iter().enumerate().map(|(i, &(x, y))| {
+                let (cx, cy) = cell_of(cell, x, y);
+                (key(cx, cy), i as u32)
+            }));
         self.entries.sort_unstable();
     }
 
@@ -116,7 +124,16 @@ mod tests {
     #[test]
     fn neighbours_across_cell_borders_and_negative_coordinates() {
         let mut g = Grid::new(150.0);
-        g.rebuild([(-1.0, -1.0), (1.0, 1.0), (149.0, 0.0), (-150.0, 0.0), (400.0, 0.0)].into_iter());
+        g.rebuild(
+            [
+                (-1.0, -1.0),
+                (1.0, 1.0),
+                (149.0, 0.0),
+                (-150.0, 0.0),
+                (400.0, 0.0),
+            ]
+            .into_iter(),
+        );
         // (0, 2) and (1, 3) are 150.003 m and 151.003 m apart: out of range.
         assert_eq!(g.pairs(150.0), vec![(0, 1), (0, 3), (1, 2)]);
     }

@@ -9,8 +9,16 @@ use crate::trace::TraceError;
 
 /// Opens `path` for buffered reading, decompressing gzip on the fly.
 pub fn open(path: &Path) -> Result<Box<dyn BufRead>, TraceError> {
-    let cannot = |e: std::io::Error| TraceError(format!("{}: cannot be read ({e})", path.display()));
+    let cannot =
+        |e: std::io::Error| TraceError(format!("{}: cannot be read ({e})", path.display()));
     let mut f = BufReader::with_capacity(1 << 16, File::open(path).map_err(cannot)?);
     let gz = f.fill_buf().map_err(cannot)?.starts_with(&[0x1f, 0x8b]);
-    Ok(if gz { Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(f))) } else { Box::new(f) })
+    Ok(if gz {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(f),
+        ))
+    } else {
+        Box::new(f)
+    })
 }

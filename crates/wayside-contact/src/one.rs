@@ -35,19 +35,45 @@ const PARKING_MARK: &str = "# wayside: parking lot for absent vehicles at x >=";
 pub fn write(trace: &Trace, mut w: impl Write, park: bool) -> Result<(), TraceError> {
     let io = |e: std::io::Error| TraceError(format!("writing The ONE trace: {e}"));
     let Some(b) = trace.bounds() else {
-        return Err(TraceError("the trace has no samples: The ONE's format needs at least one".into()));
+        return Err(TraceError(
+            "the trace has no samples: The ONE's format needs at least one".into(),
+        ));
     };
-    if let Some(n) = trace.names().iter().find(|n| n.is_empty() || n.chars().any(char::is_whitespace)) {
-        return Err(TraceError(format!("vehicle id '{n}': The ONE's ids are single words (no spaces)")));
+    if let Some(n) = trace
+        .names()
+        .iter()
+        .find(|n| n.is_empty() || n.chars().any(char::is_whitespace))
+    {
+        return Err(TraceError(format!(
+            "vehicle id '{n}': The ONE's ids are single words (no spaces)"
+        )));
     }
     let n = trace.vehicles();
     let cols = (n as f64).sqrt().ceil().max(1.0) as usize;
     let lot_x = (b.max_x + PARKING_GAP).ceil();
-    let spot = |v: usize| (lot_x + PARKING_SPACING * (v % cols) as f64, b.min_y + PARKING_SPACING * (v / cols) as f64);
-    let (max_x, max_y) = if park { (spot(cols - 1).0.max(b.max_x), spot(n - 1).1.max(b.max_y)) } else { (b.max_x, b.max_y) };
+    let spot = |v: usize| {
+        (
+            lot_x + PARKING_SPACING * (v % cols) as f64,
+            b.min_y + PARKING_SPACING * (v / cols) as f64,
+        )
+    };
+    let (max_x, max_y) = if park {
+        (spot(cols - 1).0.max(b.max_x), spot(n - 1).1.max(b.max_y))
+    } else {
+        (b.max_x, b.max_y)
+    };
     let times = trace.times();
-    writeln!(w, "{} {} {} {} {} {}", times[0], times[times.len() - 1], b.min_x as f32, max_x as f32, b.min_y as f32, max_y as f32)
-        .map_err(io)?;
+    writeln!(
+        w,
+        "{} {} {} {} {} {}",
+        times[0],
+        times[times.len() - 1],
+        b.min_x as f32,
+        max_x as f32,
+        b.min_y as f32,
+        max_y as f32
+    )
+    .map_err(io)?;
     let mut present = vec![false; n];
     let mut first_line = true;
     for (i, s) in trace.iter().enumerate() {
@@ -70,7 +96,15 @@ pub fn write(trace: &Trace, mut w: impl Write, park: bool) -> Result<(), TraceEr
                 // Into the lot at the first step (absent ones) and the step after leaving.
                 if !now[v] && (i == 0 || present[v]) {
                     let (x, y) = spot(v);
-                    writeln!(w, "{} {} {} {}", s.time, trace.names()[v], x as f32, y as f32).map_err(io)?;
+                    writeln!(
+                        w,
+                        "{} {} {} {}",
+                        s.time,
+                        trace.names()[v],
+                        x as f32,
+                        y as f32
+                    )
+                    .map_err(io)?;
                 }
             }
             present = now;
@@ -81,7 +115,8 @@ pub fn write(trace: &Trace, mut w: impl Write, park: bool) -> Result<(), TraceEr
 
 /// Writes a trace file (see [`write`]).
 pub fn write_file(trace: &Trace, path: &Path, park: bool) -> Result<(), TraceError> {
-    let f = std::fs::File::create(path).map_err(|e| TraceError(format!("{}: cannot be written ({e})", path.display())))?;
+    let f = std::fs::File::create(path)
+        .map_err(|e| TraceError(format!("{}: cannot be written ({e})", path.display())))?;
     write(trace, std::io::BufWriter::new(f), park)
 }
 
@@ -97,7 +132,11 @@ pub fn read(src: impl BufRead, name: &str, mut builder: TraceBuilder) -> Result<
     let mut lines = src.lines();
     let header = match lines.next() {
         Some(l) => l.map_err(|e| TraceError(format!("{name}: cannot be read ({e})")))?,
-        None => return Err(TraceError(format!("{name}: empty; The ONE's format starts with 'minTime maxTime minX maxX minY maxY'"))),
+        None => {
+            return Err(TraceError(format!(
+                "{name}: empty; The ONE's format starts with 'minTime maxTime minX maxX minY maxY'"
+            )))
+        }
     };
     let h: Vec<&str> = header.split_whitespace().collect();
     if !(h.len() == 6 || h.len() == 8) || h.iter().any(|v| v.parse::<f64>().is_err()) {
@@ -107,19 +146,31 @@ pub fn read(src: impl BufRead, name: &str, mut builder: TraceBuilder) -> Result<
     }
     for (i, line) in lines.enumerate() {
         let no = i + 2;
-        let line = line.map_err(|e| TraceError(format!("{name}, line {no}: cannot be read ({e})")))?;
+        let line =
+            line.map_err(|e| TraceError(format!("{name}, line {no}: cannot be read ({e})")))?;
         let line = line.trim();
         if let Some(rest) = line.strip_prefix(PARKING_MARK) {
-            lot_x = rest.trim().parse().map_err(|_| TraceError(format!("{name}, line {no}: bad parking mark '{line}'")))?;
+            lot_x = rest
+                .trim()
+                .parse()
+                .map_err(|_| TraceError(format!("{name}, line {no}: bad parking mark '{line}'")))?;
             continue;
         }
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         let f: Vec<&str> = line.split_whitespace().collect();
-        let nums = (f.len() == 4).then(|| (f[0].parse::<f64>(), f[2].parse::<f64>(), f[3].parse::<f64>()));
+        let nums = (f.len() == 4).then(|| {
+            (
+                f[0].parse::<f64>(),
+                f[2].parse::<f64>(),
+                f[3].parse::<f64>(),
+            )
+        });
         let Some((Ok(t), Ok(x), Ok(y))) = nums else {
-            return Err(TraceError(format!("{name}, line {no}: '{line}' is not 'time id x y'")));
+            return Err(TraceError(format!(
+                "{name}, line {no}: '{line}' is not 'time id x y'"
+            )));
         };
         let at = || format!("{name}, line {no}");
         if x >= lot_x {
@@ -182,7 +233,11 @@ mod tests {
         // The second line is data (The ONE reads it unchecked), then the mark.
         assert_eq!(lines[1], "0 a 100 50.25");
         assert!(lines[2].starts_with(PARKING_MARK));
-        let first: Vec<&str> = lines[3..].iter().filter(|l| l.starts_with("0 ")).map(|l| l.split(' ').nth(1).unwrap()).collect();
+        let first: Vec<&str> = lines[3..]
+            .iter()
+            .filter(|l| l.starts_with("0 "))
+            .map(|l| l.split(' ').nth(1).unwrap())
+            .collect();
         assert_eq!(first, ["b", "c"]);
         // "b" goes back to its spot (index 1: 200 m east of the lot's start) at 3 s.
         assert!(lines.contains(&"3 b 1501 -6.5"), "{text}");
@@ -201,9 +256,20 @@ mod tests {
 
     #[test]
     fn bad_lines_are_clear_errors() {
-        let e = read("0 10 0 1 0 1\n0 a 1\n".as_bytes(), "m.txt", TraceBuilder::new()).unwrap_err().0;
-        assert!(e.contains("m.txt, line 2") && e.contains("not 'time id x y'"), "{e}");
-        let e = read("hello\n".as_bytes(), "m.txt", TraceBuilder::new()).unwrap_err().0;
+        let e = read(
+            "0 10 0 1 0 1\n0 a 1\n".as_bytes(),
+            "m.txt",
+            TraceBuilder::new(),
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.contains("m.txt, line 2") && e.contains("not 'time id x y'"),
+            "{e}"
+        );
+        let e = read("hello\n".as_bytes(), "m.txt", TraceBuilder::new())
+            .unwrap_err()
+            .0;
         assert!(e.contains("not a header"), "{e}");
     }
 }

@@ -85,7 +85,12 @@ impl Trace {
 
     pub fn step(&self, i: usize) -> Step<'_> {
         let r = self.offsets[i]..self.offsets[i + 1];
-        Step { time: self.times[i], vehicle: &self.vehicle[r.clone()], x: &self.x[r.clone()], y: &self.y[r] }
+        Step {
+            time: self.times[i],
+            vehicle: &self.vehicle[r.clone()],
+            x: &self.x[r.clone()],
+            y: &self.y[r],
+        }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Step<'_>> {
@@ -97,7 +102,12 @@ impl Trace {
         if self.x.is_empty() {
             return None;
         }
-        let mut b = Bounds { min_x: f64::INFINITY, max_x: f64::NEG_INFINITY, min_y: f64::INFINITY, max_y: f64::NEG_INFINITY };
+        let mut b = Bounds {
+            min_x: f64::INFINITY,
+            max_x: f64::NEG_INFINITY,
+            min_y: f64::INFINITY,
+            max_y: f64::NEG_INFINITY,
+        };
         for (&x, &y) in self.x.iter().zip(&self.y) {
             b.min_x = b.min_x.min(x as f64);
             b.max_x = b.max_x.max(x as f64);
@@ -109,7 +119,10 @@ impl Trace {
 
     /// Approximate heap size, bytes.
     pub fn heap_bytes(&self) -> usize {
-        self.names.iter().map(|n| n.capacity() + std::mem::size_of::<String>()).sum::<usize>()
+        self.names
+            .iter()
+            .map(|n| n.capacity() + std::mem::size_of::<String>())
+            .sum::<usize>()
             + self.times.capacity() * 8
             + self.offsets.capacity() * std::mem::size_of::<usize>()
             + self.vehicle.capacity() * 4
@@ -175,7 +188,10 @@ impl TraceBuilder {
     /// Keeps only samples with `from <= time < to` and shifts time so that
     /// `from` becomes 0 (e.g. to drop a simulation's warm-up).
     pub fn window(from: f64, to: f64) -> Self {
-        TraceBuilder { window: Some((from, to)), ..Self::default() }
+        TraceBuilder {
+            window: Some((from, to)),
+            ..Self::default()
+        }
     }
 
     /// The index of vehicle `id`, interning it on first sight.
@@ -191,7 +207,14 @@ impl TraceBuilder {
     }
 
     /// Adds one sample; `where_` names the position in the input for errors.
-    pub fn push(&mut self, time: f64, id: &str, x: f64, y: f64, where_: &dyn Fn() -> String) -> Result<(), TraceError> {
+    pub fn push(
+        &mut self,
+        time: f64,
+        id: &str,
+        x: f64,
+        y: f64,
+        where_: &dyn Fn() -> String,
+    ) -> Result<(), TraceError> {
         if let Some((from, to)) = self.window {
             if time < from || time >= to {
                 return Ok(());
@@ -202,19 +225,32 @@ impl TraceBuilder {
     }
 
     /// Adds one sample of an already interned vehicle.
-    pub fn push_index(&mut self, time: f64, v: u32, x: f64, y: f64, where_: &dyn Fn() -> String) -> Result<(), TraceError> {
+    pub fn push_index(
+        &mut self,
+        time: f64,
+        v: u32,
+        x: f64,
+        y: f64,
+        where_: &dyn Fn() -> String,
+    ) -> Result<(), TraceError> {
         let time = match self.window {
             Some((from, to)) if time < from || time >= to => return Ok(()),
             Some((from, _)) => time - from,
             None => time,
         };
         if !time.is_finite() || !x.is_finite() || !y.is_finite() {
-            return Err(TraceError(format!("{}: time {time}, x {x}, y {y}: every value must be a finite number", where_())));
+            return Err(TraceError(format!(
+                "{}: time {time}, x {x}, y {y}: every value must be a finite number",
+                where_()
+            )));
         }
         let t = &mut self.trace;
         match t.times.last() {
             Some(&last) if time < last => {
-                return Err(TraceError(format!("{}: time {time} s comes after {last} s: samples must be in time order", where_())));
+                return Err(TraceError(format!(
+                    "{}: time {time} s comes after {last} s: samples must be in time order",
+                    where_()
+                )));
             }
             Some(&last) if time == last => {}
             _ => {
@@ -225,7 +261,11 @@ impl TraceBuilder {
         let step = t.times.len() - 1;
         let slot = &mut self.last_step[v as usize];
         if *slot == step {
-            return Err(TraceError(format!("{}: vehicle '{}' appears twice at {time} s", where_(), t.names[v as usize])));
+            return Err(TraceError(format!(
+                "{}: vehicle '{}' appears twice at {time} s",
+                where_(),
+                t.names[v as usize]
+            )));
         }
         *slot = step;
         t.vehicle.push(v);
@@ -301,9 +341,21 @@ mod tests {
     fn out_of_order_duplicate_and_nan_samples_are_errors() {
         let mut b = TraceBuilder::new();
         b.push(1.0, "a", 0.0, 0.0, &at).unwrap();
-        assert!(b.push(0.5, "b", 0.0, 0.0, &at).unwrap_err().0.contains("time order"));
-        assert!(b.push(1.0, "a", 1.0, 0.0, &at).unwrap_err().0.contains("twice"));
-        assert!(b.push(2.0, "a", f64::NAN, 0.0, &at).unwrap_err().0.contains("finite"));
+        assert!(b
+            .push(0.5, "b", 0.0, 0.0, &at)
+            .unwrap_err()
+            .0
+            .contains("time order"));
+        assert!(b
+            .push(1.0, "a", 1.0, 0.0, &at)
+            .unwrap_err()
+            .0
+            .contains("twice"));
+        assert!(b
+            .push(2.0, "a", f64::NAN, 0.0, &at)
+            .unwrap_err()
+            .0
+            .contains("finite"));
     }
 
     #[test]

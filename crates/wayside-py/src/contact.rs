@@ -14,7 +14,12 @@ use wayside_contact::epidemic::{self, Params};
 use wayside_contact::trace::{Trace, TraceBuilder, TraceError};
 use wayside_contact::{fcd, one};
 
-create_exception!(_native, WaysideTraceError, PyValueError, "A trace that cannot be read or used; the message names the place and what is allowed.");
+create_exception!(
+    _native,
+    WaysideTraceError,
+    PyValueError,
+    "A trace that cannot be read or used; the message names the place and what is allowed."
+);
 
 fn trace_err(e: TraceError) -> PyErr {
     WaysideTraceError::new_err(e.0)
@@ -30,9 +35,14 @@ fn le<T: Copy, const N: usize>(v: impl Iterator<Item = T>, to: fn(T) -> [u8; N])
 
 fn from_le<T, const N: usize>(name: &str, b: &[u8], from: fn([u8; N]) -> T) -> PyResult<Vec<T>> {
     if !b.len().is_multiple_of(N) {
-        return Err(PyValueError::new_err(format!("{name}: {} bytes is not a whole number of {N}-byte values", b.len())));
+        return Err(PyValueError::new_err(format!(
+            "{name}: {} bytes is not a whole number of {N}-byte values",
+            b.len()
+        )));
     }
-    Ok(b.chunks_exact(N).map(|c| from(c.try_into().expect("chunk of N"))).collect())
+    Ok(b.chunks_exact(N)
+        .map(|c| from(c.try_into().expect("chunk of N")))
+        .collect())
 }
 
 /// A vehicle trace held in Rust (compact columns).
@@ -78,27 +88,59 @@ impl PyTrace {
     }
 
     /// Sample columns as little-endian buffers: (time f64, vehicle u32, x f32, y f32).
-    fn columns<'py>(&self, py: Python<'py>) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+    fn columns<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+    ) {
         let t = &self.0;
-        let time = le(t.iter().flat_map(|s| std::iter::repeat_n(s.time, s.vehicle.len())), f64::to_le_bytes);
-        let veh = le(t.iter().flat_map(|s| s.vehicle.iter().copied()), u32::to_le_bytes);
+        let time = le(
+            t.iter()
+                .flat_map(|s| std::iter::repeat_n(s.time, s.vehicle.len())),
+            f64::to_le_bytes,
+        );
+        let veh = le(
+            t.iter().flat_map(|s| s.vehicle.iter().copied()),
+            u32::to_le_bytes,
+        );
         let x = le(t.iter().flat_map(|s| s.x.iter().copied()), f32::to_le_bytes);
         let y = le(t.iter().flat_map(|s| s.y.iter().copied()), f32::to_le_bytes);
-        (PyBytes::new(py, &time), PyBytes::new(py, &veh), PyBytes::new(py, &x), PyBytes::new(py, &y))
+        (
+            PyBytes::new(py, &time),
+            PyBytes::new(py, &veh),
+            PyBytes::new(py, &x),
+            PyBytes::new(py, &y),
+        )
     }
 
     /// Writes the trace in The ONE's external movement format.
     #[pyo3(signature = (path, park=true))]
     fn write_one(&self, py: Python<'_>, path: PathBuf, park: bool) -> PyResult<()> {
         let t = self.0.clone();
-        py.detach(move || one::write_file(&t, &path, park)).map_err(trace_err)
+        py.detach(move || one::write_file(&t, &path, park))
+            .map_err(trace_err)
     }
 
     /// A district cut: one dict per stay of a vehicle in the area and window
     /// (name, appear, disappear, depart, start, waypoints [(x, y, speed, pause)]).
-    fn district<'py>(&self, py: Python<'py>, area: (f64, f64, f64, f64), start: f64, end: f64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn district<'py>(
+        &self,
+        py: Python<'py>,
+        area: (f64, f64, f64, f64),
+        start: f64,
+        end: f64,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let t = self.0.clone();
-        let area = Area { min_x: area.0, min_y: area.1, max_x: area.2, max_y: area.3 };
+        let area = Area {
+            min_x: area.0,
+            min_y: area.1,
+            max_x: area.2,
+            max_y: area.3,
+        };
         let paths = py.detach(move || district::cut(&t, area, start, end));
         paths
             .into_iter()
@@ -109,8 +151,11 @@ impl PyTrace {
                 d.set_item("disappear", p.disappear)?;
                 d.set_item("depart", p.depart)?;
                 d.set_item("start", (p.start.x, p.start.y))?;
-                let wps: Vec<(f64, f64, f64, f64)> =
-                    p.waypoints.iter().map(|w| (w.position.x, w.position.y, w.speed.0, w.pause.as_secs_f64())).collect();
+                let wps: Vec<(f64, f64, f64, f64)> = p
+                    .waypoints
+                    .iter()
+                    .map(|w| (w.position.x, w.position.y, w.speed.0, w.pause.as_secs_f64()))
+                    .collect();
                 d.set_item("waypoints", wps)?;
                 Ok(d)
             })
@@ -123,7 +168,9 @@ impl PyTrace {
 #[pyfunction]
 #[pyo3(signature = (path, window=None))]
 fn read_fcd(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResult<PyTrace> {
-    let t = py.detach(move || fcd::read_file(&path, builder(window))).map_err(trace_err)?;
+    let t = py
+        .detach(move || fcd::read_file(&path, builder(window)))
+        .map_err(trace_err)?;
     Ok(PyTrace(Arc::new(t)))
 }
 
@@ -131,7 +178,9 @@ fn read_fcd(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResu
 #[pyfunction]
 #[pyo3(signature = (path, window=None))]
 fn read_one(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResult<PyTrace> {
-    let t = py.detach(move || one::read_file(&path, builder(window))).map_err(trace_err)?;
+    let t = py
+        .detach(move || one::read_file(&path, builder(window)))
+        .map_err(trace_err)?;
     Ok(PyTrace(Arc::new(t)))
 }
 
@@ -154,15 +203,25 @@ fn trace_from_columns(
     let vehicle = from_le("vehicle", vehicle, u32::from_le_bytes)?;
     let x = from_le("x", x, f64::from_le_bytes)?;
     let y = from_le("y", y, f64::from_le_bytes)?;
-    if [vehicle.len(), x.len(), y.len()].iter().any(|&n| n != time.len()) {
-        return Err(PyValueError::new_err("time, vehicle, x and y must have the same length"));
+    if [vehicle.len(), x.len(), y.len()]
+        .iter()
+        .any(|&n| n != time.len())
+    {
+        return Err(PyValueError::new_err(
+            "time, vehicle, x and y must have the same length",
+        ));
     }
     let t = py
         .detach(move || {
             let mut b = builder(window);
             let ids: Vec<u32> = names.iter().map(|n| b.intern(n)).collect();
             for i in 0..time.len() {
-                let v = *ids.get(vehicle[i] as usize).ok_or_else(|| TraceError(format!("{label}, row {i}: vehicle code {} has no name", vehicle[i])))?;
+                let v = *ids.get(vehicle[i] as usize).ok_or_else(|| {
+                    TraceError(format!(
+                        "{label}, row {i}: vehicle code {} has no name",
+                        vehicle[i]
+                    ))
+                })?;
                 b.push_index(time[i], v, x[i], y[i], &|| format!("{label}, row {i}"))?;
             }
             Ok(b.finish())
@@ -188,18 +247,40 @@ fn epidemic_run<'py>(
     transfer_s: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let t = trace.0.clone();
-    let p = Params { penetration, seeds, range_m, transfer_s, seed, run };
-    let out = py.detach(move || epidemic::run(&t, &p)).map_err(|e| PyValueError::new_err(e.0))?;
+    let p = Params {
+        penetration,
+        seeds,
+        range_m,
+        transfer_s,
+        seed,
+        run,
+    };
+    let out = py
+        .detach(move || epidemic::run(&t, &p))
+        .map_err(|e| PyValueError::new_err(e.0))?;
     let d = PyDict::new(py);
     d.set_item("vehicles", out.vehicles)?;
     d.set_item("devices", out.devices)?;
-    let names: Vec<&str> = out.seeds.iter().map(|&s| trace.0.names()[s as usize].as_str()).collect();
+    let names: Vec<&str> = out
+        .seeds
+        .iter()
+        .map(|&s| trace.0.names()[s as usize].as_str())
+        .collect();
     d.set_item("seeds", names)?;
     d.set_item("complete", out.complete)?;
     d.set_item("fraction", out.fraction())?;
     d.set_item("receiving_steps", out.receiving_steps)?;
-    d.set_item("times", PyBytes::new(py, &le(out.times.iter().copied(), f64::to_le_bytes)))?;
-    d.set_item("complete_over_time", PyBytes::new(py, &le(out.complete_over_time.iter().copied(), u32::to_le_bytes)))?;
+    d.set_item(
+        "times",
+        PyBytes::new(py, &le(out.times.iter().copied(), f64::to_le_bytes)),
+    )?;
+    d.set_item(
+        "complete_over_time",
+        PyBytes::new(
+            py,
+            &le(out.complete_over_time.iter().copied(), u32::to_le_bytes),
+        ),
+    )?;
     Ok(d)
 }
 

@@ -11,10 +11,15 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use wayside_sim::phy::error::{snr_threshold, ErrorModelKind};
 use wayside_sim::phy::mode::Standard;
 use wayside_sim::scenario::{self, ScenarioError};
-use wayside_sim::{run_scenario_pcap, RunOutput};
 use wayside_sim::trace::Column;
+use wayside_sim::{run_scenario_pcap, RunOutput};
 
-create_exception!(_native, WaysideScenarioError, PyValueError, "A scenario that cannot be used; the message names the key, the value and what is allowed.");
+create_exception!(
+    _native,
+    WaysideScenarioError,
+    PyValueError,
+    "A scenario that cannot be used; the message names the key, the value and what is allowed."
+);
 
 fn scenario_err(e: ScenarioError) -> PyErr {
     WaysideScenarioError::new_err(e.0)
@@ -29,7 +34,12 @@ fn le_bytes<T: Copy, const N: usize>(v: &[T], to: fn(T) -> [u8; N]) -> Vec<u8> {
 }
 
 /// Encodes one column as (name, kind, payload[, dictionary]).
-fn column<'py>(py: Python<'py>, name: &str, col: Column<'_>, nodes: usize) -> PyResult<Bound<'py, PyTuple>> {
+fn column<'py>(
+    py: Python<'py>,
+    name: &str,
+    col: Column<'_>,
+    nodes: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
     let b = |v: Vec<u8>| PyBytes::new(py, &v);
     let t = match col {
         Column::U8(v) => (name, "u8", b(v.to_vec())).into_pyobject(py)?,
@@ -40,10 +50,15 @@ fn column<'py>(py: Python<'py>, name: &str, col: Column<'_>, nodes: usize) -> Py
         Column::F64(v) => (name, "f64", b(le_bytes(v, f64::to_le_bytes))).into_pyobject(py)?,
         Column::Node(v) => {
             // u32::MAX (broadcast) becomes the index one past the last node.
-            let idx: Vec<u32> = v.iter().map(|&i| if i == u32::MAX { nodes as u32 } else { i }).collect();
+            let idx: Vec<u32> = v
+                .iter()
+                .map(|&i| if i == u32::MAX { nodes as u32 } else { i })
+                .collect();
             (name, "node", b(le_bytes(&idx, u32::to_le_bytes))).into_pyobject(py)?
         }
-        Column::Category(v, names) => (name, "category", b(v.to_vec()), names.to_vec()).into_pyobject(py)?,
+        Column::Category(v, names) => {
+            (name, "category", b(v.to_vec()), names.to_vec()).into_pyobject(py)?
+        }
     };
     Ok(t)
 }
@@ -77,8 +92,17 @@ fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyD
 /// written into `pcap` (a directory), if given.
 #[pyfunction]
 #[pyo3(signature = (scenario, overrides=Vec::new(), seed=None, run=0, pcap=None))]
-fn run<'py>(py: Python<'py>, scenario: String, overrides: Vec<String>, seed: Option<u64>, run: u64, pcap: Option<std::path::PathBuf>) -> PyResult<Bound<'py, PyDict>> {
-    let out = py.detach(move || run_scenario_pcap(&scenario, &overrides, seed, run, pcap.as_deref())).map_err(scenario_err)?;
+fn run<'py>(
+    py: Python<'py>,
+    scenario: String,
+    overrides: Vec<String>,
+    seed: Option<u64>,
+    run: u64,
+    pcap: Option<std::path::PathBuf>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = py
+        .detach(move || run_scenario_pcap(&scenario, &overrides, seed, run, pcap.as_deref()))
+        .map_err(scenario_err)?;
     output_to_py(py, out)
 }
 
@@ -86,7 +110,9 @@ fn run<'py>(py: Python<'py>, scenario: String, overrides: Vec<String>, seed: Opt
 #[pyfunction]
 #[pyo3(signature = (scenario, overrides=Vec::new()))]
 fn resolve(scenario: &str, overrides: Vec<String>) -> PyResult<String> {
-    scenario::load(scenario, &overrides, None, 0).map(|(r, _)| r).map_err(scenario_err)
+    scenario::load(scenario, &overrides, None, 0)
+        .map(|(r, _)| r)
+        .map_err(scenario_err)
 }
 
 /// Names of the built-in scenarios.
@@ -105,13 +131,25 @@ fn builtin_text(name: &str) -> Option<&'static str> {
 /// succeeds with probability 0.5, the standard's minimum sensitivity in dBm).
 #[pyfunction]
 #[pyo3(signature = (standard, psdu_bytes, implementation_loss_db=0.0))]
-fn rate_thresholds(standard: &str, psdu_bytes: u32, implementation_loss_db: f64) -> PyResult<Vec<(f64, f64, f64)>> {
+fn rate_thresholds(
+    standard: &str,
+    psdu_bytes: u32,
+    implementation_loss_db: f64,
+) -> PyResult<Vec<(f64, f64, f64)>> {
     let std: Standard = standard.parse().map_err(PyValueError::new_err)?;
-    let model = ErrorModelKind::ClosedForm(wayside_sim::phy::error::ClosedForm { implementation_loss: wayside_sim::units::Db(implementation_loss_db) });
+    let model = ErrorModelKind::ClosedForm(wayside_sim::phy::error::ClosedForm {
+        implementation_loss: wayside_sim::units::Db(implementation_loss_db),
+    });
     Ok(std
         .modes()
         .iter()
-        .map(|m| (m.rate.mbps(), snr_threshold(&model, m, psdu_bytes, 0.5).0, m.min_sensitivity().0))
+        .map(|m| {
+            (
+                m.rate.mbps(),
+                snr_threshold(&model, m, psdu_bytes, 0.5).0,
+                m.min_sensitivity().0,
+            )
+        })
         .collect())
 }
 

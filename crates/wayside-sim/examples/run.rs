@@ -8,8 +8,8 @@
 //! and where it first associated.
 
 use sha2::{Digest, Sha256};
-use wayside_sim::scenario::builtin;
 use wayside_sim::run_scenario;
+use wayside_sim::scenario::builtin;
 use wayside_sim::trace::{Column, ConnEvent, Trace};
 
 fn digest(trace: &Trace) -> String {
@@ -54,7 +54,11 @@ fn summary(trace: &Trace) {
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let name = if args.is_empty() { "drive-by".to_string() } else { args.remove(0) };
+    let name = if args.is_empty() {
+        "drive-by".to_string()
+    } else {
+        args.remove(0)
+    };
     let show_summary = args.iter().any(|a| a == "--summary");
     let show_digest = !args.iter().any(|a| a == "--no-digest");
     args.retain(|a| a != "--summary" && a != "--no-digest");
@@ -77,7 +81,10 @@ fn main() {
     };
     match run_scenario(&text, &args, seed, 0) {
         Ok(out) => {
-            print!("{} events, {} transmissions", out.stats.events, out.stats.transmissions);
+            print!(
+                "{} events, {} transmissions",
+                out.stats.events, out.stats.transmissions
+            );
             if show_digest {
                 print!(", digest {}", digest(&out.trace));
             }

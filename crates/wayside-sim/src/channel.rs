@@ -84,12 +84,19 @@ pub enum PathLoss {
     /// Free space up to the crossover distance 4π·h_t·h_r/λ, then d⁻⁴.
     TwoRayGround,
     /// Free space up to `reference`, then `10·exponent·log10(d/reference)`.
-    LogDistance { exponent: f64, reference: Meters },
+    LogDistance {
+        exponent: f64,
+        reference: Meters,
+    },
     /// Free space up to `reference`, then three log-distance slopes with
     /// exponents `exponents[0..3]` changing at `breakpoints[0]` and
     /// `breakpoints[1]` (ns-3's ThreeLogDistancePropagationLossModel); a
     /// steep last slope stands for terrain or vegetation that ends coverage.
-    ThreeLogDistance { exponents: [f64; 3], breakpoints: [Meters; 2], reference: Meters },
+    ThreeLogDistance {
+        exponents: [f64; 3],
+        breakpoints: [Meters; 2],
+        reference: Meters,
+    },
 }
 
 impl PathLoss {
@@ -108,7 +115,10 @@ impl PathLoss {
                     Db(40.0 * d.log10() - 20.0 * (ht.0 * hr.0).log10())
                 }
             }
-            PathLoss::LogDistance { exponent, reference } => {
+            PathLoss::LogDistance {
+                exponent,
+                reference,
+            } => {
                 let d0 = reference.0.max(MIN_DISTANCE);
                 if d <= d0 {
                     Db(fspl(d))
@@ -116,12 +126,21 @@ impl PathLoss {
                     Db(fspl(d0) + 10.0 * exponent * (d / d0).log10())
                 }
             }
-            PathLoss::ThreeLogDistance { exponents, breakpoints, reference } => {
+            PathLoss::ThreeLogDistance {
+                exponents,
+                breakpoints,
+                reference,
+            } => {
                 let d0 = reference.0.max(MIN_DISTANCE);
                 if d <= d0 {
                     return Db(fspl(d));
                 }
-                let edges = [d0, breakpoints[0].0.max(d0), breakpoints[1].0.max(breakpoints[0].0).max(d0), f64::INFINITY];
+                let edges = [
+                    d0,
+                    breakpoints[0].0.max(d0),
+                    breakpoints[1].0.max(breakpoints[0].0).max(d0),
+                    f64::INFINITY,
+                ];
                 let mut loss = fspl(d0);
                 for (k, n) in exponents.iter().enumerate() {
                     let (lo, hi) = (edges[k], edges[k + 1].min(d));
@@ -141,7 +160,9 @@ pub enum FadingKind {
     None,
     Rayleigh,
     /// Rician with K factor (ratio of line-of-sight to scattered power).
-    Rician { k: Db },
+    Rician {
+        k: Db,
+    },
 }
 
 /// Channel configuration shared by every link.
@@ -172,7 +193,10 @@ impl ChannelConfig {
     /// at once ((√(K/(K+1)) + √(M/(K+1)))² for M scattered paths, K = 0 if
     /// Rayleigh).
     pub fn max_excess_gain(&self) -> Db {
-        Db(SHADOWING_CLIP * (self.shadowing_sigma.0 + self.run_shadowing_sigma.0) + self.max_fading_gain().0)
+        Db(
+            SHADOWING_CLIP * (self.shadowing_sigma.0 + self.run_shadowing_sigma.0)
+                + self.max_fading_gain().0,
+        )
     }
 
     /// The most fast fading can add to the received power: every path in
@@ -184,7 +208,9 @@ impl ChannelConfig {
             FadingKind::Rayleigh => 10.0 * m.log10(),
             FadingKind::Rician { k } => {
                 let k = k.ratio();
-                10.0 * ((k / (k + 1.0)).sqrt() + (m / (k + 1.0)).sqrt()).powi(2).log10()
+                10.0 * ((k / (k + 1.0)).sqrt() + (m / (k + 1.0)).sqrt())
+                    .powi(2)
+                    .log10()
             }
         })
     }
@@ -195,7 +221,11 @@ impl ChannelConfig {
     /// least path loss), and shadowing and fading at their peak.
     pub fn reach(&self, eirp: Dbm, rx_gain: Db, height: Meters, floor: Dbm) -> Meters {
         let budget = eirp.0 + rx_gain.0 + self.max_excess_gain().0 - floor.0;
-        let loss = |d: f64| self.path_loss.loss(Meters(d), height, height, self.wavelength()).0;
+        let loss = |d: f64| {
+            self.path_loss
+                .loss(Meters(d), height, height, self.wavelength())
+                .0
+        };
         let (mut lo, mut hi) = (MIN_DISTANCE, 1e7);
         if loss(hi) <= budget {
             return Meters(hi);
@@ -219,7 +249,10 @@ pub const SHADOWING_CLIP: f64 = 4.0;
 
 /// The draws of one link's shadowing field, (kx, ky, phase) per component
 /// in rad/m and rad, from its environment stream (at its start).
-fn shadowing_draws(mut stream: Stream, decorrelation: f64) -> [(f64, f64, f64); SHADOWING_COMPONENTS] {
+fn shadowing_draws(
+    mut stream: Stream,
+    decorrelation: f64,
+) -> [(f64, f64, f64); SHADOWING_COMPONENTS] {
     std::array::from_fn(|_| {
         // Radial wavenumber of the 2-D exponential covariance exp(-r/a):
         // F(k) = 1 - 1/sqrt(1 + (a k)^2), inverted.
@@ -259,7 +292,10 @@ impl ShadowingField {
             }
         };
         let amplitude = sigma.0 * (2.0 / SHADOWING_COMPONENTS as f64).sqrt();
-        let sum = components.iter().map(|&(kx, ky, ph)| (kx * p.x + ky * p.y + ph).cos()).sum::<f64>();
+        let sum = components
+            .iter()
+            .map(|&(kx, ky, ph)| (kx * p.x + ky * p.y + ph).cos())
+            .sum::<f64>();
         let limit = SHADOWING_CLIP * sigma.0;
         let value = (amplitude * sum).clamp(-limit, limit);
         self.cache = Some((p, value));
@@ -278,8 +314,18 @@ struct FadingDraws {
 
 impl FadingDraws {
     fn new(mut stream: Stream, rician: bool) -> FadingDraws {
-        let paths = std::array::from_fn(|_| ((2.0 * PI * stream.uniform()).cos(), 2.0 * PI * stream.uniform()));
-        let los = rician.then(|| ((2.0 * PI * stream.uniform()).cos(), 2.0 * PI * stream.uniform()));
+        let paths = std::array::from_fn(|_| {
+            (
+                (2.0 * PI * stream.uniform()).cos(),
+                2.0 * PI * stream.uniform(),
+            )
+        });
+        let los = rician.then(|| {
+            (
+                (2.0 * PI * stream.uniform()).cos(),
+                2.0 * PI * stream.uniform(),
+            )
+        });
         FadingDraws { paths, los }
     }
 }
@@ -305,7 +351,12 @@ impl FadingProcess {
             }
         };
         let scatter_amplitude = (scatter_power / FADING_PATHS as f64).sqrt();
-        Some(FadingProcess { stream, held: None, los_amplitude: los_power.sqrt(), scatter_amplitude })
+        Some(FadingProcess {
+            stream,
+            held: None,
+            los_amplitude: los_power.sqrt(),
+            scatter_amplitude,
+        })
     }
 
     fn draws(&self) -> FadingDraws {
@@ -410,7 +461,11 @@ pub struct Fades {
 
 impl Fades {
     /// No change over the frame.
-    pub const FLAT: Fades = Fades { chunks: 1, gains: [1.0; MAX_FADE_CHUNKS], aging: [0.0; MAX_FADE_CHUNKS] };
+    pub const FLAT: Fades = Fades {
+        chunks: 1,
+        gains: [1.0; MAX_FADE_CHUNKS],
+        aging: [0.0; MAX_FADE_CHUNKS],
+    };
 
     /// Pieces with these gains (the first is the frame's start: 1).
     #[cfg(test)]
@@ -452,7 +507,12 @@ impl Fades {
 pub fn path_loss(cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> (Meters, Db) {
     let distance = tx.position.dist(rx.position);
     let obstacles = cfg.obstacles.attenuation(tx.position, rx.position);
-    (distance, cfg.path_loss.loss(distance, tx.height, rx.height, cfg.wavelength()) + obstacles)
+    (
+        distance,
+        cfg.path_loss
+            .loss(distance, tx.height, rx.height, cfg.wavelength())
+            + obstacles,
+    )
 }
 
 impl Link {
@@ -475,7 +535,11 @@ impl Link {
             _ => 0.0,
         };
         let fading = FadingProcess::new(cfg.fading, Stream::new("run", master_seed, run, &key));
-        Link { shadowing, run_offset, fading }
+        Link {
+            shadowing,
+            run_offset,
+            fading,
+        }
     }
 
     /// Keeps the link's draws in memory from now on, so that evaluating it
@@ -483,7 +547,10 @@ impl Link {
     /// the same either way).
     pub fn hold(&mut self, cfg: &ChannelConfig) {
         if let Some(f) = self.shadowing.as_mut().filter(|f| f.held.is_none()) {
-            f.held = Some(Box::new(shadowing_draws(f.stream.clone(), cfg.decorrelation.0 / 2.0)));
+            f.held = Some(Box::new(shadowing_draws(
+                f.stream.clone(),
+                cfg.decorrelation.0 / 2.0,
+            )));
         }
         if let Some(f) = self.fading.as_mut().filter(|f| f.held.is_none()) {
             f.held = Some(Box::new(f.draws()));
@@ -495,8 +562,16 @@ impl Link {
     fn shadowing(&mut self, cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> Db {
         let field = match &mut self.shadowing {
             Some(f) => {
-                let mid = Vec2::new((tx.position.x + rx.position.x) / 2.0, (tx.position.y + rx.position.y) / 2.0);
-                f.at(mid, cfg.decorrelation.0 / 100.0, cfg.shadowing_sigma, cfg.decorrelation.0 / 2.0)
+                let mid = Vec2::new(
+                    (tx.position.x + rx.position.x) / 2.0,
+                    (tx.position.y + rx.position.y) / 2.0,
+                );
+                f.at(
+                    mid,
+                    cfg.decorrelation.0 / 100.0,
+                    cfg.shadowing_sigma,
+                    cfg.decorrelation.0 / 2.0,
+                )
             }
             None => 0.0,
         };
@@ -504,15 +579,35 @@ impl Link {
     }
 
     /// Mean received power (path loss, gains and shadowing; no fast fading).
-    pub fn mean_rx_power(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> Dbm {
+    pub fn mean_rx_power(
+        &mut self,
+        cfg: &ChannelConfig,
+        tx_power: Dbm,
+        tx: &Endpoint,
+        rx: &Endpoint,
+    ) -> Dbm {
         let (_, path_loss) = path_loss(cfg, tx, rx);
         let shadowing = self.shadowing(cfg, tx, rx);
         tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing
     }
 
     /// Received power at `rx` of a transmission at `tx_power` from `tx`.
-    pub fn budget(&mut self, cfg: &ChannelConfig, tx_power: Dbm, tx: &Endpoint, rx: &Endpoint) -> LinkBudget {
-        self.budget_from(cfg, path_loss(cfg, tx, rx), tx_power, tx, rx, f64::NEG_INFINITY).expect("no floor")
+    pub fn budget(
+        &mut self,
+        cfg: &ChannelConfig,
+        tx_power: Dbm,
+        tx: &Endpoint,
+        rx: &Endpoint,
+    ) -> LinkBudget {
+        self.budget_from(
+            cfg,
+            path_loss(cfg, tx, rx),
+            tx_power,
+            tx,
+            rx,
+            f64::NEG_INFINITY,
+        )
+        .expect("no floor")
     }
 
     /// [`Link::budget`] given the ends' distance and path loss
@@ -534,17 +629,34 @@ impl Link {
     }
 
     /// The budget, or `None` if the mean received power is below `least` dBm.
-    fn budget_from(&mut self, cfg: &ChannelConfig, (distance, path_loss): (Meters, Db), tx_power: Dbm, tx: &Endpoint, rx: &Endpoint, least: f64) -> Option<LinkBudget> {
+    fn budget_from(
+        &mut self,
+        cfg: &ChannelConfig,
+        (distance, path_loss): (Meters, Db),
+        tx_power: Dbm,
+        tx: &Endpoint,
+        rx: &Endpoint,
+        least: f64,
+    ) -> Option<LinkBudget> {
         let shadowing = self.shadowing(cfg, tx, rx);
         let mean = tx_power + tx.antenna_gain + rx.antenna_gain - path_loss + shadowing;
         if mean.0 < least {
             return None;
         }
         let fading = match &self.fading {
-            Some(f) => Db::from_ratio(f.power_gain(tx.odometer.0 + rx.odometer.0, cfg.wavelength()).max(1e-12)),
+            Some(f) => Db::from_ratio(
+                f.power_gain(tx.odometer.0 + rx.odometer.0, cfg.wavelength())
+                    .max(1e-12),
+            ),
             None => Db(0.0),
         };
-        Some(LinkBudget { distance, path_loss, shadowing, fading, rx_power: mean + fading })
+        Some(LinkBudget {
+            distance,
+            path_loss,
+            shadowing,
+            fading,
+            rx_power: mean + fading,
+        })
     }
 }
 
@@ -554,7 +666,9 @@ impl Link {
     /// `aging`, also what a channel estimate from the preamble misses
     /// ([`Fades::aging`]), which costs a second sum over the paths.
     pub fn fades(&self, cfg: &ChannelConfig, start: Meters, travel: Meters, aging: bool) -> Fades {
-        let Some(f) = &self.fading else { return Fades::FLAT };
+        let Some(f) = &self.fading else {
+            return Fades::FLAT;
+        };
         if travel.0 <= 0.0 {
             return Fades::FLAT;
         }
@@ -567,9 +681,13 @@ impl Link {
         let piece = travel.0 / chunks as f64;
         f.with_draws(|d| {
             let first = f.gain_with(d, start.0, lambda).max(1e-12);
-            let mut fades = Fades { chunks: chunks as u8, ..Fades::FLAT };
+            let mut fades = Fades {
+                chunks: chunks as u8,
+                ..Fades::FLAT
+            };
             for k in 1..chunks {
-                fades.gains[k] = (f.gain_with(d, start.0 + k as f64 * piece, lambda) / first) as f32;
+                fades.gains[k] =
+                    (f.gain_with(d, start.0 + k as f64 * piece, lambda) / first) as f32;
             }
             if aging {
                 let (s0re, s0im) = f.scatter_with(d, start.0, lambda);
@@ -614,7 +732,12 @@ mod tests {
     }
 
     fn at(x: f64) -> Endpoint {
-        Endpoint { position: Vec2::new(x, 0.0), height: Meters(1.5), antenna_gain: Db(0.0), odometer: Meters(0.0) }
+        Endpoint {
+            position: Vec2::new(x, 0.0),
+            height: Meters(1.5),
+            antenna_gain: Db(0.0),
+            odometer: Meters(0.0),
+        }
     }
 
     #[test]
@@ -623,11 +746,21 @@ mod tests {
         let lambda = c.wavelength();
         for d in [10.0, 100.0, 1000.0] {
             let expected = 20.0 * (4.0 * PI * d / lambda).log10();
-            let got = c.path_loss.loss(Meters(d), Meters(1.5), Meters(1.5), lambda).0;
+            let got = c
+                .path_loss
+                .loss(Meters(d), Meters(1.5), Meters(1.5), lambda)
+                .0;
             assert!((got - expected).abs() < 1e-9);
         }
         // 100 m at 2.437 GHz is about 80.2 dB.
-        assert!((c.path_loss.loss(Meters(100.0), Meters(1.5), Meters(1.5), lambda).0 - 80.18).abs() < 0.05);
+        assert!(
+            (c.path_loss
+                .loss(Meters(100.0), Meters(1.5), Meters(1.5), lambda)
+                .0
+                - 80.18)
+                .abs()
+                < 0.05
+        );
     }
 
     #[test]
@@ -635,21 +768,43 @@ mod tests {
         let c = cfg(PathLoss::TwoRayGround);
         let lambda = c.wavelength();
         let crossover = 4.0 * PI * 1.5 * 1.5 / lambda; // ~229 m
-        let near = c.path_loss.loss(Meters(crossover * 0.5), Meters(1.5), Meters(1.5), lambda).0;
+        let near = c
+            .path_loss
+            .loss(Meters(crossover * 0.5), Meters(1.5), Meters(1.5), lambda)
+            .0;
         assert!((near - 20.0 * (4.0 * PI * crossover * 0.5 / lambda).log10()).abs() < 1e-9);
-        let l1 = c.path_loss.loss(Meters(2.0 * crossover), Meters(1.5), Meters(1.5), lambda).0;
-        let l2 = c.path_loss.loss(Meters(4.0 * crossover), Meters(1.5), Meters(1.5), lambda).0;
+        let l1 = c
+            .path_loss
+            .loss(Meters(2.0 * crossover), Meters(1.5), Meters(1.5), lambda)
+            .0;
+        let l2 = c
+            .path_loss
+            .loss(Meters(4.0 * crossover), Meters(1.5), Meters(1.5), lambda)
+            .0;
         assert!((l2 - l1 - 40.0 * 2f64.log10()).abs() < 1e-9);
         // Continuous at the crossover.
-        let a = c.path_loss.loss(Meters(crossover - 1e-6), Meters(1.5), Meters(1.5), lambda).0;
-        let b = c.path_loss.loss(Meters(crossover + 1e-6), Meters(1.5), Meters(1.5), lambda).0;
+        let a = c
+            .path_loss
+            .loss(Meters(crossover - 1e-6), Meters(1.5), Meters(1.5), lambda)
+            .0;
+        let b = c
+            .path_loss
+            .loss(Meters(crossover + 1e-6), Meters(1.5), Meters(1.5), lambda)
+            .0;
         assert!((a - b).abs() < 1e-3);
     }
 
     #[test]
     fn log_distance_slope() {
-        let c = cfg(PathLoss::LogDistance { exponent: 3.0, reference: Meters(10.0) });
-        let l = |d| c.path_loss.loss(Meters(d), Meters(1.5), Meters(1.5), c.wavelength()).0;
+        let c = cfg(PathLoss::LogDistance {
+            exponent: 3.0,
+            reference: Meters(10.0),
+        });
+        let l = |d| {
+            c.path_loss
+                .loss(Meters(d), Meters(1.5), Meters(1.5), c.wavelength())
+                .0
+        };
         assert!((l(1000.0) - l(100.0) - 30.0).abs() < 1e-9);
     }
 
@@ -660,7 +815,11 @@ mod tests {
             breakpoints: [Meters(100.0), Meters(400.0)],
             reference: Meters(1.0),
         });
-        let l = |d| c.path_loss.loss(Meters(d), Meters(1.5), Meters(1.5), c.wavelength()).0;
+        let l = |d| {
+            c.path_loss
+                .loss(Meters(d), Meters(1.5), Meters(1.5), c.wavelength())
+                .0
+        };
         assert!((l(100.0) - l(10.0) - 20.0).abs() < 1e-9);
         assert!((l(400.0) - l(200.0) - 35.0 * 2f64.log10()).abs() < 1e-9);
         assert!((l(800.0) - l(400.0) - 100.0 * 2f64.log10()).abs() < 1e-9);
@@ -677,7 +836,10 @@ mod tests {
         let link = Link::new(&c, "ap", "car", 1, 0);
         let lambda = c.wavelength();
         // Ends that stand still: one piece.
-        assert_eq!(link.fades(&c, Meters(10.0), Meters(0.0), false), Fades::FLAT);
+        assert_eq!(
+            link.fades(&c, Meters(10.0), Meters(0.0), false),
+            Fades::FLAT
+        );
         // 12.5 ms at 80 km/h: 0.278 m, 2.3 wavelengths, 23 pieces, each
         // the process's gain at its start relative to the frame's start.
         let travel = 80.0 / 3.6 * 0.0125;
@@ -688,10 +850,17 @@ mod tests {
         let g0 = fp.power_gain(10.0, lambda);
         for k in 0..f.chunks() {
             let expected = fp.power_gain(10.0 + k as f64 * travel / 23.0, lambda) / g0;
-            assert!((f.gain(k) - expected).abs() < 1e-5 * expected.max(1.0), "piece {k}");
+            assert!(
+                (f.gain(k) - expected).abs() < 1e-5 * expected.max(1.0),
+                "piece {k}"
+            );
         }
         // At 180 km/h the frame is cut into the most pieces allowed.
-        assert_eq!(link.fades(&c, Meters(10.0), Meters(180.0 / 3.6 * 0.0125), false).chunks(), MAX_FADE_CHUNKS);
+        assert_eq!(
+            link.fades(&c, Meters(10.0), Meters(180.0 / 3.6 * 0.0125), false)
+                .chunks(),
+            MAX_FADE_CHUNKS
+        );
     }
 
     #[test]
@@ -712,17 +881,38 @@ mod tests {
         for k in 0..f.chunks() {
             let (r, i) = fp.scatter_with(&d, 40.0 + (k as f64 + 0.5) * piece, lambda);
             let want = ((r - r0).powi(2) + (i - i0).powi(2)) / g0;
-            assert!((f.aging(k) - want).abs() < 1e-5 * want.max(1e-3), "piece {k}: {} vs {want}", f.aging(k));
+            assert!(
+                (f.aging(k) - want).abs() < 1e-5 * want.max(1e-3),
+                "piece {k}: {} vs {want}",
+                f.aging(k)
+            );
             assert!(f.aging(k) > 0.0);
         }
         // Without aging asked for, none is computed; a frame short enough
         // for one piece then needs no fading sums at all.
         let plain = link.fades(&c, Meters(40.0), Meters(travel), false);
-        assert_eq!((plain.chunks(), plain.aging(0), plain.aging(1)), (2, 0.0, 0.0));
-        assert_eq!(link.fades(&c, Meters(40.0), Meters(0.5 * 0.1 * lambda), false), Fades::FLAT);
+        assert_eq!(
+            (plain.chunks(), plain.aging(0), plain.aging(1)),
+            (2, 0.0, 0.0)
+        );
+        assert_eq!(
+            link.fades(&c, Meters(40.0), Meters(0.5 * 0.1 * lambda), false),
+            Fades::FLAT
+        );
         // Ends that stand still carry no error; no fading, none either.
-        assert_eq!(link.fades(&c, Meters(40.0), Meters(0.0), true).aging(0), 0.0);
-        assert_eq!(Link::new(&cfg(PathLoss::FreeSpace), "a", "b", 1, 0).fades(&c, Meters(0.0), Meters(1.0), true), Fades::FLAT);
+        assert_eq!(
+            link.fades(&c, Meters(40.0), Meters(0.0), true).aging(0),
+            0.0
+        );
+        assert_eq!(
+            Link::new(&cfg(PathLoss::FreeSpace), "a", "b", 1, 0).fades(
+                &c,
+                Meters(0.0),
+                Meters(1.0),
+                true
+            ),
+            Fades::FLAT
+        );
     }
 
     #[test]
@@ -767,7 +957,13 @@ mod tests {
     fn shadowing_is_frozen_by_environment_seed_and_reciprocal() {
         let c = shadow_cfg();
         let samples = |link: &mut Link| -> Vec<f64> {
-            (0..50).map(|i| link.budget(&c, Dbm(0.0), &at(0.0), &at(10.0 + 7.0 * i as f64)).shadowing.0).collect()
+            (0..50)
+                .map(|i| {
+                    link.budget(&c, Dbm(0.0), &at(0.0), &at(10.0 + 7.0 * i as f64))
+                        .shadowing
+                        .0
+                })
+                .collect()
         };
         let a = samples(&mut Link::new(&c, "ap", "car", 1, 0));
         let b = samples(&mut Link::new(&c, "car", "ap", 99, 7)); // other run seed, other order
@@ -776,7 +972,13 @@ mod tests {
         other_env.environment_seed = 2;
         let d: Vec<f64> = {
             let mut l = Link::new(&other_env, "ap", "car", 1, 0);
-            (0..50).map(|i| l.budget(&other_env, Dbm(0.0), &at(0.0), &at(10.0 + 7.0 * i as f64)).shadowing.0).collect()
+            (0..50)
+                .map(|i| {
+                    l.budget(&other_env, Dbm(0.0), &at(0.0), &at(10.0 + 7.0 * i as f64))
+                        .shadowing
+                        .0
+                })
+                .collect()
         };
         assert_ne!(a, d);
     }
@@ -810,13 +1012,28 @@ mod tests {
         let frozen = shadow_cfg();
         let offsets: Vec<f64> = (0..400)
             .map(|run| {
-                let (mut with, mut without) = (Link::new(&c, "ap", "car", 1, run), Link::new(&frozen, "ap", "car", 1, run));
-                let diff = |x: f64, w: &mut Link, wo: &mut Link| w.budget(&c, Dbm(0.0), &at(0.0), &at(x)).shadowing.0 - wo.budget(&frozen, Dbm(0.0), &at(0.0), &at(x)).shadowing.0;
-                let (near, far) = (diff(30.0, &mut with, &mut without), diff(800.0, &mut with, &mut without));
+                let (mut with, mut without) = (
+                    Link::new(&c, "ap", "car", 1, run),
+                    Link::new(&frozen, "ap", "car", 1, run),
+                );
+                let diff = |x: f64, w: &mut Link, wo: &mut Link| {
+                    w.budget(&c, Dbm(0.0), &at(0.0), &at(x)).shadowing.0
+                        - wo.budget(&frozen, Dbm(0.0), &at(0.0), &at(x)).shadowing.0
+                };
+                let (near, far) = (
+                    diff(30.0, &mut with, &mut without),
+                    diff(800.0, &mut with, &mut without),
+                );
                 // One value over the whole pass, both directions of the link.
                 assert!((near - far).abs() < 1e-9, "run {run}: {near} vs {far}");
-                let back = Link::new(&c, "car", "ap", 1, run).budget(&c, Dbm(0.0), &at(30.0), &at(0.0)).shadowing.0;
-                assert!((back - with.budget(&c, Dbm(0.0), &at(0.0), &at(30.0)).shadowing.0).abs() < 1e-9);
+                let back = Link::new(&c, "car", "ap", 1, run)
+                    .budget(&c, Dbm(0.0), &at(30.0), &at(0.0))
+                    .shadowing
+                    .0;
+                assert!(
+                    (back - with.budget(&c, Dbm(0.0), &at(0.0), &at(30.0)).shadowing.0).abs()
+                        < 1e-9
+                );
                 near
             })
             .collect();
@@ -826,7 +1043,14 @@ mod tests {
         assert!((sd - 2.5).abs() < 0.3, "sd {sd}");
         assert!(offsets.iter().all(|o| o.abs() <= SHADOWING_CLIP * 2.5));
         // Without it, the run seed leaves the large-scale signal alone.
-        assert_eq!(Link::new(&frozen, "ap", "car", 1, 3).budget(&frozen, Dbm(0.0), &at(0.0), &at(90.0)).shadowing, Link::new(&frozen, "ap", "car", 1, 4).budget(&frozen, Dbm(0.0), &at(0.0), &at(90.0)).shadowing);
+        assert_eq!(
+            Link::new(&frozen, "ap", "car", 1, 3)
+                .budget(&frozen, Dbm(0.0), &at(0.0), &at(90.0))
+                .shadowing,
+            Link::new(&frozen, "ap", "car", 1, 4)
+                .budget(&frozen, Dbm(0.0), &at(0.0), &at(90.0))
+                .shadowing
+        );
     }
 
     #[test]
@@ -852,7 +1076,10 @@ mod tests {
         // several wavelengths apart are not.
         let link = Link::new(&c, "a", "b", 3, 0);
         let f = link.fading.as_ref().unwrap();
-        let (g0, g_close) = (f.power_gain(0.0, lambda), f.power_gain(lambda / 100.0, lambda));
+        let (g0, g_close) = (
+            f.power_gain(0.0, lambda),
+            f.power_gain(lambda / 100.0, lambda),
+        );
         assert!((g0 - g_close).abs() < 0.1 * g0.max(0.1));
     }
 
@@ -875,17 +1102,28 @@ mod tests {
         // mean power plus the largest excess meets it.
         let mut c = shadow_cfg();
         c.fading = FadingKind::Rayleigh;
-        c.path_loss = PathLoss::LogDistance { exponent: 3.0, reference: Meters(1.0) };
+        c.path_loss = PathLoss::LogDistance {
+            exponent: 3.0,
+            reference: Meters(1.0),
+        };
         let floor = Dbm(-125.0);
         let reach = c.reach(Dbm(20.0), Db(0.0), Meters(1.5), floor);
-        let mean_at_reach = 20.0 - c.path_loss.loss(reach, Meters(1.5), Meters(1.5), c.wavelength()).0;
+        let mean_at_reach = 20.0
+            - c.path_loss
+                .loss(reach, Meters(1.5), Meters(1.5), c.wavelength())
+                .0;
         assert!((mean_at_reach + c.max_excess_gain().0 - floor.0).abs() < 1e-6);
         for i in 0..200 {
             let mut link = Link::new(&c, "ap", &format!("car{i}"), 1, 0);
             for k in 0..20 {
                 let d = reach.0 * (1.0 + 0.01 * k as f64);
                 let b = link.budget(&c, Dbm(20.0), &at(0.0), &at(d));
-                assert!(b.rx_power.0 < floor.0, "{} dBm at {d} m beyond reach {}", b.rx_power.0, reach.0);
+                assert!(
+                    b.rx_power.0 < floor.0,
+                    "{} dBm at {d} m beyond reach {}",
+                    b.rx_power.0,
+                    reach.0
+                );
             }
         }
     }
@@ -909,13 +1147,23 @@ mod tests {
                 .collect()
         };
         let redrawn = path(&mut Link::new(&c, "ap", "car", 4, 0), None);
-        assert_eq!(redrawn, path(&mut Link::new(&c, "ap", "car", 4, 0), Some(0)));
-        assert_eq!(redrawn, path(&mut Link::new(&c, "car", "ap", 4, 0), Some(30)));
+        assert_eq!(
+            redrawn,
+            path(&mut Link::new(&c, "ap", "car", 4, 0), Some(0))
+        );
+        assert_eq!(
+            redrawn,
+            path(&mut Link::new(&c, "car", "ap", 4, 0), Some(30))
+        );
     }
 
     #[test]
     fn an_unheld_link_is_small() {
-        assert!(std::mem::size_of::<Link>() <= 160, "{} bytes", std::mem::size_of::<Link>());
+        assert!(
+            std::mem::size_of::<Link>() <= 160,
+            "{} bytes",
+            std::mem::size_of::<Link>()
+        );
     }
 
     #[test]
@@ -926,7 +1174,10 @@ mod tests {
         for i in 0..300 {
             let mut link = Link::new(&c, "ap", &format!("car{i}"), 1, 0);
             for k in 0..200 {
-                let s = link.budget(&c, Dbm(0.0), &at(0.0), &at(1.0 + 13.7 * k as f64)).shadowing.0;
+                let s = link
+                    .budget(&c, Dbm(0.0), &at(0.0), &at(1.0 + 13.7 * k as f64))
+                    .shadowing
+                    .0;
                 largest = largest.max(s.abs());
             }
         }
@@ -938,6 +1189,9 @@ mod tests {
 
     #[test]
     fn propagation_delay_is_distance_over_c() {
-        assert_eq!(propagation_delay(Meters(299.792458)), SimTime::from_ns(1000));
+        assert_eq!(
+            propagation_delay(Meters(299.792458)),
+            SimTime::from_ns(1000)
+        );
     }
 }

@@ -4,15 +4,15 @@
 
 use crate::apps::ip::AppConfig;
 use crate::channel::ChannelConfig;
-pub use crate::mac::mgmt::Role;
 use crate::mac::mgmt::MgmtConfig;
+pub use crate::mac::mgmt::Role;
 use crate::mac::MacConfig;
 use crate::mobility::MobilityModel;
-use crate::wire::WiredLink;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{Mode, Preamble, Standard};
 use crate::transport::tcp::TcpConfig;
 use crate::units::{Db, Dbm, Meters, SimTime};
+use crate::wire::WiredLink;
 
 /// Radio settings shared by every node.
 #[derive(Clone, Debug)]

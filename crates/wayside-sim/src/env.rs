@@ -40,7 +40,12 @@ impl Body {
     }
 
     pub fn endpoint(&self, t: SimTime) -> Endpoint {
-        Endpoint { position: self.mobility.position(t), height: self.antenna_height, antenna_gain: self.antenna_gain, odometer: self.mobility.odometer(t) }
+        Endpoint {
+            position: self.mobility.position(t),
+            height: self.antenna_height,
+            antenna_gain: self.antenna_gain,
+            odometer: self.mobility.odometer(t),
+        }
     }
 
     /// Its radio as the medium sees it for a frame on the air from `t` to
@@ -48,7 +53,11 @@ impl Body {
     /// moves until `end`.
     pub fn antenna(&self, t: SimTime, end: SimTime) -> Antenna {
         let travel = Meters(self.mobility.odometer(end).0 - self.mobility.odometer(t).0);
-        Antenna { endpoint: self.endpoint(t), channel: self.channel, travel }
+        Antenna {
+            endpoint: self.endpoint(t),
+            channel: self.channel,
+            travel,
+        }
     }
 }
 
@@ -70,8 +79,27 @@ pub struct Env {
 
 impl Env {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(queue: EventQueue, bodies: Vec<Body>, medium: Medium, radio: RadioConfig, wires: Vec<WiredLink>, script: Script, sniffer: Option<NodeId>) -> Env {
-        Env { queue, bodies, medium, radio, trace: Trace::default(), wires, script, capture: None, sniffer, reached: Vec::new() }
+    pub fn new(
+        queue: EventQueue,
+        bodies: Vec<Body>,
+        medium: Medium,
+        radio: RadioConfig,
+        wires: Vec<WiredLink>,
+        script: Script,
+        sniffer: Option<NodeId>,
+    ) -> Env {
+        Env {
+            queue,
+            bodies,
+            medium,
+            radio,
+            trace: Trace::default(),
+            wires,
+            script,
+            capture: None,
+            sniffer,
+            reached: Vec::new(),
+        }
     }
 
     pub fn position(&self, n: NodeId, t: SimTime) -> Vec2 {
@@ -81,7 +109,10 @@ impl Env {
     /// The mode the PLCP header is sent with: the lowest rate of the class.
     fn header_mode(&self, mode: &Mode) -> Mode {
         let modes = self.radio.standard.modes();
-        *modes.iter().find(|m| m.class == mode.class).unwrap_or(&modes[0])
+        *modes
+            .iter()
+            .find(|m| m.class == mode.class)
+            .unwrap_or(&modes[0])
     }
 
     /// The airtime of `frame` at `mode`.
@@ -94,18 +125,39 @@ impl Env {
     pub fn transmit(&mut self, now: SimTime, end: SimTime, src: NodeId, frame: Frame, mode: Mode) {
         let tx = self.bodies[src.index()].antenna(now, end);
         let bodies = &self.bodies;
-        let radios = bodies.iter().enumerate().filter(|(_, b)| b.radio).map(|(i, b)| (NodeId(i as u32), b.position(now)));
+        let radios = bodies
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.radio)
+            .map(|(i, b)| (NodeId(i as u32), b.position(now)));
         self.medium.rebin(now, radios);
         let tx_power = bodies[src.index()].tx_power;
-        let antenna = |j: NodeId| bodies[j.index()].on.then(|| bodies[j.index()].antenna(now, end));
+        let antenna = |j: NodeId| {
+            bodies[j.index()]
+                .on
+                .then(|| bodies[j.index()].antenna(now, end))
+        };
         let mut reached = std::mem::take(&mut self.reached);
-        let id = self.medium.transmit(now, end, src, tx, tx_power, frame, mode, antenna, &mut reached);
+        let id = self.medium.transmit(
+            now,
+            end,
+            src,
+            tx,
+            tx_power,
+            frame,
+            mode,
+            antenna,
+            &mut reached,
+        );
         for &(rx, delay) in &reached {
-            self.queue.schedule(now + delay, rx.0, Event::RxStart { node: rx, tx: id });
-            self.queue.schedule(end + delay, rx.0, Event::RxEnd { node: rx, tx: id });
+            self.queue
+                .schedule(now + delay, rx.0, Event::RxStart { node: rx, tx: id });
+            self.queue
+                .schedule(end + delay, rx.0, Event::RxEnd { node: rx, tx: id });
         }
         self.reached = reached;
-        self.queue.schedule(end, src.0, Event::TxEnd { node: src, tx: id });
+        self.queue
+            .schedule(end, src.0, Event::TxEnd { node: src, tx: id });
     }
 
     /// Transmission `id` as it reaches radio `rx`, from `now`.
@@ -121,7 +173,11 @@ impl Env {
             start: now,
             end: now + duration,
             header_mode,
-            header_bits: if t.mode.class == ModClass::Dsss { 48 } else { 24 },
+            header_bits: if t.mode.class == ModClass::Dsss {
+                48
+            } else {
+                24
+            },
             header_end: now + header_time,
             mode: t.mode,
             payload_bits: 8 * t.frame.psdu_bytes as u64,
@@ -134,8 +190,12 @@ impl Env {
     pub fn fades(&mut self, id: TxId, rx: NodeId) -> Fades {
         let t = self.medium.tx(id);
         let (src, start, end) = (t.src, t.start, t.end);
-        let (ta, tb) = (self.bodies[src.index()].antenna(start, end), self.bodies[rx.index()].antenna(start, end));
-        self.medium.fades(src, &ta, rx, &tb, self.radio.ofdm_preamble_estimate)
+        let (ta, tb) = (
+            self.bodies[src.index()].antenna(start, end),
+            self.bodies[rx.index()].antenna(start, end),
+        );
+        self.medium
+            .fades(src, &ta, rx, &tb, self.radio.ofdm_preamble_estimate)
     }
 
     /// Whether `node` should record what happens to frame `id` (addressed to
@@ -145,9 +205,24 @@ impl Env {
     }
 
     /// Records a connection event at `node` concerning `peer`.
-    pub fn conn_event(&mut self, now: SimTime, node: NodeId, peer: u32, event: ConnEvent, value: f64) {
+    pub fn conn_event(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        peer: u32,
+        event: ConnEvent,
+        value: f64,
+    ) {
         let p = self.position(node, now);
-        self.trace.events.push(EventRow { time_ns: now.as_ns(), node: node.0, peer, event, x: p.x as f32, y: p.y as f32, value });
+        self.trace.events.push(EventRow {
+            time_ns: now.as_ns(),
+            node: node.0,
+            peer,
+            event,
+            x: p.x as f32,
+            y: p.y as f32,
+            value,
+        });
     }
 
     /// Records that `node` lost frame `id` for `reason` (if it traces it).
@@ -174,9 +249,19 @@ impl Env {
         signal: Option<(Dbm, Db, Db)>,
     ) -> usize {
         let pos = self.position(node, now);
-        let peer = if event == PhyEvent::Tx { frame.dst.trace_id() } else { frame.src.0 };
-        let peer_pos = if peer == u32::MAX { Vec2::new(f64::NAN, f64::NAN) } else { self.position(NodeId(peer), now) };
-        let (rssi, snr, sinr) = signal.map_or((f32::NAN, f32::NAN, f32::NAN), |(r, s, i)| (r.0 as f32, s.0 as f32, i.0 as f32));
+        let peer = if event == PhyEvent::Tx {
+            frame.dst.trace_id()
+        } else {
+            frame.src.0
+        };
+        let peer_pos = if peer == u32::MAX {
+            Vec2::new(f64::NAN, f64::NAN)
+        } else {
+            self.position(NodeId(peer), now)
+        };
+        let (rssi, snr, sinr) = signal.map_or((f32::NAN, f32::NAN, f32::NAN), |(r, s, i)| {
+            (r.0 as f32, s.0 as f32, i.0 as f32)
+        });
         self.trace.frames.push(FrameRow {
             time_ns: now.as_ns(),
             node: node.0,
@@ -198,7 +283,16 @@ impl Env {
             outcome: TxOutcome::None,
         });
         if let Some(c) = &mut self.capture {
-            c.record(now, node, frame, mode, self.bodies[node.index()].channel, event, reason, signal.map(|s| s.0));
+            c.record(
+                now,
+                node,
+                frame,
+                mode,
+                self.bodies[node.index()].channel,
+                event,
+                reason,
+                signal.map(|s| s.0),
+            );
         }
         self.trace.frames.len() - 1
     }
@@ -206,7 +300,10 @@ impl Env {
     /// The mean SNR (path loss and shadowing, no fast fading) of frames
     /// from `a` at `b` at `now`: the oracle some rate controllers are given.
     pub fn mean_snr(&mut self, a: NodeId, b: NodeId, now: SimTime) -> Db {
-        let (ta, tb) = (self.bodies[a.index()].endpoint(now), self.bodies[b.index()].endpoint(now));
+        let (ta, tb) = (
+            self.bodies[a.index()].endpoint(now),
+            self.bodies[b.index()].endpoint(now),
+        );
         let power = self.bodies[a.index()].tx_power;
         let noise = self.medium.channel().noise_floor;
         self.medium.mean_rx_power(a, &ta, b, &tb, power) - noise

@@ -3,8 +3,8 @@
 //! always run in the same order, and time never goes backwards.
 
 use crate::ids::{NodeId, TxId};
-use crate::mac::dcf::MacTimer;
 use crate::mac::adhoc::AdhocTimer;
+use crate::mac::dcf::MacTimer;
 use crate::mac::mgmt::MgmtTimer;
 use crate::net::NetTimer;
 use crate::units::SimTime;
@@ -16,17 +16,37 @@ use std::collections::BinaryHeap;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A management timer of `node` (beacons, scanning, timeouts).
-    Mgmt { node: NodeId, timer: MgmtTimer, generation: u32 },
+    Mgmt {
+        node: NodeId,
+        timer: MgmtTimer,
+        generation: u32,
+    },
     /// An ad hoc (IBSS) timer of `node` (beacons, join probes, the
     /// disconnection watchdog).
-    Adhoc { node: NodeId, timer: AdhocTimer, generation: u32 },
+    Adhoc {
+        node: NodeId,
+        timer: AdhocTimer,
+        generation: u32,
+    },
     /// A network-layer timer of `node` (ARP, DHCP).
-    Net { node: NodeId, timer: NetTimer, generation: u32 },
+    Net {
+        node: NodeId,
+        timer: NetTimer,
+        generation: u32,
+    },
     /// A frame reaches `node` over wired link `link`.
     /// (Boxed: every event in the queue would otherwise be the size of a packet.)
-    WireArrive { node: NodeId, link: u32, frame: Box<WireFrame> },
+    WireArrive {
+        node: NodeId,
+        link: u32,
+        frame: Box<WireFrame>,
+    },
     /// The timer of socket `socket` of `node`.
-    Tcp { node: NodeId, socket: u32, generation: u32 },
+    Tcp {
+        node: NodeId,
+        socket: u32,
+        generation: u32,
+    },
     /// Application `app` wants to act at `node` (start, next datagram).
     App { node: NodeId, app: u32 },
     /// The first energy of transmission `tx` reaches `node`.
@@ -36,7 +56,11 @@ pub enum Event {
     /// `node` finished sending transmission `tx`.
     TxEnd { node: NodeId, tx: TxId },
     /// A MAC timer of `node`.
-    Mac { node: NodeId, timer: MacTimer, generation: u32 },
+    Mac {
+        node: NodeId,
+        timer: MacTimer,
+        generation: u32,
+    },
     /// Frame source number `source` of `node` wants to emit.
     Traffic { node: NodeId, source: u32 },
     /// `node`'s radio is switched on (it appears) or off (it disappears).
@@ -53,7 +77,12 @@ impl Event {
             Event::RxEnd { .. } => 1,
             Event::Mac { .. } => 2,
             Event::RxStart { .. } => 3,
-            Event::Mgmt { .. } | Event::Adhoc { .. } | Event::Net { .. } | Event::WireArrive { .. } | Event::Tcp { .. } | Event::Power { .. } => 4,
+            Event::Mgmt { .. }
+            | Event::Adhoc { .. }
+            | Event::Net { .. }
+            | Event::WireArrive { .. }
+            | Event::Tcp { .. }
+            | Event::Power { .. } => 4,
             Event::Traffic { .. } | Event::App { .. } => 5,
         }
     }
@@ -116,14 +145,23 @@ impl EventQueue {
     /// traffic-source id offset past the nodes). Panics if `time` is in the past:
     /// that is a model bug, never an input error.
     pub fn schedule(&mut self, time: SimTime, source: u32, event: Event) {
-        assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
+        assert!(
+            time >= self.now,
+            "event scheduled in the past: {time} < {}",
+            self.now
+        );
         let s = source as usize;
         if s >= self.seqs.len() {
             self.seqs.resize(s + 1, 0);
         }
         let seq = self.seqs[s];
         self.seqs[s] += 1;
-        let key = Key { time, rank: event.rank(), source, seq };
+        let key = Key {
+            time,
+            rank: event.rank(),
+            source,
+            seq,
+        };
         self.heap.push(Reverse(Entry { key, event }));
     }
 
@@ -149,22 +187,82 @@ mod tests {
     fn orders_by_time_then_rank_then_source_then_sequence() {
         let mut q = EventQueue::new();
         let t = SimTime::from_us(5);
-        q.schedule(t, 2, Event::Traffic { node: NodeId(0), source: 9 });
-        q.schedule(t, 1, Event::RxStart { node: NodeId(1), tx: TxId(0) });
-        q.schedule(t, 0, Event::RxStart { node: NodeId(0), tx: TxId(0) });
-        q.schedule(t, 3, Event::TxEnd { node: NodeId(3), tx: TxId(1) });
-        q.schedule(SimTime::from_us(1), 7, Event::Traffic { node: NodeId(0), source: 7 });
-        q.schedule(t, 0, Event::RxStart { node: NodeId(0), tx: TxId(5) });
+        q.schedule(
+            t,
+            2,
+            Event::Traffic {
+                node: NodeId(0),
+                source: 9,
+            },
+        );
+        q.schedule(
+            t,
+            1,
+            Event::RxStart {
+                node: NodeId(1),
+                tx: TxId(0),
+            },
+        );
+        q.schedule(
+            t,
+            0,
+            Event::RxStart {
+                node: NodeId(0),
+                tx: TxId(0),
+            },
+        );
+        q.schedule(
+            t,
+            3,
+            Event::TxEnd {
+                node: NodeId(3),
+                tx: TxId(1),
+            },
+        );
+        q.schedule(
+            SimTime::from_us(1),
+            7,
+            Event::Traffic {
+                node: NodeId(0),
+                source: 7,
+            },
+        );
+        q.schedule(
+            t,
+            0,
+            Event::RxStart {
+                node: NodeId(0),
+                tx: TxId(5),
+            },
+        );
         let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(
             order,
             vec![
-                Event::Traffic { node: NodeId(0), source: 7 },
-                Event::TxEnd { node: NodeId(3), tx: TxId(1) },
-                Event::RxStart { node: NodeId(0), tx: TxId(0) },
-                Event::RxStart { node: NodeId(0), tx: TxId(5) },
-                Event::RxStart { node: NodeId(1), tx: TxId(0) },
-                Event::Traffic { node: NodeId(0), source: 9 },
+                Event::Traffic {
+                    node: NodeId(0),
+                    source: 7
+                },
+                Event::TxEnd {
+                    node: NodeId(3),
+                    tx: TxId(1)
+                },
+                Event::RxStart {
+                    node: NodeId(0),
+                    tx: TxId(0)
+                },
+                Event::RxStart {
+                    node: NodeId(0),
+                    tx: TxId(5)
+                },
+                Event::RxStart {
+                    node: NodeId(1),
+                    tx: TxId(0)
+                },
+                Event::Traffic {
+                    node: NodeId(0),
+                    source: 9
+                },
             ]
         );
     }
@@ -173,8 +271,22 @@ mod tests {
     #[should_panic(expected = "in the past")]
     fn refuses_to_schedule_in_the_past() {
         let mut q = EventQueue::new();
-        q.schedule(SimTime::from_us(10), 0, Event::Traffic { node: NodeId(0), source: 0 });
+        q.schedule(
+            SimTime::from_us(10),
+            0,
+            Event::Traffic {
+                node: NodeId(0),
+                source: 0,
+            },
+        );
         q.pop();
-        q.schedule(SimTime::from_us(9), 0, Event::Traffic { node: NodeId(0), source: 0 });
+        q.schedule(
+            SimTime::from_us(9),
+            0,
+            Event::Traffic {
+                node: NodeId(0),
+                source: 0,
+            },
+        );
     }
 }

@@ -116,7 +116,10 @@ const FEW_RADIOS: usize = 32;
 
 impl Grid {
     fn key(&self, p: Vec2) -> (i64, i64) {
-        ((p.x / self.cell).floor() as i64, (p.y / self.cell).floor() as i64)
+        (
+            (p.x / self.cell).floor() as i64,
+            (p.y / self.cell).floor() as i64,
+        )
     }
 }
 
@@ -143,11 +146,25 @@ pub struct Medium {
 
 impl Medium {
     /// The medium between radios named `names` (in node order).
-    pub fn new(channel: &ChannelConfig, names: &[String], seed: u64, run: u64, limits: RadioLimits) -> Medium {
+    pub fn new(
+        channel: &ChannelConfig,
+        names: &[String],
+        seed: u64,
+        run: u64,
+        limits: RadioLimits,
+    ) -> Medium {
         let floor = channel.noise_floor - RECEPTION_FLOOR_BELOW_NOISE;
-        let reach = channel.reach(limits.eirp, limits.gain, limits.height, floor).0;
+        let reach = channel
+            .reach(limits.eirp, limits.gain, limits.height, floor)
+            .0;
         let slack = limits.speed * REBIN_INTERVAL.as_secs_f64();
-        let grid = Grid { cell: reach + 2.0 * slack, cells: BTreeMap::new(), of: vec![None; names.len()], built: None, few: None };
+        let grid = Grid {
+            cell: reach + 2.0 * slack,
+            cells: BTreeMap::new(),
+            of: vec![None; names.len()],
+            built: None,
+            few: None,
+        };
         Medium {
             channel: channel.clone(),
             names: names.to_vec(),
@@ -195,22 +212,31 @@ impl Medium {
         radios.sort_unstable();
         self.grid.few = (radios.len() <= FEW_RADIOS).then_some(radios);
         let keep = self.grid.cell;
-        self.links.retain(|&(a, b), _| match (at[a as usize], at[b as usize]) {
-            (Some(pa), Some(pb)) => pa.dist(pb).0 <= keep,
-            _ => false,
-        });
+        self.links
+            .retain(|&(a, b), _| match (at[a as usize], at[b as usize]) {
+                (Some(pa), Some(pb)) => pa.dist(pb).0 <= keep,
+                _ => false,
+            });
     }
 
     /// Fills `out` with the radios that may be within reach of `src`, ascending.
     fn neighbours(&self, src: NodeId, out: &mut Vec<NodeId>) {
         out.clear();
-        let Some((cx, cy)) = self.grid.of[src.index()] else { return };
+        let Some((cx, cy)) = self.grid.of[src.index()] else {
+            return;
+        };
         if let Some(all) = &self.grid.few {
             out.extend(all.iter().copied().filter(|&n| n != src));
             return;
         }
         let cells = (-1..=1).flat_map(|dx| (-1..=1).map(move |dy| (cx + dx, cy + dy)));
-        out.extend(cells.filter_map(|k| self.grid.cells.get(&k)).flatten().copied().filter(|&n| n != src));
+        out.extend(
+            cells
+                .filter_map(|k| self.grid.cells.get(&k))
+                .flatten()
+                .copied()
+                .filter(|&n| n != src),
+        );
         out.sort_unstable();
     }
 
@@ -219,7 +245,12 @@ impl Medium {
     fn link(&mut self, a: NodeId, b: NodeId) -> (&mut Link, &ChannelConfig) {
         let key = if a < b { (a.0, b.0) } else { (b.0, a.0) };
         let (channel, names, seed, run) = (&self.channel, &self.names, self.seed, self.run);
-        (self.links.entry(key).or_insert_with(|| Link::new(channel, &names[a.index()], &names[b.index()], seed, run)), channel)
+        (
+            self.links.entry(key).or_insert_with(|| {
+                Link::new(channel, &names[a.index()], &names[b.index()], seed, run)
+            }),
+            channel,
+        )
     }
 
     pub fn channel(&self) -> &ChannelConfig {
@@ -263,17 +294,31 @@ impl Medium {
         self.neighbours(src, &mut near);
         for &rx in &near {
             let Some(antenna) = antenna(rx) else { continue };
-            if antenna.channel != tx.channel || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach {
+            if antenna.channel != tx.channel
+                || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach
+            {
                 continue;
             }
             let span = path_loss(&self.channel, &tx.endpoint, &antenna.endpoint);
-            let bound = tx_power + tx.endpoint.antenna_gain + antenna.endpoint.antenna_gain - span.1 + self.excess;
+            let bound = tx_power + tx.endpoint.antenna_gain + antenna.endpoint.antenna_gain
+                - span.1
+                + self.excess;
             if bound.0 < floor.0 {
                 continue; // out of reach: no link
             }
             let (link, channel) = self.link(src, rx);
-            let reaching = link.budget_reaching(channel, span, tx_power, &tx.endpoint, &antenna.endpoint, floor, fading_max);
-            let Some(budget) = reaching.filter(|b| b.rx_power.0 >= floor.0) else { continue };
+            let reaching = link.budget_reaching(
+                channel,
+                span,
+                tx_power,
+                &tx.endpoint,
+                &antenna.endpoint,
+                floor,
+                fading_max,
+            );
+            let Some(budget) = reaching.filter(|b| b.rx_power.0 >= floor.0) else {
+                continue;
+            };
             if budget.rx_power.0 >= noise.0 {
                 link.hold(channel);
             }
@@ -282,7 +327,16 @@ impl Medium {
         }
         self.near = near;
         let pending = 1 + 2 * arrivals.len() as u32;
-        self.txs[id.0 as usize] = Some(Transmission { src, channel: tx.channel, frame, mode, start: now, end, arrivals, pending });
+        self.txs[id.0 as usize] = Some(Transmission {
+            src,
+            channel: tx.channel,
+            frame,
+            mode,
+            start: now,
+            end,
+            arrivals,
+            pending,
+        });
         self.transmissions += 1;
         id
     }
@@ -305,14 +359,28 @@ impl Medium {
     /// (`tb`), both as at the frame's start ([`Link::fades`]); asked for
     /// only once a receiver has locked on the frame; `aging` as for
     /// [`Link::fades`].
-    pub fn fades(&mut self, a: NodeId, ta: &Antenna, b: NodeId, tb: &Antenna, aging: bool) -> Fades {
+    pub fn fades(
+        &mut self,
+        a: NodeId,
+        ta: &Antenna,
+        b: NodeId,
+        tb: &Antenna,
+        aging: bool,
+    ) -> Fades {
         let (link, channel) = self.link(a, b);
         let start = Meters(ta.endpoint.odometer.0 + tb.endpoint.odometer.0);
         link.fades(channel, start, Meters(ta.travel.0 + tb.travel.0), aging)
     }
 
     /// The mean received power (no fast fading) of frames from `a` at `b`.
-    pub fn mean_rx_power(&mut self, a: NodeId, ta: &Endpoint, b: NodeId, tb: &Endpoint, tx_power: Dbm) -> Dbm {
+    pub fn mean_rx_power(
+        &mut self,
+        a: NodeId,
+        ta: &Endpoint,
+        b: NodeId,
+        tb: &Endpoint,
+        tx_power: Dbm,
+    ) -> Dbm {
         let (link, channel) = self.link(a, b);
         link.mean_rx_power(channel, tx_power, ta, tb)
     }
@@ -327,21 +395,41 @@ mod tests {
     use crate::trace::FrameKind;
 
     fn medium() -> Medium {
-        let channel = test_channel(PathLoss::LogDistance { exponent: 3.5, reference: Meters(1.0) });
+        let channel = test_channel(PathLoss::LogDistance {
+            exponent: 3.5,
+            reference: Meters(1.0),
+        });
         let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        let limits = RadioLimits { eirp: Dbm(20.0), gain: Db(0.0), height: Meters(1.5), speed: 30.0 };
+        let limits = RadioLimits {
+            eirp: Dbm(20.0),
+            gain: Db(0.0),
+            height: Meters(1.5),
+            speed: 30.0,
+        };
         Medium::new(&channel, &names, 1, 0, limits)
     }
 
     fn antenna(x: f64) -> Antenna {
-        let endpoint = Endpoint { position: Vec2::new(x, 0.0), height: Meters(1.5), antenna_gain: Db(0.0), odometer: Meters(0.0) };
-        Antenna { endpoint, channel: 6, travel: Meters(0.0) }
+        let endpoint = Endpoint {
+            position: Vec2::new(x, 0.0),
+            height: Meters(1.5),
+            antenna_gain: Db(0.0),
+            odometer: Meters(0.0),
+        };
+        Antenna {
+            endpoint,
+            channel: 6,
+            travel: Meters(0.0),
+        }
     }
 
     /// Sends a broadcast from `a` at `power` with the radios at `xs`;
     /// returns the radios it reached.
     fn send(m: &mut Medium, now: SimTime, xs: [f64; 3], power: Dbm) -> Vec<NodeId> {
-        m.rebin(now, (0..3).map(|i| (NodeId(i), Vec2::new(xs[i as usize], 0.0))));
+        m.rebin(
+            now,
+            (0..3).map(|i| (NodeId(i), Vec2::new(xs[i as usize], 0.0))),
+        );
         let frame = Frame {
             kind: FrameKind::Data,
             src: NodeId(0),
@@ -356,7 +444,17 @@ mod tests {
         };
         let mode = Standard::G.modes()[0];
         let mut reached = Vec::new();
-        let id = m.transmit(now, now + SimTime::from_ms(1), NodeId(0), antenna(xs[0]), power, frame, mode, |n| Some(antenna(xs[n.index()])), &mut reached);
+        let id = m.transmit(
+            now,
+            now + SimTime::from_ms(1),
+            NodeId(0),
+            antenna(xs[0]),
+            power,
+            frame,
+            mode,
+            |n| Some(antenna(xs[n.index()])),
+            &mut reached,
+        );
         for _ in 0..1 + 2 * reached.len() {
             m.release(id);
         }
@@ -369,15 +467,29 @@ mod tests {
         // 20 dBm over 3.5-slope path loss meets the floor (-125 dBm) at
         // about 1 km: b at 600 m is within reach, c at 5 km is not.
         assert!((m.reach().0 - 988.0).abs() < 1.0, "reach {}", m.reach().0);
-        assert_eq!(send(&mut m, SimTime::from_ms(0), [0.0, 600.0, 5000.0], Dbm(20.0)), [NodeId(1)]);
+        assert_eq!(
+            send(&mut m, SimTime::from_ms(0), [0.0, 600.0, 5000.0], Dbm(20.0)),
+            [NodeId(1)]
+        );
         assert_eq!(m.links(), 1);
         // A weaker sender's signal cannot clear the floor at b: no arrival,
         // and a pair not within reach gets no link.
         let mut weak = medium();
-        assert_eq!(send(&mut weak, SimTime::from_ms(0), [0.0, 600.0, 5000.0], Dbm(0.0)), []);
+        assert_eq!(
+            send(
+                &mut weak,
+                SimTime::from_ms(0),
+                [0.0, 600.0, 5000.0],
+                Dbm(0.0)
+            ),
+            []
+        );
         assert_eq!(weak.links(), 0);
         // b drives off: its link is dropped at the next rebuild of the grid.
-        assert_eq!(send(&mut m, REBIN_INTERVAL, [0.0, 3000.0, 5000.0], Dbm(20.0)), []);
+        assert_eq!(
+            send(&mut m, REBIN_INTERVAL, [0.0, 3000.0, 5000.0], Dbm(20.0)),
+            []
+        );
         assert_eq!(m.links(), 0);
     }
 }

@@ -116,7 +116,11 @@ impl Obstacle {
         }
         let length = dx.hypot(dy);
         if ts.is_empty() {
-            return if self.contains(a) { length * self.per_metre.0 } else { 0.0 };
+            return if self.contains(a) {
+                length * self.per_metre.0
+            } else {
+                0.0
+            };
         }
         ts.extend([0.0, 1.0]);
         ts.sort_by(f64::total_cmp);
@@ -144,34 +148,55 @@ impl Obstacle {
 /// `polyconvert` writes from OpenStreetMap; coordinates in the network's
 /// metres, as its FCD output), keeping those whose `type` is in `types`
 /// (all if empty). `name` labels error messages.
-pub fn read_sumo_polygons(text: &str, name: &str, types: &[String]) -> Result<Vec<Vec<Vec2>>, String> {
+pub fn read_sumo_polygons(
+    text: &str,
+    name: &str,
+    types: &[String],
+) -> Result<Vec<Vec<Vec2>>, String> {
     let mut reader = Reader::from_str(text);
     let mut out = Vec::new();
     let mut seen_root = false;
     loop {
         let at = reader.buffer_position();
-        match reader.read_event().map_err(|e| format!("{name}, byte {at}: not well-formed XML ({e})"))? {
+        match reader
+            .read_event()
+            .map_err(|e| format!("{name}, byte {at}: not well-formed XML ({e})"))?
+        {
             Event::Start(e) | Event::Empty(e) => match e.name().as_ref() {
                 b"additional" | b"shapes" => seen_root = true,
                 b"poly" => {
                     let (mut shape, mut kind) = (None, String::new());
                     for a in e.attributes() {
-                        let a = a.map_err(|err| format!("{name}, byte {at}: bad attribute ({err})"))?;
-                        let v = a.unescape_value().map_err(|err| format!("{name}, byte {at}: bad attribute value ({err})"))?;
+                        let a =
+                            a.map_err(|err| format!("{name}, byte {at}: bad attribute ({err})"))?;
+                        let v = a.unescape_value().map_err(|err| {
+                            format!("{name}, byte {at}: bad attribute value ({err})")
+                        })?;
                         match a.key.as_ref() {
                             b"shape" => shape = Some(v.into_owned()),
                             b"type" => kind = v.into_owned(),
                             _ => {}
                         }
                     }
-                    let shape = shape.ok_or_else(|| format!("{name}, byte {at}: <poly> without a shape"))?;
+                    let shape = shape
+                        .ok_or_else(|| format!("{name}, byte {at}: <poly> without a shape"))?;
                     if !types.is_empty() && !types.contains(&kind) {
                         continue;
                     }
                     let mut outline = Vec::new();
                     for pair in shape.split_whitespace() {
-                        let xy: Vec<f64> = pair.split(',').map(|v| v.parse::<f64>()).collect::<Result<_, _>>().map_err(|_| format!("{name}, byte {at}: shape point '{pair}' is not x,y"))?;
-                        let [x, y] = xy[..] else { return Err(format!("{name}, byte {at}: shape point '{pair}' is not x,y")) };
+                        let xy: Vec<f64> = pair
+                            .split(',')
+                            .map(|v| v.parse::<f64>())
+                            .collect::<Result<_, _>>()
+                            .map_err(|_| {
+                                format!("{name}, byte {at}: shape point '{pair}' is not x,y")
+                            })?;
+                        let [x, y] = xy[..] else {
+                            return Err(format!(
+                                "{name}, byte {at}: shape point '{pair}' is not x,y"
+                            ));
+                        };
                         outline.push(Vec2::new(x, y));
                     }
                     // SUMO closes a polygon by repeating its first point.
@@ -187,7 +212,9 @@ pub fn read_sumo_polygons(text: &str, name: &str, types: &[String]) -> Result<Ve
         }
     }
     if !seen_root {
-        return Err(format!("{name}: no <additional> element: not a SUMO polygon file"));
+        return Err(format!(
+            "{name}: no <additional> element: not a SUMO polygon file"
+        ));
     }
     Ok(out)
 }
@@ -209,15 +236,26 @@ pub struct Obstacles {
 /// The corners of the box around `points`: (least x, least y), (most x,
 /// most y).
 fn bounds<'a>(points: impl Iterator<Item = &'a Vec2>) -> ((f64, f64), (f64, f64)) {
-    points.fold(((f64::INFINITY, f64::INFINITY), (f64::NEG_INFINITY, f64::NEG_INFINITY)), |((x0, y0), (x1, y1)), p| {
-        ((x0.min(p.x), y0.min(p.y)), (x1.max(p.x), y1.max(p.y)))
-    })
+    points.fold(
+        (
+            (f64::INFINITY, f64::INFINITY),
+            (f64::NEG_INFINITY, f64::NEG_INFINITY),
+        ),
+        |((x0, y0), (x1, y1)), p| ((x0.min(p.x), y0.min(p.y)), (x1.max(p.x), y1.max(p.y))),
+    )
 }
 
 impl Obstacles {
     pub fn new(list: Vec<Obstacle>) -> Obstacles {
         if list.is_empty() {
-            return Obstacles { list, origin: Vec2::new(0.0, 0.0), cols: 0, rows: 0, cells: Vec::new(), boxes: Vec::new() };
+            return Obstacles {
+                list,
+                origin: Vec2::new(0.0, 0.0),
+                cols: 0,
+                rows: 0,
+                cells: Vec::new(),
+                boxes: Vec::new(),
+            };
         }
         let ((x0, y0), (x1, y1)) = bounds(list.iter().flat_map(|o| o.outline.iter()));
         let origin = Vec2::new(x0, y0);
@@ -233,7 +271,14 @@ impl Obstacles {
                 }
             }
         }
-        Obstacles { list, origin, cols, rows, cells, boxes }
+        Obstacles {
+            list,
+            origin,
+            cols,
+            rows,
+            cells,
+            boxes,
+        }
     }
 
     /// The obstacles in the cells the segment `a`–`b` passes through whose
@@ -248,7 +293,12 @@ impl Obstacles {
         let (x0, y0) = ((a.x - self.origin.x) / CELL, (a.y - self.origin.y) / CELL);
         let (dx, dy) = ((b.x - a.x) / CELL, (b.y - a.y) / CELL);
         let (mut t0, mut t1) = (0.0f64, 1.0f64);
-        for (p, q) in [(-dx, x0), (dx, self.cols as f64 - x0), (-dy, y0), (dy, self.rows as f64 - y0)] {
+        for (p, q) in [
+            (-dx, x0),
+            (dx, self.cols as f64 - x0),
+            (-dy, y0),
+            (dy, self.rows as f64 - y0),
+        ] {
             if p == 0.0 {
                 if q < 0.0 {
                     return Vec::new();
@@ -264,17 +314,41 @@ impl Obstacles {
         }
         let cell_of = |t: f64| {
             let (x, y) = (x0 + dx * t, y0 + dy * t);
-            ((x.floor() as i64).clamp(0, self.cols as i64 - 1), (y.floor() as i64).clamp(0, self.rows as i64 - 1))
+            (
+                (x.floor() as i64).clamp(0, self.cols as i64 - 1),
+                (y.floor() as i64).clamp(0, self.rows as i64 - 1),
+            )
         };
         let (mut cx, mut cy) = cell_of(t0);
         let (ex, ey) = cell_of(t1);
         let (sx, sy) = (dx.signum() as i64, dy.signum() as i64);
-        let next = |c: i64, s: i64, o: f64, d: f64| if d == 0.0 { f64::INFINITY } else { ((c + (s > 0) as i64) as f64 - o) / d };
+        let next = |c: i64, s: i64, o: f64, d: f64| {
+            if d == 0.0 {
+                f64::INFINITY
+            } else {
+                ((c + (s > 0) as i64) as f64 - o) / d
+            }
+        };
         let (mut tx, mut ty) = (next(cx, sx, x0, dx), next(cy, sy, y0, dy));
-        let (step_x, step_y) = (if dx == 0.0 { f64::INFINITY } else { 1.0 / dx.abs() }, if dy == 0.0 { f64::INFINITY } else { 1.0 / dy.abs() });
+        let (step_x, step_y) = (
+            if dx == 0.0 {
+                f64::INFINITY
+            } else {
+                1.0 / dx.abs()
+            },
+            if dy == 0.0 {
+                f64::INFINITY
+            } else {
+                1.0 / dy.abs()
+            },
+        );
         let mut out = Vec::new();
         loop {
-            out.extend(self.cells[cy as usize * self.cols + cx as usize].iter().filter(meets));
+            out.extend(
+                self.cells[cy as usize * self.cols + cx as usize]
+                    .iter()
+                    .filter(meets),
+            );
             if (cx, cy) == (ex, ey) {
                 break;
             }
@@ -285,7 +359,12 @@ impl Obstacles {
                 cy += sy;
                 ty += step_y;
             }
-            if cx < 0 || cy < 0 || cx >= self.cols as i64 || cy >= self.rows as i64 || tx.min(ty) > t1 + 1.0 {
+            if cx < 0
+                || cy < 0
+                || cx >= self.cols as i64
+                || cy >= self.rows as i64
+                || tx.min(ty) > t1 + 1.0
+            {
                 break;
             }
         }
@@ -299,7 +378,11 @@ impl Obstacles {
         if self.list.is_empty() {
             return Db(0.0);
         }
-        Db(self.candidates(a, b).into_iter().map(|i| self.list[i as usize].attenuation(a, b)).sum())
+        Db(self
+            .candidates(a, b)
+            .into_iter()
+            .map(|i| self.list[i as usize].attenuation(a, b))
+            .sum())
     }
 }
 
@@ -308,8 +391,17 @@ mod tests {
     use super::*;
 
     fn square(x0: f64, y0: f64, side: f64) -> Obstacle {
-        let outline = vec![Vec2::new(x0, y0), Vec2::new(x0 + side, y0), Vec2::new(x0 + side, y0 + side), Vec2::new(x0, y0 + side)];
-        Obstacle { outline, per_wall: PER_WALL, per_metre: PER_METRE }
+        let outline = vec![
+            Vec2::new(x0, y0),
+            Vec2::new(x0 + side, y0),
+            Vec2::new(x0 + side, y0 + side),
+            Vec2::new(x0, y0 + side),
+        ];
+        Obstacle {
+            outline,
+            per_wall: PER_WALL,
+            per_metre: PER_METRE,
+        }
     }
 
     fn close(a: Db, b: f64) -> bool {
@@ -335,10 +427,16 @@ mod tests {
         assert!(close(w, 9.0) && close(m, 0.4), "{w:?} {m:?}");
         // 2.412 GHz: 15.1933 / 16.6092 = 0.91475 of 9 dB and 0.4 dB/m.
         let (w, m) = sommer_at(Hertz(2.412e9));
-        assert!((w.0 - 8.2328).abs() < 1e-3 && (m.0 - 0.36590).abs() < 1e-4, "{w:?} {m:?}");
+        assert!(
+            (w.0 - 8.2328).abs() < 1e-3 && (m.0 - 0.36590).abs() < 1e-4,
+            "{w:?} {m:?}"
+        );
         // 5.2 GHz (802.11a channel 40): 0.98613.
         let (w, m) = sommer_at(Hertz(5.2e9));
-        assert!((w.0 - 8.8751).abs() < 1e-3 && (m.0 - 0.39445).abs() < 1e-4, "{w:?} {m:?}");
+        assert!(
+            (w.0 - 8.8751).abs() < 1e-3 && (m.0 - 0.39445).abs() < 1e-4,
+            "{w:?} {m:?}"
+        );
     }
 
     #[test]
@@ -347,14 +445,23 @@ mod tests {
         let a = o.attenuation(Vec2::new(0.0, 0.0), Vec2::new(50.0, 0.0));
         assert!(close(a, 2.0 * 9.0 + 20.0 * 0.4), "{a:?}");
         // Reciprocal.
-        assert!(close(o.attenuation(Vec2::new(50.0, 0.0), Vec2::new(0.0, 0.0)), a.0));
+        assert!(close(
+            o.attenuation(Vec2::new(50.0, 0.0), Vec2::new(0.0, 0.0)),
+            a.0
+        ));
     }
 
     #[test]
     fn a_clear_line_costs_nothing() {
         let o = Obstacles::new(vec![square(10.0, 10.0, 20.0)]);
-        assert!(close(o.attenuation(Vec2::new(0.0, 0.0), Vec2::new(50.0, 0.0)), 0.0));
-        assert!(close(Obstacles::new(vec![]).attenuation(Vec2::new(0.0, 0.0), Vec2::new(1.0, 1.0)), 0.0));
+        assert!(close(
+            o.attenuation(Vec2::new(0.0, 0.0), Vec2::new(50.0, 0.0)),
+            0.0
+        ));
+        assert!(close(
+            Obstacles::new(vec![]).attenuation(Vec2::new(0.0, 0.0), Vec2::new(1.0, 1.0)),
+            0.0
+        ));
     }
 
     #[test]
@@ -363,7 +470,10 @@ mod tests {
         let a = o.attenuation(Vec2::new(5.0, 0.0), Vec2::new(100.0, 0.0));
         assert!(close(a, 9.0 + 15.0 * 0.4), "{a:?}");
         let both = o.attenuation(Vec2::new(5.0, 0.0), Vec2::new(15.0, 0.0));
-        assert!(close(both, 10.0 * 0.4), "both ends inside: no wall, {both:?}");
+        assert!(
+            close(both, 10.0 * 0.4),
+            "both ends inside: no wall, {both:?}"
+        );
     }
 
     #[test]
@@ -378,8 +488,16 @@ mod tests {
             ((20.0, -15.0), (40.0, 5.0)),  // touching the south-east corner
         ] {
             let (a, b) = (Vec2::new(a.0, a.1), Vec2::new(b.0, b.1));
-            assert!(close(o.attenuation(a, b), 0.0), "{a:?}-{b:?}: {:?}", o.attenuation(a, b));
-            assert!(close(o.attenuation(b, a), 0.0), "{b:?}-{a:?}: {:?}", o.attenuation(b, a));
+            assert!(
+                close(o.attenuation(a, b), 0.0),
+                "{a:?}-{b:?}: {:?}",
+                o.attenuation(a, b)
+            );
+            assert!(
+                close(o.attenuation(b, a), 0.0),
+                "{b:?}-{a:?}: {:?}",
+                o.attenuation(b, a)
+            );
         }
     }
 
@@ -389,8 +507,15 @@ mod tests {
         // the north-east corner (30, 15): 20·√2 m inside.
         let o = Obstacles::new(vec![square(10.0, -5.0, 20.0)]);
         let want = 2.0 * 9.0 + 20.0 * 2f64.sqrt() * 0.4;
-        for (a, b) in [(Vec2::new(0.0, -15.0), Vec2::new(40.0, 25.0)), (Vec2::new(40.0, 25.0), Vec2::new(0.0, -15.0))] {
-            assert!(close(o.attenuation(a, b), want), "{:?}", o.attenuation(a, b));
+        for (a, b) in [
+            (Vec2::new(0.0, -15.0), Vec2::new(40.0, 25.0)),
+            (Vec2::new(40.0, 25.0), Vec2::new(0.0, -15.0)),
+        ] {
+            assert!(
+                close(o.attenuation(a, b), want),
+                "{:?}",
+                o.attenuation(a, b)
+            );
         }
     }
 
@@ -398,16 +523,35 @@ mod tests {
     fn a_path_inside_costs_its_length_and_a_wall_per_exit() {
         let o = Obstacles::new(vec![square(0.0, 0.0, 40.0)]);
         // Both ends inside, 25 m apart (a 15-20-25 triangle): no wall.
-        assert!(close(o.attenuation(Vec2::new(5.0, 5.0), Vec2::new(25.0, 20.0)), 25.0 * 0.4));
+        assert!(close(
+            o.attenuation(Vec2::new(5.0, 5.0), Vec2::new(25.0, 20.0)),
+            25.0 * 0.4
+        ));
         // From inside out through the east wall: 30 m inside, one wall.
-        assert!(close(o.attenuation(Vec2::new(10.0, 20.0), Vec2::new(60.0, 20.0)), 9.0 + 30.0 * 0.4));
+        assert!(close(
+            o.attenuation(Vec2::new(10.0, 20.0), Vec2::new(60.0, 20.0)),
+            9.0 + 30.0 * 0.4
+        ));
     }
 
     #[test]
     fn a_concave_building_is_crossed_twice() {
         // A U open to the top: a line across the arms crosses four walls.
-        let pts = [(0.0, 0.0), (30.0, 0.0), (30.0, 30.0), (20.0, 30.0), (20.0, 10.0), (10.0, 10.0), (10.0, 30.0), (0.0, 30.0)];
-        let u = Obstacle { outline: pts.iter().map(|&(x, y)| Vec2::new(x, y)).collect(), per_wall: Db(1.0), per_metre: Db(0.1) };
+        let pts = [
+            (0.0, 0.0),
+            (30.0, 0.0),
+            (30.0, 30.0),
+            (20.0, 30.0),
+            (20.0, 10.0),
+            (10.0, 10.0),
+            (10.0, 30.0),
+            (0.0, 30.0),
+        ];
+        let u = Obstacle {
+            outline: pts.iter().map(|&(x, y)| Vec2::new(x, y)).collect(),
+            per_wall: Db(1.0),
+            per_metre: Db(0.1),
+        };
         let o = Obstacles::new(vec![u]);
         let a = o.attenuation(Vec2::new(-5.0, 20.0), Vec2::new(35.0, 20.0));
         assert!(close(a, 4.0 * 1.0 + 20.0 * 0.1), "{a:?}");
@@ -415,12 +559,17 @@ mod tests {
 
     #[test]
     fn far_apart_buildings_are_found_along_a_long_line() {
-        let list: Vec<Obstacle> = (0..40).map(|i| square(100.0 * i as f64 + 40.0, -5.0, 10.0)).collect();
+        let list: Vec<Obstacle> = (0..40)
+            .map(|i| square(100.0 * i as f64 + 40.0, -5.0, 10.0))
+            .collect();
         let o = Obstacles::new(list);
         let a = o.attenuation(Vec2::new(0.0, 0.0), Vec2::new(4000.0, 0.0));
         assert!(close(a, 40.0 * (2.0 * 9.0 + 10.0 * 0.4)), "{a:?}");
         // A diagonal that touches none of them.
-        assert!(close(o.attenuation(Vec2::new(0.0, 10.0), Vec2::new(4000.0, 30.0)), 0.0));
+        assert!(close(
+            o.attenuation(Vec2::new(0.0, 10.0), Vec2::new(4000.0, 30.0)),
+            0.0
+        ));
     }
 
     #[test]
@@ -433,10 +582,23 @@ mod tests {
 </additional>"#;
         let all = read_sumo_polygons(xml, "t.poly.xml", &[]).unwrap();
         assert_eq!(all.len(), 2);
-        assert_eq!(all[0], vec![Vec2::new(10.0, 0.0), Vec2::new(30.0, 0.0), Vec2::new(30.0, 20.0), Vec2::new(10.0, 20.0)]);
+        assert_eq!(
+            all[0],
+            vec![
+                Vec2::new(10.0, 0.0),
+                Vec2::new(30.0, 0.0),
+                Vec2::new(30.0, 20.0),
+                Vec2::new(10.0, 20.0)
+            ]
+        );
         let buildings = read_sumo_polygons(xml, "t.poly.xml", &["building".to_string()]).unwrap();
         assert_eq!(buildings.len(), 1);
-        let e = read_sumo_polygons("<additional><poly id=\"x\" shape=\"1,2 3\"/></additional>", "t", &[]).unwrap_err();
+        let e = read_sumo_polygons(
+            "<additional><poly id=\"x\" shape=\"1,2 3\"/></additional>",
+            "t",
+            &[],
+        )
+        .unwrap_err();
         assert!(e.contains("'3' is not x,y"), "{e}");
         let e = read_sumo_polygons("<net/>", "t", &[]).unwrap_err();
         assert!(e.contains("not a SUMO polygon file"), "{e}");
@@ -446,7 +608,15 @@ mod tests {
     fn the_index_agrees_with_testing_every_building() {
         // Pseudo-random buildings and lines: the grid must never miss one.
         let mut s = crate::rng::Stream::new("test", 1, 0, "obstacles");
-        let list: Vec<Obstacle> = (0..200).map(|_| square(s.uniform() * 2000.0, s.uniform() * 2000.0, 5.0 + s.uniform() * 40.0)).collect();
+        let list: Vec<Obstacle> = (0..200)
+            .map(|_| {
+                square(
+                    s.uniform() * 2000.0,
+                    s.uniform() * 2000.0,
+                    5.0 + s.uniform() * 40.0,
+                )
+            })
+            .collect();
         let o = Obstacles::new(list.clone());
         for _ in 0..3000 {
             let a = Vec2::new(s.uniform() * 2400.0 - 200.0, s.uniform() * 2400.0 - 200.0);

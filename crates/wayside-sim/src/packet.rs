@@ -55,7 +55,10 @@ impl WirePos {
     pub const BYTES: u32 = 8;
 
     pub fn new(p: Vec2) -> WirePos {
-        WirePos { x: (p.x as f32).to_bits(), y: (p.y as f32).to_bits() }
+        WirePos {
+            x: (p.x as f32).to_bits(),
+            y: (p.y as f32).to_bits(),
+        }
     }
 
     pub fn get(self) -> Vec2 {
@@ -86,11 +89,22 @@ impl GeoHeader {
 /// What a packet carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
-    Arp { op: ArpOp },
-    Dhcp { op: DhcpOp },
+    Arp {
+        op: ArpOp,
+    },
+    Dhcp {
+        op: DhcpOp,
+    },
     /// A position beacon, sent straight over IP to every neighbour.
-    Beacon { position: WirePos },
-    Udp { datagram: Datagram, app: u32, seq: u64, sent: SimTime },
+    Beacon {
+        position: WirePos,
+    },
+    Udp {
+        datagram: Datagram,
+        app: u32,
+        seq: u64,
+        sent: SimTime,
+    },
     Tcp(Segment),
 }
 
@@ -120,7 +134,14 @@ pub const DEFAULT_TTL: u8 = 64;
 
 impl Packet {
     pub fn new(src: NodeId, dst: NodeId, body: Body) -> Packet {
-        Packet { src, dst, ttl: DEFAULT_TTL, body, geo: None, stream: None }
+        Packet {
+            src,
+            dst,
+            ttl: DEFAULT_TTL,
+            body,
+            geo: None,
+            stream: None,
+        }
     }
 }
 
@@ -140,5 +161,3 @@ impl Packet {
         }
     }
 }
-
-

@@ -60,11 +60,36 @@ mod tests {
 
     #[test]
     fn same_inputs_same_stream_and_names_separate_streams() {
-        let a: Vec<f64> = (0..4).map({ let mut s = Stream::new("run", 1, 0, "mac/car"); move |_| s.uniform() }).collect();
-        let b: Vec<f64> = (0..4).map({ let mut s = Stream::new("run", 1, 0, "mac/car"); move |_| s.uniform() }).collect();
-        let c: Vec<f64> = (0..4).map({ let mut s = Stream::new("run", 1, 0, "mac/ap"); move |_| s.uniform() }).collect();
-        let d: Vec<f64> = (0..4).map({ let mut s = Stream::new("run", 1, 1, "mac/car"); move |_| s.uniform() }).collect();
-        let e: Vec<f64> = (0..4).map({ let mut s = Stream::new("env", 1, 0, "mac/car"); move |_| s.uniform() }).collect();
+        let a: Vec<f64> = (0..4)
+            .map({
+                let mut s = Stream::new("run", 1, 0, "mac/car");
+                move |_| s.uniform()
+            })
+            .collect();
+        let b: Vec<f64> = (0..4)
+            .map({
+                let mut s = Stream::new("run", 1, 0, "mac/car");
+                move |_| s.uniform()
+            })
+            .collect();
+        let c: Vec<f64> = (0..4)
+            .map({
+                let mut s = Stream::new("run", 1, 0, "mac/ap");
+                move |_| s.uniform()
+            })
+            .collect();
+        let d: Vec<f64> = (0..4)
+            .map({
+                let mut s = Stream::new("run", 1, 1, "mac/car");
+                move |_| s.uniform()
+            })
+            .collect();
+        let e: Vec<f64> = (0..4)
+            .map({
+                let mut s = Stream::new("env", 1, 0, "mac/car");
+                move |_| s.uniform()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);

@@ -27,24 +27,47 @@ pub struct RunOutput {
 }
 
 /// Loads `scenario` (TOML text), applies `overrides`, and runs it once.
-pub fn run_scenario(scenario: &str, overrides: &[String], seed: Option<u64>, run: u64) -> Result<RunOutput, ScenarioError> {
+pub fn run_scenario(
+    scenario: &str,
+    overrides: &[String],
+    seed: Option<u64>,
+    run: u64,
+) -> Result<RunOutput, ScenarioError> {
     run_scenario_pcap(scenario, overrides, seed, run, None)
 }
 
 /// [`run_scenario`], writing a pcap per captured radio into `pcap_dir`
 /// ([`crate::pcap`]) if one is given.
-pub fn run_scenario_pcap(scenario: &str, overrides: &[String], seed: Option<u64>, run: u64, pcap_dir: Option<&Path>) -> Result<RunOutput, ScenarioError> {
+pub fn run_scenario_pcap(
+    scenario: &str,
+    overrides: &[String],
+    seed: Option<u64>,
+    run: u64,
+    pcap_dir: Option<&Path>,
+) -> Result<RunOutput, ScenarioError> {
     let (resolved, cfg) = crate::scenario::load(scenario, overrides, seed, run)?;
     let learned = train(&cfg);
     let mut world = World::new(&cfg);
     world.set_priors(&learned);
     if let Some(dir) = pcap_dir {
-        world.env.capture = Some(Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg)).map_err(|e| ScenarioError(e.0))?);
+        world.env.capture = Some(
+            Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg))
+                .map_err(|e| ScenarioError(e.0))?,
+        );
     }
     let node_names = world.node_names();
     let (trace, stats, capture, broadside) = world.run();
-    let pcaps = capture.map_or(Ok(Vec::new()), Capture::finish).map_err(|e| ScenarioError(e.0))?;
-    Ok(RunOutput { resolved, node_names, trace, stats, pcaps, broadside })
+    let pcaps = capture
+        .map_or(Ok(Vec::new()), Capture::finish)
+        .map_err(|e| ScenarioError(e.0))?;
+    Ok(RunOutput {
+        resolved,
+        node_names,
+        trace,
+        stats,
+        pcaps,
+        broadside,
+    })
 }
 
 /// The nodes as the capture sees them: radios the `[pcap]` section lists
@@ -57,13 +80,23 @@ fn captured_nodes(cfg: &SimConfig) -> Vec<CapturedNode> {
         .map(|(i, n)| {
             let id = NodeId(i as u32);
             let listed = p.nodes.is_empty() || p.nodes.contains(&id) || p.sniffer == Some(id);
-            CapturedNode { name: n.name.clone(), role: n.role, tx_power: n.tx_power, captured: n.radio && listed }
+            CapturedNode {
+                name: n.name.clone(),
+                role: n.role,
+                tx_power: n.tx_power,
+                captured: n.radio && listed,
+            }
         })
         .collect()
 }
 
 fn capture_air(cfg: &SimConfig) -> Air {
-    Air { standard: cfg.radio.standard, preamble: cfg.radio.preamble, noise_floor: cfg.channel.noise_floor, beacon_interval: cfg.mgmt.beacon_interval }
+    Air {
+        standard: cfg.radio.standard,
+        preamble: cfg.radio.preamble,
+        noise_floor: cfg.channel.noise_floor,
+        beacon_interval: cfg.mgmt.beacon_interval,
+    }
 }
 
 /// Simulates the earlier passes that learning rate control asks for (the
@@ -75,12 +108,19 @@ fn capture_air(cfg: &SimConfig) -> Air {
 /// from each other; each pass starts from what the passes before learned.
 fn train(cfg: &SimConfig) -> Vec<Option<Arc<SnrMap>>> {
     let spec = |i: usize| cfg.nodes[i].rate_control.as_ref().unwrap_or(&cfg.mac.rate);
-    let passes = (0..cfg.nodes.len()).map(|i| spec(i).training_passes()).max().unwrap_or(0);
+    let passes = (0..cfg.nodes.len())
+        .map(|i| spec(i).training_passes())
+        .max()
+        .unwrap_or(0);
     let mut learned = vec![None; cfg.nodes.len()];
     for k in 0..passes {
         let mut draw = Stream::new("run", cfg.seed, cfg.run, &format!("ratectl/training/{k}"));
-        let pass_run = (u64::from(draw.integer_inclusive(u32::MAX)) << 32) | u64::from(draw.integer_inclusive(u32::MAX));
-        let mut world = World::new(&SimConfig { run: pass_run, ..cfg.clone() });
+        let pass_run = (u64::from(draw.integer_inclusive(u32::MAX)) << 32)
+            | u64::from(draw.integer_inclusive(u32::MAX));
+        let mut world = World::new(&SimConfig {
+            run: pass_run,
+            ..cfg.clone()
+        });
         world.set_priors(&learned);
         world.run_events();
         learned = world.learned();

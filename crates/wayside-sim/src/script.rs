@@ -27,8 +27,17 @@ struct Entry {
 impl Entry {
     /// Application `app` starting at `at`, at each end that starts.
     fn starts(&self, app: u32, at: SimTime) -> impl Iterator<Item = Start> {
-        let to = self.both.then_some(Start { app, from: self.to, at });
-        std::iter::once(Start { app, from: self.from, at }).chain(to)
+        let to = self.both.then_some(Start {
+            app,
+            from: self.to,
+            at,
+        });
+        std::iter::once(Start {
+            app,
+            from: self.from,
+            at,
+        })
+        .chain(to)
     }
 }
 
@@ -61,9 +70,19 @@ impl Script {
     pub fn new(apps: &[AppConfig], beacon_interval: SimTime, rng: Stream) -> Script {
         let entries = apps
             .iter()
-            .map(|a| Entry { from: a.from, to: a.to, start: a.start, both: a.kind.peer_to_peer(), scheduled: matches!(a.start, AppStart::At(_)) })
+            .map(|a| Entry {
+                from: a.from,
+                to: a.to,
+                start: a.start,
+                both: a.kind.peer_to_peer(),
+                scheduled: matches!(a.start, AppStart::At(_)),
+            })
             .collect();
-        Script { entries, beacon_interval, rng }
+        Script {
+            entries,
+            beacon_interval,
+            rng,
+        }
     }
 
     /// The applications that start at a fixed time.
@@ -81,10 +100,18 @@ impl Script {
     /// waiting for it with an end at the `station` of the two (an AP's
     /// other stations' applications wait for their own association), or,
     /// between independent nodes, at either.
-    pub fn link_up(&mut self, now: SimTime, node: NodeId, peer: NodeId, station: Option<NodeId>) -> Vec<Start> {
+    pub fn link_up(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        peer: NodeId,
+        station: Option<NodeId>,
+    ) -> Vec<Start> {
         let mut starts = Vec::new();
         for (i, e) in self.entries.iter_mut().enumerate() {
-            let AppStart::OnAssociation { delay, spread } = e.start else { continue };
+            let AppStart::OnAssociation { delay, spread } = e.start else {
+                continue;
+            };
             let ends = [e.from, e.to];
             let involved = match station {
                 Some(sta) => ends.contains(&sta),
@@ -102,13 +129,28 @@ impl Script {
     /// Station `sta` (with an address) heard a beacon from its AP `ap`: the
     /// applications waiting for the production phase whose condition now
     /// holds, each with the fraction of beacons heard.
-    pub fn beacon(&mut self, now: SimTime, sta: NodeId, ap: NodeId, station: &Mgmt) -> Vec<(Start, f64)> {
+    pub fn beacon(
+        &mut self,
+        now: SimTime,
+        sta: NodeId,
+        ap: NodeId,
+        station: &Mgmt,
+    ) -> Vec<(Start, f64)> {
         if !station.is_station() {
             return Vec::new();
         }
         let mut starts = Vec::new();
         for (i, e) in self.entries.iter_mut().enumerate() {
-            let AppStart::OnProduction { delay, spread, window, ratio, rssi } = e.start else { continue };
+            let AppStart::OnProduction {
+                delay,
+                spread,
+                window,
+                ratio,
+                rssi,
+            } = e.start
+            else {
+                continue;
+            };
             if e.scheduled || (e.from != sta && e.to != sta) {
                 continue;
             }

@@ -27,158 +27,158 @@ category!(
     /// What happened to a frame at the PHY.
     PhyEvent { Tx => "tx", Rx => "rx", Drop => "drop" });
 category!(
-    /// Why a frame addressed to a node (or broadcast) was not received.
-    DropReason {
-        None => "",
-        /// Too weak to detect the preamble over noise and interference.
-        PreambleMissed => "preamble-missed",
-        /// The receiver was transmitting.
-        Transmitting => "transmitting",
-        /// The receiver was locked on another frame.
-        Busy => "busy",
-        /// The receiver abandoned it for a much stronger frame (capture).
-        Captured => "captured",
-        /// Bit errors: the FCS check failed (SINR too low over the frame).
-        Error => "error",
-    });
+/// Why a frame addressed to a node (or broadcast) was not received.
+DropReason {
+    None => "",
+    /// Too weak to detect the preamble over noise and interference.
+    PreambleMissed => "preamble-missed",
+    /// The receiver was transmitting.
+    Transmitting => "transmitting",
+    /// The receiver was locked on another frame.
+    Busy => "busy",
+    /// The receiver abandoned it for a much stronger frame (capture).
+    Captured => "captured",
+    /// Bit errors: the FCS check failed (SINR too low over the frame).
+    Error => "error",
+});
 category!(
     /// Whether a transmission got its response: on `tx` rows of unicast
     /// data, management and RTS frames, `acked` when the ACK (for RTS: the
     /// CTS) arrived, `unacked` when it did not; empty on every other row.
     TxOutcome { None => "", Acked => "acked", Unacked => "unacked" });
 category!(
-    /// 802.11 frame kinds.
-    FrameKind {
-        Data => "data",
-        Ack => "ack",
-        Rts => "rts",
-        Cts => "cts",
-        Beacon => "beacon",
-        ProbeReq => "probe-req",
-        ProbeResp => "probe-resp",
-        Auth => "auth",
-        AssocReq => "assoc-req",
-        AssocResp => "assoc-resp",
-        Disassoc => "disassoc",
-    });
+/// 802.11 frame kinds.
+FrameKind {
+    Data => "data",
+    Ack => "ack",
+    Rts => "rts",
+    Cts => "cts",
+    Beacon => "beacon",
+    ProbeReq => "probe-req",
+    ProbeResp => "probe-resp",
+    Auth => "auth",
+    AssocReq => "assoc-req",
+    AssocResp => "assoc-resp",
+    Disassoc => "disassoc",
+});
 category!(
-    /// Connection events, with time and position: what a drive-by's setup
-    /// and teardown are made of.
-    ConnEvent {
-        /// Station: first beacon or probe response heard from an AP (value: RSSI dBm).
-        FirstBeacon => "first-beacon",
-        /// Station: AP chosen at the end of a scan cycle (value: filtered RSSI dBm).
-        ApSelected => "ap-selected",
-        /// Station: authentication request sent (value: attempt).
-        AuthRequest => "auth-request",
-        AuthTimeout => "auth-timeout",
-        AuthOk => "auth-ok",
-        /// Station: association request sent (value: attempt).
-        AssocRequest => "assoc-request",
-        AssocTimeout => "assoc-timeout",
-        /// Both sides: association complete.
-        Associated => "associated",
-        /// Both sides (station: beacons missed; AP: inactivity).
-        Disassociated => "disassociated",
-        ArpRequest => "arp-request",
-        ArpResolved => "arp-resolved",
-        ArpFailed => "arp-failed",
-        /// Station: DHCP DISCOVER / REQUEST sent (value: attempt).
-        DhcpDiscover => "dhcp-discover",
-        DhcpRequest => "dhcp-request",
-        /// Station: DHCP ACK received; the station has an address.
-        DhcpBound => "dhcp-bound",
-        AppStart => "app-start",
-        Syn => "syn",
-        SynRetransmit => "syn-retransmit",
-        Established => "established",
-        FirstData => "first-data",
-        LastData => "last-data",
-        /// TCP retransmission timeout (value: new RTO in seconds).
-        TcpTimeout => "tcp-timeout",
-        TcpGaveUp => "tcp-gave-up",
-        /// Request-response client: a multicast trigger heard (value: its sequence number).
-        TriggerHeard => "trigger-heard",
-        /// Request-response client: an exchange completed (value: seconds from request to the whole response).
-        Exchange => "exchange",
-        /// Station: an application waiting for the production phase may start
-        /// (value: fraction of the AP's beacons heard over the window).
-        Production => "production",
-        /// Broadside: a synchronisation with the peer began.
-        SyncStarted => "sync-started",
-        /// Broadside: a file transfer from the peer started or resumed
-        /// (value: blocks already held).
-        TransferStarted => "transfer-started",
-        /// Broadside: the peer fell silent during a transfer; the partial is
-        /// kept (value: blocks held).
-        TransferStalled => "transfer-stalled",
-        /// Broadside: a file from the peer was received, verified and committed.
-        FileUpdated => "file-updated",
-        /// Geographic routing: a packet held for want of a neighbour closer
-        /// to its destination was dropped after its retries (peer: its
-        /// destination; value: retries).
-        RouteDrop => "route-drop",
-        /// Geographic routing: a TCP segment with data reached its
-        /// destination (peer: its source; value: hops it took).
-        GeoHops => "geo-hops",
-        /// Geographic routing: the same segment's end-to-end latency
-        /// (peer: its source; value: seconds since the source sent it).
-        GeoLatency => "geo-latency",
-        /// Ad hoc: the link to the peer came up (a beacon or probe
-        /// response of the IBSS heard; value: RSSI dBm).
-        LinkUp => "link-up",
-        /// Ad hoc: the link to the peer went down (nothing that keeps it
-        /// alive heard for the disconnection timeout).
-        LinkDown => "link-down",
-        /// A host with the windows-xp ARP profile announced its address
-        /// (gratuitous ARP) as its first link came up, and sends nothing
-        /// else for the value's seconds.
-        ArpAnnounce => "arp-announce",
-    });
+/// Connection events, with time and position: what a drive-by's setup
+/// and teardown are made of.
+ConnEvent {
+    /// Station: first beacon or probe response heard from an AP (value: RSSI dBm).
+    FirstBeacon => "first-beacon",
+    /// Station: AP chosen at the end of a scan cycle (value: filtered RSSI dBm).
+    ApSelected => "ap-selected",
+    /// Station: authentication request sent (value: attempt).
+    AuthRequest => "auth-request",
+    AuthTimeout => "auth-timeout",
+    AuthOk => "auth-ok",
+    /// Station: association request sent (value: attempt).
+    AssocRequest => "assoc-request",
+    AssocTimeout => "assoc-timeout",
+    /// Both sides: association complete.
+    Associated => "associated",
+    /// Both sides (station: beacons missed; AP: inactivity).
+    Disassociated => "disassociated",
+    ArpRequest => "arp-request",
+    ArpResolved => "arp-resolved",
+    ArpFailed => "arp-failed",
+    /// Station: DHCP DISCOVER / REQUEST sent (value: attempt).
+    DhcpDiscover => "dhcp-discover",
+    DhcpRequest => "dhcp-request",
+    /// Station: DHCP ACK received; the station has an address.
+    DhcpBound => "dhcp-bound",
+    AppStart => "app-start",
+    Syn => "syn",
+    SynRetransmit => "syn-retransmit",
+    Established => "established",
+    FirstData => "first-data",
+    LastData => "last-data",
+    /// TCP retransmission timeout (value: new RTO in seconds).
+    TcpTimeout => "tcp-timeout",
+    TcpGaveUp => "tcp-gave-up",
+    /// Request-response client: a multicast trigger heard (value: its sequence number).
+    TriggerHeard => "trigger-heard",
+    /// Request-response client: an exchange completed (value: seconds from request to the whole response).
+    Exchange => "exchange",
+    /// Station: an application waiting for the production phase may start
+    /// (value: fraction of the AP's beacons heard over the window).
+    Production => "production",
+    /// Broadside: a synchronisation with the peer began.
+    SyncStarted => "sync-started",
+    /// Broadside: a file transfer from the peer started or resumed
+    /// (value: blocks already held).
+    TransferStarted => "transfer-started",
+    /// Broadside: the peer fell silent during a transfer; the partial is
+    /// kept (value: blocks held).
+    TransferStalled => "transfer-stalled",
+    /// Broadside: a file from the peer was received, verified and committed.
+    FileUpdated => "file-updated",
+    /// Geographic routing: a packet held for want of a neighbour closer
+    /// to its destination was dropped after its retries (peer: its
+    /// destination; value: retries).
+    RouteDrop => "route-drop",
+    /// Geographic routing: a TCP segment with data reached its
+    /// destination (peer: its source; value: hops it took).
+    GeoHops => "geo-hops",
+    /// Geographic routing: the same segment's end-to-end latency
+    /// (peer: its source; value: seconds since the source sent it).
+    GeoLatency => "geo-latency",
+    /// Ad hoc: the link to the peer came up (a beacon or probe
+    /// response of the IBSS heard; value: RSSI dBm).
+    LinkUp => "link-up",
+    /// Ad hoc: the link to the peer went down (nothing that keeps it
+    /// alive heard for the disconnection timeout).
+    LinkDown => "link-down",
+    /// A host with the windows-xp ARP profile announced its address
+    /// (gratuitous ARP) as its first link came up, and sends nothing
+    /// else for the value's seconds.
+    ArpAnnounce => "arp-announce",
+});
 category!(
-    /// Outcome of one MSDU at the MAC.
-    MacEvent {
-        /// Acknowledged by the receiver (or sent, if broadcast).
-        Delivered => "delivered",
-        /// Retry chain exhausted without an ACK.
-        Failed => "failed",
-        /// Dropped on arrival: transmit queue full.
-        QueueDrop => "queue-drop",
-        /// Handed up at the receiver.
-        Received => "received",
-        /// A retransmission already received, acknowledged but not handed up.
-        Duplicate => "duplicate",
-        /// Dropped on arrival, or flushed from the queue: the radio is off
-        /// (before the node appears, or after it disappears).
-        RadioOff => "radio-off",
-        /// Dropped on arrival: an ad hoc node has no link to the receiver
-        /// (the card reports media disconnected).
-        NoLink => "no-link",
-    });
+/// Outcome of one MSDU at the MAC.
+MacEvent {
+    /// Acknowledged by the receiver (or sent, if broadcast).
+    Delivered => "delivered",
+    /// Retry chain exhausted without an ACK.
+    Failed => "failed",
+    /// Dropped on arrival: transmit queue full.
+    QueueDrop => "queue-drop",
+    /// Handed up at the receiver.
+    Received => "received",
+    /// A retransmission already received, acknowledged but not handed up.
+    Duplicate => "duplicate",
+    /// Dropped on arrival, or flushed from the queue: the radio is off
+    /// (before the node appears, or after it disappears).
+    RadioOff => "radio-off",
+    /// Dropped on arrival: an ad hoc node has no link to the receiver
+    /// (the card reports media disconnected).
+    NoLink => "no-link",
+});
 
 category!(
-    /// What an MSDU carries, on `mac` rows of data ([`crate::mac::Payload::content`]):
-    /// a TCP segment by its role, or a Broadside datagram (raw or over UDP)
-    /// by its class as the `broadside` crate counts it; empty for anything
-    /// else (management, ARP, DHCP, frame-source filler).
-    MsduContent {
-        Other => "",
-        /// A pure acknowledgement: no payload, no SYN, FIN or RST.
-        TcpAck => "tcp-ack",
-        /// SYN, FIN or RST without payload.
-        TcpControl => "tcp-control",
-        /// A segment with payload (an application's stream).
-        TcpData => "tcp-data",
-        BroadsideBeacon => "bs-beacon",
-        /// Filters, match filters, file records and plans.
-        BroadsideDiscovery => "bs-discovery",
-        /// Offers, wants (the first receive vector) and closes.
-        BroadsideControl => "bs-control",
-        /// File blocks.
-        BroadsideData => "bs-data",
-        /// Receive vectors sent as acknowledgements.
-        BroadsideAck => "bs-ack",
-    });
+/// What an MSDU carries, on `mac` rows of data ([`crate::mac::Payload::content`]):
+/// a TCP segment by its role, or a Broadside datagram (raw or over UDP)
+/// by its class as the `broadside` crate counts it; empty for anything
+/// else (management, ARP, DHCP, frame-source filler).
+MsduContent {
+    Other => "",
+    /// A pure acknowledgement: no payload, no SYN, FIN or RST.
+    TcpAck => "tcp-ack",
+    /// SYN, FIN or RST without payload.
+    TcpControl => "tcp-control",
+    /// A segment with payload (an application's stream).
+    TcpData => "tcp-data",
+    BroadsideBeacon => "bs-beacon",
+    /// Filters, match filters, file records and plans.
+    BroadsideDiscovery => "bs-discovery",
+    /// Offers, wants (the first receive vector) and closes.
+    BroadsideControl => "bs-control",
+    /// File blocks.
+    BroadsideData => "bs-data",
+    /// Receive vectors sent as acknowledgements.
+    BroadsideAck => "bs-ack",
+});
 
 /// How a row field is stored in its column: as is, or as a category code.
 pub trait Cell<T> {
@@ -299,13 +299,13 @@ table!(
 );
 
 category!(
-    /// Transport protocol.
-    Proto {
-        Udp => "udp",
-        Tcp => "tcp",
-        /// An application's own frames straight over the link, no IP.
-        Raw => "raw",
-    });
+/// Transport protocol.
+Proto {
+    Udp => "udp",
+    Tcp => "tcp",
+    /// An application's own frames straight over the link, no IP.
+    Raw => "raw",
+});
 
 table!(
     /// The `tcp` table: one row per ACK processed by a TCP sender.

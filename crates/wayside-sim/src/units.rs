@@ -267,28 +267,39 @@ pub fn parse_quantity(text: &str, q: Quantity) -> Result<f64, String> {
     let (num, unit) = t.split_at(number_prefix_len(t));
     let unit = unit.trim();
     let value: f64 = num.trim().parse().map_err(|_| {
-        format!("expected a number followed by a unit ({}), for example {}", q.units(), q.example())
+        format!(
+            "expected a number followed by a unit ({}), for example {}",
+            q.units(),
+            q.example()
+        )
     })?;
     if !value.is_finite() {
         return Err("the number must be finite".into());
     }
     let bad_unit = || {
         if unit.is_empty() {
-            format!("a unit is required ({}), for example {}", q.units(), q.example())
+            format!(
+                "a unit is required ({}), for example {}",
+                q.units(),
+                q.example()
+            )
         } else {
             format!("unknown unit '{unit}'; allowed: {}", q.units())
         }
     };
     let si = match q {
-        Quantity::Time => value * match unit {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "min" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad_unit()),
-        },
+        Quantity::Time => {
+            value
+                * match unit {
+                    "ns" => 1e-9,
+                    "us" | "µs" => 1e-6,
+                    "ms" => 1e-3,
+                    "s" => 1.0,
+                    "min" => 60.0,
+                    "h" => 3600.0,
+                    _ => return Err(bad_unit()),
+                }
+        }
         Quantity::Power => match unit {
             "dBm" => value,
             "mW" | "W" => {
@@ -304,43 +315,58 @@ pub fn parse_quantity(text: &str, q: Quantity) -> Result<f64, String> {
             "dB" | "dBi" => value,
             _ => return Err(bad_unit()),
         },
-        Quantity::Length => value * match unit {
-            "mm" => 1e-3,
-            "cm" => 1e-2,
-            "m" => 1.0,
-            "km" => 1e3,
-            _ => return Err(bad_unit()),
-        },
-        Quantity::Speed => value * match unit {
-            "m/s" => 1.0,
-            "km/h" | "kmh" => 1.0 / 3.6,
-            "mph" => 0.44704,
-            _ => return Err(bad_unit()),
-        },
-        Quantity::Rate => value * match unit {
-            "bps" | "bit/s" => 1.0,
-            "kbps" => 1e3,
-            "Mbps" => 1e6,
-            "Gbps" => 1e9,
-            _ => return Err(bad_unit()),
-        },
-        Quantity::Size => value * match unit {
-            "B" => 1.0,
-            "KB" | "kB" => 1e3,
-            "KiB" => 1024.0,
-            "MB" => 1e6,
-            "MiB" => 1048576.0,
-            "GB" => 1e9,
-            "GiB" => 1073741824.0,
-            _ => return Err(bad_unit()),
-        },
-        Quantity::Frequency => value * match unit {
-            "Hz" => 1.0,
-            "kHz" => 1e3,
-            "MHz" => 1e6,
-            "GHz" => 1e9,
-            _ => return Err(bad_unit()),
-        },
+        Quantity::Length => {
+            value
+                * match unit {
+                    "mm" => 1e-3,
+                    "cm" => 1e-2,
+                    "m" => 1.0,
+                    "km" => 1e3,
+                    _ => return Err(bad_unit()),
+                }
+        }
+        Quantity::Speed => {
+            value
+                * match unit {
+                    "m/s" => 1.0,
+                    "km/h" | "kmh" => 1.0 / 3.6,
+                    "mph" => 0.44704,
+                    _ => return Err(bad_unit()),
+                }
+        }
+        Quantity::Rate => {
+            value
+                * match unit {
+                    "bps" | "bit/s" => 1.0,
+                    "kbps" => 1e3,
+                    "Mbps" => 1e6,
+                    "Gbps" => 1e9,
+                    _ => return Err(bad_unit()),
+                }
+        }
+        Quantity::Size => {
+            value
+                * match unit {
+                    "B" => 1.0,
+                    "KB" | "kB" => 1e3,
+                    "KiB" => 1024.0,
+                    "MB" => 1e6,
+                    "MiB" => 1048576.0,
+                    "GB" => 1e9,
+                    "GiB" => 1073741824.0,
+                    _ => return Err(bad_unit()),
+                }
+        }
+        Quantity::Frequency => {
+            value
+                * match unit {
+                    "Hz" => 1.0,
+                    "kHz" => 1e3,
+                    "MHz" => 1e6,
+                    "GHz" => 1e9,
+                    _ => return Err(bad_unit()),
+                }
+        }
     };
     Ok(si)
 }

@@ -17,7 +17,9 @@ const L2_UPDATE_BYTES: u32 = 8;
 pub enum WireFrame {
     Ip(Packet),
     /// An AP announces that `station` is now reachable through it.
-    L2Update { station: NodeId },
+    L2Update {
+        station: NodeId,
+    },
 }
 
 impl WireFrame {
@@ -49,8 +51,21 @@ pub struct WiredLink {
 }
 
 impl WiredLink {
-    pub fn new(a: NodeId, b: NodeId, bandwidth_bps: f64, delay: SimTime, queue_limit: usize) -> Self {
-        WiredLink { a, b, bandwidth_bps, delay, queue_limit, dirs: Default::default() }
+    pub fn new(
+        a: NodeId,
+        b: NodeId,
+        bandwidth_bps: f64,
+        delay: SimTime,
+        queue_limit: usize,
+    ) -> Self {
+        WiredLink {
+            a,
+            b,
+            bandwidth_bps,
+            delay,
+            queue_limit,
+            dirs: Default::default(),
+        }
     }
 
     /// The end facing `node`'s other end.
@@ -65,7 +80,11 @@ impl WiredLink {
     /// `from` puts `bytes` on the link now: returns the far end and when the
     /// frame arrives there, or `None` if the queue is full (dropped).
     pub fn send(&mut self, now: SimTime, from: NodeId, bytes: u32) -> Option<(NodeId, SimTime)> {
-        let (dir, to) = if self.a == from { (0, self.b) } else { (1, self.a) };
+        let (dir, to) = if self.a == from {
+            (0, self.b)
+        } else {
+            (1, self.a)
+        };
         let d = &mut self.dirs[dir];
         while d.departures.front().is_some_and(|&t| t <= now) {
             d.departures.pop_front();
@@ -88,10 +107,19 @@ mod tests {
     fn frames_serialise_one_after_another_then_propagate() {
         let mut l = WiredLink::new(NodeId(0), NodeId(1), 8e6, SimTime::from_ms(5), 10);
         // 1000 bytes at 8 Mbit/s take 1 ms.
-        assert_eq!(l.send(SimTime::ZERO, NodeId(0), 1000), Some((NodeId(1), SimTime::from_ms(6))));
-        assert_eq!(l.send(SimTime::ZERO, NodeId(0), 1000), Some((NodeId(1), SimTime::from_ms(7))));
+        assert_eq!(
+            l.send(SimTime::ZERO, NodeId(0), 1000),
+            Some((NodeId(1), SimTime::from_ms(6)))
+        );
+        assert_eq!(
+            l.send(SimTime::ZERO, NodeId(0), 1000),
+            Some((NodeId(1), SimTime::from_ms(7)))
+        );
         // The other direction has its own queue.
-        assert_eq!(l.send(SimTime::ZERO, NodeId(1), 1000), Some((NodeId(0), SimTime::from_ms(6))));
+        assert_eq!(
+            l.send(SimTime::ZERO, NodeId(1), 1000),
+            Some((NodeId(0), SimTime::from_ms(6)))
+        );
     }
 
     #[test]
@@ -100,6 +128,9 @@ mod tests {
         assert!(l.send(SimTime::ZERO, NodeId(0), 1000).is_some());
         assert!(l.send(SimTime::ZERO, NodeId(0), 1000).is_some());
         assert_eq!(l.send(SimTime::ZERO, NodeId(0), 1000), None);
-        assert!(l.send(SimTime::from_ms(1), NodeId(0), 1000).is_some(), "the first has left");
+        assert!(
+            l.send(SimTime::from_ms(1), NodeId(0), 1000).is_some(),
+            "the first has left"
+        );
     }
 }

@@ -38,18 +38,35 @@ fn run(overrides: &[&str], seed: u64) -> RunOutput {
 /// Datagram payload bytes received at `node` over `proto`.
 fn received(out: &RunOutput, node: &str, proto: Proto) -> u64 {
     let (n, t) = (id(out, node), &out.trace.transport);
-    (0..t.len()).filter(|&i| t.node[i] == n && t.proto[i] == proto as u8).map(|i| u64::from(t.bytes[i])).sum()
+    (0..t.len())
+        .filter(|&i| t.node[i] == n && t.proto[i] == proto as u8)
+        .map(|i| u64::from(t.bytes[i]))
+        .sum()
 }
 
 #[test]
 fn two_static_nodes_sync_a_file_over_simulated_80211() {
     let out = run(&[], 3);
     let updated = events(&out, "fetcher", ConnEvent::FileUpdated);
-    assert_eq!(updated.len(), 1, "the fetcher commits the file once: {updated:?}");
-    assert!(events(&out, "holder", ConnEvent::FileUpdated).is_empty(), "the holder has nothing to fetch");
+    assert_eq!(
+        updated.len(),
+        1,
+        "the fetcher commits the file once: {updated:?}"
+    );
+    assert!(
+        events(&out, "holder", ConnEvent::FileUpdated).is_empty(),
+        "the holder has nothing to fetch"
+    );
     let started = events(&out, "fetcher", ConnEvent::TransferStarted);
-    assert_eq!(started.first().map(|s| s.1), Some(0.0), "a fresh transfer, nothing resumed");
-    assert!(started[0].0 > 1.0 && updated[0].0 > started[0].0, "{started:?} {updated:?}");
+    assert_eq!(
+        started.first().map(|s| s.1),
+        Some(0.0),
+        "a fresh transfer, nothing resumed"
+    );
+    assert!(
+        started[0].0 > 1.0 && updated[0].0 > started[0].0,
+        "{started:?} {updated:?}"
+    );
     // The file's blocks, with their headers, all crossed the air.
     let bytes = received(&out, "fetcher", Proto::Udp);
     assert!(bytes >= 1_000_000, "{bytes} bytes received");
@@ -67,7 +84,10 @@ fn a_node_out_of_reach_never_gets_the_file() {
 #[test]
 fn the_same_seed_gives_the_same_sync() {
     let (a, b) = (run(&[], 9), run(&[], 9));
-    assert_eq!(events(&a, "fetcher", ConnEvent::FileUpdated), events(&b, "fetcher", ConnEvent::FileUpdated));
+    assert_eq!(
+        events(&a, "fetcher", ConnEvent::FileUpdated),
+        events(&b, "fetcher", ConnEvent::FileUpdated)
+    );
     assert_eq!(a.trace.transport.time_ns, b.trace.transport.time_ns);
     assert_eq!(a.trace.frames.time_ns, b.trace.frames.time_ns);
 }
@@ -78,25 +98,49 @@ fn raw_frames_carry_the_file_without_ip() {
     assert_eq!(events(&out, "fetcher", ConnEvent::FileUpdated).len(), 1);
     assert!(received(&out, "fetcher", Proto::Raw) >= 1_000_000);
     assert_eq!(received(&out, "fetcher", Proto::Udp), 0);
-    assert!(events(&out, "holder", ConnEvent::ArpRequest).is_empty(), "no IP, no ARP");
+    assert!(
+        events(&out, "holder", ConnEvent::ArpRequest).is_empty(),
+        "no IP, no ARP"
+    );
     // The blocks travel in full 2304-byte MSDUs.
     let (n, m) = (id(&out, "fetcher"), &out.trace.mac);
-    let biggest = (0..m.len()).filter(|&i| m.node[i] == n).map(|i| m.bytes[i]).max();
+    let biggest = (0..m.len())
+        .filter(|&i| m.node[i] == n)
+        .map(|i| m.bytes[i])
+        .max();
     assert_eq!(biggest, Some(2304));
 }
 
 #[test]
 fn common_files_with_newer_versions_on_one_side_all_move_to_the_other() {
-    let out = run(&["app[0].files=3", "app[0].common=true", "app[0].bytes=\"300 kB\"", "app[0].transport=\"raw\""], 3);
+    let out = run(
+        &[
+            "app[0].files=3",
+            "app[0].common=true",
+            "app[0].bytes=\"300 kB\"",
+            "app[0].transport=\"raw\"",
+        ],
+        3,
+    );
     let updated = events(&out, "fetcher", ConnEvent::FileUpdated);
-    assert_eq!(updated.len(), 3, "each of the three newer versions is committed once: {updated:?}");
-    assert!(events(&out, "holder", ConnEvent::FileUpdated).is_empty(), "the holder's versions are the newest");
+    assert_eq!(
+        updated.len(),
+        3,
+        "each of the three newer versions is committed once: {updated:?}"
+    );
+    assert!(
+        events(&out, "holder", ConnEvent::FileUpdated).is_empty(),
+        "the holder's versions are the newest"
+    );
     assert!(received(&out, "fetcher", Proto::Raw) >= 900_000);
 }
 
 #[test]
 fn files_and_common_are_only_for_broadside() {
     let text = PAIR.replace("kind = \"broadside\"", "kind = \"tcp-bulk\"");
-    let e = wayside_sim::run_scenario(&text, &["app[0].files=2".to_string()], Some(1), 0).err().expect("an error").to_string();
+    let e = wayside_sim::run_scenario(&text, &["app[0].files=2".to_string()], Some(1), 0)
+        .err()
+        .expect("an error")
+        .to_string();
     assert!(e.contains("app[0].files") && e.contains("broadside"), "{e}");
 }

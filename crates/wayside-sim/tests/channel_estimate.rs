@@ -43,7 +43,11 @@ interval = "5 ms"
 fn received(out: &RunOutput) -> (usize, usize) {
     let (a, b) = (id(out, "car"), id(out, "parked"));
     let f = &out.trace.frames;
-    let count = |ev: PhyEvent| (0..f.len()).filter(|&i| f.node[i] == b && f.peer[i] == a && f.event[i] == ev as u8).count();
+    let count = |ev: PhyEvent| {
+        (0..f.len())
+            .filter(|&i| f.node[i] == b && f.peer[i] == a && f.event[i] == ev as u8)
+            .count()
+    };
     (count(PhyEvent::Rx), count(PhyEvent::Drop))
 }
 
@@ -72,5 +76,8 @@ fn dsss_and_standing_ends_do_not_notice() {
     assert_eq!(tracked, estimated);
     assert!(tracked.0 > 0);
     let parked = "node.car.mobility={ model = \"static\" }";
-    assert_eq!(received(&common::run(PAIR, &[parked], 1)), received(&common::run(PAIR, &[parked, preamble], 1)));
+    assert_eq!(
+        received(&common::run(PAIR, &[parked], 1)),
+        received(&common::run(PAIR, &[parked, preamble], 1))
+    );
 }

@@ -12,9 +12,18 @@ use wayside_sim::{run_scenario, RunOutput};
 fn relayed_to_ap(out: &RunOutput) -> usize {
     let ap = id(out, "ap");
     let f = &out.trace.frames;
-    let source = |p: u32| out.node_names.get(p as usize).is_some_and(|n| n.starts_with("car-source-"));
+    let source = |p: u32| {
+        out.node_names
+            .get(p as usize)
+            .is_some_and(|n| n.starts_with("car-source-"))
+    };
     (0..f.len())
-        .filter(|&i| f.node[i] == ap && f.event[i] == PhyEvent::Rx as u8 && f.kind[i] == FrameKind::Data as u8 && f.bytes[i] > 1000)
+        .filter(|&i| {
+            f.node[i] == ap
+                && f.event[i] == PhyEvent::Rx as u8
+                && f.kind[i] == FrameKind::Data as u8
+                && f.bytes[i] > 1000
+        })
         .filter(|&i| !source(f.peer[i]))
         .count()
 }
@@ -22,26 +31,53 @@ fn relayed_to_ap(out: &RunOutput) -> usize {
 #[test]
 fn source_data_reaches_the_ap_over_several_hops_at_11_mbps() {
     let out = common::run(builtin("chen-vanet").unwrap(), &[], 1);
-    let cars = out.node_names.iter().filter(|n| n.starts_with("car-")).count();
-    assert!(cars > 80, "{cars} vehicles: 10% of 4000 cells is 80 at a time, more over the run");
+    let cars = out
+        .node_names
+        .iter()
+        .filter(|n| n.starts_with("car-"))
+        .count();
+    assert!(
+        cars > 80,
+        "{cars} vehicles: 10% of 4000 cells is 80 at a time, more over the run"
+    );
     let relayed = relayed_to_ap(&out);
-    assert!(relayed >= 100, "{relayed} data frames at the AP came from a relay");
+    assert!(
+        relayed >= 100,
+        "{relayed} data frames at the AP came from a relay"
+    );
     // Hop counts and latencies of the segments that arrived.
     let hops = events(&out, "ap", ConnEvent::GeoHops);
     let latency = events(&out, "ap", ConnEvent::GeoLatency);
     assert_eq!(hops.len(), latency.len());
-    assert!(hops.iter().any(|&(_, h)| h >= 2.0) && hops.iter().any(|&(_, h)| h == 1.0), "hops seen: {:?}", &hops[..hops.len().min(20)]);
+    assert!(
+        hops.iter().any(|&(_, h)| h >= 2.0) && hops.iter().any(|&(_, h)| h == 1.0),
+        "hops seen: {:?}",
+        &hops[..hops.len().min(20)]
+    );
     assert!(latency.iter().all(|&(_, l)| l > 0.0 && l < 60.0));
     let t = &out.trace.transport;
-    let delivered: u64 = (0..t.len()).filter(|&i| t.node[i] == id(&out, "ap") && t.proto[i] == Proto::Tcp as u8).map(|i| t.bytes[i] as u64).sum();
-    assert!(delivered > 1_000_000, "{delivered} bytes delivered to the AP");
+    let delivered: u64 = (0..t.len())
+        .filter(|&i| t.node[i] == id(&out, "ap") && t.proto[i] == Proto::Tcp as u8)
+        .map(|i| t.bytes[i] as u64)
+        .sum();
+    assert!(
+        delivered > 1_000_000,
+        "{delivered} bytes delivered to the AP"
+    );
 }
 
 #[test]
 fn a_source_that_leaves_is_replaced_and_the_new_one_opens_its_own_connection() {
     let out = common::run(builtin("chen-vanet").unwrap(), &[], 1);
-    let sources: Vec<&String> = out.node_names.iter().filter(|n| n.starts_with("car-source-")).collect();
-    assert!(sources.len() >= 2, "{sources:?}: the first source crosses the road in under 60 s");
+    let sources: Vec<&String> = out
+        .node_names
+        .iter()
+        .filter(|n| n.starts_with("car-source-"))
+        .collect();
+    assert!(
+        sources.len() >= 2,
+        "{sources:?}: the first source crosses the road in under 60 s"
+    );
     for s in &sources[..2] {
         assert_eq!(events(&out, s, ConnEvent::AppStart).len(), 1, "{s}");
     }
@@ -49,8 +85,17 @@ fn a_source_that_leaves_is_replaced_and_the_new_one_opens_its_own_connection() {
     let start = |s: &str| events(&out, s, ConnEvent::AppStart)[0].0;
     assert!(start(sources[1]) > start(sources[0]) + 20.0);
     // Three sources: three connections from the start.
-    let three = common::run(builtin("chen-vanet").unwrap(), &["node.car.mobility.sources=3", "duration=\"10 s\""], 1);
-    let started = three.node_names.iter().filter(|n| n.starts_with("car-source-")).filter(|n| !events(&three, n, ConnEvent::AppStart).is_empty()).count();
+    let three = common::run(
+        builtin("chen-vanet").unwrap(),
+        &["node.car.mobility.sources=3", "duration=\"10 s\""],
+        1,
+    );
+    let started = three
+        .node_names
+        .iter()
+        .filter(|n| n.starts_with("car-source-"))
+        .filter(|n| !events(&three, n, ConnEvent::AppStart).is_empty())
+        .count();
     assert!(started >= 3, "{started} sources started");
 }
 
@@ -58,10 +103,17 @@ fn a_source_that_leaves_is_replaced_and_the_new_one_opens_its_own_connection() {
 fn beacons_at_1_mbps_make_greedy_forwarding_pick_relays_data_cannot_reach() {
     // The range is defined at the lowest basic rate; with the 802.11b
     // default (1 Mbps) beacons reach further than 11 Mbps data.
-    let slow = common::run(builtin("chen-vanet").unwrap(), &["radio.basic_rate=\"1 Mbps\"", "duration=\"30 s\""], 1);
+    let slow = common::run(
+        builtin("chen-vanet").unwrap(),
+        &["radio.basic_rate=\"1 Mbps\"", "duration=\"30 s\""],
+        1,
+    );
     let fast = common::run(builtin("chen-vanet").unwrap(), &["duration=\"30 s\""], 1);
     let (s, f) = (relayed_to_ap(&slow), relayed_to_ap(&fast));
-    assert!(s * 10 < f, "relayed at a 1 Mbps basic rate: {s}, at 11 Mbps: {f}");
+    assert!(
+        s * 10 < f,
+        "relayed at a 1 Mbps basic rate: {s}, at 11 Mbps: {f}"
+    );
 }
 
 #[test]
@@ -80,7 +132,10 @@ fn nasch_section_errors_name_the_key() {
     let e = bad("node[1].routing=\"gpsr\"");
     assert!(e.contains("greedy"), "{e}");
     let e = bad("radio.basic_rate=\"54 Mbps\"");
-    assert!(e.contains("radio.basic_rate") && e.contains("allowed"), "{e}");
+    assert!(
+        e.contains("radio.basic_rate") && e.contains("allowed"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -89,12 +144,22 @@ fn same_seeds_same_run_and_the_run_seed_moves_the_traffic() {
     let short = ["duration=\"15 s\""];
     let (a, b) = (common::run(text, &short, 1), common::run(text, &short, 1));
     assert_eq!(a.node_names, b.node_names);
-    assert_eq!((&a.trace.frames.time_ns, &a.trace.frames.peer), (&b.trace.frames.time_ns, &b.trace.frames.peer));
-    assert_eq!((&a.trace.events.time_ns, &a.trace.events.value), (&b.trace.events.time_ns, &b.trace.events.value));
+    assert_eq!(
+        (&a.trace.frames.time_ns, &a.trace.frames.peer),
+        (&b.trace.frames.time_ns, &b.trace.frames.peer)
+    );
+    assert_eq!(
+        (&a.trace.events.time_ns, &a.trace.events.value),
+        (&b.trace.events.time_ns, &b.trace.events.value)
+    );
     // Where the cars are: the x of every frame a car sent.
     let xs = |o: &RunOutput| {
         let f = &o.trace.frames;
-        (0..f.len()).filter(|&i| f.event[i] == PhyEvent::Tx as u8).map(|i| f.x[i]).take(200).collect::<Vec<f32>>()
+        (0..f.len())
+            .filter(|&i| f.event[i] == PhyEvent::Tx as u8)
+            .map(|i| f.x[i])
+            .take(200)
+            .collect::<Vec<f32>>()
     };
     // Another run seed, or another run of the same seed, is other traffic.
     assert_ne!(xs(&a), xs(&common::run(text, &short, 2)));

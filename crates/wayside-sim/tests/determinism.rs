@@ -2,12 +2,18 @@
 //! different fading and backoff.
 
 use sha2::{Digest, Sha256};
-use wayside_sim::scenario::builtin;
 use wayside_sim::run_scenario;
+use wayside_sim::scenario::builtin;
 use wayside_sim::trace::Column;
 
 fn trace_hash(seed: u64, run: u64) -> [u8; 32] {
-    let out = run_scenario(builtin("drive-by").unwrap(), &["duration=\"100 s\"".into()], Some(seed), run).unwrap();
+    let out = run_scenario(
+        builtin("drive-by").unwrap(),
+        &["duration=\"100 s\"".into()],
+        Some(seed),
+        run,
+    )
+    .unwrap();
     let mut h = Sha256::new();
     for (name, col) in out.trace.tables().into_iter().flat_map(|(_, cols)| cols) {
         h.update(name.as_bytes());
@@ -71,6 +77,9 @@ fn adding_a_vehicle_out_of_reach_leaves_every_other_node_unchanged() {
     let n = a.node_names.len() as u32;
     assert_eq!(b.node_names.len() as u32, n + 1);
     let far_id = n;
-    assert!(b.trace.frames.node.contains(&far_id), "the new vehicle transmits (it scans)");
+    assert!(
+        b.trace.frames.node.contains(&far_id),
+        "the new vehicle transmits (it scans)"
+    );
     assert_eq!(rows_of_first_nodes(&a, n), rows_of_first_nodes(&b, n));
 }

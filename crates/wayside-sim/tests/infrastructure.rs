@@ -3,8 +3,8 @@
 
 mod common;
 use common::events;
-use wayside_sim::RunOutput;
 use wayside_sim::trace::{ConnEvent, Proto};
+use wayside_sim::RunOutput;
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
     common::run(text, overrides, 2)
@@ -61,16 +61,25 @@ fn station_scans_selects_authenticates_associates_then_udp_flows_through_the_ap(
     // 50 ms), then one pass (channel 6 cut short by the AP's answer) before
     // selection; association right after.
     assert!(selected[0].0 > 0.0 && selected[0].0 < 0.3, "{selected:?}");
-    assert!(assoc[0].0 > selected[0].0 && assoc[0].0 < selected[0].0 + 0.05, "{assoc:?}");
+    assert!(
+        assoc[0].0 > selected[0].0 && assoc[0].0 < selected[0].0 + 0.05,
+        "{assoc:?}"
+    );
     assert_eq!(events(&out, "ap", ConnEvent::Associated).len(), 1);
     // The AP resolves the car's address before forwarding.
     assert!(!events(&out, "ap", ConnEvent::ArpResolved).is_empty());
     // Datagrams from the server arrive at the car, in order, ~10 ms + airtime later.
     let t = &out.trace.transport;
     let car = 1;
-    let rows: Vec<usize> = (0..t.len()).filter(|&i| t.node[i] == car && t.proto[i] == Proto::Udp as u8).collect();
+    let rows: Vec<usize> = (0..t.len())
+        .filter(|&i| t.node[i] == car && t.proto[i] == Proto::Udp as u8)
+        .collect();
     let expected = ((10.0 - assoc[0].0 - 1.0) / 0.01) as usize;
-    assert!(rows.len() + 3 >= expected && rows.len() <= expected + 1, "{} datagrams, expected ~{expected}", rows.len());
+    assert!(
+        rows.len() + 3 >= expected && rows.len() <= expected + 1,
+        "{} datagrams, expected ~{expected}",
+        rows.len()
+    );
     for &i in &rows {
         let d = t.delay_ns[i] as f64 * 1e-9;
         assert!(d > 0.010 && d < 0.013, "delay {d}");
@@ -89,7 +98,16 @@ fn a_station_out_of_range_never_associates() {
 fn madwifi_waits_five_seconds_after_a_lost_authentication() {
     // The AP hears beacons-strength signals one way only: the car's frames
     // are too weak (asymmetric power), so authentication never completes.
-    let out = run(BSS, &["node.car.tx_power=\"-30 dBm\"", "node.car.position=[400, 0]", "duration=\"30 s\"", "node.ap.tx_power=\"20 dBm\"", "management.selection_threshold=\"-90 dBm\""]);
+    let out = run(
+        BSS,
+        &[
+            "node.car.tx_power=\"-30 dBm\"",
+            "node.car.position=[400, 0]",
+            "duration=\"30 s\"",
+            "node.ap.tx_power=\"20 dBm\"",
+            "management.selection_threshold=\"-90 dBm\"",
+        ],
+    );
     let auth = events(&out, "car", ConnEvent::AuthRequest);
     let timeouts = events(&out, "car", ConnEvent::AuthTimeout);
     assert!(auth.len() >= 4, "{auth:?}");
@@ -103,28 +121,56 @@ fn madwifi_waits_five_seconds_after_a_lost_authentication() {
     for (req, to) in auth.iter().zip(&timeouts) {
         assert!((to.0 - req.0 - 5.0).abs() < 1e-6);
     }
-    let tuned = run(BSS, &["node.car.tx_power=\"-30 dBm\"", "node.car.position=[400, 0]", "duration=\"30 s\"", "node.ap.tx_power=\"20 dBm\"", "management.selection_threshold=\"-90 dBm\"", "management.driver=\"tuned\""]);
+    let tuned = run(
+        BSS,
+        &[
+            "node.car.tx_power=\"-30 dBm\"",
+            "node.car.position=[400, 0]",
+            "duration=\"30 s\"",
+            "node.ap.tx_power=\"20 dBm\"",
+            "management.selection_threshold=\"-90 dBm\"",
+            "management.driver=\"tuned\"",
+        ],
+    );
     let tuned_auth = events(&tuned, "car", ConnEvent::AuthRequest);
-    assert!((tuned_auth[1].0 - tuned_auth[0].0 - 0.2).abs() < 1e-6, "{tuned_auth:?}");
+    assert!(
+        (tuned_auth[1].0 - tuned_auth[0].0 - 0.2).abs() < 1e-6,
+        "{tuned_auth:?}"
+    );
     assert!(tuned_auth.len() > 5 * auth.len());
 }
 
 #[test]
 fn bulk_tcp_from_the_ap_starts_after_association_and_fills_the_link() {
-    let text = BSS.replace("kind = \"udp-cbr\"\nfrom = \"server\"", "kind = \"tcp-bulk\"\nfrom = \"ap\"").replace("payload = \"1000 B\"\ninterval = \"10 ms\"\n", "");
+    let text = BSS
+        .replace(
+            "kind = \"udp-cbr\"\nfrom = \"server\"",
+            "kind = \"tcp-bulk\"\nfrom = \"ap\"",
+        )
+        .replace("payload = \"1000 B\"\ninterval = \"10 ms\"\n", "");
     let out = run(&text, &[]);
     let assoc = events(&out, "ap", ConnEvent::Associated);
     let start = events(&out, "ap", ConnEvent::AppStart);
     let est = events(&out, "ap", ConnEvent::Established);
     assert_eq!(assoc.len(), 1);
-    assert!((start[0].0 - assoc[0].0 - 1.0).abs() < 1e-6, "app start {start:?} assoc {assoc:?}");
+    assert!(
+        (start[0].0 - assoc[0].0 - 1.0).abs() < 1e-6,
+        "app start {start:?} assoc {assoc:?}"
+    );
     assert_eq!(est.len(), 1);
-    assert!(est[0].0 - start[0].0 < 0.05, "handshake took {}", est[0].0 - start[0].0);
+    assert!(
+        est[0].0 - start[0].0 < 0.05,
+        "handshake took {}",
+        est[0].0 - start[0].0
+    );
     // Goodput at the car over the rest of the run. With b-compatible timing
     // a saturated 24 Mbps link moves 12.7 Mb/s of 1500-byte MSDUs; TCP payload
     // is 1460 of each 1508-byte MSDU, and the car's TCP ACKs take airtime too.
     let t = &out.trace.transport;
-    let bytes: u64 = (0..t.len()).filter(|&i| t.node[i] == 1 && t.proto[i] == Proto::Tcp as u8).map(|i| t.bytes[i] as u64).sum();
+    let bytes: u64 = (0..t.len())
+        .filter(|&i| t.node[i] == 1 && t.proto[i] == Proto::Tcp as u8)
+        .map(|i| t.bytes[i] as u64)
+        .sum();
     let goodput = bytes as f64 * 8.0 / (10.0 - est[0].0);
     assert!(goodput > 9.5e6 && goodput < 12.3e6, "goodput {goodput}");
     // The sender traced its ACKs.
@@ -149,10 +195,17 @@ fn drive_thru_car_stays_with_the_first_ap_and_never_hands_over() {
         let e = &out.trace.events;
         let ap1 = out.node_names.iter().position(|n| n == "ap1").unwrap() as u32;
         let car = out.node_names.iter().position(|n| n == "car").unwrap() as u32;
-        let with: Vec<u32> = (0..e.len()).filter(|&i| e.node[i] == car && e.event[i] == ConnEvent::Associated as u8).map(|i| e.peer[i]).collect();
+        let with: Vec<u32> = (0..e.len())
+            .filter(|&i| e.node[i] == car && e.event[i] == ConnEvent::Associated as u8)
+            .map(|i| e.peer[i])
+            .collect();
         assert_eq!(with, vec![ap1], "{speed}");
         // The mobile sender's datagrams reach the fixed station.
-        assert!(out.trace.transport.len() > 1000, "{speed}: {} datagrams", out.trace.transport.len());
+        assert!(
+            out.trace.transport.len() > 1000,
+            "{speed}: {} datagrams",
+            out.trace.transport.len()
+        );
     }
 }
 
@@ -162,12 +215,26 @@ fn a_dhcp_station_gets_its_lease_after_association_before_any_data() {
     let assoc = events(&out, "car", ConnEvent::Associated);
     let discover = events(&out, "car", ConnEvent::DhcpDiscover);
     let bound = events(&out, "car", ConnEvent::DhcpBound);
-    assert_eq!((assoc.len(), discover.len(), bound.len()), (1, 1, 1), "{assoc:?} {discover:?} {bound:?}");
-    assert!(assoc[0].0 <= discover[0].0 && discover[0].0 < bound[0].0 && bound[0].0 - assoc[0].0 < 0.05);
+    assert_eq!(
+        (assoc.len(), discover.len(), bound.len()),
+        (1, 1, 1),
+        "{assoc:?} {discover:?} {bound:?}"
+    );
+    assert!(
+        assoc[0].0 <= discover[0].0 && discover[0].0 < bound[0].0 && bound[0].0 - assoc[0].0 < 0.05
+    );
     // The application waits for the lease (start delay 1 s after it).
     let t = &out.trace.transport;
-    let first = (0..t.len()).filter(|&i| t.node[i] == 1).map(|i| t.time_ns[i] as f64 * 1e-9).next().unwrap();
-    assert!(first > bound[0].0 + 1.0, "first datagram {first}, bound {}", bound[0].0);
+    let first = (0..t.len())
+        .filter(|&i| t.node[i] == 1)
+        .map(|i| t.time_ns[i] as f64 * 1e-9)
+        .next()
+        .unwrap();
+    assert!(
+        first > bound[0].0 + 1.0,
+        "first datagram {first}, bound {}",
+        bound[0].0
+    );
     // Without DHCP, no DHCP traffic at all.
     let stat = run(BSS, &[]);
     assert!(events(&stat, "car", ConnEvent::DhcpDiscover).is_empty());
@@ -184,7 +251,10 @@ fn dhcp_retransmits_per_rfc_2131_when_unanswered() {
     for (k, w) in d.windows(2).enumerate() {
         let gap = w[1].0 - w[0].0;
         let nominal = 4.0 * 2f64.powi(k as i32);
-        assert!((gap - nominal).abs() <= 1.0 + 1e-9, "gap {gap} after attempt {k}");
+        assert!(
+            (gap - nominal).abs() <= 1.0 + 1e-9,
+            "gap {gap} after attempt {k}"
+        );
         assert_eq!(w[1].1, k as f64 + 1.0);
     }
     assert!(events(&out, "car", ConnEvent::DhcpBound).is_empty());
@@ -192,23 +262,40 @@ fn dhcp_retransmits_per_rfc_2131_when_unanswered() {
 }
 
 #[test]
-fn a_station_that_appears_later_associates_after_its_appearance_and_goes_silent_when_it_disappears() {
+fn a_station_that_appears_later_associates_after_its_appearance_and_goes_silent_when_it_disappears()
+{
     let out = run(BSS, &["node[1].appear=4 s", "node[1].disappear=8 s"]);
     let car = common::id(&out, "car");
     let first = events(&out, "car", ConnEvent::FirstBeacon);
     let assoc = events(&out, "car", ConnEvent::Associated);
     assert_eq!(assoc.len(), 1, "{assoc:?}");
-    assert!(first[0].0 >= 4.0 && assoc[0].0 > first[0].0 && assoc[0].0 < 5.0, "{first:?} {assoc:?}");
+    assert!(
+        first[0].0 >= 4.0 && assoc[0].0 > first[0].0 && assoc[0].0 < 5.0,
+        "{first:?} {assoc:?}"
+    );
     // Nothing is sent or heard by the car outside [4 s, 8 s).
     let f = &out.trace.frames;
-    let at_car: Vec<f64> = (0..f.len()).filter(|&i| f.node[i] == car).map(|i| f.time_ns[i] as f64 * 1e-9).collect();
+    let at_car: Vec<f64> = (0..f.len())
+        .filter(|&i| f.node[i] == car)
+        .map(|i| f.time_ns[i] as f64 * 1e-9)
+        .collect();
     assert!(!at_car.is_empty());
-    assert!(at_car.iter().all(|t| (4.0..8.0).contains(t)), "frames at the car outside its stay");
+    assert!(
+        at_car.iter().all(|t| (4.0..8.0).contains(t)),
+        "frames at the car outside its stay"
+    );
     // The server's datagrams after the car left are lost at the AP's MAC
     // (failed or dropped), never delivered.
     let t = &out.trace.transport;
-    let delivered: Vec<f64> = (0..t.len()).filter(|&i| t.node[i] == car).map(|i| t.time_ns[i] as f64 * 1e-9).collect();
-    assert!(!delivered.is_empty() && delivered.iter().all(|t| (5.0..8.0).contains(t)), "{:?}", delivered.first());
+    let delivered: Vec<f64> = (0..t.len())
+        .filter(|&i| t.node[i] == car)
+        .map(|i| t.time_ns[i] as f64 * 1e-9)
+        .collect();
+    assert!(
+        !delivered.is_empty() && delivered.iter().all(|t| (5.0..8.0).contains(t)),
+        "{:?}",
+        delivered.first()
+    );
 }
 
 #[test]
@@ -223,22 +310,43 @@ fn a_node_that_is_off_drops_what_is_handed_to_its_mac_as_radio_off() {
     let car = common::id(&out, "car");
     let m = &out.trace.mac;
     let of = |ev: wayside_sim::trace::MacEvent| -> Vec<f64> {
-        (0..m.len()).filter(|&i| m.node[i] == car && m.event[i] == ev as u8).map(|i| m.time_ns[i] as f64 * 1e-9).collect()
+        (0..m.len())
+            .filter(|&i| m.node[i] == car && m.event[i] == ev as u8)
+            .map(|i| m.time_ns[i] as f64 * 1e-9)
+            .collect()
     };
     let off = of(wayside_sim::trace::MacEvent::RadioOff);
     let sent = of(wayside_sim::trace::MacEvent::Delivered);
     assert_eq!(off.len(), 30, "{off:?}");
     assert!(off.iter().all(|t| *t < 3.0));
-    assert!(sent.len() >= 29 && sent.iter().all(|t| *t >= 3.0), "{sent:?}");
+    assert!(
+        sent.len() >= 29 && sent.iter().all(|t| *t >= 3.0),
+        "{sent:?}"
+    );
 }
 
 #[test]
 fn appear_and_disappear_are_checked() {
-    let o = |v: &[&str]| wayside_sim::run_scenario(BSS, &v.iter().map(|s| s.to_string()).collect::<Vec<_>>(), Some(1), 0).err().map(|e| e.to_string());
+    let o = |v: &[&str]| {
+        wayside_sim::run_scenario(
+            BSS,
+            &v.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            Some(1),
+            0,
+        )
+        .err()
+        .map(|e| e.to_string())
+    };
     let e = o(&["node[1].appear=5 s", "node[1].disappear=2 s"]).unwrap();
-    assert!(e.contains("node[1].disappear") && e.contains("not after appear"), "{e}");
+    assert!(
+        e.contains("node[1].disappear") && e.contains("not after appear"),
+        "{e}"
+    );
     let e = o(&["node[2].appear=1 s"]).unwrap();
-    assert!(e.contains("node[2].appear") && e.contains("radio = false"), "{e}");
+    assert!(
+        e.contains("node[2].appear") && e.contains("radio = false"),
+        "{e}"
+    );
     let e = o(&["node[1].appear=-1 s"]).unwrap();
     assert!(e.contains("node[1].appear"), "{e}");
 }

@@ -9,7 +9,13 @@ use std::path::Path;
 /// The top-level module a source file belongs to.
 fn module_of(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).expect("under src");
-    let first = rel.components().next().expect("a path").as_os_str().to_string_lossy().to_string();
+    let first = rel
+        .components()
+        .next()
+        .expect("a path")
+        .as_os_str()
+        .to_string_lossy()
+        .to_string();
     first.trim_end_matches(".rs").to_string()
 }
 
@@ -31,7 +37,10 @@ fn references(text: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for line in code.lines().map(|l| l.split("//").next().unwrap_or("")) {
         for (i, _) in line.match_indices("crate::") {
-            let name: String = line[i + 7..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+            let name: String = line[i + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
             if !name.is_empty() {
                 out.insert(name);
             }
@@ -51,14 +60,21 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let refs = references(&std::fs::read_to_string(&f).expect("readable source"));
-        deps.entry(m.clone()).or_default().extend(refs.into_iter().filter(|r| *r != m));
+        deps.entry(m.clone())
+            .or_default()
+            .extend(refs.into_iter().filter(|r| *r != m));
     }
     deps
 }
 
 /// A cycle through `start`, if any (depth-first search).
 fn cycle(deps: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
-    fn walk(deps: &BTreeMap<String, BTreeSet<String>>, start: &str, path: &mut Vec<String>, seen: &mut BTreeSet<String>) -> bool {
+    fn walk(
+        deps: &BTreeMap<String, BTreeSet<String>>,
+        start: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
         let here = path.last().expect("non-empty").clone();
         for next in deps.get(&here).into_iter().flatten() {
             if next == start {
@@ -96,6 +112,17 @@ fn the_checker_finds_a_cycle() {
     deps.entry("net".into()).or_default().insert("mac".into());
     deps.entry("mac".into()).or_default().insert("world".into());
     deps.entry("world".into()).or_default().insert("net".into());
-    assert_eq!(cycle(&deps, "net"), Some(vec!["net".into(), "mac".into(), "world".into(), "net".into()]));
-    assert_eq!(references("use crate::net::Packet; // crate::world\n// crate::node\n"), BTreeSet::from(["net".to_string()]));
+    assert_eq!(
+        cycle(&deps, "net"),
+        Some(vec![
+            "net".into(),
+            "mac".into(),
+            "world".into(),
+            "net".into()
+        ])
+    );
+    assert_eq!(
+        references("use crate::net::Packet; // crate::world\n// crate::node\n"),
+        BTreeSet::from(["net".to_string()])
+    );
 }

@@ -89,14 +89,24 @@ fn test_every_captured_row_is_one_record_matching_the_trace() {
     for (n, name) in out.node_names.iter().enumerate() {
         let rows: Vec<usize> = (0..f.len())
             .filter(|&i| f.node[i] == n as u32)
-            .filter(|&i| f.event[i] != PhyEvent::Drop as u8 || f.reason[i] == DropReason::Error as u8)
+            .filter(|&i| {
+                f.event[i] != PhyEvent::Drop as u8 || f.reason[i] == DropReason::Error as u8
+            })
             .collect();
         let recs = records(&d.join(format!("{name}.pcap")));
-        assert_eq!(recs.len(), rows.len(), "{name}: records against captured rows");
+        assert_eq!(
+            recs.len(),
+            rows.len(),
+            "{name}: records against captured rows"
+        );
         assert!(rows.len() > 100, "{name}: only {} rows", rows.len());
         for (&i, (ts, rt, mpdu)) in rows.iter().zip(&recs) {
             assert_eq!(*ts, f.time_ns[i]);
-            assert_eq!(u64::from_le_bytes(rt[8..16].try_into().unwrap()), f.time_ns[i] / 1000, "TSFT");
+            assert_eq!(
+                u64::from_le_bytes(rt[8..16].try_into().unwrap()),
+                f.time_ns[i] / 1000,
+                "TSFT"
+            );
             let flags = rt[16];
             let is_bad = f.event[i] == PhyEvent::Drop as u8;
             assert_eq!(flags & 0x40 != 0, is_bad, "bad-FCS flag");
@@ -107,7 +117,11 @@ fn test_every_captured_row_is_one_record_matching_the_trace() {
                 // The whole dBm nearest the power (rounded from the f64 the
                 // trace holds as f32: within half a dB of the trace's value).
                 let signal = f32::from(rt[22] as i8);
-                assert!((signal - f.rssi_dbm[i]).abs() <= 0.5 + 1e-3, "signal dBm {signal} against {}", f.rssi_dbm[i]);
+                assert!(
+                    (signal - f.rssi_dbm[i]).abs() <= 0.5 + 1e-3,
+                    "signal dBm {signal} against {}",
+                    f.rssi_dbm[i]
+                );
                 assert_eq!(rt[23] as i8, -95, "noise dBm");
             }
             assert_eq!(mpdu.len() as u32, f.bytes[i], "MPDU length is the PSDU");
@@ -134,17 +148,26 @@ fn test_same_seed_gives_byte_identical_pcaps() {
     let (_, db) = run_pcap(PASS, "same-b");
     for p in &a.pcaps {
         let name = p.file_name().unwrap();
-        let (x, y) = (std::fs::read(da.join(name)).unwrap(), std::fs::read(db.join(name)).unwrap());
+        let (x, y) = (
+            std::fs::read(da.join(name)).unwrap(),
+            std::fs::read(db.join(name)).unwrap(),
+        );
         assert!(x.len() > 10_000);
         assert!(x == y, "{name:?} differs between two runs of one seed");
     }
     let other = run_scenario_pcap(PASS, &[], Some(4), 0, Some(&dir("same-c"))).unwrap();
-    assert_ne!(std::fs::read(&other.pcaps[0]).unwrap(), std::fs::read(&a.pcaps[0]).unwrap(), "another seed, another capture");
+    assert_ne!(
+        std::fs::read(&other.pcaps[0]).unwrap(),
+        std::fs::read(&a.pcaps[0]).unwrap(),
+        "another seed, another capture"
+    );
 }
 
 #[test]
 fn test_sniffer_does_not_disturb_the_run() {
-    let without = PASS.replace("[[node]]\nname = \"sniffer\"\nposition = [30, -5]\n", "").replace("[pcap]\nsniffer = \"sniffer\"\n", "");
+    let without = PASS
+        .replace("[[node]]\nname = \"sniffer\"\nposition = [30, -5]\n", "")
+        .replace("[pcap]\nsniffer = \"sniffer\"\n", "");
     assert!(!without.contains("sniffer"));
     let a = run_scenario(&without, &[], Some(3), 0).unwrap();
     let (b, _) = run_pcap(PASS, "disturb");
@@ -153,41 +176,87 @@ fn test_sniffer_does_not_disturb_the_run() {
     let keep: Vec<usize> = (0..fb.len()).filter(|&i| fb.node[i] != s).collect();
     assert_eq!(keep.len(), fa.len());
     for (j, &i) in keep.iter().enumerate() {
-        assert_eq!((fa.time_ns[j], fa.node[j], fa.event[j], fa.seq[j]), (fb.time_ns[i], fb.node[i], fb.event[i], fb.seq[i]));
+        assert_eq!(
+            (fa.time_ns[j], fa.node[j], fa.event[j], fa.seq[j]),
+            (fb.time_ns[i], fb.node[i], fb.event[i], fb.seq[i])
+        );
         assert_eq!(fa.rssi_dbm[j].to_bits(), fb.rssi_dbm[i].to_bits());
     }
     assert_eq!(a.trace.transport.len(), b.trace.transport.len());
     let sniffed = (0..fb.len()).filter(|&i| fb.node[i] == s).count();
-    let sent = (0..fb.len()).filter(|&i| fb.node[i] == s && fb.event[i] == PhyEvent::Tx as u8).count();
+    let sent = (0..fb.len())
+        .filter(|&i| fb.node[i] == s && fb.event[i] == PhyEvent::Tx as u8)
+        .count();
     assert_eq!(sent, 0, "the sniffer transmitted");
-    let unicast_heard = (0..fb.len()).filter(|&i| fb.node[i] == s && fb.kind[i] == 0 && fb.event[i] == PhyEvent::Rx as u8).count();
-    assert!(sniffed > 1000 && unicast_heard > 100, "the sniffer heard {sniffed} frames, {unicast_heard} of them data");
+    let unicast_heard = (0..fb.len())
+        .filter(|&i| fb.node[i] == s && fb.kind[i] == 0 && fb.event[i] == PhyEvent::Rx as u8)
+        .count();
+    assert!(
+        sniffed > 1000 && unicast_heard > 100,
+        "the sniffer heard {sniffed} frames, {unicast_heard} of them data"
+    );
 }
 
 #[test]
 fn test_pcap_section_errors_name_the_key() {
     let cases = [
-        ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nsniffer = \"nobody\"\n", "pcap.sniffer: 'nobody': no such node"),
-        ("name = \"sniffer\"\nposition = [30, -5]\n", "name = \"sniffer\"\nrole = \"sta\"\nposition = [30, -5]\n", "role = \"independent\""),
-        ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nnodes = [\"ap\", \"bus\"]\n", "pcap.nodes[1]: no node with a radio named 'bus'"),
-        ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nsniffer = \"car\"\n", "pcap.sniffer: 'car' must have a radio"),
-        ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nnodes = []\n", "pcap.nodes: give at least one radio"),
-        ("[pcap]\nsniffer = \"sniffer\"\n", "[pcap]\nsniffer = \"sniffer\"\nsnaplen = 96\n", "snaplen"),
+        (
+            "[pcap]\nsniffer = \"sniffer\"\n",
+            "[pcap]\nsniffer = \"nobody\"\n",
+            "pcap.sniffer: 'nobody': no such node",
+        ),
+        (
+            "name = \"sniffer\"\nposition = [30, -5]\n",
+            "name = \"sniffer\"\nrole = \"sta\"\nposition = [30, -5]\n",
+            "role = \"independent\"",
+        ),
+        (
+            "[pcap]\nsniffer = \"sniffer\"\n",
+            "[pcap]\nnodes = [\"ap\", \"bus\"]\n",
+            "pcap.nodes[1]: no node with a radio named 'bus'",
+        ),
+        (
+            "[pcap]\nsniffer = \"sniffer\"\n",
+            "[pcap]\nsniffer = \"car\"\n",
+            "pcap.sniffer: 'car' must have a radio",
+        ),
+        (
+            "[pcap]\nsniffer = \"sniffer\"\n",
+            "[pcap]\nnodes = []\n",
+            "pcap.nodes: give at least one radio",
+        ),
+        (
+            "[pcap]\nsniffer = \"sniffer\"\n",
+            "[pcap]\nsniffer = \"sniffer\"\nsnaplen = 96\n",
+            "snaplen",
+        ),
     ];
     for (from, to, want) in cases {
         let text = PASS.replace(from, to);
-        let e = run_scenario(&text, &[], None, 0).err().unwrap_or_else(|| panic!("{to} accepted")).0;
+        let e = run_scenario(&text, &[], None, 0)
+            .err()
+            .unwrap_or_else(|| panic!("{to} accepted"))
+            .0;
         assert!(e.contains(want), "{e}");
     }
     let text = PASS.replace("to = \"car\"", "to = \"sniffer\"");
     let e = run_scenario(&text, &[], None, 0).err().unwrap().0;
-    assert!(e.contains("pcap.sniffer: 'sniffer' is named by a [[app]]"), "{e}");
+    assert!(
+        e.contains("pcap.sniffer: 'sniffer' is named by a [[app]]"),
+        "{e}"
+    );
 }
 
 #[test]
 fn test_unwritable_directory_is_a_clear_error() {
     let file = dir("blocked");
     std::fs::write(&file, b"a file, not a directory").unwrap();
-    let e = run_scenario_pcap(PASS, &[], Some(1), 0, Some(&file.join("pcap"))).err().unwrap().0;
-    assert!(e.starts_with("pcap: cannot write") && e.contains("give a directory that can be created"), "{e}");
+    let e = run_scenario_pcap(PASS, &[], Some(1), 0, Some(&file.join("pcap")))
+        .err()
+        .unwrap()
+        .0;
+    assert!(
+        e.starts_with("pcap: cannot write") && e.contains("give a directory that can be created"),
+        "{e}"
+    );
 }

@@ -33,8 +33,12 @@ interval = "20 ms"
 fn delivery(out: &RunOutput) -> f64 {
     let (a, b) = (id(out, "a"), id(out, "b"));
     let (f, m) = (&out.trace.frames, &out.trace.mac);
-    let sent = (0..m.len()).filter(|&i| m.node[i] == a && m.event[i] == MacEvent::Delivered as u8).count();
-    let got = (0..f.len()).filter(|&i| f.node[i] == b && f.peer[i] == a && f.event[i] == PhyEvent::Rx as u8).count();
+    let sent = (0..m.len())
+        .filter(|&i| m.node[i] == a && m.event[i] == MacEvent::Delivered as u8)
+        .count();
+    let got = (0..f.len())
+        .filter(|&i| f.node[i] == b && f.peer[i] == a && f.event[i] == PhyEvent::Rx as u8)
+        .count();
     got as f64 / sent as f64
 }
 
@@ -50,8 +54,25 @@ fn at_the_range_nine_frames_in_ten_get_through_and_the_edge_is_sharp() {
 
 #[test]
 fn range_and_tx_power_are_exclusive_and_bounded() {
-    let e = run_scenario(PAIR, &["node.a.tx_power=\"10 dBm\"".to_string()], Some(1), 0).err().expect("both");
-    assert!(e.0.contains("node[0].range") && e.0.contains("not both"), "{}", e.0);
-    let e = run_scenario(PAIR, &["node.a.range=\"90 km\"".to_string()], Some(1), 0).err().expect("too far");
-    assert!(e.0.contains("node[0].range") && e.0.contains("dBm"), "{}", e.0);
+    let e = run_scenario(
+        PAIR,
+        &["node.a.tx_power=\"10 dBm\"".to_string()],
+        Some(1),
+        0,
+    )
+    .err()
+    .expect("both");
+    assert!(
+        e.0.contains("node[0].range") && e.0.contains("not both"),
+        "{}",
+        e.0
+    );
+    let e = run_scenario(PAIR, &["node.a.range=\"90 km\"".to_string()], Some(1), 0)
+        .err()
+        .expect("too far");
+    assert!(
+        e.0.contains("node[0].range") && e.0.contains("dBm"),
+        "{}",
+        e.0
+    );
 }

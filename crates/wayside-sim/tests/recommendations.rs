@@ -3,15 +3,18 @@
 
 mod common;
 use common::events;
-use wayside_sim::{run_scenario, RunOutput};
 use wayside_sim::trace::ConnEvent;
+use wayside_sim::{run_scenario, RunOutput};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
     common::run(text, overrides, 3)
 }
 
 fn gaps(times: &[(f64, f64)]) -> Vec<f64> {
-    times.windows(2).map(|w| ((w[1].0 - w[0].0) * 1e3).round() / 1e3).collect()
+    times
+        .windows(2)
+        .map(|w| ((w[1].0 - w[0].0) * 1e3).round() / 1e3)
+        .collect()
 }
 
 /// A server whose SYNs never get through: the car is out of the AP's range.
@@ -52,12 +55,31 @@ fn tcp_initial_rto_backoff_limit_and_max_rto_set_the_syn_schedule() {
     };
     // linux-2.6: 3 s, doubling.
     assert_eq!(syn_times(&[]), vec![3.0, 6.0]);
-    assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\""]), vec![1.0, 2.0, 4.0]);
-    assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.backoff_limit=0"]), vec![1.0; 5]);
-    assert_eq!(syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.max_rto=\"2 s\""]), vec![1.0, 2.0, 2.0, 2.0, 2.0]);
+    assert_eq!(
+        syn_times(&["node.server.tcp_params.initial_rto=\"1 s\""]),
+        vec![1.0, 2.0, 4.0]
+    );
+    assert_eq!(
+        syn_times(&[
+            "node.server.tcp_params.initial_rto=\"1 s\"",
+            "node.server.tcp_params.backoff_limit=0"
+        ]),
+        vec![1.0; 5]
+    );
+    assert_eq!(
+        syn_times(&[
+            "node.server.tcp_params.initial_rto=\"1 s\"",
+            "node.server.tcp_params.max_rto=\"2 s\""
+        ]),
+        vec![1.0, 2.0, 2.0, 2.0, 2.0]
+    );
     // syn_retries (5 for linux-2.6) ends the attempts.
     assert_eq!(
-        syn_times(&["node.server.tcp_params.initial_rto=\"1 s\"", "node.server.tcp_params.backoff_limit=0", "node.server.tcp_params.syn_retries=3"]),
+        syn_times(&[
+            "node.server.tcp_params.initial_rto=\"1 s\"",
+            "node.server.tcp_params.backoff_limit=0",
+            "node.server.tcp_params.syn_retries=3"
+        ]),
         vec![1.0; 3]
     );
 }
@@ -65,18 +87,33 @@ fn tcp_initial_rto_backoff_limit_and_max_rto_set_the_syn_schedule() {
 #[test]
 fn tcp_params_errors_name_the_key() {
     for (o, want) in [
-        ("node.server.tcp_params.initial_rto=\"0 s\"", "node[2].tcp_params.initial_rto: 0 s is out of range"),
-        ("node.server.tcp_params.min_rto=\"5 s\"", "node[2].tcp_params.min_rto: 5 s is above max_rto"),
+        (
+            "node.server.tcp_params.initial_rto=\"0 s\"",
+            "node[2].tcp_params.initial_rto: 0 s is out of range",
+        ),
+        (
+            "node.server.tcp_params.min_rto=\"5 s\"",
+            "node[2].tcp_params.min_rto: 5 s is above max_rto",
+        ),
         ("node.server.tcp_params.rto=\"1 s\"", "unknown field `rto`"),
         ("node.server.tcp_params.backoff_limit=-1", "backoff_limit"),
-        ("node.server.tcp_params.mss=\"20 B\"", "node[2].tcp_params.mss: 20 B is out of range; allowed: 64 B to 8960 B"),
-        ("node.server.arp_retransmit=\"1 h\"", "node[2].arp_retransmit: 3600 s is out of range; allowed: 1 ms to 60 s"),
+        (
+            "node.server.tcp_params.mss=\"20 B\"",
+            "node[2].tcp_params.mss: 20 B is out of range; allowed: 64 B to 8960 B",
+        ),
+        (
+            "node.server.arp_retransmit=\"1 h\"",
+            "node[2].arp_retransmit: 3600 s is out of range; allowed: 1 ms to 60 s",
+        ),
     ] {
         let mut ov = vec![o.to_string()];
         if o.contains("min_rto") {
             ov.push("node.server.tcp_params.max_rto=\"1 s\"".into());
         }
-        let e = run_scenario(UNREACHABLE, &ov, None, 0).err().unwrap_or_else(|| panic!("{o} accepted")).0;
+        let e = run_scenario(UNREACHABLE, &ov, None, 0)
+            .err()
+            .unwrap_or_else(|| panic!("{o} accepted"))
+            .0;
         assert!(e.contains(want), "{o}: {e}");
     }
 }
@@ -115,7 +152,13 @@ fn arp_retransmit_sets_the_request_spacing() {
     let failed = events(&tuned, "a", ConnEvent::ArpFailed);
     assert!((failed[0].0 - req[2].0 - 0.2).abs() < 1e-6);
     // windows-xp: one request; the failed entry is held for arp_retransmit.
-    let xp = run(ARP_LOST, &["node.a.arp=\"windows-xp\"", "node.a.arp_retransmit=\"500 ms\""]);
+    let xp = run(
+        ARP_LOST,
+        &[
+            "node.a.arp=\"windows-xp\"",
+            "node.a.arp_retransmit=\"500 ms\"",
+        ],
+    );
     let req = events(&xp, "a", ConnEvent::ArpRequest);
     let failed = events(&xp, "a", ConnEvent::ArpFailed);
     assert_eq!(req.len(), 2, "{req:?}");
@@ -124,12 +167,20 @@ fn arp_retransmit_sets_the_request_spacing() {
 
 fn frames_beacons_heard(out: &RunOutput, from: &str, at: &str, after: f64, until: f64) -> usize {
     use wayside_sim::trace::{FrameKind, PhyEvent};
-    let (a, b) = (out.node_names.iter().position(|x| x == from).unwrap() as u32, out.node_names.iter().position(|x| x == at).unwrap() as u32);
+    let (a, b) = (
+        out.node_names.iter().position(|x| x == from).unwrap() as u32,
+        out.node_names.iter().position(|x| x == at).unwrap() as u32,
+    );
     let f = &out.trace.frames;
     (0..f.len())
         .filter(|&i| {
             let t = f.time_ns[i] as f64 * 1e-9;
-            f.node[i] == b && f.peer[i] == a && f.event[i] == PhyEvent::Rx as u8 && f.kind[i] == FrameKind::Beacon as u8 && t > after && t <= until + 1e-9
+            f.node[i] == b
+                && f.peer[i] == a
+                && f.event[i] == PhyEvent::Rx as u8
+                && f.kind[i] == FrameKind::Beacon as u8
+                && t > after
+                && t <= until + 1e-9
         })
         .count()
 }
@@ -138,8 +189,18 @@ fn frames_beacons_heard(out: &RunOutput, from: &str, at: &str, after: f64, until
 fn on_production_waits_for_good_beacon_delivery() {
     let text = wayside_sim::scenario::builtin("hadaller-highway").unwrap();
     let base = run(text, &[]);
-    let prod = run(text, &["app.0.start=\"on-production\"", "app.0.production_ratio=1.0", "app.0.production_window=\"3 s\""]);
-    let (assoc, start) = (events(&prod, "car", ConnEvent::Associated), events(&prod, "ap", ConnEvent::AppStart));
+    let prod = run(
+        text,
+        &[
+            "app.0.start=\"on-production\"",
+            "app.0.production_ratio=1.0",
+            "app.0.production_window=\"3 s\"",
+        ],
+    );
+    let (assoc, start) = (
+        events(&prod, "car", ConnEvent::Associated),
+        events(&prod, "ap", ConnEvent::AppStart),
+    );
     let base_start = events(&base, "ap", ConnEvent::AppStart);
     let production = events(&prod, "car", ConnEvent::Production);
     assert_eq!(production.len(), 1);
@@ -148,15 +209,31 @@ fn on_production_waits_for_good_beacon_delivery() {
     // 30 beacons after it (29 intervals at least), and the 1-2 s start
     // delay follows production.
     assert_eq!(assoc, events(&base, "car", ConnEvent::Associated));
-    assert!(production[0].0 >= assoc[0].0 + 2.9 - 1e-9, "{production:?} {assoc:?}");
+    assert!(
+        production[0].0 >= assoc[0].0 + 2.9 - 1e-9,
+        "{production:?} {assoc:?}"
+    );
     let delay = start[0].0 - production[0].0;
     assert!((1.0..=2.0).contains(&delay), "{start:?} {production:?}");
-    assert!(start[0].0 > base_start[0].0 + 1.0, "{start:?} {base_start:?}");
+    assert!(
+        start[0].0 > base_start[0].0 + 1.0,
+        "{start:?} {base_start:?}"
+    );
     // The car heard all 30 beacons of the window before production.
-    assert_eq!(frames_beacons_heard(&prod, "ap", "car", production[0].0 - 3.0, production[0].0), 30);
+    assert_eq!(
+        frames_beacons_heard(&prod, "ap", "car", production[0].0 - 3.0, production[0].0),
+        30
+    );
     // An RSSI requirement can only delay it further.
-    let strong =
-        run(text, &["app.0.start=\"on-production\"", "app.0.production_ratio=1.0", "app.0.production_window=\"3 s\"", "app.0.production_rssi=\"-60 dBm\""]);
+    let strong = run(
+        text,
+        &[
+            "app.0.start=\"on-production\"",
+            "app.0.production_ratio=1.0",
+            "app.0.production_window=\"3 s\"",
+            "app.0.production_rssi=\"-60 dBm\"",
+        ],
+    );
     let p2 = events(&strong, "car", ConnEvent::Production);
     assert!(p2[0].0 > production[0].0, "{p2:?} {production:?}");
 }
@@ -183,13 +260,21 @@ fn on_production_keys_are_checked() {
 /// `from` up to `until`, as the frames trace recorded it.
 fn last_mgmt_rssi(out: &RunOutput, from: &str, at: &str, until: f64) -> f32 {
     use wayside_sim::trace::{FrameKind, PhyEvent};
-    let (a, b) = (out.node_names.iter().position(|x| x == from).unwrap() as u32, out.node_names.iter().position(|x| x == at).unwrap() as u32);
+    let (a, b) = (
+        out.node_names.iter().position(|x| x == from).unwrap() as u32,
+        out.node_names.iter().position(|x| x == at).unwrap() as u32,
+    );
     let f = &out.trace.frames;
     let i = (0..f.len())
         .rev()
         .find(|&i| {
-            let kind_ok = f.kind[i] == FrameKind::Beacon as u8 || f.kind[i] == FrameKind::ProbeResp as u8;
-            f.node[i] == b && f.peer[i] == a && f.event[i] == PhyEvent::Rx as u8 && kind_ok && f.time_ns[i] as f64 * 1e-9 <= until + 1e-9
+            let kind_ok =
+                f.kind[i] == FrameKind::Beacon as u8 || f.kind[i] == FrameKind::ProbeResp as u8;
+            f.node[i] == b
+                && f.peer[i] == a
+                && f.event[i] == PhyEvent::Rx as u8
+                && kind_ok
+                && f.time_ns[i] as f64 * 1e-9 <= until + 1e-9
         })
         .unwrap();
     f.rssi_dbm[i]
@@ -202,8 +287,14 @@ fn selection_threshold_and_rssi_filter_decide_where_the_car_selects_the_ap() {
     let base = run(text, &short);
     // (A filter fed one or two samples per 2.1 s scan pass climbs slowly:
     // -75 dBm is reached before the AP, -60 dBm not at all.)
-    let strict = run(text, &[short[0], "management.selection_threshold=\"-75 dBm\""]);
-    let (b, s) = (events(&base, "car", ConnEvent::ApSelected), events(&strict, "car", ConnEvent::ApSelected));
+    let strict = run(
+        text,
+        &[short[0], "management.selection_threshold=\"-75 dBm\""],
+    );
+    let (b, s) = (
+        events(&base, "car", ConnEvent::ApSelected),
+        events(&strict, "car", ConnEvent::ApSelected),
+    );
     assert!(b[0].1 >= -87.0 && s[0].1 >= -75.0, "{b:?} {s:?}");
     // A higher threshold is met later, nearer the AP.
     assert!(s[0].0 > b[0].0 + 1.0, "{b:?} {s:?}");
@@ -211,6 +302,12 @@ fn selection_threshold_and_rssi_filter_decide_where_the_car_selects_the_ap() {
     // with madwifi's (length 10) it is an average that differs from it.
     let raw = run(text, &[short[0], "management.rssi_filter=1"]);
     let r = events(&raw, "car", ConnEvent::ApSelected);
-    assert!((r[0].1 as f32 - last_mgmt_rssi(&raw, "ap", "car", r[0].0)).abs() < 1e-3, "{r:?}");
-    assert!((b[0].1 as f32 - last_mgmt_rssi(&base, "ap", "car", b[0].0)).abs() > 0.1, "{b:?}");
+    assert!(
+        (r[0].1 as f32 - last_mgmt_rssi(&raw, "ap", "car", r[0].0)).abs() < 1e-3,
+        "{r:?}"
+    );
+    assert!(
+        (b[0].1 as f32 - last_mgmt_rssi(&base, "ap", "car", b[0].0)).abs() > 0.1,
+        "{b:?}"
+    );
 }

@@ -3,8 +3,8 @@
 
 mod common;
 use common::{events, id};
-use wayside_sim::{run_scenario, RunOutput};
 use wayside_sim::trace::{ConnEvent, FrameKind, PhyEvent, Proto};
+use wayside_sim::{run_scenario, RunOutput};
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
     common::run(text, overrides, 5)
@@ -13,7 +13,10 @@ fn run(text: &str, overrides: &[&str]) -> RunOutput {
 /// Bytes received in order over TCP at `node` by the end.
 fn tcp_received(out: &RunOutput, node: &str) -> u64 {
     let (n, t) = (id(out, node), &out.trace.transport);
-    (0..t.len()).filter(|&i| t.node[i] == n && t.proto[i] == Proto::Tcp as u8).map(|i| t.bytes[i] as u64).sum()
+    (0..t.len())
+        .filter(|&i| t.node[i] == n && t.proto[i] == Proto::Tcp as u8)
+        .map(|i| t.bytes[i] as u64)
+        .sum()
 }
 
 const TCPX: &str = r#"
@@ -64,7 +67,10 @@ fn a_trigger_starts_one_connection_and_the_exchanges_complete() {
     let heard = events(&out, "car", ConnEvent::TriggerHeard);
     assert_eq!(assoc.len(), 1);
     // Triggers every 500 ms from t = 0; the car hears every one after it associates.
-    assert!(heard[0].0 > assoc[0].0 && heard[0].0 < assoc[0].0 + 0.5 + 0.02, "{heard:?} {assoc:?}");
+    assert!(
+        heard[0].0 > assoc[0].0 && heard[0].0 < assoc[0].0 + 0.5 + 0.02,
+        "{heard:?} {assoc:?}"
+    );
     assert!(heard.len() >= 18, "{}", heard.len());
     for w in heard.windows(2) {
         assert_eq!(w[1].1, w[0].1 + 1.0);
@@ -98,12 +104,22 @@ fn triggers_are_broadcast_frames_at_the_basic_rate_without_retries() {
     let f = &out.trace.frames;
     let ap = id(&out, "ap");
     let tx = |kind: FrameKind| -> Vec<usize> {
-        (0..f.len()).filter(|&i| f.node[i] == ap && f.event[i] == PhyEvent::Tx as u8 && f.peer[i] == u32::MAX && f.kind[i] == kind as u8).collect()
+        (0..f.len())
+            .filter(|&i| {
+                f.node[i] == ap
+                    && f.event[i] == PhyEvent::Tx as u8
+                    && f.peer[i] == u32::MAX
+                    && f.kind[i] == kind as u8
+            })
+            .collect()
     };
     let beacons = tx(FrameKind::Beacon);
     // Trigger frames: 200 B + UDP 8 + IP 20 + LLC/SNAP 8 + MAC 28 (the other
     // broadcast data frame is the AP's ARP request).
-    let data: Vec<usize> = tx(FrameKind::Data).into_iter().filter(|&i| f.bytes[i] == 264).collect();
+    let data: Vec<usize> = tx(FrameKind::Data)
+        .into_iter()
+        .filter(|&i| f.bytes[i] == 264)
+        .collect();
     // One broadcast data frame per trigger, all at the beacons' (basic) rate, never retried.
     // Triggers at 0, 0.5, ..., 10 s (the run includes its last instant).
     assert_eq!(data.len(), 21, "{}", data.len());
@@ -125,19 +141,37 @@ fn without_triggers_reaching_the_car_there_is_no_exchange() {
 #[test]
 fn request_response_keys_are_checked() {
     for (o, want) in [
-        ("app.0.request=\"0 B\"", "app[0].request: 0 B is out of range; allowed: 1 B to 1 GB"),
-        ("app.0.payload=\"10 B\"", "app[0].payload: not used with kind = \"request-response\""),
-        ("app.0.trigger_interval=\"0 s\"", "app[0].trigger_interval: 0 s is out of range"),
+        (
+            "app.0.request=\"0 B\"",
+            "app[0].request: 0 B is out of range; allowed: 1 B to 1 GB",
+        ),
+        (
+            "app.0.payload=\"10 B\"",
+            "app[0].payload: not used with kind = \"request-response\"",
+        ),
+        (
+            "app.0.trigger_interval=\"0 s\"",
+            "app[0].trigger_interval: 0 s is out of range",
+        ),
         ("app.0.exchanges=0", "app[0].exchanges: 0 is out of range"),
-        ("app.0.kind=\"tcp-bulk\"", "app[0].request: only used with kind = \"request-response\""),
+        (
+            "app.0.kind=\"tcp-bulk\"",
+            "app[0].request: only used with kind = \"request-response\"",
+        ),
         ("app.0.kind=\"tcpx\"", "unknown variant `tcpx`"),
     ] {
-        let e = run_scenario(TCPX, &[o.to_string()], None, 0).err().unwrap_or_else(|| panic!("{o} accepted")).0;
+        let e = run_scenario(TCPX, &[o.to_string()], None, 0)
+            .err()
+            .unwrap_or_else(|| panic!("{o} accepted"))
+            .0;
         assert!(e.contains(want), "{o}: {e}");
     }
     let text = TCPX.replace("response = \"20 kB\"\n", "");
     let e = run_scenario(&text, &[], None, 0).err().unwrap().0;
-    assert!(e.contains("app[0].kind: kind = \"request-response\" needs request and response"), "{e}");
+    assert!(
+        e.contains("app[0].kind: kind = \"request-response\" needs request and response"),
+        "{e}"
+    );
 }
 
 /// The car leaves mid-request, its TCP gives up, and when it is back a
@@ -200,7 +234,10 @@ fn a_lost_connection_is_reopened_at_the_next_trigger() {
     // Exchanges before leaving and after coming back, none in between.
     let before = ex.iter().filter(|e| e.0 < 3.5).count();
     let after = ex.iter().filter(|e| e.0 > syn[1].0).count();
-    assert!(before >= 3 && after >= 3 && before + after == ex.len(), "{ex:?}");
+    assert!(
+        before >= 3 && after >= 3 && before + after == ex.len(),
+        "{ex:?}"
+    );
 }
 
 #[test]
@@ -215,7 +252,10 @@ fn exchanges_cross_a_split_tcp_ap_in_both_directions() {
     let t = &split.trace.tcp;
     let ap = id(&split, "ap");
     for peer in ["car", "server"] {
-        assert!((0..t.len()).any(|i| t.node[i] == ap && t.peer[i] == id(&split, peer)), "no AP sender towards {peer}");
+        assert!(
+            (0..t.len()).any(|i| t.node[i] == ap && t.peer[i] == id(&split, peer)),
+            "no AP sender towards {peer}"
+        );
     }
     assert!((0..plain.trace.tcp.len()).all(|i| plain.trace.tcp.node[i] != ap));
 }

@@ -4,8 +4,8 @@
 
 use wayside_sim::mac::{ACK_BYTES, DATA_OVERHEAD};
 use wayside_sim::phy::mode::{Preamble, Standard};
-use wayside_sim::scenario::builtin;
 use wayside_sim::run_scenario;
+use wayside_sim::scenario::builtin;
 use wayside_sim::trace::MacEvent;
 
 const PAYLOAD: u32 = 1500;
@@ -14,9 +14,17 @@ fn closed_form(standard: Standard, b_compatible: bool, rate_mbps: f64) -> f64 {
     let t = standard.timing(b_compatible);
     let mode = standard.mode_by_mbps(rate_mbps).unwrap();
     let ctl = standard.control_rate(mode);
-    let data = mode.airtime(PAYLOAD + DATA_OVERHEAD, Preamble::Long, standard).as_secs_f64();
-    let ack = ctl.airtime(ACK_BYTES, Preamble::Long, standard).as_secs_f64();
-    let cycle = t.difs.as_secs_f64() + t.cw_min as f64 / 2.0 * t.slot.as_secs_f64() + data + t.sifs.as_secs_f64() + ack;
+    let data = mode
+        .airtime(PAYLOAD + DATA_OVERHEAD, Preamble::Long, standard)
+        .as_secs_f64();
+    let ack = ctl
+        .airtime(ACK_BYTES, Preamble::Long, standard)
+        .as_secs_f64();
+    let cycle = t.difs.as_secs_f64()
+        + t.cw_min as f64 / 2.0 * t.slot.as_secs_f64()
+        + data
+        + t.sifs.as_secs_f64()
+        + ack;
     PAYLOAD as f64 * 8.0 / cycle
 }
 
@@ -33,16 +41,27 @@ fn simulated(standard: &str, b_compatible: bool, rate_mbps: f64) -> f64 {
         .filter(|&i| mac.event[i] == MacEvent::Delivered as u8)
         .map(|i| mac.bytes[i] as u64)
         .sum();
-    assert!(!(0..mac.len()).any(|i| mac.event[i] == MacEvent::Failed as u8), "no frame may fail at 5 m");
+    assert!(
+        !(0..mac.len()).any(|i| mac.event[i] == MacEvent::Failed as u8),
+        "no frame may fail at 5 m"
+    );
     delivered as f64 * 8.0 / 4.0
 }
 
 #[test]
 fn every_80211b_rate_within_3_percent_of_closed_form() {
     for rate in [1.0, 2.0, 5.5, 11.0] {
-        let (sim, cf) = (simulated("802.11b", true, rate), closed_form(Standard::B, true, rate));
+        let (sim, cf) = (
+            simulated("802.11b", true, rate),
+            closed_form(Standard::B, true, rate),
+        );
         let err = (sim - cf).abs() / cf;
-        println!("802.11b {rate:>4} Mbps: simulated {:.3} Mbps, closed form {:.3} Mbps ({:+.2}%)", sim / 1e6, cf / 1e6, 100.0 * (sim - cf) / cf);
+        println!(
+            "802.11b {rate:>4} Mbps: simulated {:.3} Mbps, closed form {:.3} Mbps ({:+.2}%)",
+            sim / 1e6,
+            cf / 1e6,
+            100.0 * (sim - cf) / cf
+        );
         assert!(err < 0.03, "802.11b {rate} Mbps: {sim} vs {cf}");
     }
 }
@@ -51,8 +70,13 @@ fn every_80211b_rate_within_3_percent_of_closed_form() {
 fn every_80211g_rate_within_3_percent_of_closed_form() {
     // ERP-only (short slot, CWmin 15) and b-compatible (long slot, CWmin 31) timing.
     for b_compatible in [false, true] {
-        for rate in [1.0, 2.0, 5.5, 6.0, 9.0, 11.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0] {
-            let (sim, cf) = (simulated("802.11g", b_compatible, rate), closed_form(Standard::G, b_compatible, rate));
+        for rate in [
+            1.0, 2.0, 5.5, 6.0, 9.0, 11.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0,
+        ] {
+            let (sim, cf) = (
+                simulated("802.11g", b_compatible, rate),
+                closed_form(Standard::G, b_compatible, rate),
+            );
             let err = (sim - cf).abs() / cf;
             println!(
                 "802.11g (b_compatible={b_compatible}) {rate:>4} Mbps: simulated {:.3} Mbps, closed form {:.3} Mbps ({:+.2}%)",

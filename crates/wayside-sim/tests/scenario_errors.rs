@@ -18,7 +18,10 @@ fn with(o: &[&str]) -> String {
 #[test]
 fn unknown_keys_are_named_with_the_allowed_ones() {
     let e = with(&["radio.standrd=\"802.11b\""]);
-    assert!(e.contains("radio") && e.contains("standrd") && e.contains("standard"), "{e}");
+    assert!(
+        e.contains("radio") && e.contains("standrd") && e.contains("standard"),
+        "{e}"
+    );
     let e = with(&["node.car.colour=\"red\""]);
     assert!(e.contains("node[1]") && e.contains("colour"), "{e}");
 }
@@ -26,11 +29,20 @@ fn unknown_keys_are_named_with_the_allowed_ones() {
 #[test]
 fn wrong_types_and_units() {
     let e = with(&["duration=5"]);
-    assert!(e.starts_with("duration") && e.contains("unit is required") && e.contains("ms"), "{e}");
+    assert!(
+        e.starts_with("duration") && e.contains("unit is required") && e.contains("ms"),
+        "{e}"
+    );
     let e = with(&["node.car.mobility={model=\"line\", speed=\"80 furlongs\"}"]);
-    assert!(e.contains("speed") && e.contains("furlongs") && e.contains("km/h"), "{e}");
+    assert!(
+        e.contains("speed") && e.contains("furlongs") && e.contains("km/h"),
+        "{e}"
+    );
     let e = with(&["node.ap.tx_power=\"19 dB\""]);
-    assert!(e.contains("tx_power") && e.contains("19 dB") && e.contains("dBm"), "{e}");
+    assert!(
+        e.contains("tx_power") && e.contains("19 dB") && e.contains("dBm"),
+        "{e}"
+    );
     let e = with(&["radio.channel=\"six\""]);
     assert!(e.contains("radio.channel"), "{e}");
     let e = with(&["node.car.mobility={model=\"teleport\"}"]);
@@ -40,25 +52,45 @@ fn wrong_types_and_units() {
 #[test]
 fn out_of_range_values() {
     let e = with(&["node.ap.antenna_height=\"-3 m\""]);
-    assert!(e.contains("node[0].antenna_height") && e.contains("-3 m") && e.contains("allowed"), "{e}");
+    assert!(
+        e.contains("node[0].antenna_height") && e.contains("-3 m") && e.contains("allowed"),
+        "{e}"
+    );
     let e = with(&["node.car.position=[-1e12, 0]"]);
-    assert!(e.contains("node[1].position.x") && e.contains("-1000000000000 m"), "{e}");
+    assert!(
+        e.contains("node[1].position.x") && e.contains("-1000000000000 m"),
+        "{e}"
+    );
     let e = with(&["node.car.mobility={model=\"line\", speed=\"-80 km/h\"}"]);
-    assert!(e.contains("node[1].mobility.speed") && e.contains("allowed"), "{e}");
+    assert!(
+        e.contains("node[1].mobility.speed") && e.contains("allowed"),
+        "{e}"
+    );
     let e = with(&["duration=\"-1 s\""]);
     assert!(e.contains("duration: -1 s") && e.contains("allowed"), "{e}");
     let e = with(&["node.car.position=[1, 2, 3]"]);
-    assert!(e.contains("node[1].position") && e.contains("3 values"), "{e}");
-    let e = with(&["node.car.mobility={model=\"polyline\", speed=\"1 m/s\", points=[[0, 0], [nan, 0]]}"]);
+    assert!(
+        e.contains("node[1].position") && e.contains("3 values"),
+        "{e}"
+    );
+    let e = with(&[
+        "node.car.mobility={model=\"polyline\", speed=\"1 m/s\", points=[[0, 0], [nan, 0]]}",
+    ]);
     assert!(e.contains("node[1].mobility.points[1].x"), "{e}");
     let e = with(&["node.car.count=2", "node.car.spacing=[1e300, 0]"]);
     assert!(e.contains("node[1].spacing"), "{e}");
     let e = with(&["environment.shadowing_sigma=\"300 dB\""]);
     assert!(e.contains("environment.shadowing_sigma"), "{e}");
     let e = with(&["environment.run_shadowing_sigma=\"-2 dB\""]);
-    assert!(e.contains("environment.run_shadowing_sigma: -2 dB") && e.contains("0 dB to 20 dB"), "{e}");
+    assert!(
+        e.contains("environment.run_shadowing_sigma: -2 dB") && e.contains("0 dB to 20 dB"),
+        "{e}"
+    );
     let e = with(&["traffic.0.payload=\"9000 B\""]);
-    assert!(e.contains("traffic[0].payload") && e.contains("2304"), "{e}");
+    assert!(
+        e.contains("traffic[0].payload") && e.contains("2304"),
+        "{e}"
+    );
     let e = with(&["radio.channel=99"]);
     assert!(e.contains("radio.channel") && e.contains("99"), "{e}");
 }
@@ -66,9 +98,15 @@ fn out_of_range_values() {
 #[test]
 fn unknown_rates_and_standards() {
     let e = with(&["mac.retry_chain=[{rate=\"13 Mbps\", tries=2}]"]);
-    assert!(e.contains("mac.retry_chain[0].rate") && e.contains("13 Mbps") && e.contains("54"), "{e}");
+    assert!(
+        e.contains("mac.retry_chain[0].rate") && e.contains("13 Mbps") && e.contains("54"),
+        "{e}"
+    );
     let e = with(&["radio.standard=\"802.11n\""]);
-    assert!(e.contains("radio.standard") && e.contains("802.11n") && e.contains("802.11p"), "{e}");
+    assert!(
+        e.contains("radio.standard") && e.contains("802.11n") && e.contains("802.11p"),
+        "{e}"
+    );
     let e = with(&["radio.standard=\"802.11b\""]); // the chain's 24 Mbps is not a b rate
     assert!(e.contains("24 Mbps") && e.contains("802.11b"), "{e}");
 }
@@ -76,11 +114,17 @@ fn unknown_rates_and_standards() {
 #[test]
 fn absurd_node_counts_and_dangling_references() {
     let e = with(&["node.car.count=100000000"]);
-    assert!(e.contains("node[1].count: 100000000") && e.contains("10000"), "{e}");
+    assert!(
+        e.contains("node[1].count: 100000000") && e.contains("10000"),
+        "{e}"
+    );
     let e = with(&["node.car.count=6000", "node.ap.count=6000"]);
     assert!(e.contains("12000 nodes") && e.contains("10000"), "{e}");
     let e = with(&["traffic.0.to=\"bus\""]);
-    assert!(e.contains("traffic[0].to") && e.contains("bus") && e.contains("car"), "{e}");
+    assert!(
+        e.contains("traffic[0].to") && e.contains("bus") && e.contains("car"),
+        "{e}"
+    );
     let e = with(&["node.1.name=\"ap\""]);
     assert!(e.contains("'ap'") && e.contains("twice"), "{e}");
 }
@@ -92,12 +136,18 @@ fn malformed_documents_and_overrides() {
     assert!(error_of("duration = \"1 s\"", &[]).contains("radio"));
     assert!(with(&["no-equals-sign"]).contains("KEY=VALUE"));
     let e = with(&["node.bus.tx_power=\"1 dBm\""]);
-    assert!(e.contains("no node named 'bus'") && e.contains("ap, car"), "{e}");
+    assert!(
+        e.contains("no node named 'bus'") && e.contains("ap, car"),
+        "{e}"
+    );
     assert!(with(&["name=\"../../etc\""]).contains("name: '../../etc' is not usable"));
     assert!(with(&["traffic.7.payload=\"1 B\""]).contains("out of range"));
     assert!(with(&["traffic[7].payload=\"1 B\""]).contains("index 7 is out of range"));
     assert!(with(&["duration.x=1"]).contains("not a table"));
     // An entry of a section the scenario does not have: named, not a type error.
     let e = with(&["app.0.payload=\"1 B\""]);
-    assert!(e.contains("no [[app]] entries") && e.contains("cannot add"), "{e}");
+    assert!(
+        e.contains("no [[app]] entries") && e.contains("cannot add"),
+        "{e}"
+    );
 }

@@ -3,8 +3,8 @@
 
 mod common;
 use common::id;
-use wayside_sim::RunOutput;
 use wayside_sim::trace::{ConnEvent, Proto};
+use wayside_sim::RunOutput;
 
 fn run(text: &str, overrides: &[&str]) -> RunOutput {
     common::run(text, overrides, 4)
@@ -13,13 +13,19 @@ fn run(text: &str, overrides: &[&str]) -> RunOutput {
 /// Smoothed RTTs (ms) a node's TCP sender reported, towards `peer`.
 fn srtt(out: &RunOutput, node: &str, peer: &str) -> Vec<f32> {
     let (n, p, t) = (id(out, node), id(out, peer), &out.trace.tcp);
-    (0..t.len()).filter(|&i| t.node[i] == n && t.peer[i] == p && !t.srtt_ms[i].is_nan()).map(|i| t.srtt_ms[i]).collect()
+    (0..t.len())
+        .filter(|&i| t.node[i] == n && t.peer[i] == p && !t.srtt_ms[i].is_nan())
+        .map(|i| t.srtt_ms[i])
+        .collect()
 }
 
 fn events(out: &RunOutput, node: &str, ev: ConnEvent) -> Vec<(f64, u32)> {
     let n = id(out, node);
     let e = &out.trace.events;
-    (0..e.len()).filter(|&i| e.node[i] == n && e.event[i] == ev as u8).map(|i| (e.time_ns[i] as f64 * 1e-9, e.peer[i])).collect()
+    (0..e.len())
+        .filter(|&i| e.node[i] == n && e.event[i] == ev as u8)
+        .map(|i| (e.time_ns[i] as f64 * 1e-9, e.peer[i]))
+        .collect()
 }
 
 /// A server 50 ms RTT behind the AP on a 100 Mb/s backhaul; the car at
@@ -72,7 +78,11 @@ fn with_split_the_server_sees_wired_rtts_and_the_car_gets_every_byte_in_order() 
         v[v.len() / 2]
     };
     assert!(median(&p) > 100.0, "{}", median(&p));
-    assert!(s.len() > 100 && s.iter().all(|&r| (50.0..60.0).contains(&r)), "{:?}", s.iter().cloned().fold(0.0f32, f32::max));
+    assert!(
+        s.len() > 100 && s.iter().all(|&r| (50.0..60.0).contains(&r)),
+        "{:?}",
+        s.iter().cloned().fold(0.0f32, f32::max)
+    );
     // The AP runs the wireless half: its own sender towards the car, opened
     // when it intercepted the server's SYN.
     assert!(srtt(&plain, "ap", "car").is_empty());
@@ -81,13 +91,18 @@ fn with_split_the_server_sees_wired_rtts_and_the_car_gets_every_byte_in_order() 
     let server_syn = events(&split, "server", ConnEvent::Syn);
     assert_eq!(ap_syn.len(), 1);
     assert_eq!(ap_syn[0].1, id(&split, "car"));
-    assert!((ap_syn[0].0 - server_syn[0].0 - 0.025).abs() < 1e-3, "{ap_syn:?} {server_syn:?}");
+    assert!(
+        (ap_syn[0].0 - server_syn[0].0 - 0.025).abs() < 1e-3,
+        "{ap_syn:?} {server_syn:?}"
+    );
     // The server's handshake completes one wired round trip after its SYN.
     let est = events(&split, "server", ConnEvent::Established);
     assert!((est[0].0 - server_syn[0].0 - 0.050).abs() < 1e-3, "{est:?}");
     for out in [&plain, &split] {
         let (car, t) = (id(out, "car"), &out.trace.transport);
-        let rows: Vec<usize> = (0..t.len()).filter(|&i| t.node[i] == car && t.proto[i] == Proto::Tcp as u8).collect();
+        let rows: Vec<usize> = (0..t.len())
+            .filter(|&i| t.node[i] == car && t.proto[i] == Proto::Tcp as u8)
+            .collect();
         let mut seen = 0;
         for &i in &rows {
             assert_eq!(t.seq[i], seen + t.bytes[i] as u64);
@@ -112,21 +127,46 @@ fn hadaller_highway_remote_keeps_hadaller_highway_settings() {
     assert_eq!(base.get("duration"), remote.get("duration"));
     let node = |doc: &toml::Table, name: &str| {
         let nodes = doc["node"].as_array().unwrap();
-        let mut t = nodes.iter().find(|n| n["name"].as_str() == Some(name)).unwrap().as_table().unwrap().clone();
+        let mut t = nodes
+            .iter()
+            .find(|n| n["name"].as_str() == Some(name))
+            .unwrap()
+            .as_table()
+            .unwrap()
+            .clone();
         t.remove("split_tcp");
         t
     };
     for name in ["ap", "car"] {
-        assert_eq!(node(&base, name), node(&remote, name), "node {name} differs");
+        assert_eq!(
+            node(&base, name),
+            node(&remote, name),
+            "node {name} differs"
+        );
     }
-    let server = remote["node"].as_array().unwrap().iter().find(|n| n["name"].as_str() == Some("server")).unwrap();
+    let server = remote["node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"].as_str() == Some("server"))
+        .unwrap();
     assert_eq!(server["radio"].as_bool(), Some(false));
     let link = &remote["link"].as_array().unwrap()[0];
     assert_eq!(
-        (link["a"].as_str(), link["b"].as_str(), link["delay"].as_str(), link["bandwidth"].as_str()),
+        (
+            link["a"].as_str(),
+            link["b"].as_str(),
+            link["delay"].as_str(),
+            link["bandwidth"].as_str()
+        ),
         (Some("ap"), Some("server"), Some("25 ms"), Some("100 Mbps"))
     );
-    let ap = remote["node"].as_array().unwrap().iter().find(|n| n["name"].as_str() == Some("ap")).unwrap();
+    let ap = remote["node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"].as_str() == Some("ap"))
+        .unwrap();
     assert_eq!(ap["split_tcp"].as_bool(), Some(false));
 }
 

@@ -47,18 +47,28 @@ start = "1 s"
 /// Payload bytes `node` received over `proto`.
 fn received(out: &RunOutput, node: &str, proto: Proto) -> u64 {
     let (n, t) = (id(out, node), &out.trace.transport);
-    (0..t.len()).filter(|&i| t.node[i] == n && t.proto[i] == proto as u8).map(|i| u64::from(t.bytes[i])).sum()
+    (0..t.len())
+        .filter(|&i| t.node[i] == n && t.proto[i] == proto as u8)
+        .map(|i| u64::from(t.bytes[i]))
+        .sum()
 }
 
 #[test]
 fn files_move_over_tcp_with_real_bytes() {
     let mut out = run(PAIR, &[], 2);
-    assert_eq!(events(&out, "fetcher", ConnEvent::FileUpdated).len(), 3, "every newer version committed");
+    assert_eq!(
+        events(&out, "fetcher", ConnEvent::FileUpdated).len(),
+        3,
+        "every newer version committed"
+    );
     // Over TCP: blocks, discovery and control in the stream; beacons over UDP.
     assert!(received(&out, "fetcher", Proto::Tcp) >= 600_000);
     assert_eq!(received(&out, "fetcher", Proto::Raw), 0);
     assert!(received(&out, "fetcher", Proto::Udp) > 0, "beacons");
-    assert!(!events(&out, "fetcher", ConnEvent::Established).is_empty() || !events(&out, "holder", ConnEvent::Established).is_empty());
+    assert!(
+        !events(&out, "fetcher", ConnEvent::Established).is_empty()
+            || !events(&out, "holder", ConnEvent::Established).is_empty()
+    );
     // The endpoint verified every block it stored: no poisoned or malformed
     // datagram came out of the stream, and TCP delivered no block twice.
     out.broadside.sort_by_key(|e| e.node.0);
@@ -74,13 +84,23 @@ fn windows_xp_announces_its_address_and_stays_silent_100_ms() {
         let up = events(&out, node, ConnEvent::LinkUp);
         let announce = events(&out, node, ConnEvent::ArpAnnounce);
         assert_eq!(announce.len(), 1, "{node}: one link, one announcement");
-        assert!((announce[0].0 - up[0].0).abs() < 1e-9 && (announce[0].1 - 0.1).abs() < 1e-9, "{announce:?} {up:?}");
+        assert!(
+            (announce[0].0 - up[0].0).abs() < 1e-9 && (announce[0].1 - 0.1).abs() < 1e-9,
+            "{announce:?} {up:?}"
+        );
         // Nothing over IP from this host in the silence: its first ARP
         // request comes after it.
         let arp = events(&out, node, ConnEvent::ArpRequest);
-        assert!(arp.iter().all(|a| a.0 >= announce[0].0 + 0.1 - 1e-9), "{node}: {arp:?} {announce:?}");
+        assert!(
+            arp.iter().all(|a| a.0 >= announce[0].0 + 0.1 - 1e-9),
+            "{node}: {arp:?} {announce:?}"
+        );
     }
-    let linux = run(PAIR, &["node.holder.arp=\"linux\"", "node.fetcher.arp=\"linux\""], 2);
+    let linux = run(
+        PAIR,
+        &["node.holder.arp=\"linux\"", "node.fetcher.arp=\"linux\""],
+        2,
+    );
     assert!(events(&linux, "holder", ConnEvent::ArpAnnounce).is_empty());
 }
 

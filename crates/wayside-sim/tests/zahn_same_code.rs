@@ -58,8 +58,13 @@ fn contents(store: &mut dyn Storage, certs: &[Certificate]) -> BTreeMap<(String,
         .iter()
         .map(|c| {
             let mut buf = vec![0u8; c.size() as usize];
-            store.read(c, 0, &mut buf).unwrap_or_else(|e| panic!("{}: {e:?}", c.name()));
-            ((c.name().to_string(), c.version()), Sha256::digest(&buf).into())
+            store
+                .read(c, 0, &mut buf)
+                .unwrap_or_else(|e| panic!("{}: {e:?}", c.name()));
+            (
+                (c.name().to_string(), c.version()),
+                Sha256::digest(&buf).into(),
+            )
         })
         .collect()
 }
@@ -76,7 +81,10 @@ fn fill(dir: &Path, set: &mut wayside_sim::apps::files::FileSet) {
 }
 
 fn free_port() -> SocketAddr {
-    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
 }
 
 struct Real {
@@ -87,7 +95,11 @@ struct Real {
 /// Runs two real nodes over loopback on `stores` until both hold
 /// `want` (name → version), for at most two minutes (far more than they
 /// need, on a loaded machine); their counters and stores.
-fn run_real(stores: [&Path; 2], trusted: broadside::PublicKey, want: &BTreeMap<String, u16>) -> [Real; 2] {
+fn run_real(
+    stores: [&Path; 2],
+    trusted: broadside::PublicKey,
+    want: &BTreeMap<String, u16>,
+) -> [Real; 2] {
     let ports = [free_port(), free_port()];
     let stop = Arc::new(AtomicBool::new(false));
     let handles: Vec<_> = (0..2)
@@ -97,7 +109,13 @@ fn run_real(stores: [&Path; 2], trusted: broadside::PublicKey, want: &BTreeMap<S
                 bind: ports[i],
                 beacon_to: vec![ports[1 - i]],
                 trusted: vec![trusted],
-                config: Config { packet_size: DATAGRAM, seed: 11 + i as u64, beacon_interval: Duration::from_millis(200), send_rate: 20_000_000, ..Config::default() },
+                config: Config {
+                    packet_size: DATAGRAM,
+                    seed: 11 + i as u64,
+                    beacon_interval: Duration::from_millis(200),
+                    send_rate: 20_000_000,
+                    ..Config::default()
+                },
                 status_interval: Duration::from_millis(200),
                 socket_buffer: 8 << 20,
                 ..NodeOptions::default()
@@ -105,13 +123,19 @@ fn run_real(stores: [&Path; 2], trusted: broadside::PublicKey, want: &BTreeMap<S
             let mut node = Node::new(opts).unwrap();
             let s = stop.clone();
             std::thread::spawn(move || {
-                node.run(&s, Some(Instant::now() + Duration::from_secs(120))).unwrap();
+                node.run(&s, Some(Instant::now() + Duration::from_secs(120)))
+                    .unwrap();
                 node
             })
         })
         .collect();
     let held = |dir: &Path| -> BTreeMap<String, u16> {
-        DiskStore::open_read_only(dir).unwrap().certificates().iter().map(|c| (c.name().to_string(), c.version())).collect()
+        DiskStore::open_read_only(dir)
+            .unwrap()
+            .certificates()
+            .iter()
+            .map(|c| (c.name().to_string(), c.version()))
+            .collect()
     };
     let end = Instant::now() + Duration::from_secs(120);
     while Instant::now() < end && !(held(stores[0]) == *want && held(stores[1]) == *want) {
@@ -130,7 +154,10 @@ fn run_real(stores: [&Path; 2], trusted: broadside::PublicKey, want: &BTreeMap<S
         let mut disk = DiskStore::open_read_only(stores[i]).unwrap();
         let (certs, issues) = disk.load(&TrustedKeys::new([trusted])).unwrap();
         assert!(issues.is_empty(), "{issues:?}");
-        Real { counters: *nodes[i].endpoint().counters(), store: contents(&mut disk, &certs) }
+        Real {
+            counters: *nodes[i].endpoint().counters(),
+            store: contents(&mut disk, &certs),
+        }
     };
     [real(0), real(1)]
 }
@@ -139,8 +166,18 @@ fn run_real(stores: [&Path; 2], trusted: broadside::PublicKey, want: &BTreeMap<S
 fn a_file_set_synced_both_ways_ends_the_same_in_the_simulator_and_on_real_nodes() {
     // The simulated run.
     let (_, cfg) = wayside_sim::scenario::load(PAIR, &[], Some(SEED), 0).unwrap();
-    let AppKind::Broadside { files, .. } = cfg.apps[0].kind else { panic!("broadside") };
-    assert_eq!(files, Files { bytes: 1000, count: 70, common: true, both_ways: true });
+    let AppKind::Broadside { files, .. } = cfg.apps[0].kind else {
+        panic!("broadside")
+    };
+    assert_eq!(
+        files,
+        Files {
+            bytes: 1000,
+            count: 70,
+            common: true,
+            both_ways: true
+        }
+    );
     let t0 = Instant::now();
     let mut out = wayside_sim::run_scenario(PAIR, &[], Some(SEED), 0).unwrap();
     println!("simulated in {:?}", t0.elapsed());
@@ -151,8 +188,16 @@ fn a_file_set_synced_both_ways_ends_the_same_in_the_simulator_and_on_real_nodes(
         .broadside
         .iter_mut()
         .map(|e| {
-            let held: BTreeMap<String, u16> = e.files.iter().map(|c| (c.name().to_string(), c.version())).collect();
-            assert_eq!(held, want, "simulated end {} holds the newest version of every file", e.node.0);
+            let held: BTreeMap<String, u16> = e
+                .files
+                .iter()
+                .map(|c| (c.name().to_string(), c.version()))
+                .collect();
+            assert_eq!(
+                held, want,
+                "simulated end {} holds the newest version of every file",
+                e.node.0
+            );
             (e.counters, contents(&mut e.store, &e.files))
         })
         .collect();
@@ -162,33 +207,69 @@ fn a_file_set_synced_both_ways_ends_the_same_in_the_simulator_and_on_real_nodes(
     let stores = [dir.path().join("a"), dir.path().join("b")];
     let mut trusted = None;
     for (i, store) in stores.iter().enumerate() {
-        let (key, mut set) = file_set((cfg.seed, cfg.run), 0, NodeId(i as u32) == cfg.apps[0].from, files, DATAGRAM);
+        let (key, mut set) = file_set(
+            (cfg.seed, cfg.run),
+            0,
+            NodeId(i as u32) == cfg.apps[0].from,
+            files,
+            DATAGRAM,
+        );
         trusted = Some(key.public());
         fill(store, &mut set);
     }
     let t0 = Instant::now();
-    let real = run_real([&stores[0], &stores[1]], trusted.expect("a provider"), &want);
+    let real = run_real(
+        [&stores[0], &stores[1]],
+        trusted.expect("a provider"),
+        &want,
+    );
 
     println!("real nodes in {:?}", t0.elapsed());
     for i in 0..2 {
         let (sim_counters, sim_store) = &sim[i];
         let (r, name) = (&real[i], ["a", "b"][i]);
         assert_eq!(r.store.len(), 70, "{name}");
-        assert_eq!(*sim_store, r.store, "{name}: the same files with the same bytes");
+        assert_eq!(
+            *sim_store, r.store,
+            "{name}: the same files with the same bytes"
+        );
         assert_eq!(sim_counters.malformed + r.counters.malformed, 0);
         let (s, t) = (sim_counters.tx.discovery, r.counters.tx.discovery);
-        println!("{name}: discovery sent {} packets / {} B simulated, {} / {} B real", s.packets, s.bytes, t.packets, t.bytes);
+        println!(
+            "{name}: discovery sent {} packets / {} B simulated, {} / {} B real",
+            s.packets, s.bytes, t.packets, t.bytes
+        );
         assert!(s.packets > 0, "{name} took part in discovery");
-        assert_eq!((s.packets, s.bytes), (t.packets, t.bytes), "{name}: discovery packets and bytes sent, simulated vs real");
-        assert_eq!(sim_counters.rx.discovery.packets, r.counters.rx.discovery.packets, "{name}: discovery packets received");
+        assert_eq!(
+            (s.packets, s.bytes),
+            (t.packets, t.bytes),
+            "{name}: discovery packets and bytes sent, simulated vs real"
+        );
+        assert_eq!(
+            sim_counters.rx.discovery.packets, r.counters.rx.discovery.packets,
+            "{name}: discovery packets received"
+        );
         // Each end received the 35 files it lacked, and nothing more.
-        assert_eq!((sim_counters.file_bytes_received, r.counters.file_bytes_received), (35 * 1000, 35 * 1000), "{name}");
+        assert_eq!(
+            (
+                sim_counters.file_bytes_received,
+                r.counters.file_bytes_received
+            ),
+            (35 * 1000, 35 * 1000),
+            "{name}"
+        );
     }
 }
 
 #[test]
 fn both_ways_needs_common_files() {
     let text = PAIR.replace("common = true\n", "");
-    let e = wayside_sim::run_scenario(&text, &[], Some(1), 0).err().expect("an error").to_string();
-    assert!(e.contains("app[0].both_ways") && e.contains("common = true"), "{e}");
+    let e = wayside_sim::run_scenario(&text, &[], Some(1), 0)
+        .err()
+        .expect("an error")
+        .to_string();
+    assert!(
+        e.contains("app[0].both_ways") && e.contains("common = true"),
+        "{e}"
+    );
 }

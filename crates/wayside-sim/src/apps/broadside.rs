@@ -34,18 +34,20 @@
 //! Every datagram received is logged in the `transport` trace (its bytes
 //! and one-way delay); sync and transfer milestones go to `events`.
 
+use super::broadside_ip::{Conns, TCP_DATAGRAM};
+use super::files::FileSet;
 use super::{AppOutput, Apps};
 use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
 use crate::packet::{Body, Packet, ALL_HOSTS, LLC_SNAP};
 use crate::rng::Stream;
+use crate::sockets::Sockets;
 use crate::trace::{ConnEvent, Proto};
 use crate::transport::udp::Datagram;
 use crate::units::SimTime;
-use super::broadside_ip::{Conns, TCP_DATAGRAM};
-use super::files::FileSet;
-use crate::sockets::Sockets;
-use broadside::{Config, Destination, Endpoint, Event, Instant, PeerAddr, ProviderKey, TrustedKeys};
+use broadside::{
+    Config, Destination, Endpoint, Event, Instant, PeerAddr, ProviderKey, TrustedKeys,
+};
 use std::sync::Arc;
 
 /// The largest datagram an endpoint sends over UDP: a 1500-byte IP MTU
@@ -121,18 +123,34 @@ const OLD_VERSION_BYTES: u64 = 1;
 /// (seed, run) `seed`: the sending end's, or the other's, in blocks that
 /// fill `packet`-byte datagrams. Public so that a real node can be given
 /// the same files.
-pub fn file_set(seed: (u64, u64), app: u32, sender: bool, files: Files, packet: usize) -> (ProviderKey, FileSet) {
+pub fn file_set(
+    seed: (u64, u64),
+    app: u32,
+    sender: bool,
+    files: Files,
+    packet: usize,
+) -> (ProviderKey, FileSet) {
     let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}"));
     let mut key = [0u8; 32];
-    key.iter_mut().for_each(|b| *b = s.integer_inclusive(255) as u8);
+    key.iter_mut()
+        .for_each(|b| *b = s.integer_inclusive(255) as u8);
     let key = ProviderKey::from_seed(key);
     let block = (packet - broadside::wire::DATA_HEADER_LEN) as u32;
     let mut set = FileSet::default();
     for f in 0..files.count {
         // Content keys are drawn for every file in turn, so both ends agree.
-        let content = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
-        let name = if files.count == 1 { format!("app-{app}") } else { format!("app-{app}-{f}") };
-        let newer = if files.both_ways { (f % 2 == 0) == sender } else { sender };
+        let content = (u64::from(s.integer_inclusive(u32::MAX)) << 32)
+            | u64::from(s.integer_inclusive(u32::MAX));
+        let name = if files.count == 1 {
+            format!("app-{app}")
+        } else {
+            format!("app-{app}-{f}")
+        };
+        let newer = if files.both_ways {
+            (f % 2 == 0) == sender
+        } else {
+            sender
+        };
         if newer {
             set.publish(&key, &name, 2, files.bytes, content, block);
         } else if files.common {
@@ -173,20 +191,43 @@ pub(super) struct Host {
 impl Host {
     /// The end of application `app` at `me`; the sending end holds the
     /// newest versions. `link`: the port (UDP and TCP), and what it runs over.
-    pub(super) fn new(me: NodeId, sender: bool, app: u32, link: (u16, Link), files: Files, seed: (u64, u64)) -> Host {
+    pub(super) fn new(
+        me: NodeId,
+        sender: bool,
+        app: u32,
+        link: (u16, Link),
+        files: Files,
+        seed: (u64, u64),
+    ) -> Host {
         let (port, link) = link;
         let packet_size = link.datagram();
         let (key, store) = file_set(seed, app, sender, files, packet_size);
         let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}/{}", me.0));
-        let secret = (u64::from(s.integer_inclusive(u32::MAX)) << 32) | u64::from(s.integer_inclusive(u32::MAX));
-        let cfg = Config { packet_size, seed: secret, ..Config::default() };
+        let secret = (u64::from(s.integer_inclusive(u32::MAX)) << 32)
+            | u64::from(s.integer_inclusive(u32::MAX));
+        let cfg = Config {
+            packet_size,
+            seed: secret,
+            ..Config::default()
+        };
         let phase = SimTime::from_secs_f64(s.uniform() * cfg.beacon_interval.as_secs_f64());
         let trusted = TrustedKeys::new([key.public()]);
-        let mut endpoint = Endpoint::new(cfg, trusted, store.certificates(), Instant::ZERO).expect("a valid endpoint configuration");
+        let mut endpoint = Endpoint::new(cfg, trusted, store.certificates(), Instant::ZERO)
+            .expect("a valid endpoint configuration");
         if !sender && !files.common {
             endpoint.subscribe(key.public()); // it holds no version to update yet
         }
-        Host { endpoint, store, port, link, conns: Conns::default(), armed: None, phase, handled: None, received: 0 }
+        Host {
+            endpoint,
+            store,
+            port,
+            link,
+            conns: Conns::default(),
+            armed: None,
+            phase,
+            handled: None,
+            received: 0,
+        }
     }
 }
 
@@ -204,7 +245,13 @@ impl Apps {
     }
 
     /// Broadside end `id`: its timer fired, or the MAC has room again.
-    pub(super) fn broadside_wake(&mut self, now: SimTime, id: u32, room: usize, sockets: &mut Sockets) {
+    pub(super) fn broadside_wake(
+        &mut self,
+        now: SimTime,
+        id: u32,
+        room: usize,
+        sockets: &mut Sockets,
+    ) {
         let h = self.host(id);
         if h.armed.is_some_and(|t| t <= now) {
             h.armed = None;
@@ -215,22 +262,39 @@ impl Apps {
     }
 
     /// A datagram for Broadside end `id` from `from`.
-    pub(super) fn broadside_rx(&mut self, now: SimTime, id: u32, from: NodeId, data: &[u8], room: usize, sockets: &mut Sockets) {
+    pub(super) fn broadside_rx(
+        &mut self,
+        now: SimTime,
+        id: u32,
+        from: NodeId,
+        data: &[u8],
+        room: usize,
+        sockets: &mut Sockets,
+    ) {
         let h = self.host(id);
-        h.endpoint.handle_datagram(instant(now), from, data, &mut h.store);
+        h.endpoint
+            .handle_datagram(instant(now), from, data, &mut h.store);
         self.broadside_flush(now, id, room, sockets);
     }
 
     /// Socket `i` of Broadside-IP end `id` had input: the datagrams it
     /// completes go to the endpoint.
-    pub(super) fn broadside_readable(&mut self, now: SimTime, id: u32, i: usize, room: usize, sockets: &mut Sockets) {
+    pub(super) fn broadside_readable(
+        &mut self,
+        now: SimTime,
+        id: u32,
+        i: usize,
+        room: usize,
+        sockets: &mut Sockets,
+    ) {
         let me = self.me;
         let data = sockets.take(i);
         let from = sockets.get(i).peer;
         let h = self.host(id);
         h.conns.adopt(now, me, i, sockets);
         for frame in h.conns.frames(i, data) {
-            h.endpoint.handle_datagram(instant(now), from, &frame, &mut h.store);
+            h.endpoint
+                .handle_datagram(instant(now), from, &frame, &mut h.store);
         }
         self.broadside_flush(now, id, room, sockets);
     }
@@ -240,7 +304,11 @@ impl Apps {
     fn broadside_flush(&mut self, now: SimTime, id: u32, mut room: usize, sockets: &mut Sockets) {
         let me = self.me;
         // Borrows the applications only, so that outputs can be queued.
-        let app = self.ip.iter_mut().find(|a| a.id == id).expect("an application of this node");
+        let app = self
+            .ip
+            .iter_mut()
+            .find(|a| a.id == id)
+            .expect("an application of this node");
         let h = app.broadside.as_mut().expect("a Broadside end");
         let mut stream_full = false;
         loop {
@@ -252,7 +320,9 @@ impl Apps {
                 stream_full = true;
                 break; // resumes when the peer acknowledges (the socket is readable)
             }
-            let Some(t) = h.endpoint.poll_transmit(instant(now), &mut h.store) else { break };
+            let Some(t) = h.endpoint.poll_transmit(instant(now), &mut h.store) else {
+                break;
+            };
             if let (Link::Tcp, Destination::Peer(p)) = (h.link, &t.destination) {
                 h.conns.queue(*p, &t.payload);
                 continue;
@@ -264,15 +334,35 @@ impl Apps {
                     Destination::Peer(p) => Dst::Node(p),
                 };
                 let bytes = data.len() as u32 + LLC_SNAP;
-                let payload = Payload::Datagram { app: id, data, sent: now };
-                self.out.push_back(AppOutput::Frame(Msdu { dst, bytes, enqueued: now, fixed: None, source: None, payload }));
+                let payload = Payload::Datagram {
+                    app: id,
+                    data,
+                    sent: now,
+                };
+                self.out.push_back(AppOutput::Frame(Msdu {
+                    dst,
+                    bytes,
+                    enqueued: now,
+                    fixed: None,
+                    source: None,
+                    payload,
+                }));
             } else {
                 let dst = match t.destination {
                     Destination::Broadcast => ALL_HOSTS,
                     Destination::Peer(p) => p,
                 };
                 let datagram = Datagram::with_data(h.port, h.port, data);
-                self.out.push_back(AppOutput::Packet(Packet::new(me, dst, Body::Udp { datagram, app: id, seq: 0, sent: now })));
+                self.out.push_back(AppOutput::Packet(Packet::new(
+                    me,
+                    dst,
+                    Body::Udp {
+                        datagram,
+                        app: id,
+                        seq: 0,
+                        sent: now,
+                    },
+                )));
             }
             room -= 1;
         }
@@ -284,8 +374,16 @@ impl Apps {
         while let Some(ev) = h.endpoint.poll_event() {
             let (peer, event, value) = match ev {
                 Event::SyncStarted { peer, .. } => (peer, ConnEvent::SyncStarted, 0.0),
-                Event::TransferStarted { peer, resumed_blocks, .. } => (peer, ConnEvent::TransferStarted, f64::from(resumed_blocks)),
-                Event::TransferStalled { peer, received_blocks, .. } => (peer, ConnEvent::TransferStalled, f64::from(received_blocks)),
+                Event::TransferStarted {
+                    peer,
+                    resumed_blocks,
+                    ..
+                } => (peer, ConnEvent::TransferStarted, f64::from(resumed_blocks)),
+                Event::TransferStalled {
+                    peer,
+                    received_blocks,
+                    ..
+                } => (peer, ConnEvent::TransferStalled, f64::from(received_blocks)),
                 Event::FileUpdated { peer, .. } => (peer, ConnEvent::FileUpdated, 0.0),
                 _ => continue,
             };
@@ -297,7 +395,10 @@ impl Apps {
         // microsecond just handled falls later within it, so at the next.
         let next_us = SimTime::from_ns((now.as_ns() / 1_000 + 1) * 1_000);
         let floor = if h.handled == Some(now) { next_us } else { now };
-        let next = h.endpoint.poll_timeout().map(|t| SimTime::from_ns(t.as_micros() * 1_000).max(floor));
+        let next = h
+            .endpoint
+            .poll_timeout()
+            .map(|t| SimTime::from_ns(t.as_micros() * 1_000).max(floor));
         // Blocked on the MAC (or on a full TCP send buffer), an endpoint
         // that wants to send now (or within this microsecond) waits for the
         // MAC to finish a frame (the peer to acknowledge), not for a timer:
@@ -306,17 +407,40 @@ impl Apps {
         let next = next.filter(|&t| !(blocked && t <= next_us));
         if next.is_some_and(|t| h.armed.is_none_or(|a| t < a)) {
             h.armed = next;
-            self.out.push_back(AppOutput::Wake { app: id, at: next.expect("checked") });
+            self.out.push_back(AppOutput::Wake {
+                app: id,
+                at: next.expect("checked"),
+            });
         }
     }
 
     /// A frame for application `app` straight over the link, from `from`.
-    pub fn handle_frame(&mut self, now: SimTime, from: NodeId, app: u32, data: &[u8], sent: SimTime, room: usize, sockets: &mut Sockets) {
-        if !self.ip.iter().any(|a| a.id == app && a.broadside.as_ref().is_some_and(|h| h.link == Link::Raw)) {
+    pub fn handle_frame(
+        &mut self,
+        now: SimTime,
+        from: NodeId,
+        app: u32,
+        data: &[u8],
+        sent: SimTime,
+        room: usize,
+        sockets: &mut Sockets,
+    ) {
+        if !self
+            .ip
+            .iter()
+            .any(|a| a.id == app && a.broadside.as_ref().is_some_and(|h| h.link == Link::Raw))
+        {
             return; // no raw end of that application here
         }
         let seq = self.broadside_received(app);
-        self.out.push_back(AppOutput::Datagram { peer: from, proto: Proto::Raw, app, seq, bytes: data.len() as u32, delay: now - sent });
+        self.out.push_back(AppOutput::Datagram {
+            peer: from,
+            proto: Proto::Raw,
+            app,
+            seq,
+            bytes: data.len() as u32,
+            delay: now - sent,
+        });
         self.broadside_rx(now, app, from, data, room, sockets);
     }
 
@@ -324,8 +448,18 @@ impl Apps {
     /// the end of the run).
     pub fn finish_broadside(&mut self) -> Vec<BroadsideEnd> {
         let me = self.me;
-        let ends = self.ip.iter_mut().filter_map(|a| a.broadside.take().map(|h| (a.id, h)));
-        ends.map(|(app, h)| BroadsideEnd { node: me, app, counters: *h.endpoint.counters(), files: h.endpoint.files().cloned().collect(), store: h.store }).collect()
+        let ends = self
+            .ip
+            .iter_mut()
+            .filter_map(|a| a.broadside.take().map(|h| (a.id, h)));
+        ends.map(|(app, h)| BroadsideEnd {
+            node: me,
+            app,
+            counters: *h.endpoint.counters(),
+            files: h.endpoint.files().cloned().collect(),
+            store: h.store,
+        })
+        .collect()
     }
 
     /// Counts a datagram received by Broadside end `id`: its sequence number

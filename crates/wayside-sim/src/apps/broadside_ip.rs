@@ -57,7 +57,12 @@ impl Conns {
         match self.peers.iter().position(|p| p.peer == peer) {
             Some(i) => &mut self.peers[i],
             None => {
-                self.peers.push(Peer { peer, socket: None, since: SimTime::ZERO, pending: VecDeque::new() });
+                self.peers.push(Peer {
+                    peer,
+                    socket: None,
+                    since: SimTime::ZERO,
+                    pending: VecDeque::new(),
+                });
                 self.peers.last_mut().expect("just pushed")
             }
         }
@@ -75,14 +80,23 @@ impl Conns {
     /// send buffer (the endpoint may send more).
     pub(super) fn room(&self, sockets: &Sockets) -> bool {
         self.peers.iter().all(|p| {
-            let unacked = p.socket.and_then(|s| sockets.get(s).stream.as_ref().map(|st| st.unacked())).unwrap_or(0);
+            let unacked = p
+                .socket
+                .and_then(|s| sockets.get(s).stream.as_ref().map(|st| st.unacked()))
+                .unwrap_or(0);
             p.pending.len() + unacked < SEND_BUFFER
         })
     }
 
     /// Opens, restarts and writes to each peer's connection as its state
     /// asks; returns when a handshake under way is due for a restart.
-    pub(super) fn service(&mut self, now: SimTime, app: u32, port: u16, sockets: &mut Sockets) -> Option<SimTime> {
+    pub(super) fn service(
+        &mut self,
+        now: SimTime,
+        app: u32,
+        port: u16,
+        sockets: &mut Sockets,
+    ) -> Option<SimTime> {
         let mut due: Option<SimTime> = None;
         for p in &mut self.peers {
             let state = p.socket.map(|s| sockets.get(s).tcp.state());
@@ -109,7 +123,14 @@ impl Conns {
                 }
             }
             let at = p.since + RESTART;
-            if at > now && p.socket.is_some_and(|s| matches!(sockets.get(s).tcp.state(), State::SynSent | State::SynReceived)) {
+            if at > now
+                && p.socket.is_some_and(|s| {
+                    matches!(
+                        sockets.get(s).tcp.state(),
+                        State::SynSent | State::SynReceived
+                    )
+                })
+            {
                 due = Some(due.map_or(at, |d| d.min(at)));
             }
         }
@@ -180,7 +201,15 @@ mod tests {
 
     /// The connection events the sockets put out since the last call.
     fn events(s: &mut Sockets) -> Vec<ConnEvent> {
-        std::iter::from_fn(|| s.poll()).filter_map(|o| if let SocketOutput::Conn { event, .. } = o { Some(event) } else { None }).collect()
+        std::iter::from_fn(|| s.poll())
+            .filter_map(|o| {
+                if let SocketOutput::Conn { event, .. } = o {
+                    Some(event)
+                } else {
+                    None
+                }
+            })
+            .collect()
     }
 
     #[test]
@@ -194,14 +223,23 @@ mod tests {
     fn a_handshake_unanswered_for_one_second_is_started_again() {
         let (mut c, mut s) = (Conns::default(), xp());
         c.queue(PEER, b"discovery");
-        assert_eq!(c.service(SimTime::ZERO, 0, 9, &mut s), Some(SimTime::from_ms(1000)));
+        assert_eq!(
+            c.service(SimTime::ZERO, 0, 9, &mut s),
+            Some(SimTime::from_ms(1000))
+        );
         assert_eq!(events(&mut s), vec![ConnEvent::Syn]);
         // Before the second: nothing new.
-        assert_eq!(c.service(SimTime::from_ms(999), 0, 9, &mut s), Some(SimTime::from_ms(1000)));
+        assert_eq!(
+            c.service(SimTime::from_ms(999), 0, 9, &mut s),
+            Some(SimTime::from_ms(1000))
+        );
         assert!(events(&mut s).is_empty());
         // At 1 s a new SYN on a new socket; the old one is closed, so XP's
         // own retry at 3 s never comes.
-        assert_eq!(c.service(SimTime::from_ms(1000), 0, 9, &mut s), Some(SimTime::from_ms(2000)));
+        assert_eq!(
+            c.service(SimTime::from_ms(1000), 0, 9, &mut s),
+            Some(SimTime::from_ms(2000))
+        );
         assert_eq!(events(&mut s), vec![ConnEvent::Syn]);
         assert_eq!(s.get(0).tcp.state(), State::Closed);
         assert_eq!(s.get(0).tcp.poll_timeout(), None);
@@ -212,7 +250,15 @@ mod tests {
     fn syn_from_peer(s: &mut Sockets, at: SimTime) {
         let mut peer = Sockets::new(PEER, TcpProfile::WindowsXp.config(), 1, 0, "peer");
         peer.connect_stream(SimTime::ZERO, ME, 9, 0);
-        let syn = std::iter::from_fn(|| peer.poll()).find_map(|o| if let SocketOutput::Send(p) = o { Some(p) } else { None }).expect("a SYN");
+        let syn = std::iter::from_fn(|| peer.poll())
+            .find_map(|o| {
+                if let SocketOutput::Send(p) = o {
+                    Some(p)
+                } else {
+                    None
+                }
+            })
+            .expect("a SYN");
         s.handle_packet(at, syn);
     }
 
@@ -226,9 +272,16 @@ mod tests {
         // A second on, nothing to send: nothing to do, and no wake-up now.
         assert_eq!(c.service(SimTime::from_ms(1001), 0, 9, &mut s), None);
         c.queue(PEER, b"x");
-        assert_eq!(c.service(SimTime::from_ms(1001), 0, 9, &mut s), Some(SimTime::from_ms(2001)));
+        assert_eq!(
+            c.service(SimTime::from_ms(1001), 0, 9, &mut s),
+            Some(SimTime::from_ms(2001))
+        );
         assert_eq!(c.peers[0].socket, Some(1), "our own");
-        assert_eq!(s.get(0).tcp.state(), State::SynReceived, "the peer's is left to TCP");
+        assert_eq!(
+            s.get(0).tcp.state(),
+            State::SynReceived,
+            "the peer's is left to TCP"
+        );
     }
 
     #[test]
@@ -240,19 +293,38 @@ mod tests {
         s.listen_stream(9, 0);
         let mut peer = Sockets::new(PEER, TcpProfile::WindowsXp.config(), 1, 0, "peer");
         peer.connect_stream(SimTime::ZERO, ME, 9, 0);
-        let syn = std::iter::from_fn(|| peer.poll()).find_map(|o| if let SocketOutput::Send(p) = o { Some(p) } else { None }).expect("a SYN");
+        let syn = std::iter::from_fn(|| peer.poll())
+            .find_map(|o| {
+                if let SocketOutput::Send(p) = o {
+                    Some(p)
+                } else {
+                    None
+                }
+            })
+            .expect("a SYN");
         s.handle_packet(SimTime::from_ms(1), syn);
         c.adopt(SimTime::from_ms(1), ME, 1, &mut s);
         assert_eq!(c.peers[0].socket, Some(1), "the accepted one");
         assert_eq!(s.get(0).tcp.state(), State::Closed, "ours is dropped");
         // With the ids the other way round, ours stays.
-        let (mut c, mut s) = (Conns::default(), Sockets::new(PEER, TcpProfile::WindowsXp.config(), 1, 0, "low"));
+        let (mut c, mut s) = (
+            Conns::default(),
+            Sockets::new(PEER, TcpProfile::WindowsXp.config(), 1, 0, "low"),
+        );
         c.queue(ME, b"x");
         c.service(SimTime::ZERO, 0, 9, &mut s);
         s.listen_stream(9, 0);
         let mut high = Sockets::new(ME, TcpProfile::WindowsXp.config(), 1, 0, "high");
         high.connect_stream(SimTime::ZERO, PEER, 9, 0);
-        let syn = std::iter::from_fn(|| high.poll()).find_map(|o| if let SocketOutput::Send(p) = o { Some(p) } else { None }).expect("a SYN");
+        let syn = std::iter::from_fn(|| high.poll())
+            .find_map(|o| {
+                if let SocketOutput::Send(p) = o {
+                    Some(p)
+                } else {
+                    None
+                }
+            })
+            .expect("a SYN");
         s.handle_packet(SimTime::from_ms(1), syn);
         c.adopt(SimTime::from_ms(1), PEER, 1, &mut s);
         assert_eq!(c.peers[0].socket, Some(0));
@@ -268,8 +340,14 @@ mod tests {
         let bytes: Vec<u8> = c.peers[0].pending.iter().copied().collect();
         assert_eq!(bytes.len(), 3 * 2 + 8);
         assert_eq!(c.frames(4, bytes[..4].to_vec()), Vec::<Vec<u8>>::new());
-        assert_eq!(c.frames(4, bytes[4..9].to_vec()), vec![b"abc".to_vec(), vec![]]);
-        assert!(c.frames(5, bytes[9..].to_vec()).is_empty(), "another socket: no frame start there");
+        assert_eq!(
+            c.frames(4, bytes[4..9].to_vec()),
+            vec![b"abc".to_vec(), vec![]]
+        );
+        assert!(
+            c.frames(5, bytes[9..].to_vec()).is_empty(),
+            "another socket: no frame start there"
+        );
         assert_eq!(c.frames(4, bytes[9..].to_vec()), vec![b"hello".to_vec()]);
     }
 }

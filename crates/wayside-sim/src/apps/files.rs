@@ -23,7 +23,8 @@ fn mix(mut z: u64) -> u64 {
 fn content(key: u64, offset: u64, buf: &mut [u8]) {
     for (i, b) in buf.iter_mut().enumerate() {
         let at = offset + i as u64;
-        *b = mix(key.wrapping_add((at / 8).wrapping_mul(0x9e37_79b9_7f4a_7c15))).to_le_bytes()[(at % 8) as usize];
+        *b = mix(key.wrapping_add((at / 8).wrapping_mul(0x9e37_79b9_7f4a_7c15))).to_le_bytes()
+            [(at % 8) as usize];
     }
 }
 
@@ -47,7 +48,15 @@ const CHUNK: usize = 1 << 16;
 impl FileSet {
     /// Publishes version `version` of file `name` by `provider`: `size`
     /// bytes of the content keyed `key`, in blocks of `block` bytes.
-    pub fn publish(&mut self, provider: &ProviderKey, name: &str, version: u16, size: u64, key: u64, block: u32) -> Certificate {
+    pub fn publish(
+        &mut self,
+        provider: &ProviderKey,
+        name: &str,
+        version: u16,
+        size: u64,
+        key: u64,
+        block: u32,
+    ) -> Certificate {
         let mut tree = TreeBuilder::new(block);
         let mut buf = vec![0u8; CHUNK];
         let mut at = 0;
@@ -58,29 +67,54 @@ impl FileSet {
             at += n as u64;
         }
         let (size, hash, leaves) = tree.finish();
-        let root = Tree::new(leaves.clone(), block).expect("a tree over the file's blocks").root();
-        let cert = Certificate::issue_v2(provider, name, version, size, hash, block, root).expect("a valid certificate");
-        self.generated.insert(cert.file_id(), Generated { cert: cert.clone(), key, leaves });
+        let root = Tree::new(leaves.clone(), block)
+            .expect("a tree over the file's blocks")
+            .root();
+        let cert = Certificate::issue_v2(provider, name, version, size, hash, block, root)
+            .expect("a valid certificate");
+        self.generated.insert(
+            cert.file_id(),
+            Generated {
+                cert: cert.clone(),
+                key,
+                leaves,
+            },
+        );
         cert
     }
 
     /// Certificates of every complete file.
     pub fn certificates(&self) -> Vec<Certificate> {
         let mut certs: Vec<Certificate> = self.generated.values().map(|g| g.cert.clone()).collect();
-        certs.extend(self.received.certificates().into_iter().filter(|c| !self.generated.contains_key(&c.file_id())));
+        certs.extend(
+            self.received
+                .certificates()
+                .into_iter()
+                .filter(|c| !self.generated.contains_key(&c.file_id())),
+        );
         certs
     }
 
     fn generated(&self, cert: &Certificate) -> Option<&Generated> {
-        self.generated.get(&cert.file_id()).filter(|g| g.cert.instance_id() == cert.instance_id())
+        self.generated
+            .get(&cert.file_id())
+            .filter(|g| g.cert.instance_id() == cert.instance_id())
     }
 }
 
 impl Storage for FileSet {
-    fn read(&mut self, cert: &Certificate, offset: u64, buf: &mut [u8]) -> Result<(), StorageError> {
+    fn read(
+        &mut self,
+        cert: &Certificate,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), StorageError> {
         match self.generated(cert) {
             Some(g) => {
-                if offset.checked_add(buf.len() as u64).is_none_or(|end| end > g.cert.size()) {
+                if offset
+                    .checked_add(buf.len() as u64)
+                    .is_none_or(|end| end > g.cert.size())
+                {
                     return Err(StorageError("read past end".into()));
                 }
                 content(g.key, offset, buf);
@@ -92,13 +126,27 @@ impl Storage for FileSet {
     fn partial_load(&mut self, cert: &Certificate) -> Result<Option<Partial>, StorageError> {
         self.received.partial_load(cert)
     }
-    fn partial_write(&mut self, cert: &Certificate, offset: u64, data: &[u8]) -> Result<(), StorageError> {
+    fn partial_write(
+        &mut self,
+        cert: &Certificate,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), StorageError> {
         self.received.partial_write(cert, offset, data)
     }
-    fn partial_read(&mut self, cert: &Certificate, offset: u64, buf: &mut [u8]) -> Result<(), StorageError> {
+    fn partial_read(
+        &mut self,
+        cert: &Certificate,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), StorageError> {
         self.received.partial_read(cert, offset, buf)
     }
-    fn partial_persist(&mut self, cert: &Certificate, partial: &Partial) -> Result<(), StorageError> {
+    fn partial_persist(
+        &mut self,
+        cert: &Certificate,
+        partial: &Partial,
+    ) -> Result<(), StorageError> {
         self.received.partial_persist(cert, partial)
     }
     /// The received version replaces a generated one.
@@ -147,7 +195,10 @@ mod tests {
         set.partial_write(&v2, 0, &data).unwrap();
         set.partial_commit(&v2).unwrap();
         assert_eq!(set.certificates(), vec![v2.clone()]);
-        assert!(set.read(&v1, 0, &mut buf).is_err(), "the old version is gone");
+        assert!(
+            set.read(&v1, 0, &mut buf).is_err(),
+            "the old version is gone"
+        );
         let mut back = vec![0u8; 3000];
         set.read(&v2, 0, &mut back).unwrap();
         assert_eq!(back, data);

@@ -28,11 +28,20 @@ pub enum AppKind {
     /// datagram every `trigger_interval`; the receiver (`to`, the client)
     /// connects on hearing one and makes `exchanges` requests of `request`
     /// bytes, each answered with `response` bytes.
-    RequestResponse { request: u64, response: u64, exchanges: u64, trigger: u32, trigger_interval: SimTime },
+    RequestResponse {
+        request: u64,
+        response: u64,
+        exchanges: u64,
+        trigger: u32,
+        trigger_interval: SimTime,
+    },
     /// Broadside at both ends ([`super::broadside`]); the sending end
     /// holds `files`; `link`: over UDP/IP, straight over 802.11 frames
     /// (Broadside-Raw) or over TCP/IP (Broadside-IP).
-    Broadside { files: super::broadside::Files, link: super::broadside::Link },
+    Broadside {
+        files: super::broadside::Files,
+        link: super::broadside::Link,
+    },
 }
 
 impl AppKind {
@@ -50,7 +59,10 @@ pub enum AppStart {
     /// delay drawn uniformly from `delay` to `delay + spread` in each run
     /// (a launching script polling for new stations: Hadaller et al. 2007,
     /// §6.2.3, saw 1–2 s).
-    OnAssociation { delay: SimTime, spread: SimTime },
+    OnAssociation {
+        delay: SimTime,
+        spread: SimTime,
+    },
     /// "Avoid the fringe" (Hadaller et al. 2007, §7.1): once the station
     /// end of the application is in the production phase — it heard at least
     /// `ratio` of the beacons its AP sent in the last `window` since it
@@ -58,7 +70,13 @@ pub enum AppStart {
     /// plus a delay. The station measures; the AP-side end is assumed to
     /// learn of it at once (as from a hint in the station's next frame).
     /// The delay is drawn as for `OnAssociation`.
-    OnProduction { delay: SimTime, spread: SimTime, window: SimTime, ratio: f64, rssi: Option<Dbm> },
+    OnProduction {
+        delay: SimTime,
+        spread: SimTime,
+        window: SimTime,
+        ratio: f64,
+        rssi: Option<Dbm>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -94,16 +112,35 @@ impl App {
     /// Application `id`'s end at `me`; `seed`: the run's (seed, run).
     pub(super) fn new(me: NodeId, id: u32, cfg: AppConfig, seed: (u64, u64)) -> App {
         let broadside = match cfg.kind {
-            AppKind::Broadside { files, link } => Some(Host::new(me, me == cfg.from, id, (cfg.port, link), files, seed)),
+            AppKind::Broadside { files, link } => Some(Host::new(
+                me,
+                me == cfg.from,
+                id,
+                (cfg.port, link),
+                files,
+                seed,
+            )),
             _ => None,
         };
-        App { id, cfg, started: false, blocked: false, seq: 0, session: None, completed: 0, broadside }
+        App {
+            id,
+            cfg,
+            started: false,
+            blocked: false,
+            seq: 0,
+            session: None,
+            completed: 0,
+            broadside,
+        }
     }
 }
 
 impl Apps {
     pub(super) fn app(&mut self, id: u32) -> &mut App {
-        self.ip.iter_mut().find(|a| a.id == id).expect("an application of this node")
+        self.ip
+            .iter_mut()
+            .find(|a| a.id == id)
+            .expect("an application of this node")
     }
 
     /// Opens the listening ports of the applications served here.
@@ -112,7 +149,9 @@ impl Apps {
             let server = match a.cfg.kind {
                 AppKind::TcpBulk { .. } => a.cfg.to,
                 AppKind::RequestResponse { .. } => a.cfg.from,
-                AppKind::Broadside { link: Link::Tcp, .. } => {
+                AppKind::Broadside {
+                    link: Link::Tcp, ..
+                } => {
                     sockets.listen_stream(a.cfg.port, a.id); // either end may connect
                     continue;
                 }
@@ -155,21 +194,44 @@ impl Apps {
                 let seq = app.seq;
                 app.seq += 1;
                 let datagram = Datagram::sized(cfg.port, cfg.port, payload);
-                self.out.push_back(AppOutput::Packet(Packet::new(self.me, cfg.to, Body::Udp { datagram, app: id, seq, sent: now })));
-                self.out.push_back(AppOutput::Wake { app: id, at: now + interval });
+                self.out.push_back(AppOutput::Packet(Packet::new(
+                    self.me,
+                    cfg.to,
+                    Body::Udp {
+                        datagram,
+                        app: id,
+                        seq,
+                        sent: now,
+                    },
+                )));
+                self.out.push_back(AppOutput::Wake {
+                    app: id,
+                    at: now + interval,
+                });
             }
-            AppKind::RequestResponse { trigger, trigger_interval, .. } => {
+            AppKind::RequestResponse {
+                trigger,
+                trigger_interval,
+                ..
+            } => {
                 if first {
                     self.app(id).started = true;
                     self.conn(cfg.to, ConnEvent::AppStart, 0.0);
                 }
                 self.send_trigger(now, id, trigger);
-                self.out.push_back(AppOutput::Wake { app: id, at: now + trigger_interval });
+                self.out.push_back(AppOutput::Wake {
+                    app: id,
+                    at: now + trigger_interval,
+                });
             }
             AppKind::Broadside { .. } => {
                 if first {
                     self.app(id).started = true;
-                    let peer = if cfg.from == self.me { cfg.to } else { cfg.from };
+                    let peer = if cfg.from == self.me {
+                        cfg.to
+                    } else {
+                        cfg.from
+                    };
                     self.conn(peer, ConnEvent::AppStart, 0.0);
                     self.broadside_start(now, id);
                 } else {
@@ -185,7 +247,15 @@ impl Apps {
     /// client, and a Broadside end takes its datagrams. `room`: MSDUs the
     /// MAC queue takes now.
     pub fn handle_datagram(&mut self, now: SimTime, p: Packet, room: usize, sockets: &mut Sockets) {
-        let Body::Udp { datagram, app, seq, sent } = p.body else { return };
+        let Body::Udp {
+            datagram,
+            app,
+            seq,
+            sent,
+        } = p.body
+        else {
+            return;
+        };
         let me = self.me;
         let local = self.ip.iter().find(|a| a.id == app);
         let group = p.dst == ALL_HOSTS;
@@ -193,8 +263,19 @@ impl Apps {
             return;
         }
         let hosted = local.is_some_and(|a| a.broadside.is_some());
-        let seq = if hosted { self.broadside_received(app) } else { seq };
-        self.out.push_back(AppOutput::Datagram { peer: p.src, proto: Proto::Udp, app, seq, bytes: datagram.len, delay: now - sent });
+        let seq = if hosted {
+            self.broadside_received(app)
+        } else {
+            seq
+        };
+        self.out.push_back(AppOutput::Datagram {
+            peer: p.src,
+            proto: Proto::Udp,
+            app,
+            seq,
+            bytes: datagram.len,
+            delay: now - sent,
+        });
         match datagram.data {
             Some(data) if hosted => self.broadside_rx(now, app, p.src, &data, room, sockets),
             _ if group => self.trigger_heard(now, app, seq, sockets),

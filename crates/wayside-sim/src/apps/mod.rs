@@ -63,10 +63,21 @@ pub enum AppOutput {
     /// A frame for the MAC (frame sources).
     Frame(Msdu),
     /// A connection event for the trace.
-    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    Conn {
+        peer: NodeId,
+        event: ConnEvent,
+        value: f64,
+    },
     /// A datagram arrived (the `transport` trace), over UDP or straight
     /// over the link.
-    Datagram { peer: NodeId, proto: Proto, app: u32, seq: u64, bytes: u32, delay: SimTime },
+    Datagram {
+        peer: NodeId,
+        proto: Proto,
+        app: u32,
+        seq: u64,
+        bytes: u32,
+        delay: SimTime,
+    },
     /// Application `app` wants to act at `at`.
     Wake { app: u32, at: SimTime },
     /// Frame source `source` wants to emit at `at`.
@@ -89,7 +100,13 @@ impl Apps {
     /// The applications of `me` among the scenario's; `seed`: the run's
     /// (seed, run); `adhoc`: whether `me` is in ad hoc mode (its links
     /// then come from [`Apps::handle_link_up`] and [`Apps::handle_link_down`]).
-    pub fn new(me: NodeId, apps: &[AppConfig], sources: &[SourceConfig], seed: (u64, u64), adhoc: bool) -> Apps {
+    pub fn new(
+        me: NodeId,
+        apps: &[AppConfig],
+        sources: &[SourceConfig],
+        seed: (u64, u64),
+        adhoc: bool,
+    ) -> Apps {
         let ip = apps
             .iter()
             .enumerate()
@@ -100,10 +117,21 @@ impl Apps {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.from == me)
-            .map(|(i, s)| Source { id: i as u32, cfg: s.clone(), next_mode: 0, queued: 0 })
+            .map(|(i, s)| Source {
+                id: i as u32,
+                cfg: s.clone(),
+                next_mode: 0,
+                queued: 0,
+            })
             .collect();
         let links = adhoc.then(Vec::new);
-        Apps { me, ip, sources, links, out: VecDeque::new() }
+        Apps {
+            me,
+            ip,
+            sources,
+            links,
+            out: VecDeque::new(),
+        }
     }
 
     /// The next output, oldest first.
@@ -118,12 +146,18 @@ impl Apps {
     /// The frame sources' first emissions.
     pub fn start_sources(&mut self) {
         for s in &self.sources {
-            self.out.push_back(AppOutput::Emit { source: s.id, at: s.cfg.start });
+            self.out.push_back(AppOutput::Emit {
+                source: s.id,
+                at: s.cfg.start,
+            });
         }
     }
 
     fn source(&mut self, id: u32) -> &mut Source {
-        self.sources.iter_mut().find(|s| s.id == id).expect("a source of this node")
+        self.sources
+            .iter_mut()
+            .find(|s| s.id == id)
+            .expect("a source of this node")
     }
 
     fn source_emit(&mut self, now: SimTime, id: u32) {
@@ -136,7 +170,14 @@ impl Apps {
             }
             _ => None,
         };
-        let msdu = Msdu { dst: s.cfg.to, bytes: s.cfg.payload, enqueued: now, fixed, source: Some(id), payload: Payload::Raw };
+        let msdu = Msdu {
+            dst: s.cfg.to,
+            bytes: s.cfg.payload,
+            enqueued: now,
+            fixed,
+            source: Some(id),
+            payload: Payload::Raw,
+        };
         self.out.push_back(AppOutput::Frame(msdu));
     }
 
@@ -150,7 +191,10 @@ impl Apps {
             SourceKind::Saturate => self.saturate_fill(now, id),
             SourceKind::Cbr { interval } | SourceKind::Sounder { interval, .. } => {
                 self.source_emit(now, id);
-                self.out.push_back(AppOutput::Emit { source: id, at: now + interval });
+                self.out.push_back(AppOutput::Emit {
+                    source: id,
+                    at: now + interval,
+                });
             }
         }
     }

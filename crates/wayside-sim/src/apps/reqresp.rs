@@ -32,21 +32,37 @@ impl Apps {
         let (port, seq) = (app.cfg.port, app.seq);
         app.seq += 1;
         let datagram = Datagram::sized(port, port, bytes);
-        self.out.push_back(AppOutput::Packet(Packet::new(me, ALL_HOSTS, Body::Udp { datagram, app: id, seq, sent: now })));
+        self.out.push_back(AppOutput::Packet(Packet::new(
+            me,
+            ALL_HOSTS,
+            Body::Udp {
+                datagram,
+                app: id,
+                seq,
+                sent: now,
+            },
+        )));
     }
 
     /// The client heard trigger `seq` of application `id`: it connects,
     /// unless a session is live or its exchanges are done.
     pub(super) fn trigger_heard(&mut self, now: SimTime, id: u32, seq: u64, sockets: &mut Sockets) {
         let app = self.app(id);
-        let AppKind::RequestResponse { request, exchanges, .. } = app.cfg.kind else { return };
+        let AppKind::RequestResponse {
+            request, exchanges, ..
+        } = app.cfg.kind
+        else {
+            return;
+        };
         if now >= app.cfg.stop {
             return;
         }
         let (server, port) = (app.cfg.from, app.cfg.port);
         self.conn(server, ConnEvent::TriggerHeard, seq as f64);
         let app = self.app(id);
-        let live = app.session.is_some_and(|s| sockets.get(s).tcp.state() != State::Closed);
+        let live = app
+            .session
+            .is_some_and(|s| sockets.get(s).tcp.state() != State::Closed);
         if app.completed >= exchanges || live {
             return;
         }
@@ -58,14 +74,29 @@ impl Apps {
     /// request (server) or log each complete response and ask again
     /// (client); a Broadside-IP end reads its datagrams. Returns whether
     /// data was queued on the socket. `room`: MSDUs the MAC queue takes now.
-    pub fn handle_readable(&mut self, now: SimTime, id: u32, i: usize, room: usize, sockets: &mut Sockets) -> bool {
+    pub fn handle_readable(
+        &mut self,
+        now: SimTime,
+        id: u32,
+        i: usize,
+        room: usize,
+        sockets: &mut Sockets,
+    ) -> bool {
         if self.app(id).broadside.is_some() {
             self.broadside_readable(now, id, i, room, sockets);
             return false; // it flushed what it wrote
         }
         let me = self.me;
         let app = self.app(id);
-        let AppKind::RequestResponse { request, response, exchanges, .. } = app.cfg.kind else { return false };
+        let AppKind::RequestResponse {
+            request,
+            response,
+            exchanges,
+            ..
+        } = app.cfg.kind
+        else {
+            return false;
+        };
         let server = app.cfg.from;
         let s = sockets.get_mut(i);
         let received = s.tcp.bytes_received();
@@ -78,7 +109,9 @@ impl Apps {
             }
             return queued;
         }
-        while received >= (sockets.get(i).exchanges + 1) * response && self.app(id).completed < exchanges {
+        while received >= (sockets.get(i).exchanges + 1) * response
+            && self.app(id).completed < exchanges
+        {
             let s = sockets.get_mut(i);
             s.exchanges += 1;
             let took = (now - s.exchange_start).as_secs_f64();

@@ -54,11 +54,18 @@ impl Apps {
     /// An ad hoc node's link to `peer` came up: saturating sources to it
     /// start again.
     pub fn handle_link_up(&mut self, now: SimTime, peer: NodeId) {
-        let Some(links) = self.links.as_mut() else { return };
+        let Some(links) = self.links.as_mut() else {
+            return;
+        };
         if !links.contains(&peer) {
             links.push(peer);
         }
-        let waiting: Vec<u32> = self.sources.iter().filter(|s| s.cfg.kind == SourceKind::Saturate && s.cfg.to == Dst::Node(peer)).map(|s| s.id).collect();
+        let waiting: Vec<u32> = self
+            .sources
+            .iter()
+            .filter(|s| s.cfg.kind == SourceKind::Saturate && s.cfg.to == Dst::Node(peer))
+            .map(|s| s.id)
+            .collect();
         for id in waiting {
             self.saturate_fill(now, id);
         }
@@ -83,7 +90,14 @@ mod tests {
     const PEER: NodeId = NodeId(1);
 
     fn source(payload: u32, stop: SimTime) -> SourceConfig {
-        SourceConfig { kind: SourceKind::Saturate, from: ME, to: Dst::Node(PEER), payload, start: SimTime::ZERO, stop }
+        SourceConfig {
+            kind: SourceKind::Saturate,
+            from: ME,
+            to: Dst::Node(PEER),
+            payload,
+            start: SimTime::ZERO,
+            stop,
+        }
     }
 
     /// The frames the applications handed the MAC, drained.
@@ -91,7 +105,10 @@ mod tests {
         let mut out = Vec::new();
         while let Some(o) = a.poll() {
             if let AppOutput::Frame(m) = o {
-                assert_eq!((m.dst, m.source, matches!(m.payload, Payload::Raw)), (Dst::Node(PEER), Some(0), true));
+                assert_eq!(
+                    (m.dst, m.source, matches!(m.payload, Payload::Raw)),
+                    (Dst::Node(PEER), Some(0), true)
+                );
                 out.push(m.bytes);
             }
         }
@@ -121,7 +138,10 @@ mod tests {
             a.handle_mac_done(SimTime::from_ms(i), Some(0));
             assert_eq!(frames(&mut a), vec![1500], "one out, one in");
         }
-        assert_eq!(a.sources[0].queued, BACKLOG, "the MAC always holds the backlog");
+        assert_eq!(
+            a.sources[0].queued, BACKLOG,
+            "the MAC always holds the backlog"
+        );
     }
 
     #[test]
@@ -137,7 +157,10 @@ mod tests {
     fn test_adhoc_unlinked_emit_waits_for_the_link() {
         let mut a = apps(true, SimTime::MAX);
         a.handle_emit(SimTime::ZERO, 0);
-        assert!(frames(&mut a).is_empty(), "no link: nothing for the MAC to refuse");
+        assert!(
+            frames(&mut a).is_empty(),
+            "no link: nothing for the MAC to refuse"
+        );
         a.handle_link_up(SimTime::from_ms(5), NodeId(7));
         assert!(frames(&mut a).is_empty(), "a link to another node");
         a.handle_link_up(SimTime::from_ms(6), PEER);
@@ -161,7 +184,16 @@ mod tests {
 
     #[test]
     fn test_adhoc_link_up_before_start_sends_at_start() {
-        let mut a = Apps::new(ME, &[], &[SourceConfig { start: SimTime::from_ms(5_000), ..source(500, SimTime::MAX) }], (1, 0), true);
+        let mut a = Apps::new(
+            ME,
+            &[],
+            &[SourceConfig {
+                start: SimTime::from_ms(5_000),
+                ..source(500, SimTime::MAX)
+            }],
+            (1, 0),
+            true,
+        );
         a.handle_link_up(SimTime::from_ms(1_000), PEER);
         assert!(frames(&mut a).is_empty());
         a.handle_emit(SimTime::from_ms(5_000), 0);

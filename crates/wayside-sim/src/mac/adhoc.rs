@@ -104,7 +104,10 @@ pub enum AdhocTimer {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum AdhocEvent {
     /// `rssi`: of the frame that brought it up, dBm.
-    LinkUp { peer: NodeId, rssi: Dbm },
+    LinkUp {
+        peer: NodeId,
+        rssi: Dbm,
+    },
     LinkDown(NodeId),
 }
 
@@ -180,7 +183,13 @@ impl Adhoc {
     }
 
     fn send(&mut self, dst: Dst, kind: AdhocKind) {
-        self.transmits.push_back((dst, AdhocFrame { kind, bssid: self.cfg.bssid }));
+        self.transmits.push_back((
+            dst,
+            AdhocFrame {
+                kind,
+                bssid: self.cfg.bssid,
+            },
+        ));
     }
 
     /// The first target beacon time after `now`.
@@ -257,12 +266,16 @@ impl Adhoc {
             self.arm(now + self.cfg.beacon_interval, AdhocTimer::Watchdog);
         }
         self.peers.push((from, now));
-        self.events.push_back(AdhocEvent::LinkUp { peer: from, rssi });
+        self.events
+            .push_back(AdhocEvent::LinkUp { peer: from, rssi });
     }
 
     fn watchdog(&mut self, now: SimTime) {
         let timeout = self.cfg.disconnect_timeout;
-        let (gone, kept): (Vec<_>, Vec<_>) = self.peers.iter().partition(|p| now.saturating_sub(p.1) >= timeout);
+        let (gone, kept): (Vec<_>, Vec<_>) = self
+            .peers
+            .iter()
+            .partition(|p| now.saturating_sub(p.1) >= timeout);
         self.peers = kept;
         for (peer, _) in gone {
             self.events.push_back(AdhocEvent::LinkDown(peer));
@@ -306,11 +319,15 @@ mod tests {
     }
 
     fn sent(a: &mut Adhoc) -> Vec<(Dst, AdhocKind)> {
-        std::iter::from_fn(|| a.poll_transmit()).map(|(d, f)| (d, f.kind)).collect()
+        std::iter::from_fn(|| a.poll_transmit())
+            .map(|(d, f)| (d, f.kind))
+            .collect()
     }
 
     fn timers(a: &mut Adhoc) -> Vec<(AdhocTimer, SimTime)> {
-        std::iter::from_fn(|| a.poll_timer()).map(|(t, at, _)| (t, at)).collect()
+        std::iter::from_fn(|| a.poll_timer())
+            .map(|(t, at, _)| (t, at))
+            .collect()
     }
 
     fn events(a: &mut Adhoc) -> Vec<AdhocEvent> {
@@ -334,7 +351,10 @@ mod tests {
     fn test_start_probes_and_aligns_beacons_to_the_tsf() {
         let mut a = started(true);
         assert_eq!(sent(&mut a), vec![(Dst::Broadcast, AdhocKind::ProbeReq)]);
-        assert_eq!(timers(&mut a), vec![(AdhocTimer::Probe, ms(130)), (AdhocTimer::Tbtt, ms(100))]);
+        assert_eq!(
+            timers(&mut a),
+            vec![(AdhocTimer::Probe, ms(130)), (AdhocTimer::Tbtt, ms(100))]
+        );
         assert!(!a.admits(Dst::Broadcast), "no link yet");
     }
 
@@ -351,21 +371,51 @@ mod tests {
     #[test]
     fn test_beacon_of_the_ibss_brings_the_link_up_and_stops_probing() {
         let mut a = started(true);
-        let probe = std::iter::from_fn(|| a.poll_timer()).find(|t| t.0 == AdhocTimer::Probe).expect("a probe timer");
+        let probe = std::iter::from_fn(|| a.poll_timer())
+            .find(|t| t.0 == AdhocTimer::Probe)
+            .expect("a probe timer");
         a.handle_frame(ms(50), PEER, frame(AdhocKind::Beacon), RSSI);
-        assert_eq!(events(&mut a), vec![AdhocEvent::LinkUp { peer: PEER, rssi: RSSI }]);
+        assert_eq!(
+            events(&mut a),
+            vec![AdhocEvent::LinkUp {
+                peer: PEER,
+                rssi: RSSI
+            }]
+        );
         assert!(a.admits(Dst::Node(PEER)) && a.admits(Dst::Broadcast));
         assert!(!a.admits(Dst::Node(NodeId(7))));
-        assert_eq!(timers(&mut a).last(), Some(&(AdhocTimer::Watchdog, ms(150))));
-        assert!(!a.is_current(AdhocTimer::Probe, probe.2), "a linked node does not probe");
+        assert_eq!(
+            timers(&mut a).last(),
+            Some(&(AdhocTimer::Watchdog, ms(150)))
+        );
+        assert!(
+            !a.is_current(AdhocTimer::Probe, probe.2),
+            "a linked node does not probe"
+        );
     }
 
     #[test]
     fn test_frame_of_another_bssid_is_ignored() {
         let mut a = started(true);
         sent(&mut a);
-        a.handle_frame(ms(50), PEER, AdhocFrame { kind: AdhocKind::Beacon, bssid: 7 }, RSSI);
-        a.handle_frame(ms(50), PEER, AdhocFrame { kind: AdhocKind::ProbeReq, bssid: 7 }, RSSI);
+        a.handle_frame(
+            ms(50),
+            PEER,
+            AdhocFrame {
+                kind: AdhocKind::Beacon,
+                bssid: 7,
+            },
+            RSSI,
+        );
+        a.handle_frame(
+            ms(50),
+            PEER,
+            AdhocFrame {
+                kind: AdhocKind::ProbeReq,
+                bssid: 7,
+            },
+            RSSI,
+        );
         assert!(events(&mut a).is_empty() && sent(&mut a).is_empty());
     }
 
@@ -375,7 +425,10 @@ mod tests {
         sent(&mut a);
         a.handle_frame(ms(50), PEER, frame(AdhocKind::ProbeReq), RSSI);
         assert_eq!(sent(&mut a), vec![(Dst::Node(PEER), AdhocKind::ProbeResp)]);
-        assert!(events(&mut a).is_empty(), "a probe request alone does not join");
+        assert!(
+            events(&mut a).is_empty(),
+            "a probe request alone does not join"
+        );
     }
 
     #[test]

@@ -27,14 +27,19 @@ fn packet_content(p: &Packet) -> MsduContent {
         Body::Tcp(s) if s.len > 0 => MsduContent::TcpData,
         Body::Tcp(s) if s.flags.syn || s.flags.fin || s.flags.rst => MsduContent::TcpControl,
         Body::Tcp(_) => MsduContent::TcpAck,
-        Body::Udp { datagram, .. } => datagram.data.as_deref().map_or(MsduContent::Other, broadside_content),
+        Body::Udp { datagram, .. } => datagram
+            .data
+            .as_deref()
+            .map_or(MsduContent::Other, broadside_content),
         Body::Arp { .. } | Body::Dhcp { .. } | Body::Beacon { .. } => MsduContent::Other,
     }
 }
 
 /// A Broadside datagram's class; `Other` for bytes that are not one.
 fn broadside_content(data: &[u8]) -> MsduContent {
-    let Ok(packet) = broadside::wire::Packet::new_checked(data) else { return MsduContent::Other };
+    let Ok(packet) = broadside::wire::Packet::new_checked(data) else {
+        return MsduContent::Other;
+    };
     match packet.kind().class() {
         PacketKind::Beacon => MsduContent::BroadsideBeacon,
         PacketKind::Discovery => MsduContent::BroadsideDiscovery,
@@ -57,29 +62,91 @@ mod tests {
     use std::sync::Arc;
 
     fn tcp(len: u32, flags: Flags) -> Payload {
-        Payload::Packet(Packet::new(NodeId(0), NodeId(1), Body::Tcp(Segment { len, flags, ..Segment::default() })))
+        Payload::Packet(Packet::new(
+            NodeId(0),
+            NodeId(1),
+            Body::Tcp(Segment {
+                len,
+                flags,
+                ..Segment::default()
+            }),
+        ))
     }
 
     #[test]
     fn tcp_segments_by_role() {
-        let ack = Flags { ack: true, ..Flags::default() };
+        let ack = Flags {
+            ack: true,
+            ..Flags::default()
+        };
         assert_eq!(tcp(0, ack).content(), MsduContent::TcpAck);
         assert_eq!(tcp(1, ack).content(), MsduContent::TcpData);
-        assert_eq!(tcp(0, Flags { syn: true, ..ack }).content(), MsduContent::TcpControl);
-        assert_eq!(tcp(0, Flags { fin: true, ..ack }).content(), MsduContent::TcpControl);
-        assert_eq!(tcp(0, Flags { rst: true, ..Flags::default() }).content(), MsduContent::TcpControl);
+        assert_eq!(
+            tcp(0, Flags { syn: true, ..ack }).content(),
+            MsduContent::TcpControl
+        );
+        assert_eq!(
+            tcp(0, Flags { fin: true, ..ack }).content(),
+            MsduContent::TcpControl
+        );
+        assert_eq!(
+            tcp(
+                0,
+                Flags {
+                    rst: true,
+                    ..Flags::default()
+                }
+            )
+            .content(),
+            MsduContent::TcpControl
+        );
     }
 
     #[test]
     fn broadside_datagrams_by_class_raw_or_over_udp() {
-        let beacon: Arc<[u8]> = Message::Beacon { node: 7, file_count: 50, content_hash: Id160([1; 20]) }.to_vec().into();
-        let raw = Payload::Datagram { app: 0, data: beacon.clone(), sent: SimTime::ZERO };
+        let beacon: Arc<[u8]> = Message::Beacon {
+            node: 7,
+            file_count: 50,
+            content_hash: Id160([1; 20]),
+        }
+        .to_vec()
+        .into();
+        let raw = Payload::Datagram {
+            app: 0,
+            data: beacon.clone(),
+            sent: SimTime::ZERO,
+        };
         assert_eq!(raw.content(), MsduContent::BroadsideBeacon);
-        let ack: Arc<[u8]> = Message::Ack { transfer: 3, vector: BitVec::new(100) }.to_vec().into();
-        assert_eq!(Payload::Datagram { app: 0, data: ack, sent: SimTime::ZERO }.content(), MsduContent::BroadsideAck);
-        let udp = Body::Udp { datagram: Datagram::with_data(5001, 5001, beacon), app: 0, seq: 0, sent: SimTime::ZERO };
-        assert_eq!(Payload::Packet(Packet::new(NodeId(0), NodeId(1), udp)).content(), MsduContent::BroadsideBeacon);
-        let junk = Payload::Datagram { app: 0, data: Arc::from(&b"not broadside"[..]), sent: SimTime::ZERO };
+        let ack: Arc<[u8]> = Message::Ack {
+            transfer: 3,
+            vector: BitVec::new(100),
+        }
+        .to_vec()
+        .into();
+        assert_eq!(
+            Payload::Datagram {
+                app: 0,
+                data: ack,
+                sent: SimTime::ZERO
+            }
+            .content(),
+            MsduContent::BroadsideAck
+        );
+        let udp = Body::Udp {
+            datagram: Datagram::with_data(5001, 5001, beacon),
+            app: 0,
+            seq: 0,
+            sent: SimTime::ZERO,
+        };
+        assert_eq!(
+            Payload::Packet(Packet::new(NodeId(0), NodeId(1), udp)).content(),
+            MsduContent::BroadsideBeacon
+        );
+        let junk = Payload::Datagram {
+            app: 0,
+            data: Arc::from(&b"not broadside"[..]),
+            sent: SimTime::ZERO,
+        };
         assert_eq!(junk.content(), MsduContent::Other);
         assert_eq!(Payload::Raw.content(), MsduContent::Other);
     }

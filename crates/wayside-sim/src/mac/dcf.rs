@@ -17,7 +17,10 @@
 //! [`Dcf::poll_event`] (what the layers above and the trace need to know).
 
 use super::links::{Links, TxContext};
-use super::{Dst, Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD, RTS_BYTES};
+use super::{
+    Dst, Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
+    RTS_BYTES,
+};
 use crate::ids::NodeId;
 use crate::phy::mode::{Mode, Preamble, Standard, Timing};
 use crate::ratectl::{RetryChain, Stage, TxStatus};
@@ -40,7 +43,12 @@ pub enum MacTimer {
 }
 
 impl MacTimer {
-    const ALL: [MacTimer; 4] = [MacTimer::AccessGrant, MacTimer::ResponseTimeout, MacTimer::SifsResponse, MacTimer::NavEnd];
+    const ALL: [MacTimer; 4] = [
+        MacTimer::AccessGrant,
+        MacTimer::ResponseTimeout,
+        MacTimer::SifsResponse,
+        MacTimer::NavEnd,
+    ];
     fn slot(self) -> usize {
         self as usize
     }
@@ -69,11 +77,21 @@ pub enum DcfEvent {
     /// An MSDU was given up at enqueue (queue full) or flushed (retune).
     QueueDrop { msdu: Msdu },
     /// An MSDU is done: acknowledged (broadcast: sent) or its chain exhausted.
-    Done { msdu: Msdu, seq: u16, delivered: bool, attempts: u32, delay: SimTime },
+    Done {
+        msdu: Msdu,
+        seq: u16,
+        delivered: bool,
+        attempts: u32,
+        delay: SimTime,
+    },
     /// A data or management frame for this node arrived intact at `rssi`;
     /// a retransmission already received is flagged `duplicate` (and not
     /// to be handed up).
-    Received { frame: Frame, rssi: Dbm, duplicate: bool },
+    Received {
+        frame: Frame,
+        rssi: Dbm,
+        duplicate: bool,
+    },
     /// The transmission awaiting a response got it, or did not (also
     /// reported when nothing awaits one: a flush, a failed attempt).
     Response(TxOutcome),
@@ -134,7 +152,15 @@ pub struct Dcf {
 }
 
 impl Dcf {
-    pub fn new(me: NodeId, cfg: MacConfig, timing: Timing, air: Air, links: Links, rng: Stream, tx_power: Dbm) -> Dcf {
+    pub fn new(
+        me: NodeId,
+        cfg: MacConfig,
+        timing: Timing,
+        air: Air,
+        links: Links,
+        rng: Stream,
+        tx_power: Dbm,
+    ) -> Dcf {
         Dcf {
             cw: timing.cw_min,
             cfg,
@@ -238,8 +264,14 @@ impl Dcf {
 
     /// Drops everything queued or in progress (the radio is changing channel).
     pub fn flush(&mut self) {
-        self.events.push_back(DcfEvent::Response(TxOutcome::Unacked));
-        let dropped: Vec<Msdu> = self.mgmt.drain(..).chain(self.data.drain(..)).chain(self.current.take().map(|c| c.msdu)).collect();
+        self.events
+            .push_back(DcfEvent::Response(TxOutcome::Unacked));
+        let dropped: Vec<Msdu> = self
+            .mgmt
+            .drain(..)
+            .chain(self.data.drain(..))
+            .chain(self.current.take().map(|c| c.msdu))
+            .collect();
         self.state = DcfState::Idle;
         self.response = None;
         self.nav_until = SimTime::ZERO;
@@ -281,7 +313,14 @@ impl Dcf {
 
     /// A timer armed with `generation` expired (call only if current);
     /// `receiving`: the PHY is locked on a frame now.
-    pub fn handle_timeout(&mut self, now: SimTime, timer: MacTimer, receiving: bool, phy_busy: bool, ctx: &mut dyn TxContext) {
+    pub fn handle_timeout(
+        &mut self,
+        now: SimTime,
+        timer: MacTimer,
+        receiving: bool,
+        phy_busy: bool,
+        ctx: &mut dyn TxContext,
+    ) {
         match timer {
             MacTimer::AccessGrant => self.access_granted(now, ctx),
             MacTimer::ResponseTimeout => match self.state {
@@ -324,14 +363,29 @@ impl Dcf {
 
     /// A frame finished arriving: `ok` if it decoded, at `rssi`; `mode` is
     /// what it was sent at; `noise_floor` turns RSSI into SNR for learning.
-    pub fn handle_rx_end(&mut self, now: SimTime, frame: &Frame, mode: Mode, ok: bool, rssi: Dbm, noise_floor: Dbm) {
+    pub fn handle_rx_end(
+        &mut self,
+        now: SimTime,
+        frame: &Frame,
+        mode: Mode,
+        ok: bool,
+        rssi: Dbm,
+        noise_floor: Dbm,
+    ) {
         self.use_eifs = !ok;
         let awaited = ok
             && frame.dst.is_for(self.me)
-            && matches!((frame.kind, self.state), (FrameKind::Ack, DcfState::AwaitingAck { .. }) | (FrameKind::Cts, DcfState::AwaitingCts { .. }));
+            && matches!(
+                (frame.kind, self.state),
+                (FrameKind::Ack, DcfState::AwaitingAck { .. })
+                    | (FrameKind::Cts, DcfState::AwaitingCts { .. })
+            );
         // The response timeout fired while this frame was arriving: unless it
         // is the awaited response, the attempt has failed.
-        let timed_out = matches!(self.state, DcfState::AwaitingAck { timed_out: true } | DcfState::AwaitingCts { timed_out: true });
+        let timed_out = matches!(
+            self.state,
+            DcfState::AwaitingAck { timed_out: true } | DcfState::AwaitingCts { timed_out: true }
+        );
         if timed_out && !awaited {
             self.attempt_failed(now);
         }
@@ -339,7 +393,14 @@ impl Dcf {
             return;
         }
         let carried = frame.report.map(|r| (r.position, r.tx_power));
-        self.links.heard(now, frame.src, rssi, noise_floor, carried, frame.dst == Dst::Node(self.me));
+        self.links.heard(
+            now,
+            frame.src,
+            rssi,
+            noise_floor,
+            carried,
+            frame.dst == Dst::Node(self.me),
+        );
         if awaited {
             self.events.push_back(DcfEvent::Response(TxOutcome::Acked));
         }
@@ -367,7 +428,10 @@ impl Dcf {
                     let cts_time = self.response_airtime(&mode, CTS_BYTES);
                     let duration = frame.duration.saturating_sub(self.timing.sifs + cts_time);
                     let cts = self.control_frame(FrameKind::Cts, frame.src, CTS_BYTES, duration);
-                    self.response = Some((cts, self.air.standard.control_rate_from(mode, self.air.basic)));
+                    self.response = Some((
+                        cts,
+                        self.air.standard.control_rate_from(mode, self.air.basic),
+                    ));
                     self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
                 }
             }
@@ -431,18 +495,37 @@ impl Dcf {
     /// Takes the next MSDU (management first) with its retry chain, joining
     /// two data packets into a fast frame where enabled; false if none.
     fn next_msdu(&mut self, now: SimTime, ctx: &mut dyn TxContext) -> bool {
-        let Some(msdu) = self.mgmt.pop_front().or_else(|| self.data.pop_front()) else { return false };
+        let Some(msdu) = self.mgmt.pop_front().or_else(|| self.data.pop_front()) else {
+            return false;
+        };
         let chain_bytes = msdu.bytes + DATA_OVERHEAD;
         let chain = match (msdu.fixed, msdu.dst) {
-            (Some(stage), _) => RetryChain { stages: vec![stage] },
-            (None, Dst::Broadcast) => RetryChain { stages: vec![Stage { mode: self.air.basic, tries: 1 }] },
-            (None, Dst::Node(d)) => self.links.retry_chain(now, d, chain_bytes, self.tx_power, ctx),
+            (Some(stage), _) => RetryChain {
+                stages: vec![stage],
+            },
+            (None, Dst::Broadcast) => RetryChain {
+                stages: vec![Stage {
+                    mode: self.air.basic,
+                    tries: 1,
+                }],
+            },
+            (None, Dst::Node(d)) => self
+                .links
+                .retry_chain(now, d, chain_bytes, self.tx_power, ctx),
         };
         let msdu = self.join_fast_frame(msdu, &chain);
         let seq = self.next_seq;
         self.next_seq = (self.next_seq + 1) % 4096;
-        let rts = matches!(msdu.dst, Dst::Node(_)) && msdu.bytes + DATA_OVERHEAD > self.cfg.rts_threshold;
-        self.current = Some(Current { msdu, chain, chain_bytes, seq, attempt: 0, rts });
+        let rts =
+            matches!(msdu.dst, Dst::Node(_)) && msdu.bytes + DATA_OVERHEAD > self.cfg.rts_threshold;
+        self.current = Some(Current {
+            msdu,
+            chain,
+            chain_bytes,
+            seq,
+            attempt: 0,
+            rts,
+        });
         true
     }
 
@@ -450,26 +533,56 @@ impl Dcf {
     /// an Atheros fast frame, if enabled and the result's airtime at the
     /// chain's first rate stays within the limit; else `msdu` itself.
     fn join_fast_frame(&mut self, msdu: Msdu, chain: &RetryChain) -> Msdu {
-        let (Some(limit), Payload::Packet(_), Dst::Node(_), None) = (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed) else {
+        let (Some(limit), Payload::Packet(_), Dst::Node(_), None) =
+            (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed)
+        else {
             return msdu;
         };
-        let Some(Msdu { payload: Payload::Packet(_), dst, fixed: None, bytes, .. }) = self.data.front() else { return msdu };
+        let Some(Msdu {
+            payload: Payload::Packet(_),
+            dst,
+            fixed: None,
+            bytes,
+            ..
+        }) = self.data.front()
+        else {
+            return msdu;
+        };
         if *dst != msdu.dst {
             return msdu;
         }
         let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
-        let airtime = chain.stages[0].mode.airtime(joined + DATA_OVERHEAD, self.air.preamble, self.air.standard);
+        let airtime = chain.stages[0].mode.airtime(
+            joined + DATA_OVERHEAD,
+            self.air.preamble,
+            self.air.standard,
+        );
         if airtime > limit {
             return msdu;
         }
-        let Some(Msdu { payload: Payload::Packet(b), .. }) = self.data.pop_front() else { return msdu };
-        let Payload::Packet(a) = msdu.payload else { return msdu };
-        Msdu { bytes: joined, payload: Payload::FastFrame(Box::new([a, b])), ..msdu }
+        let Some(Msdu {
+            payload: Payload::Packet(b),
+            ..
+        }) = self.data.pop_front()
+        else {
+            return msdu;
+        };
+        let Payload::Packet(a) = msdu.payload else {
+            return msdu;
+        };
+        Msdu {
+            bytes: joined,
+            payload: Payload::FastFrame(Box::new([a, b])),
+            ..msdu
+        }
     }
 
     /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.
     fn response_airtime(&self, mode: &Mode, bytes: u32) -> SimTime {
-        self.air.standard.control_rate_from(*mode, self.air.basic).airtime(bytes, self.air.preamble, self.air.standard)
+        self.air
+            .standard
+            .control_rate_from(*mode, self.air.basic)
+            .airtime(bytes, self.air.preamble, self.air.standard)
     }
 
     fn current(&self) -> &Current {
@@ -478,7 +591,10 @@ impl Dcf {
 
     fn current_mode(&self) -> Mode {
         let cur = self.current();
-        let stage = cur.chain.stage_of(cur.attempt).unwrap_or(cur.chain.stages.len() - 1);
+        let stage = cur
+            .chain
+            .stage_of(cur.attempt)
+            .unwrap_or(cur.chain.stages.len() - 1);
         cur.chain.stages[stage].mode
     }
 
@@ -499,33 +615,70 @@ impl Dcf {
         }
     }
 
-    fn control_frame(&self, kind: FrameKind, to: NodeId, psdu_bytes: u32, duration: SimTime) -> Frame {
-        Frame { kind, src: self.me, dst: Dst::Node(to), seq: 0, retry: false, attempt: 0, psdu_bytes, duration, payload: Payload::Raw, report: None }
+    fn control_frame(
+        &self,
+        kind: FrameKind,
+        to: NodeId,
+        psdu_bytes: u32,
+        duration: SimTime,
+    ) -> Frame {
+        Frame {
+            kind,
+            src: self.me,
+            dst: Dst::Node(to),
+            seq: 0,
+            retry: false,
+            attempt: 0,
+            psdu_bytes,
+            duration,
+            payload: Payload::Raw,
+            report: None,
+        }
     }
 
     fn data_frame(&self) -> (Frame, Mode) {
         let mode = self.current_mode();
         let unicast = matches!(self.current().msdu.dst, Dst::Node(_));
-        let duration = if unicast { self.timing.sifs + self.response_airtime(&mode, ACK_BYTES) } else { SimTime::ZERO };
-        (self.current_frame(None, self.current().msdu.bytes + DATA_OVERHEAD, duration), mode)
+        let duration = if unicast {
+            self.timing.sifs + self.response_airtime(&mode, ACK_BYTES)
+        } else {
+            SimTime::ZERO
+        };
+        (
+            self.current_frame(None, self.current().msdu.bytes + DATA_OVERHEAD, duration),
+            mode,
+        )
     }
 
     fn rts_frame(&self) -> (Frame, Mode) {
         let mode = self.current_mode();
         let psdu = self.current().msdu.bytes + DATA_OVERHEAD;
         let data = mode.airtime(psdu, self.air.preamble, self.air.standard);
-        let duration = self.timing.sifs * 3 + self.response_airtime(&mode, CTS_BYTES) + data + self.response_airtime(&mode, ACK_BYTES);
-        (self.current_frame(Some(FrameKind::Rts), RTS_BYTES, duration), self.air.standard.control_rate_from(mode, self.air.basic))
+        let duration = self.timing.sifs * 3
+            + self.response_airtime(&mode, CTS_BYTES)
+            + data
+            + self.response_airtime(&mode, ACK_BYTES);
+        (
+            self.current_frame(Some(FrameKind::Rts), RTS_BYTES, duration),
+            self.air.standard.control_rate_from(mode, self.air.basic),
+        )
     }
 
     /// A data or management frame for this node (or broadcast) arrived intact.
     fn receive_msdu(&mut self, now: SimTime, frame: &Frame, mode: Mode, rssi: Dbm) {
         let Dst::Node(_) = frame.dst else {
-            self.events.push_back(DcfEvent::Received { frame: frame.clone(), rssi, duplicate: false });
+            self.events.push_back(DcfEvent::Received {
+                frame: frame.clone(),
+                rssi,
+                duplicate: false,
+            });
             return;
         };
         let ack = self.control_frame(FrameKind::Ack, frame.src, ACK_BYTES, SimTime::ZERO);
-        self.response = Some((ack, self.air.standard.control_rate_from(mode, self.air.basic)));
+        self.response = Some((
+            ack,
+            self.air.standard.control_rate_from(mode, self.air.basic),
+        ));
         let duplicate = match self.last_seq.iter_mut().find(|(s, _)| *s == frame.src) {
             Some((_, last)) => {
                 let dup = frame.retry && *last == frame.seq;
@@ -538,15 +691,23 @@ impl Dcf {
             }
         };
         self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
-        self.events.push_back(DcfEvent::Received { frame: frame.clone(), rssi, duplicate });
+        self.events.push_back(DcfEvent::Received {
+            frame: frame.clone(),
+            rssi,
+            duplicate,
+        });
     }
 
     /// The current attempt got no response.
     fn attempt_failed(&mut self, now: SimTime) {
-        self.events.push_back(DcfEvent::Response(TxOutcome::Unacked));
+        self.events
+            .push_back(DcfEvent::Response(TxOutcome::Unacked));
         self.state = DcfState::Idle;
         self.cancel(MacTimer::ResponseTimeout);
-        let cur = self.current.as_mut().expect("failed attempt of a frame in progress");
+        let cur = self
+            .current
+            .as_mut()
+            .expect("failed attempt of a frame in progress");
         cur.attempt += 1;
         if cur.attempt >= cur.chain.total_tries() {
             self.finish(now, false);
@@ -562,15 +723,31 @@ impl Dcf {
         self.state = DcfState::Idle;
         self.cancel(MacTimer::ResponseTimeout);
         let mut cur = self.current.take().expect("a finished frame");
-        let attempts = if delivered { cur.attempt + 1 } else { cur.attempt };
+        let attempts = if delivered {
+            cur.attempt + 1
+        } else {
+            cur.attempt
+        };
         if let (Dst::Node(d), None) = (cur.msdu.dst, cur.msdu.fixed) {
-            let status = TxStatus { now, bytes: cur.chain_bytes, chain: std::mem::take(&mut cur.chain), attempts, acked: delivered };
+            let status = TxStatus {
+                now,
+                bytes: cur.chain_bytes,
+                chain: std::mem::take(&mut cur.chain),
+                attempts,
+                acked: delivered,
+            };
             self.links.report(d, &status);
         }
         self.cw = self.timing.cw_min;
         self.draw_backoff();
         let delay = now - cur.msdu.enqueued;
-        self.events.push_back(DcfEvent::Done { msdu: cur.msdu, seq: cur.seq, delivered, attempts, delay });
+        self.events.push_back(DcfEvent::Done {
+            msdu: cur.msdu,
+            seq: cur.seq,
+            delivered,
+            attempts,
+            delay,
+        });
         self.request_access(now);
     }
 }
@@ -578,8 +755,8 @@ impl Dcf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mobility::Vec2;
     use crate::mac::mgmt::MgmtBody;
+    use crate::mobility::Vec2;
     use crate::ratectl::RateControlSpec;
     use crate::units::{Bitrate, Db};
 
@@ -607,16 +784,49 @@ mod tests {
 
     /// A DCF at 54 Mbps with `tries` attempts per frame and `queue_limit`.
     fn dcf(tries: u8, queue_limit: usize) -> Dcf {
-        let chain = RetryChain { stages: vec![Stage { mode: g(54), tries }] };
-        let rate = RateControlSpec::Fixed { short: chain.clone(), long: chain, rts_threshold: 2347 };
-        let cfg = MacConfig { queue_limit, short_retry_limit: tries, long_retry_limit: tries, rts_threshold: 2347, rate: rate.clone(), modes: Standard::G.modes(), fast_frames: None };
-        let air = Air { standard: Standard::G, preamble: Preamble::Long, basic: Standard::G.basic_rates()[0] };
+        let chain = RetryChain {
+            stages: vec![Stage { mode: g(54), tries }],
+        };
+        let rate = RateControlSpec::Fixed {
+            short: chain.clone(),
+            long: chain,
+            rts_threshold: 2347,
+        };
+        let cfg = MacConfig {
+            queue_limit,
+            short_retry_limit: tries,
+            long_retry_limit: tries,
+            rts_threshold: 2347,
+            rate: rate.clone(),
+            modes: Standard::G.modes(),
+            fast_frames: None,
+        };
+        let air = Air {
+            standard: Standard::G,
+            preamble: Preamble::Long,
+            basic: Standard::G.basic_rates()[0],
+        };
         let links = Links::new(rate, Standard::G.modes(), (1, 0, "me".into()));
-        Dcf::new(ME, cfg, timing(), air, links, Stream::new("run", 1, 0, "test/dcf"), Dbm(15.0))
+        Dcf::new(
+            ME,
+            cfg,
+            timing(),
+            air,
+            links,
+            Stream::new("run", 1, 0, "test/dcf"),
+            Dbm(15.0),
+        )
     }
 
     fn msdu(dst: Dst, now: SimTime) -> Msdu {
-        Msdu { dst, bytes: 1500, enqueued: now, fixed: None, source: None, payload: Payload::Raw }
+        Msdu {
+            dst,
+            bytes: 1500,
+            enqueued: now,
+            fixed: None,
+            source: None,
+            payload: Payload::Raw,
+        }
     }
 
     fn us(n: u64) -> SimTime {
@@ -624,7 +834,9 @@ mod tests {
     }
 
     fn timers(d: &mut Dcf) -> Vec<(MacTimer, SimTime)> {
-        std::iter::from_fn(|| d.poll_timer()).map(|(t, at, _)| (t, at)).collect()
+        std::iter::from_fn(|| d.poll_timer())
+            .map(|(t, at, _)| (t, at))
+            .collect()
     }
 
     fn events(d: &mut Dcf) -> Vec<DcfEvent> {
@@ -640,7 +852,18 @@ mod tests {
     }
 
     fn frame_from(src: NodeId, dst: Dst, kind: FrameKind, duration: SimTime) -> Frame {
-        Frame { kind, src, dst, seq: 7, retry: false, attempt: 0, psdu_bytes: 100, duration, payload: Payload::Raw, report: None }
+        Frame {
+            kind,
+            src,
+            dst,
+            seq: 7,
+            retry: false,
+            attempt: 0,
+            psdu_bytes: 100,
+            duration,
+            payload: Payload::Raw,
+            report: None,
+        }
     }
 
     #[test]
@@ -648,7 +871,12 @@ mod tests {
         let mut d = dcf(7, 10);
         assert!(d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO)));
         assert_eq!(timers(&mut d), vec![(MacTimer::AccessGrant, timing().difs)]);
-        assert_eq!(d.state(), DcfState::Contending { since: timing().difs });
+        assert_eq!(
+            d.state(),
+            DcfState::Contending {
+                since: timing().difs
+            }
+        );
     }
 
     #[test]
@@ -662,7 +890,13 @@ mod tests {
         // The medium goes idle: contention resumes after DIFS plus the slots.
         d.handle_medium(us(100), false);
         let slots = u64::from(d.backoff.unwrap());
-        assert_eq!(timers(&mut d), vec![(MacTimer::AccessGrant, us(100) + timing().difs + timing().slot * slots)]);
+        assert_eq!(
+            timers(&mut d),
+            vec![(
+                MacTimer::AccessGrant,
+                us(100) + timing().difs + timing().slot * slots
+            )]
+        );
     }
 
     #[test]
@@ -685,10 +919,15 @@ mod tests {
     fn test_contending_grant_sends_unicast_with_ack_duration() {
         let mut d = dcf(7, 10);
         let (frame, mode) = sent_one(&mut d);
-        assert_eq!((frame.kind, frame.dst, frame.attempt, frame.retry), (FrameKind::Data, Dst::Node(PEER), 0, false));
+        assert_eq!(
+            (frame.kind, frame.dst, frame.attempt, frame.retry),
+            (FrameKind::Data, Dst::Node(PEER), 0, false)
+        );
         assert_eq!(mode, g(54));
         assert_eq!(frame.psdu_bytes, 1500 + DATA_OVERHEAD);
-        let ack = Standard::G.control_rate(g(54)).airtime(ACK_BYTES, Preamble::Long, Standard::G);
+        let ack = Standard::G
+            .control_rate(g(54))
+            .airtime(ACK_BYTES, Preamble::Long, Standard::G);
         assert_eq!(frame.duration, timing().sifs + ack);
         assert_eq!(d.state(), DcfState::Idle);
     }
@@ -699,7 +938,10 @@ mod tests {
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
         assert_eq!(d.state(), DcfState::AwaitingAck { timed_out: false });
-        assert_eq!(timers(&mut d), vec![(MacTimer::ResponseTimeout, us(300) + timing().ack_timeout)]);
+        assert_eq!(
+            timers(&mut d),
+            vec![(MacTimer::ResponseTimeout, us(300) + timing().ack_timeout)]
+        );
     }
 
     #[test]
@@ -712,7 +954,14 @@ mod tests {
         assert_eq!(mode, Standard::G.basic_rates()[0]);
         assert_eq!(frame.duration, SimTime::ZERO);
         d.handle_tx_end(us(2000), &frame);
-        assert!(matches!(events(&mut d)[..], [DcfEvent::Done { delivered: true, attempts: 1, .. }]));
+        assert!(matches!(
+            events(&mut d)[..],
+            [DcfEvent::Done {
+                delivered: true,
+                attempts: 1,
+                ..
+            }]
+        ));
     }
 
     #[test]
@@ -725,7 +974,14 @@ mod tests {
         d.handle_rx_end(us(350), &ack, g(24), true, Dbm(-60.0), Dbm(-95.0));
         let ev = events(&mut d);
         assert!(matches!(ev[0], DcfEvent::Response(TxOutcome::Acked)));
-        assert!(matches!(ev[1], DcfEvent::Done { delivered: true, attempts: 1, .. }));
+        assert!(matches!(
+            ev[1],
+            DcfEvent::Done {
+                delivered: true,
+                attempts: 1,
+                ..
+            }
+        ));
         assert_eq!(d.cw, timing().cw_min);
         assert!(d.backoff.is_some(), "a post-transmission backoff is drawn");
         assert_eq!(d.state(), DcfState::Idle);
@@ -737,14 +993,26 @@ mod tests {
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
         timers(&mut d);
-        d.handle_timeout(us(400), MacTimer::ResponseTimeout, false, false, &mut NoOracle);
-        assert!(matches!(events(&mut d)[..], [DcfEvent::Response(TxOutcome::Unacked)]));
+        d.handle_timeout(
+            us(400),
+            MacTimer::ResponseTimeout,
+            false,
+            false,
+            &mut NoOracle,
+        );
+        assert!(matches!(
+            events(&mut d)[..],
+            [DcfEvent::Response(TxOutcome::Unacked)]
+        ));
         assert_eq!(d.cw, 2 * timing().cw_min + 1);
         assert!(matches!(d.state(), DcfState::Contending { .. }));
         let (t, at) = timers(&mut d)[0];
         d.handle_timeout(at, t, false, false, &mut NoOracle);
         let (again, _) = d.poll_transmit().unwrap();
-        assert_eq!((again.attempt, again.retry, again.seq), (1, true, frame.seq));
+        assert_eq!(
+            (again.attempt, again.retry, again.seq),
+            (1, true, frame.seq)
+        );
     }
 
     #[test]
@@ -752,13 +1020,25 @@ mod tests {
         let mut d = dcf(7, 10);
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
-        d.handle_timeout(us(400), MacTimer::ResponseTimeout, true, true, &mut NoOracle);
+        d.handle_timeout(
+            us(400),
+            MacTimer::ResponseTimeout,
+            true,
+            true,
+            &mut NoOracle,
+        );
         assert_eq!(d.state(), DcfState::AwaitingAck { timed_out: true });
         assert!(events(&mut d).is_empty());
         // The frame that was arriving is the ACK: delivered after all.
         let ack = frame_from(PEER, Dst::Node(ME), FrameKind::Ack, SimTime::ZERO);
         d.handle_rx_end(us(420), &ack, g(24), true, Dbm(-60.0), Dbm(-95.0));
-        assert!(matches!(events(&mut d)[1], DcfEvent::Done { delivered: true, .. }));
+        assert!(matches!(
+            events(&mut d)[1],
+            DcfEvent::Done {
+                delivered: true,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -766,12 +1046,24 @@ mod tests {
         let mut d = dcf(7, 10);
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
-        d.handle_timeout(us(400), MacTimer::ResponseTimeout, true, true, &mut NoOracle);
+        d.handle_timeout(
+            us(400),
+            MacTimer::ResponseTimeout,
+            true,
+            true,
+            &mut NoOracle,
+        );
         let data = frame_from(OTHER, Dst::Broadcast, FrameKind::Data, SimTime::ZERO);
         d.handle_rx_end(us(900), &data, g(6), true, Dbm(-60.0), Dbm(-95.0));
         let ev = events(&mut d);
         assert!(matches!(ev[0], DcfEvent::Response(TxOutcome::Unacked)));
-        assert!(matches!(ev[1], DcfEvent::Received { duplicate: false, .. }));
+        assert!(matches!(
+            ev[1],
+            DcfEvent::Received {
+                duplicate: false,
+                ..
+            }
+        ));
         assert_eq!(d.current().attempt, 1);
     }
 
@@ -780,14 +1072,36 @@ mod tests {
         let mut d = dcf(2, 10);
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
-        d.handle_timeout(us(400), MacTimer::ResponseTimeout, false, false, &mut NoOracle);
+        d.handle_timeout(
+            us(400),
+            MacTimer::ResponseTimeout,
+            false,
+            false,
+            &mut NoOracle,
+        );
         let (t, at) = *timers(&mut d).last().unwrap();
         d.handle_timeout(at, t, false, false, &mut NoOracle);
         let (again, _) = d.poll_transmit().unwrap();
         d.handle_tx_end(at + us(300), &again);
-        d.handle_timeout(at + us(400), MacTimer::ResponseTimeout, false, false, &mut NoOracle);
+        d.handle_timeout(
+            at + us(400),
+            MacTimer::ResponseTimeout,
+            false,
+            false,
+            &mut NoOracle,
+        );
         let ev = events(&mut d);
-        assert!(matches!(ev.last(), Some(DcfEvent::Done { delivered: false, attempts: 2, .. })), "{ev:?}");
+        assert!(
+            matches!(
+                ev.last(),
+                Some(DcfEvent::Done {
+                    delivered: false,
+                    attempts: 2,
+                    ..
+                })
+            ),
+            "{ev:?}"
+        );
         assert_eq!(d.cw, timing().cw_min);
     }
 
@@ -796,12 +1110,34 @@ mod tests {
         let mut d = dcf(7, 10);
         let data = frame_from(PEER, Dst::Node(ME), FrameKind::Data, us(44));
         d.handle_rx_end(us(1000), &data, g(54), true, Dbm(-60.0), Dbm(-95.0));
-        assert!(matches!(&events(&mut d)[..], [DcfEvent::Received { duplicate: false, .. }]));
-        assert_eq!(timers(&mut d), vec![(MacTimer::SifsResponse, us(1000) + timing().sifs)]);
-        d.handle_timeout(us(1010), MacTimer::SifsResponse, false, false, &mut NoOracle);
+        assert!(matches!(
+            &events(&mut d)[..],
+            [DcfEvent::Received {
+                duplicate: false,
+                ..
+            }]
+        ));
+        assert_eq!(
+            timers(&mut d),
+            vec![(MacTimer::SifsResponse, us(1000) + timing().sifs)]
+        );
+        d.handle_timeout(
+            us(1010),
+            MacTimer::SifsResponse,
+            false,
+            false,
+            &mut NoOracle,
+        );
         let (ack, mode) = d.poll_transmit().unwrap();
-        assert_eq!((ack.kind, ack.dst, ack.psdu_bytes), (FrameKind::Ack, Dst::Node(PEER), ACK_BYTES));
-        assert_eq!(mode, g(24), "the ACK goes at the highest basic rate not above the data's");
+        assert_eq!(
+            (ack.kind, ack.dst, ack.psdu_bytes),
+            (FrameKind::Ack, Dst::Node(PEER), ACK_BYTES)
+        );
+        assert_eq!(
+            mode,
+            g(24),
+            "the ACK goes at the highest basic rate not above the data's"
+        );
     }
 
     #[test]
@@ -809,9 +1145,22 @@ mod tests {
         let mut d = dcf(7, 10);
         let data = frame_from(PEER, Dst::Node(ME), FrameKind::Data, us(44));
         d.handle_rx_end(us(1000), &data, g(54), true, Dbm(-60.0), Dbm(-95.0));
-        let again = Frame { retry: true, attempt: 1, ..data.clone() };
+        let again = Frame {
+            retry: true,
+            attempt: 1,
+            ..data.clone()
+        };
         d.handle_rx_end(us(2000), &again, g(54), true, Dbm(-60.0), Dbm(-95.0));
-        let dups: Vec<bool> = events(&mut d).into_iter().filter_map(|e| if let DcfEvent::Received { duplicate, .. } = e { Some(duplicate) } else { None }).collect();
+        let dups: Vec<bool> = events(&mut d)
+            .into_iter()
+            .filter_map(|e| {
+                if let DcfEvent::Received { duplicate, .. } = e {
+                    Some(duplicate)
+                } else {
+                    None
+                }
+            })
+            .collect();
         assert_eq!(dups, vec![false, true]);
     }
 
@@ -821,11 +1170,17 @@ mod tests {
         d.handle_medium(SimTime::ZERO, true);
         let data = frame_from(PEER, Dst::Node(ME), FrameKind::Data, us(44));
         d.handle_rx_end(us(500), &data, g(54), false, Dbm(-90.0), Dbm(-95.0));
-        assert!(events(&mut d).is_empty(), "a corrupted frame is not handed up");
+        assert!(
+            events(&mut d).is_empty(),
+            "a corrupted frame is not handed up"
+        );
         d.enqueue(us(500), msdu(Dst::Node(PEER), us(500)));
         d.backoff = None;
         d.handle_medium(us(500), false);
-        assert_eq!(timers(&mut d), vec![(MacTimer::AccessGrant, us(500) + timing().eifs)]);
+        assert_eq!(
+            timers(&mut d),
+            vec![(MacTimer::AccessGrant, us(500) + timing().eifs)]
+        );
     }
 
     #[test]
@@ -849,7 +1204,15 @@ mod tests {
         d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
         d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
         // The data queue is full; a management frame still gets in, ahead.
-        let auth = Msdu { fixed: Some(Stage { mode: g(6), tries: 11 }), payload: Payload::Mgmt(MgmtBody::Auth { seq: 2 }), bytes: 30, ..msdu(Dst::Node(PEER), SimTime::ZERO) };
+        let auth = Msdu {
+            fixed: Some(Stage {
+                mode: g(6),
+                tries: 11,
+            }),
+            payload: Payload::Mgmt(MgmtBody::Auth { seq: 2 }),
+            bytes: 30,
+            ..msdu(Dst::Node(PEER), SimTime::ZERO)
+        };
         d.enqueue_mgmt(SimTime::ZERO, auth, false);
         d.handle_medium(us(10), false);
         let (t, at) = timers(&mut d)[0];
@@ -865,18 +1228,35 @@ mod tests {
             d.handle_timeout(now, MacTimer::ResponseTimeout, false, false, &mut NoOracle);
             assert_eq!(armed.last().map(|t| t.0), Some(MacTimer::ResponseTimeout));
             if attempt < 11 {
-                let (t, at) = timers(&mut d).into_iter().find(|t| t.0 == MacTimer::AccessGrant).unwrap();
+                let (t, at) = timers(&mut d)
+                    .into_iter()
+                    .find(|t| t.0 == MacTimer::AccessGrant)
+                    .unwrap();
                 now = at;
                 d.handle_timeout(now, t, false, false, &mut NoOracle);
                 let (again, _) = d.poll_transmit().unwrap();
-                assert_eq!((again.kind, again.attempt), (FrameKind::Auth, attempt as u8));
+                assert_eq!(
+                    (again.kind, again.attempt),
+                    (FrameKind::Auth, attempt as u8)
+                );
             }
         }
-        let done: Vec<_> = events(&mut d).into_iter().filter_map(|e| match e {
-            DcfEvent::Done { msdu, delivered, attempts, .. } => Some((msdu.payload, delivered, attempts)),
-            _ => None,
-        }).collect();
-        assert_eq!(done, vec![(Payload::Mgmt(MgmtBody::Auth { seq: 2 }), false, 11)]);
+        let done: Vec<_> = events(&mut d)
+            .into_iter()
+            .filter_map(|e| match e {
+                DcfEvent::Done {
+                    msdu,
+                    delivered,
+                    attempts,
+                    ..
+                } => Some((msdu.payload, delivered, attempts)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            done,
+            vec![(Payload::Mgmt(MgmtBody::Auth { seq: 2 }), false, 11)]
+        );
     }
 
     #[test]
@@ -897,11 +1277,18 @@ mod tests {
         d.handle_medium(us(1), true); // our own transmission
         d.enqueue(us(10), msdu(Dst::Node(PEER), us(10)));
         d.handle_tx_end(us(300), &frame);
-        let (_, _, generation) = std::iter::from_fn(|| d.poll_timer()).find(|t| t.0 == MacTimer::ResponseTimeout).unwrap();
+        let (_, _, generation) = std::iter::from_fn(|| d.poll_timer())
+            .find(|t| t.0 == MacTimer::ResponseTimeout)
+            .unwrap();
         d.flush();
         let ev = events(&mut d);
         assert!(matches!(ev[0], DcfEvent::Response(TxOutcome::Unacked)));
-        assert_eq!(ev.iter().filter(|e| matches!(e, DcfEvent::QueueDrop { .. })).count(), 2);
+        assert_eq!(
+            ev.iter()
+                .filter(|e| matches!(e, DcfEvent::QueueDrop { .. }))
+                .count(),
+            2
+        );
         assert_eq!(d.state(), DcfState::Idle);
         assert!(!d.is_current(MacTimer::ResponseTimeout, generation));
         assert!(!d.has_work());

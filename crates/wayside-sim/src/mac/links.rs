@@ -8,7 +8,10 @@
 
 use crate::ids::NodeId;
 use crate::mobility::Vec2;
-use crate::ratectl::{RateControl, RateControlKind, RateControlSpec, RetryChain, RxObservation, SnrMap, TxRequest, TxStatus};
+use crate::ratectl::{
+    RateControl, RateControlKind, RateControlSpec, RetryChain, RxObservation, SnrMap, TxRequest,
+    TxStatus,
+};
 use crate::rng::Stream;
 use crate::units::{Db, Dbm, SimTime};
 use rustc_hash::FxHashMap;
@@ -41,8 +44,19 @@ pub struct Links {
 }
 
 impl Links {
-    pub fn new(spec: RateControlSpec, modes: &'static [crate::phy::mode::Mode], seed: (u64, u64, String)) -> Links {
-        Links { spec, controllers: Vec::new(), rssi: FxHashMap::default(), carried: FxHashMap::default(), modes, seed }
+    pub fn new(
+        spec: RateControlSpec,
+        modes: &'static [crate::phy::mode::Mode],
+        seed: (u64, u64, String),
+    ) -> Links {
+        Links {
+            spec,
+            controllers: Vec::new(),
+            rssi: FxHashMap::default(),
+            carried: FxHashMap::default(),
+            modes,
+            seed,
+        }
     }
 
     /// The controller for frames to `peer`, created on first use.
@@ -52,7 +66,8 @@ impl Links {
             None => {
                 let (seed, run, name) = &self.seed;
                 let rng = Stream::new("run", *seed, *run, &format!("ratectl/{name}/{}", peer.0));
-                self.controllers.push((peer, self.spec.build(self.modes, rng)));
+                self.controllers
+                    .push((peer, self.spec.build(self.modes, rng)));
                 self.controllers.len() - 1
             }
         };
@@ -71,11 +86,33 @@ impl Links {
     }
 
     /// The retry chain for a `bytes`-byte frame to `peer`.
-    pub fn retry_chain(&mut self, now: SimTime, peer: NodeId, bytes: u32, tx_power: Dbm, ctx: &mut dyn TxContext) -> RetryChain {
-        let mean_snr = if self.spec.needs_oracle() { Some(ctx.mean_snr(peer)) } else { None };
+    pub fn retry_chain(
+        &mut self,
+        now: SimTime,
+        peer: NodeId,
+        bytes: u32,
+        tx_power: Dbm,
+        ctx: &mut dyn TxContext,
+    ) -> RetryChain {
+        let mean_snr = if self.spec.needs_oracle() {
+            Some(ctx.mean_snr(peer))
+        } else {
+            None
+        };
         let position = ctx.position();
-        let (rssi, peer_position) = (self.rssi.get(&peer).copied(), self.carried.get(&peer).copied());
-        let req = TxRequest { now, bytes, rssi, mean_snr, tx_power, position, peer_position };
+        let (rssi, peer_position) = (
+            self.rssi.get(&peer).copied(),
+            self.carried.get(&peer).copied(),
+        );
+        let req = TxRequest {
+            now,
+            bytes,
+            rssi,
+            mean_snr,
+            tx_power,
+            position,
+            peer_position,
+        };
         self.controller(peer).retry_chain(&req)
     }
 
@@ -86,14 +123,27 @@ impl Links {
     /// A frame from `peer` arrived intact at `rssi`; `carried` is the
     /// (position, tx power) its header carried, if any; `to_us` whether it
     /// was unicast to this node (only those teach a learning controller).
-    pub fn heard(&mut self, now: SimTime, peer: NodeId, rssi: Dbm, noise_floor: Dbm, carried: Option<(Vec2, Dbm)>, to_us: bool) {
+    pub fn heard(
+        &mut self,
+        now: SimTime,
+        peer: NodeId,
+        rssi: Dbm,
+        noise_floor: Dbm,
+        carried: Option<(Vec2, Dbm)>,
+        to_us: bool,
+    ) {
         self.rssi.insert(peer, rssi);
         match carried.filter(|_| self.learns()) {
             Some((position, _)) => self.carried.insert(peer, position),
             None => self.carried.remove(&peer),
         };
         if let (Some((peer_position, peer_tx_power)), true) = (carried, to_us && self.learns()) {
-            let obs = RxObservation { now, snr: rssi - noise_floor, peer_tx_power, peer_position };
+            let obs = RxObservation {
+                now,
+                snr: rssi - noise_floor,
+                peer_tx_power,
+                peer_position,
+            };
             self.controller(peer).observe(&obs);
         }
     }

@@ -50,13 +50,13 @@
 //! `beacon_miss_limit` beacons, which is why a second AP on another channel
 //! 100 m away never sees a handover.
 
-use serde::Deserialize;
 use crate::ids::NodeId;
 use crate::mac::Dst;
 use crate::ratectl::SnrMap;
 use crate::rng::Stream;
 use crate::trace::{ConnEvent, FrameKind};
 use crate::units::{Dbm, SimTime};
+use serde::Deserialize;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -95,11 +95,15 @@ pub const MGMT_TRIES: u8 = 11;
 #[derive(Clone, Debug, PartialEq)]
 pub enum MgmtBody {
     /// `map`: an environment-aware AP's SNR map, in a vendor element.
-    Beacon { map: Option<Arc<SnrMap>> },
+    Beacon {
+        map: Option<Arc<SnrMap>>,
+    },
     ProbeReq,
     ProbeResp,
     /// Open system authentication, transaction sequence 1 (request) or 2 (response).
-    Auth { seq: u8 },
+    Auth {
+        seq: u8,
+    },
     AssocReq,
     AssocResp,
     Disassoc,
@@ -222,10 +226,22 @@ enum StaState {
     /// Not scanning yet: waiting for its scan's phase ([`MgmtConfig::scan_phase`]).
     Waiting,
     /// On scan channel `index` since `since`.
-    Scanning { index: usize, since: SimTime },
-    Authenticating { ap: NodeId, attempt: u32 },
-    Associating { ap: NodeId, attempt: u32 },
-    Associated { ap: NodeId, last_beacon: SimTime },
+    Scanning {
+        index: usize,
+        since: SimTime,
+    },
+    Authenticating {
+        ap: NodeId,
+        attempt: u32,
+    },
+    Associating {
+        ap: NodeId,
+        attempt: u32,
+    },
+    Associated {
+        ap: NodeId,
+        last_beacon: SimTime,
+    },
 }
 
 /// Station management state.
@@ -254,20 +270,24 @@ enum Bss {
     Sta(Station),
 }
 
-
-
-
 /// What management tells the rest of the node and the trace.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MgmtEvent {
     /// A connection event concerning `peer`, for the trace.
-    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    Conn {
+        peer: NodeId,
+        event: ConnEvent,
+        value: f64,
+    },
     /// Association with `peer` came up.
     LinkUp(NodeId),
     /// Association with `peer` was lost.
     LinkDown(NodeId),
     /// An associated station heard its AP's beacon, which carried `map`.
-    Beacon { ap: NodeId, map: Option<Arc<SnrMap>> },
+    Beacon {
+        ap: NodeId,
+        map: Option<Arc<SnrMap>>,
+    },
 }
 
 /// A management frame to send: destination, body, and whether it goes
@@ -304,7 +324,11 @@ impl Mgmt {
         let bss = match role {
             Role::Independent => Bss::Independent,
             Role::Ap => Bss::Ap(AccessPoint::default()),
-            Role::Sta => Bss::Sta(Station { state: StaState::Waiting, entries: Vec::new(), beacons: VecDeque::new() }),
+            Role::Sta => Bss::Sta(Station {
+                state: StaState::Waiting,
+                entries: Vec::new(),
+                beacons: VecDeque::new(),
+            }),
         };
         let first_beacon = match role {
             Role::Ap => SimTime::from_secs_f64(rng.uniform() * cfg.beacon_interval.as_secs_f64()),
@@ -314,7 +338,16 @@ impl Mgmt {
             }
             _ => SimTime::ZERO,
         };
-        Mgmt { cfg, bss, channel, first_beacon, generation: [0; 4], transmits: VecDeque::new(), timers: VecDeque::new(), events: VecDeque::new() }
+        Mgmt {
+            cfg,
+            bss,
+            channel,
+            first_beacon,
+            generation: [0; 4],
+            transmits: VecDeque::new(),
+            timers: VecDeque::new(),
+            events: VecDeque::new(),
+        }
     }
 
     // ------------------------------------------------------------ queries
@@ -327,7 +360,10 @@ impl Mgmt {
     /// The AP a station is associated with.
     pub fn associated_ap(&self) -> Option<NodeId> {
         match &self.bss {
-            Bss::Sta(Station { state: StaState::Associated { ap, .. }, .. }) => Some(*ap),
+            Bss::Sta(Station {
+                state: StaState::Associated { ap, .. },
+                ..
+            }) => Some(*ap),
             _ => None,
         }
     }
@@ -397,7 +433,8 @@ impl Mgmt {
     }
 
     fn conn(&mut self, peer: NodeId, event: ConnEvent, value: f64) {
-        self.events.push_back(MgmtEvent::Conn { peer, event, value });
+        self.events
+            .push_back(MgmtEvent::Conn { peer, event, value });
     }
 
     fn sta(&mut self) -> &mut Station {
@@ -416,7 +453,9 @@ impl Mgmt {
                 self.arm(self.first_beacon, MgmtTimer::Beacon);
                 self.arm(self.cfg.inactivity_timeout, MgmtTimer::Watchdog);
             }
-            Bss::Sta(_) if self.first_beacon > SimTime::ZERO => self.arm(now + self.first_beacon, MgmtTimer::ScanDwell),
+            Bss::Sta(_) if self.first_beacon > SimTime::ZERO => {
+                self.arm(now + self.first_beacon, MgmtTimer::ScanDwell)
+            }
             Bss::Sta(_) => self.scan_channel(now, 0),
             Bss::Independent => {}
         }
@@ -455,7 +494,14 @@ impl Mgmt {
 
     /// A management frame `body` from `from` was received intact at `rssi`
     /// on the radio's current `channel`.
-    pub fn handle_frame(&mut self, now: SimTime, from: NodeId, body: MgmtBody, rssi: Dbm, channel: u32) {
+    pub fn handle_frame(
+        &mut self,
+        now: SimTime,
+        from: NodeId,
+        body: MgmtBody,
+        rssi: Dbm,
+        channel: u32,
+    ) {
         match &mut self.bss {
             Bss::Ap(ap) => {
                 let reply = match body {
@@ -494,8 +540,18 @@ impl Mgmt {
                             (e.seen, e.notseen, e.channel) = (true, 0, channel);
                         }
                         None => {
-                            sta.entries.push(ScanEntry { ap: from, channel, rssi: rssi.0, seen: true, notseen: 0 });
-                            self.events.push_back(MgmtEvent::Conn { peer: from, event: ConnEvent::FirstBeacon, value: rssi.0 });
+                            sta.entries.push(ScanEntry {
+                                ap: from,
+                                channel,
+                                rssi: rssi.0,
+                                seen: true,
+                                notseen: 0,
+                            });
+                            self.events.push_back(MgmtEvent::Conn {
+                                peer: from,
+                                event: ConnEvent::FirstBeacon,
+                                value: rssi.0,
+                            });
                         }
                     }
                     // Past the least dwell, what is heard ends the channel's dwell.
@@ -509,19 +565,31 @@ impl Mgmt {
                 let sta = self.sta();
                 match (sta.state.clone(), body) {
                     (StaState::Associated { ap, .. }, MgmtBody::Beacon { map }) if ap == from => {
-                        sta.state = StaState::Associated { ap, last_beacon: now };
+                        sta.state = StaState::Associated {
+                            ap,
+                            last_beacon: now,
+                        };
                         sta.beacons.push_back(now);
-                        while sta.beacons.front().is_some_and(|&t| now.saturating_sub(t) > BEACON_HISTORY) {
+                        while sta
+                            .beacons
+                            .front()
+                            .is_some_and(|&t| now.saturating_sub(t) > BEACON_HISTORY)
+                        {
                             sta.beacons.pop_front();
                         }
                         self.events.push_back(MgmtEvent::Beacon { ap, map });
                     }
-                    (StaState::Authenticating { ap, .. }, MgmtBody::Auth { seq: 2 }) if ap == from => {
+                    (StaState::Authenticating { ap, .. }, MgmtBody::Auth { seq: 2 })
+                        if ap == from =>
+                    {
                         self.conn(ap, ConnEvent::AuthOk, rssi.0);
                         self.associate(now, ap, 0);
                     }
                     (StaState::Associating { ap, .. }, MgmtBody::AssocResp) if ap == from => {
-                        sta.state = StaState::Associated { ap, last_beacon: now };
+                        sta.state = StaState::Associated {
+                            ap,
+                            last_beacon: now,
+                        };
                         sta.beacons.clear();
                         self.conn(ap, ConnEvent::Associated, rssi.0);
                         self.arm(now + self.cfg.beacon_interval, MgmtTimer::Watchdog);
@@ -628,7 +696,9 @@ impl Mgmt {
         let interval = self.cfg.beacon_interval;
         match &mut self.bss {
             Bss::Sta(sta) => {
-                let StaState::Associated { ap, last_beacon } = sta.state else { return };
+                let StaState::Associated { ap, last_beacon } = sta.state else {
+                    return;
+                };
                 let limit = interval * u64::from(self.cfg.beacon_miss_limit);
                 if now.saturating_sub(last_beacon) >= limit {
                     self.conn(ap, ConnEvent::Disassociated, 0.0);
@@ -640,7 +710,10 @@ impl Mgmt {
             }
             Bss::Ap(ap) => {
                 let timeout = self.cfg.inactivity_timeout;
-                let (gone, kept): (Vec<_>, Vec<_>) = ap.stations.iter().partition(|s| now.saturating_sub(s.1) >= timeout);
+                let (gone, kept): (Vec<_>, Vec<_>) = ap
+                    .stations
+                    .iter()
+                    .partition(|s| now.saturating_sub(s.1) >= timeout);
                 ap.stations = kept;
                 for (sta, _) in gone {
                     self.conn(sta, ConnEvent::Disassociated, 1.0);
@@ -686,11 +759,15 @@ mod tests {
     }
 
     fn sent(m: &mut Mgmt) -> Vec<(Dst, MgmtBody)> {
-        std::iter::from_fn(|| m.poll_transmit()).map(|f| (f.dst, f.body)).collect()
+        std::iter::from_fn(|| m.poll_transmit())
+            .map(|f| (f.dst, f.body))
+            .collect()
     }
 
     fn timers(m: &mut Mgmt) -> Vec<(MgmtTimer, SimTime)> {
-        std::iter::from_fn(|| m.poll_timer()).map(|(t, at, _)| (t, at)).collect()
+        std::iter::from_fn(|| m.poll_timer())
+            .map(|(t, at, _)| (t, at))
+            .collect()
     }
 
     fn events(m: &mut Mgmt) -> Vec<MgmtEvent> {
@@ -749,10 +826,21 @@ mod tests {
     fn test_scanning_beacon_creates_an_entry() {
         let mut m = station(DriverProfile::Madwifi);
         m.handle_frame(ms(50), AP, beacon(), Dbm(-70.0), 1);
-        assert_eq!(events(&mut m), vec![MgmtEvent::Conn { peer: AP, event: ConnEvent::FirstBeacon, value: -70.0 }]);
+        assert_eq!(
+            events(&mut m),
+            vec![MgmtEvent::Conn {
+                peer: AP,
+                event: ConnEvent::FirstBeacon,
+                value: -70.0
+            }]
+        );
         assert_eq!(m.filtered_rssi(AP), Some(Dbm(-70.0)));
         m.handle_frame(ms(150), AP, beacon(), Dbm(-60.0), 1);
-        assert_eq!(m.filtered_rssi(AP), Some(Dbm(-69.0)), "low-pass filtered with L = 10");
+        assert_eq!(
+            m.filtered_rssi(AP),
+            Some(Dbm(-69.0)),
+            "low-pass filtered with L = 10"
+        );
     }
 
     #[test]
@@ -763,10 +851,20 @@ mod tests {
         m.handle_timeout(ms(200), MgmtTimer::ScanDwell, None);
         m.handle_timeout(ms(300), MgmtTimer::ScanDwell, None);
         assert_eq!(m.channel(), 6, "back to the AP's channel");
-        assert_eq!(sent(&mut m).last(), Some(&(Dst::Node(AP), MgmtBody::Auth { seq: 1 })));
+        assert_eq!(
+            sent(&mut m).last(),
+            Some(&(Dst::Node(AP), MgmtBody::Auth { seq: 1 }))
+        );
         let ev = events(&mut m);
-        assert!(ev.contains(&MgmtEvent::Conn { peer: AP, event: ConnEvent::ApSelected, value: -60.0 }));
-        assert_eq!(timers(&mut m).last(), Some(&(MgmtTimer::Response, ms(5300))));
+        assert!(ev.contains(&MgmtEvent::Conn {
+            peer: AP,
+            event: ConnEvent::ApSelected,
+            value: -60.0
+        }));
+        assert_eq!(
+            timers(&mut m).last(),
+            Some(&(MgmtTimer::Response, ms(5300)))
+        );
     }
 
     #[test]
@@ -778,7 +876,10 @@ mod tests {
             m.handle_timeout(ms(t), MgmtTimer::ScanDwell, None);
         }
         assert_eq!(m.channel(), 1);
-        assert_eq!(sent(&mut m).last(), Some(&(Dst::Broadcast, MgmtBody::ProbeReq)));
+        assert_eq!(
+            sent(&mut m).last(),
+            Some(&(Dst::Broadcast, MgmtBody::ProbeReq))
+        );
     }
 
     #[test]
@@ -825,7 +926,10 @@ mod tests {
         assert_eq!(sent(&mut m), vec![], "silent until its phase");
         let t = timers(&mut m);
         assert_eq!(t.len(), 1);
-        assert!(t[0].0 == MgmtTimer::ScanDwell && t[0].1 > SimTime::ZERO && t[0].1 < ms(300), "{t:?}");
+        assert!(
+            t[0].0 == MgmtTimer::ScanDwell && t[0].1 > SimTime::ZERO && t[0].1 < ms(300),
+            "{t:?}"
+        );
         m.handle_timeout(t[0].1, MgmtTimer::ScanDwell, None);
         assert_eq!(m.channel(), 1);
         assert_eq!(sent(&mut m), vec![(Dst::Broadcast, MgmtBody::ProbeReq)]);
@@ -836,14 +940,21 @@ mod tests {
         let mut m = authenticating();
         m.handle_frame(ms(310), AP, MgmtBody::Auth { seq: 2 }, Dbm(-60.0), 6);
         assert_eq!(sent(&mut m), vec![(Dst::Node(AP), MgmtBody::AssocReq)]);
-        assert!(events(&mut m).contains(&MgmtEvent::Conn { peer: AP, event: ConnEvent::AuthOk, value: -60.0 }));
+        assert!(events(&mut m).contains(&MgmtEvent::Conn {
+            peer: AP,
+            event: ConnEvent::AuthOk,
+            value: -60.0
+        }));
     }
 
     #[test]
     fn test_authenticating_timeout_retries_once_then_scans() {
         let mut m = authenticating();
         m.handle_timeout(ms(5300), MgmtTimer::Response, None);
-        assert_eq!(sent(&mut m), vec![(Dst::Node(AP), MgmtBody::Auth { seq: 1 })]);
+        assert_eq!(
+            sent(&mut m),
+            vec![(Dst::Node(AP), MgmtBody::Auth { seq: 1 })]
+        );
         m.handle_timeout(ms(10_300), MgmtTimer::Response, None);
         assert_eq!(sent(&mut m), vec![(Dst::Broadcast, MgmtBody::ProbeReq)]);
         assert_eq!(m.channel(), 1);
@@ -855,7 +966,17 @@ mod tests {
         m.handle_frame(ms(310), AP, MgmtBody::Auth { seq: 2 }, Dbm(-60.0), 6);
         drain(&mut m);
         m.handle_frame(ms(320), AP, MgmtBody::AssocResp, Dbm(-61.0), 6);
-        assert_eq!(events(&mut m), vec![MgmtEvent::Conn { peer: AP, event: ConnEvent::Associated, value: -61.0 }, MgmtEvent::LinkUp(AP)]);
+        assert_eq!(
+            events(&mut m),
+            vec![
+                MgmtEvent::Conn {
+                    peer: AP,
+                    event: ConnEvent::Associated,
+                    value: -61.0
+                },
+                MgmtEvent::LinkUp(AP)
+            ]
+        );
         assert_eq!(m.associated_ap(), Some(AP));
         assert_eq!(timers(&mut m), vec![(MgmtTimer::Watchdog, ms(420))]);
     }
@@ -866,7 +987,10 @@ mod tests {
         m.handle_frame(ms(400), AP, beacon(), Dbm(-60.0), 6);
         m.handle_frame(ms(500), AP, beacon(), Dbm(-60.0), 6);
         assert_eq!(m.beacons_after(ms(350)), 2);
-        assert_eq!(events(&mut m).last(), Some(&MgmtEvent::Beacon { ap: AP, map: None }));
+        assert_eq!(
+            events(&mut m).last(),
+            Some(&MgmtEvent::Beacon { ap: AP, map: None })
+        );
     }
 
     #[test]
@@ -876,14 +1000,29 @@ mod tests {
         assert_eq!(timers(&mut m), vec![(MgmtTimer::Watchdog, ms(520))]);
         m.handle_timeout(ms(1020), MgmtTimer::Watchdog, None);
         let ev = events(&mut m);
-        assert_eq!(ev[..2], [MgmtEvent::Conn { peer: AP, event: ConnEvent::Disassociated, value: 0.0 }, MgmtEvent::LinkDown(AP)]);
+        assert_eq!(
+            ev[..2],
+            [
+                MgmtEvent::Conn {
+                    peer: AP,
+                    event: ConnEvent::Disassociated,
+                    value: 0.0
+                },
+                MgmtEvent::LinkDown(AP)
+            ]
+        );
         assert_eq!(m.associated_ap(), None);
         assert_eq!(m.channel(), 1, "scanning again");
     }
 
     #[test]
     fn test_ap_start_beacons_at_a_random_phase() {
-        let mut m = Mgmt::new(Role::Ap, cfg(DriverProfile::Madwifi), 6, Stream::new("run", 1, 0, "t"));
+        let mut m = Mgmt::new(
+            Role::Ap,
+            cfg(DriverProfile::Madwifi),
+            6,
+            Stream::new("run", 1, 0, "t"),
+        );
         m.start(SimTime::ZERO);
         let t = timers(&mut m);
         assert_eq!(t[0].0, MgmtTimer::Beacon);
@@ -895,26 +1034,46 @@ mod tests {
 
     #[test]
     fn test_ap_answers_probe_auth_and_association() {
-        let mut m = Mgmt::new(Role::Ap, cfg(DriverProfile::Madwifi), 6, Stream::new("run", 1, 0, "t"));
+        let mut m = Mgmt::new(
+            Role::Ap,
+            cfg(DriverProfile::Madwifi),
+            6,
+            Stream::new("run", 1, 0, "t"),
+        );
         m.handle_frame(ms(1), STA, MgmtBody::ProbeReq, Dbm(-60.0), 6);
         m.handle_frame(ms(2), STA, MgmtBody::Auth { seq: 1 }, Dbm(-60.0), 6);
         m.handle_frame(ms(3), STA, MgmtBody::AssocReq, Dbm(-60.0), 6);
         let replies: Vec<MgmtBody> = sent(&mut m).into_iter().map(|(_, b)| b).collect();
-        assert_eq!(replies, vec![MgmtBody::ProbeResp, MgmtBody::Auth { seq: 2 }, MgmtBody::AssocResp]);
+        assert_eq!(
+            replies,
+            vec![
+                MgmtBody::ProbeResp,
+                MgmtBody::Auth { seq: 2 },
+                MgmtBody::AssocResp
+            ]
+        );
         assert!(m.has_station(STA));
         assert_eq!(events(&mut m).last(), Some(&MgmtEvent::LinkUp(STA)));
     }
 
     #[test]
     fn test_ap_inactive_station_is_dropped() {
-        let mut m = Mgmt::new(Role::Ap, cfg(DriverProfile::Madwifi), 6, Stream::new("run", 1, 0, "t"));
+        let mut m = Mgmt::new(
+            Role::Ap,
+            cfg(DriverProfile::Madwifi),
+            6,
+            Stream::new("run", 1, 0, "t"),
+        );
         m.handle_frame(ms(3), STA, MgmtBody::AssocReq, Dbm(-60.0), 6);
         drain(&mut m);
         m.handle_timeout(SimTime::from_secs_f64(100.0), MgmtTimer::Watchdog, None);
         assert!(m.has_station(STA));
         m.handle_heard(SimTime::from_secs_f64(200.0), STA);
         m.handle_timeout(SimTime::from_secs_f64(400.0), MgmtTimer::Watchdog, None);
-        assert!(m.has_station(STA), "heard 200 s ago, within the 300 s timeout");
+        assert!(
+            m.has_station(STA),
+            "heard 200 s ago, within the 300 s timeout"
+        );
         m.handle_timeout(SimTime::from_secs_f64(600.0), MgmtTimer::Watchdog, None);
         assert!(!m.has_station(STA));
         assert_eq!(events(&mut m).last(), Some(&MgmtEvent::LinkDown(STA)));

@@ -62,14 +62,21 @@ pub enum Payload {
     FastFrame(Box<[Packet; 2]>),
     /// An application's own bytes straight over the link, no IP (a raw
     /// protocol such as Broadside-Raw), for application `app`.
-    Datagram { app: u32, data: Arc<[u8]>, sent: SimTime },
+    Datagram {
+        app: u32,
+        data: Arc<[u8]>,
+        sent: SimTime,
+    },
 }
 
 impl Payload {
     fn kind(&self) -> FrameKind {
         match self {
             Payload::Mgmt(m) => m.kind(),
-            Payload::Raw | Payload::Packet(_) | Payload::FastFrame(..) | Payload::Datagram { .. } => FrameKind::Data,
+            Payload::Raw
+            | Payload::Packet(_)
+            | Payload::FastFrame(..)
+            | Payload::Datagram { .. } => FrameKind::Data,
         }
     }
 }

@@ -78,7 +78,11 @@ pub struct Waypoint {
 
 impl Trajectory {
     pub fn fixed(at: Vec2) -> Self {
-        Trajectory { start: at, legs: Vec::new(), tail_velocity: Vec2::default() }
+        Trajectory {
+            start: at,
+            legs: Vec::new(),
+            tail_velocity: Vec2::default(),
+        }
     }
 
     /// Starts at `start` at `depart` and moves forever at `speed` along `heading_deg`
@@ -87,7 +91,13 @@ impl Trajectory {
         let h = heading_deg.to_radians();
         Trajectory {
             start,
-            legs: vec![Leg { t0: depart.as_secs_f64(), t1: depart.as_secs_f64(), p0: start, p1: start, odo0: 0.0 }],
+            legs: vec![Leg {
+                t0: depart.as_secs_f64(),
+                t1: depart.as_secs_f64(),
+                p0: start,
+                p1: start,
+                odo0: 0.0,
+            }],
             tail_velocity: Vec2::new(speed.0 * h.cos(), speed.0 * h.sin()),
         }
     }
@@ -96,7 +106,11 @@ impl Trajectory {
     pub fn polyline(points: &[Vec2], speed: Mps, depart: SimTime) -> Self {
         let wps: Vec<Waypoint> = points[1..]
             .iter()
-            .map(|&p| Waypoint { position: p, speed, pause: SimTime::ZERO })
+            .map(|&p| Waypoint {
+                position: p,
+                speed,
+                pause: SimTime::ZERO,
+            })
             .collect();
         Self::waypoints(points[0], &wps, depart)
     }
@@ -111,17 +125,33 @@ impl Trajectory {
         for w in waypoints {
             let d = p.dist(w.position).0;
             let dt = d / w.speed.0;
-            legs.push(Leg { t0: t, t1: t + dt, p0: p, p1: w.position, odo0: odo });
+            legs.push(Leg {
+                t0: t,
+                t1: t + dt,
+                p0: p,
+                p1: w.position,
+                odo0: odo,
+            });
             t += dt;
             odo += d;
             p = w.position;
             if w.pause > SimTime::ZERO {
                 let dt = w.pause.as_secs_f64();
-                legs.push(Leg { t0: t, t1: t + dt, p0: p, p1: p, odo0: odo });
+                legs.push(Leg {
+                    t0: t,
+                    t1: t + dt,
+                    p0: p,
+                    p1: p,
+                    odo0: odo,
+                });
                 t += dt;
             }
         }
-        Trajectory { start, legs, tail_velocity: Vec2::default() }
+        Trajectory {
+            start,
+            legs,
+            tail_velocity: Vec2::default(),
+        }
     }
 
     /// Passes through each `(time, position)` sample in turn, moving
@@ -132,11 +162,21 @@ impl Trajectory {
         let mut odo = 0.0;
         for w in samples.windows(2) {
             let ((t0, p0), (t1, p1)) = (w[0], w[1]);
-            legs.push(Leg { t0: t0.as_secs_f64(), t1: t1.as_secs_f64(), p0, p1, odo0: odo });
+            legs.push(Leg {
+                t0: t0.as_secs_f64(),
+                t1: t1.as_secs_f64(),
+                p0,
+                p1,
+                odo0: odo,
+            });
             odo += p0.dist(p1).0;
         }
         let start = samples.first().map_or(Vec2::default(), |s| s.1);
-        Trajectory { start, legs, tail_velocity: Vec2::default() }
+        Trajectory {
+            start,
+            legs,
+            tail_velocity: Vec2::default(),
+        }
     }
 
     fn leg_at(&self, t: f64) -> Option<&Leg> {
@@ -151,19 +191,28 @@ impl Trajectory {
 
 impl Mobility for Trajectory {
     fn max_speed(&self) -> f64 {
-        let legs = self.legs.iter().filter(|l| l.t1 > l.t0).map(|l| l.p0.dist(l.p1).0 / (l.t1 - l.t0));
+        let legs = self
+            .legs
+            .iter()
+            .filter(|l| l.t1 > l.t0)
+            .map(|l| l.p0.dist(l.p1).0 / (l.t1 - l.t0));
         legs.fold(self.tail_velocity.norm(), f64::max)
     }
 
     fn position(&self, t: SimTime) -> Vec2 {
         let t = t.as_secs_f64();
-        let Some(last) = self.last() else { return self.start };
+        let Some(last) = self.last() else {
+            return self.start;
+        };
         if t <= self.legs[0].t0 {
             return self.start;
         }
         if t >= last.t1 {
             let dt = t - last.t1;
-            return Vec2::new(last.p1.x + self.tail_velocity.x * dt, last.p1.y + self.tail_velocity.y * dt);
+            return Vec2::new(
+                last.p1.x + self.tail_velocity.x * dt,
+                last.p1.y + self.tail_velocity.y * dt,
+            );
         }
         match self.leg_at(t) {
             Some(l) if l.t1 > l.t0 => l.p0.lerp(l.p1, (t - l.t0) / (l.t1 - l.t0)),
@@ -174,7 +223,9 @@ impl Mobility for Trajectory {
 
     fn velocity(&self, t: SimTime) -> Vec2 {
         let t = t.as_secs_f64();
-        let Some(last) = self.last() else { return Vec2::default() };
+        let Some(last) = self.last() else {
+            return Vec2::default();
+        };
         if t < self.legs[0].t0 {
             return Vec2::default();
         }
@@ -192,7 +243,9 @@ impl Mobility for Trajectory {
 
     fn odometer(&self, t: SimTime) -> Meters {
         let t = t.as_secs_f64();
-        let Some(last) = self.last() else { return Meters(0.0) };
+        let Some(last) = self.last() else {
+            return Meters(0.0);
+        };
         if t <= self.legs[0].t0 {
             return Meters(0.0);
         }
@@ -201,7 +254,9 @@ impl Mobility for Trajectory {
             return Meters(last.odo0 + leg + self.tail_velocity.norm() * (t - last.t1));
         }
         match self.leg_at(t) {
-            Some(l) if l.t1 > l.t0 => Meters(l.odo0 + l.p0.dist(l.p1).0 * (t - l.t0) / (l.t1 - l.t0)),
+            Some(l) if l.t1 > l.t0 => {
+                Meters(l.odo0 + l.p0.dist(l.p1).0 * (t - l.t0) / (l.t1 - l.t0))
+            }
             Some(l) => Meters(l.odo0),
             None => Meters(0.0),
         }
@@ -266,8 +321,16 @@ mod tests {
     #[test]
     fn waypoints_follow_leg_speeds_and_pauses() {
         let wps = [
-            Waypoint { position: Vec2::new(100.0, 0.0), speed: Mps(10.0), pause: s(5.0) },
-            Waypoint { position: Vec2::new(100.0, 40.0), speed: Mps(20.0), pause: SimTime::ZERO },
+            Waypoint {
+                position: Vec2::new(100.0, 0.0),
+                speed: Mps(10.0),
+                pause: s(5.0),
+            },
+            Waypoint {
+                position: Vec2::new(100.0, 40.0),
+                speed: Mps(20.0),
+                pause: SimTime::ZERO,
+            },
         ];
         let m = Trajectory::waypoints(Vec2::new(0.0, 0.0), &wps, SimTime::ZERO);
         assert_eq!(m.position(s(5.0)), Vec2::new(50.0, 0.0));
@@ -280,7 +343,11 @@ mod tests {
 
     #[test]
     fn timed_samples_are_interpolated_and_held_at_the_ends() {
-        let m = Trajectory::timed(&[(s(2.0), Vec2::new(0.0, 0.0)), (s(3.0), Vec2::new(30.0, 0.0)), (s(5.0), Vec2::new(30.0, 4.0))]);
+        let m = Trajectory::timed(&[
+            (s(2.0), Vec2::new(0.0, 0.0)),
+            (s(3.0), Vec2::new(30.0, 0.0)),
+            (s(5.0), Vec2::new(30.0, 4.0)),
+        ]);
         assert_eq!(m.position(s(0.0)), Vec2::new(0.0, 0.0));
         assert_eq!(m.position(s(2.5)), Vec2::new(15.0, 0.0));
         assert_eq!(m.velocity(s(2.5)), Vec2::new(30.0, 0.0));
@@ -292,7 +359,15 @@ mod tests {
 
     #[test]
     fn polyline_is_continuous_at_corners() {
-        let m = Trajectory::polyline(&[Vec2::new(0.0, 0.0), Vec2::new(10.0, 0.0), Vec2::new(10.0, 10.0)], Mps(1.0), SimTime::ZERO);
+        let m = Trajectory::polyline(
+            &[
+                Vec2::new(0.0, 0.0),
+                Vec2::new(10.0, 0.0),
+                Vec2::new(10.0, 10.0),
+            ],
+            Mps(1.0),
+            SimTime::ZERO,
+        );
         let before = m.position(s(9.999_999));
         let after = m.position(s(10.000_001));
         assert!(before.dist(after).0 < 1e-5);

@@ -102,7 +102,11 @@ impl Highway {
     /// Checks the parameters; the error names the field and what is allowed.
     pub fn validate(&self) -> Result<(), String> {
         let prob = |name: &str, p: f64| {
-            if (0.0..=1.0).contains(&p) { Ok(()) } else { Err(format!("{name} = {p}: must be a probability in [0, 1]")) }
+            if (0.0..=1.0).contains(&p) {
+                Ok(())
+            } else {
+                Err(format!("{name} = {p}: must be a probability in [0, 1]"))
+            }
         };
         if self.lanes == 0 {
             return Err("lanes = 0: a road needs at least one lane".into());
@@ -111,7 +115,10 @@ impl Highway {
             return Err("vehicle_cells and vmax must be at least 1 cell".into());
         }
         if self.cells < self.vehicle_cells {
-            return Err(format!("cells = {}: the road must hold one vehicle ({} cells)", self.cells, self.vehicle_cells));
+            return Err(format!(
+                "cells = {}: the road must hold one vehicle ({} cells)",
+                self.cells, self.vehicle_cells
+            ));
         }
         if !(self.cell_length > 0.0 && self.lane_width >= 0.0) {
             return Err("cell_length must be positive and lane_width not negative".into());
@@ -119,11 +126,17 @@ impl Highway {
         prob("dawdle", self.dawdle)?;
         prob("change_probability", self.change_probability)?;
         if !(0.0..1.0).contains(&self.density) {
-            return Err(format!("density = {}: must be a fraction of cells occupied in [0, 1)", self.density));
+            return Err(format!(
+                "density = {}: must be a fraction of cells occupied in [0, 1)",
+                self.density
+            ));
         }
         let fits = self.target_cells() / self.vehicle_cells as u64;
         if self.sources as u64 > fits {
-            return Err(format!("sources = {}: more than the {fits} vehicles the road holds at this density", self.sources));
+            return Err(format!(
+                "sources = {}: more than the {fits} vehicles the road holds at this density",
+                self.sources
+            ));
         }
         Ok(())
     }
@@ -132,7 +145,10 @@ impl Highway {
     /// middle of its body.
     fn place(&self, lane: u32, head: i64) -> Vec2 {
         let centre = head as f64 + 1.0 - self.vehicle_cells as f64 / 2.0;
-        Vec2::new(self.origin.x + centre * self.cell_length, self.origin.y + lane as f64 * self.lane_width)
+        Vec2::new(
+            self.origin.x + centre * self.cell_length,
+            self.origin.y + lane as f64 * self.lane_width,
+        )
     }
 
     /// Runs the road for `duration` (rounded up to whole steps) and returns
@@ -153,7 +169,12 @@ impl Highway {
                 }
                 if slot[c.id] == usize::MAX {
                     slot[c.id] = rec.len();
-                    rec.push(Record { enter: step, leave: None, source: c.source, samples: Vec::new() });
+                    rec.push(Record {
+                        enter: step,
+                        leave: None,
+                        source: c.source,
+                        samples: Vec::new(),
+                    });
                 }
                 rec[slot[c.id]].push(step, c.lane, c.head);
             }
@@ -171,9 +192,18 @@ impl Highway {
         }
         rec.into_iter()
             .map(|r| {
-                let samples: Vec<(SimTime, Vec2)> = r.samples.iter().map(|&(k, lane, head)| (STEP * k, self.place(lane, head))).collect();
+                let samples: Vec<(SimTime, Vec2)> = r
+                    .samples
+                    .iter()
+                    .map(|&(k, lane, head)| (STEP * k, self.place(lane, head)))
+                    .collect();
                 let leave = r.leave.map_or(SimTime::MAX, |k| STEP * k);
-                Vehicle { enter: STEP * r.enter, leave, source: r.source, trajectory: Trajectory::timed(&samples) }
+                Vehicle {
+                    enter: STEP * r.enter,
+                    leave,
+                    source: r.source,
+                    trajectory: Trajectory::timed(&samples),
+                }
             })
             .collect()
     }
@@ -204,7 +234,10 @@ struct Record {
 impl Record {
     fn push(&mut self, step: u64, lane: u32, head: i64) {
         if let [.., (k0, l0, h0), (k1, l1, h1)] = self.samples[..] {
-            let steady = l0 == l1 && l1 == lane && k1 + 1 == step && (head - h1) * (k1 - k0) as i64 == h1 - h0;
+            let steady = l0 == l1
+                && l1 == lane
+                && k1 + 1 == step
+                && (head - h1) * (k1 - k0) as i64 == h1 - h0;
             if steady {
                 *self.samples.last_mut().expect("two samples") = (step, lane, head);
                 return;
@@ -250,9 +283,20 @@ impl<'a> Road<'a> {
         let cars = slots[..n]
             .iter()
             .enumerate()
-            .map(|(id, &s)| Car { id, lane: s / per_lane, head: ((s % per_lane + 1) * len - 1) as i64, v: 0, source: false })
+            .map(|(id, &s)| Car {
+                id,
+                lane: s / per_lane,
+                head: ((s % per_lane + 1) * len - 1) as i64,
+                v: 0,
+                source: false,
+            })
             .collect();
-        let mut road = Road { hw, cars, occ: Vec::new(), next_id: n };
+        let mut road = Road {
+            hw,
+            cars,
+            occ: Vec::new(),
+            next_id: n,
+        };
         road.mark();
         road
     }
@@ -267,7 +311,13 @@ impl<'a> Road<'a> {
                 let d = (c.head - target).rem_euclid(cells);
                 d.min(cells - d)
             };
-            let pick = self.cars.iter().enumerate().filter(|(_, c)| !c.source).min_by_key(|(i, c)| (ring(c), *i)).map(|(i, _)| i);
+            let pick = self
+                .cars
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !c.source)
+                .min_by_key(|(i, c)| (ring(c), *i))
+                .map(|(i, _)| i);
             if let Some(i) = pick {
                 self.cars[i].source = true;
             }
@@ -278,7 +328,8 @@ impl<'a> Road<'a> {
     fn mark(&mut self) {
         let cells = self.hw.cells as i64;
         self.occ.clear();
-        self.occ.resize((self.hw.lanes as i64 * cells) as usize, false);
+        self.occ
+            .resize((self.hw.lanes as i64 * cells) as usize, false);
         for c in &self.cars {
             for x in c.head - self.hw.vehicle_cells as i64 + 1..=c.head {
                 self.occ[(c.lane as i64 * cells + x.rem_euclid(cells)) as usize] = true;
@@ -296,13 +347,17 @@ impl<'a> Road<'a> {
     /// (enough for every rule).
     fn gap_ahead(&self, lane: u32, head: i64) -> u32 {
         let cap = self.hw.vmax + 2;
-        (1..=cap as i64).find(|&d| self.taken(lane, head + d)).map_or(cap, |d| d as u32 - 1)
+        (1..=cap as i64)
+            .find(|&d| self.taken(lane, head + d))
+            .map_or(cap, |d| d as u32 - 1)
     }
 
     /// Free cells behind cell `tail`, counted up to `vmax + 2`.
     fn gap_behind(&self, lane: u32, tail: i64) -> u32 {
         let cap = self.hw.vmax + 2;
-        (1..=cap as i64).find(|&d| self.taken(lane, tail - d)).map_or(cap, |d| d as u32 - 1)
+        (1..=cap as i64)
+            .find(|&d| self.taken(lane, tail - d))
+            .map_or(cap, |d| d as u32 - 1)
     }
 
     /// One step: lane changes, then the four rules. Returns the vehicles
@@ -319,7 +374,11 @@ impl<'a> Road<'a> {
         let len = self.hw.vehicle_cells as i64;
         let mut moves = Vec::new();
         for (i, c) in self.cars.iter().enumerate() {
-            let other = if up { c.lane + 1 } else { c.lane.wrapping_sub(1) };
+            let other = if up {
+                c.lane + 1
+            } else {
+                c.lane.wrapping_sub(1)
+            };
             if other >= self.hw.lanes {
                 continue;
             }
@@ -403,12 +462,18 @@ mod tests {
     /// ring (the test's own reading of the state, independent of the road's).
     fn free_ahead(cars: &[Car], me: usize, lane: u32, head: i64, len: i64) -> i64 {
         let others = cars.iter().filter(|c| c.lane == lane && c.id != me);
-        others.map(|c| (c.head - head).rem_euclid(CELLS) - len).min().unwrap_or(i64::MAX)
+        others
+            .map(|c| (c.head - head).rem_euclid(CELLS) - len)
+            .min()
+            .unwrap_or(i64::MAX)
     }
 
     fn free_behind(cars: &[Car], me: usize, lane: u32, tail: i64) -> i64 {
         let others = cars.iter().filter(|c| c.lane == lane && c.id != me);
-        others.map(|c| (tail - c.head).rem_euclid(CELLS) - 1).min().unwrap_or(i64::MAX)
+        others
+            .map(|c| (tail - c.head).rem_euclid(CELLS) - 1)
+            .min()
+            .unwrap_or(i64::MAX)
     }
 
     #[test]
@@ -421,11 +486,17 @@ mod tests {
             for k in 0..600 {
                 left += road.step(k, &mut rng).len();
                 let occupancy = road.occupied() as f64 / (hw.lanes * hw.cells) as f64;
-                assert!((occupancy - target).abs() < 1e-9, "step {k}: target {target}, occupancy {occupancy}");
+                assert!(
+                    (occupancy - target).abs() < 1e-9,
+                    "step {k}: target {target}, occupancy {occupancy}"
+                );
             }
             // The road was not jammed: at least one full road's worth of
             // vehicles went through in 10 minutes.
-            assert!(left as u64 * hw.vehicle_cells as u64 >= hw.target_cells(), "{left} left");
+            assert!(
+                left as u64 * hw.vehicle_cells as u64 >= hw.target_cells(),
+                "{left} left"
+            );
         }
     }
 
@@ -443,7 +514,10 @@ mod tests {
                 if let Some(b) = before.iter().find(|b| b.id == c.id) {
                     assert!(c.head - b.head <= hw.vmax as i64 && c.head >= b.head);
                 }
-                assert!(free_ahead(&road.cars, c.id, c.lane, c.head, len) >= 0, "step {k}: {c:?} overlaps");
+                assert!(
+                    free_ahead(&road.cars, c.id, c.lane, c.head, len) >= 0,
+                    "step {k}: {c:?} overlaps"
+                );
             }
         }
     }
@@ -463,17 +537,35 @@ mod tests {
                     continue;
                 }
                 changes[(a.lane > b.lane) as usize] += 1;
-                assert_eq!(a.lane, if k % 2 == 0 { b.lane + 1 } else { b.lane - 1 }, "step {k}: wrong direction");
+                assert_eq!(
+                    a.lane,
+                    if k % 2 == 0 { b.lane + 1 } else { b.lane - 1 },
+                    "step {k}: wrong direction"
+                );
                 let l = b.v as i64 + 1;
-                assert!(free_ahead(&before, b.id, b.lane, b.head, len) < l, "no incentive: {b:?}");
-                assert!(free_ahead(&before, b.id, a.lane, b.head, len) > l, "gap ahead too short: {b:?}");
-                assert!(free_behind(&before, b.id, a.lane, b.head - len + 1) > hw.vmax as i64, "unsafe: {b:?}");
-                let beside = before.iter().any(|o| o.lane == a.lane && (o.head - (b.head - len + 1)).rem_euclid(CELLS) < len);
+                assert!(
+                    free_ahead(&before, b.id, b.lane, b.head, len) < l,
+                    "no incentive: {b:?}"
+                );
+                assert!(
+                    free_ahead(&before, b.id, a.lane, b.head, len) > l,
+                    "gap ahead too short: {b:?}"
+                );
+                assert!(
+                    free_behind(&before, b.id, a.lane, b.head - len + 1) > hw.vmax as i64,
+                    "unsafe: {b:?}"
+                );
+                let beside = before.iter().any(|o| {
+                    o.lane == a.lane && (o.head - (b.head - len + 1)).rem_euclid(CELLS) < len
+                });
                 assert!(!beside, "moved onto a vehicle: {b:?}");
             }
             road.advance(&mut rng);
         }
-        assert!(changes[0] > 10 && changes[1] > 10, "changes down/up: {changes:?}");
+        assert!(
+            changes[0] > 10 && changes[1] > 10,
+            "changes down/up: {changes:?}"
+        );
     }
 
     #[test]
@@ -493,8 +585,14 @@ mod tests {
         let vehicles = hw.run(duration, stream(6));
         let at_start = vehicles.iter().filter(|v| v.enter == SimTime::ZERO).count();
         // 10% of 4000 cells in 5-cell vehicles.
-        assert!((70..=80).contains(&at_start), "{at_start} vehicles at t = 0");
-        assert!(vehicles.iter().any(|v| v.enter > SimTime::ZERO), "none entered");
+        assert!(
+            (70..=80).contains(&at_start),
+            "{at_start} vehicles at t = 0"
+        );
+        assert!(
+            vehicles.iter().any(|v| v.enter > SimTime::ZERO),
+            "none entered"
+        );
         assert!(vehicles.iter().any(|v| v.leave < SimTime::MAX), "none left");
         let vmax = hw.vmax as f64 * hw.cell_length;
         for v in &vehicles {
@@ -502,11 +600,17 @@ mod tests {
             // 3.5 m/s within the step.
             for half in 0..200 {
                 let u = v.trajectory.velocity(SimTime::from_ms(500 * half + 250));
-                assert!(u.x >= 0.0 && u.x <= vmax + 1e-9 && u.y.abs() <= 3.5 + 1e-9, "{u:?}");
+                assert!(
+                    u.x >= 0.0 && u.x <= vmax + 1e-9 && u.y.abs() <= 3.5 + 1e-9,
+                    "{u:?}"
+                );
             }
             assert!(v.trajectory.max_speed() <= vmax.hypot(3.5) + 1e-9);
             let p = v.trajectory.position(v.enter);
-            assert!(p.x > -7.5 && p.x < 1500.0 && [0.0, 3.5, 7.0, 10.5].contains(&p.y), "{p:?}");
+            assert!(
+                p.x > -7.5 && p.x < 1500.0 && [0.0, 3.5, 7.0, 10.5].contains(&p.y),
+                "{p:?}"
+            );
             if v.leave < SimTime::MAX {
                 assert!(v.trajectory.position(v.leave).x >= 1500.0 - 1.5 * 2.5);
                 assert!(v.leave > v.enter);
@@ -516,7 +620,10 @@ mod tests {
             if t0 + STEP < v.leave.min(duration) {
                 let (p0, p1) = (v.trajectory.position(t0), v.trajectory.position(t0 + STEP));
                 let mid = v.trajectory.position(t0 + SimTime::from_ms(500));
-                assert!((mid.x - (p0.x + p1.x) / 2.0).abs() < 1e-9 && (mid.y - (p0.y + p1.y) / 2.0).abs() < 1e-9);
+                assert!(
+                    (mid.x - (p0.x + p1.x) / 2.0).abs() < 1e-9
+                        && (mid.y - (p0.y + p1.y) / 2.0).abs() < 1e-9
+                );
             }
         }
     }
@@ -524,31 +631,54 @@ mod tests {
     #[test]
     fn sources_stay_as_many_and_a_new_one_enters_as_one_leaves() {
         for n in [1u32, 3] {
-            let hw = Highway { sources: n, ..Highway::chen(0.1) };
+            let hw = Highway {
+                sources: n,
+                ..Highway::chen(0.1)
+            };
             let duration = SimTime::from_ms(200_000);
             let vehicles = hw.run(duration, stream(7));
             let sources: Vec<&Vehicle> = vehicles.iter().filter(|v| v.source).collect();
             // At every half second, exactly n sources on the road.
             for half in 0..400 {
                 let t = SimTime::from_ms(500 * half + 250);
-                let on = sources.iter().filter(|v| v.enter <= t && t < v.leave).count();
+                let on = sources
+                    .iter()
+                    .filter(|v| v.enter <= t && t < v.leave)
+                    .count();
                 assert_eq!(on, n as usize, "{n} sources: {on} on the road at {t:?}");
             }
             // Each source that left was followed by one entering that step.
-            let left: Vec<SimTime> = sources.iter().map(|v| v.leave).filter(|&l| l < SimTime::MAX).collect();
+            let left: Vec<SimTime> = sources
+                .iter()
+                .map(|v| v.leave)
+                .filter(|&l| l < SimTime::MAX)
+                .collect();
             assert!(!left.is_empty(), "no source left in 200 s");
             for l in left {
-                assert!(sources.iter().any(|v| v.enter == l), "none entered at {l:?}");
+                assert!(
+                    sources.iter().any(|v| v.enter == l),
+                    "none entered at {l:?}"
+                );
             }
             // Spaced evenly at the start: fronts about cells / n apart.
-            let mut xs: Vec<f64> = sources.iter().filter(|v| v.enter == SimTime::ZERO).map(|v| v.trajectory.position(SimTime::ZERO).x).collect();
+            let mut xs: Vec<f64> = sources
+                .iter()
+                .filter(|v| v.enter == SimTime::ZERO)
+                .map(|v| v.trajectory.position(SimTime::ZERO).x)
+                .collect();
             xs.sort_by(f64::total_cmp);
             for w in xs.windows(2) {
                 let gap = w[1] - w[0];
                 assert!((gap - 1500.0 / n as f64).abs() < 150.0, "{xs:?}");
             }
         }
-        assert!(Highway { sources: 81, ..Highway::chen(0.1) }.validate().unwrap_err().contains("sources = 81"));
+        assert!(Highway {
+            sources: 81,
+            ..Highway::chen(0.1)
+        }
+        .validate()
+        .unwrap_err()
+        .contains("sources = 81"));
     }
 
     #[test]

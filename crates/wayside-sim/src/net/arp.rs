@@ -26,8 +26,8 @@
 //! expire within a run; an entry is forgotten when the link to its
 //! neighbour goes down.
 
-use crate::packet::Packet;
 use crate::ids::NodeId;
+use crate::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
 
@@ -41,8 +41,18 @@ impl ArpProfile {
     /// The profile's timers and limits.
     pub fn config(self) -> ArpConfig {
         match self {
-            ArpProfile::Linux => ArpConfig { requests: 3, retransmit: SimTime::from_ms(1000), queue: 3, announce: None },
-            ArpProfile::WindowsXp => ArpConfig { requests: 1, retransmit: SimTime::from_ms(3500), queue: 1, announce: Some(SimTime::from_ms(100)) },
+            ArpProfile::Linux => ArpConfig {
+                requests: 3,
+                retransmit: SimTime::from_ms(1000),
+                queue: 3,
+                announce: None,
+            },
+            ArpProfile::WindowsXp => ArpConfig {
+                requests: 1,
+                retransmit: SimTime::from_ms(3500),
+                queue: 1,
+                announce: Some(SimTime::from_ms(100)),
+            },
         }
     }
 }
@@ -65,7 +75,10 @@ pub struct ArpConfig {
 enum State {
     Resolved,
     /// `requests` sent so far (0: none yet), packets waiting for the answer.
-    Pending { requests: u32, waiting: VecDeque<Packet> },
+    Pending {
+        requests: u32,
+        waiting: VecDeque<Packet>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -104,7 +117,10 @@ pub struct Arp {
 
 impl Arp {
     pub fn new(cfg: ArpConfig) -> Arp {
-        Arp { cfg, entries: Vec::new() }
+        Arp {
+            cfg,
+            entries: Vec::new(),
+        }
     }
 
     pub fn config(&self) -> ArpConfig {
@@ -115,7 +131,11 @@ impl Arp {
         match self.entries.iter().position(|e| e.peer == peer) {
             Some(i) => i,
             None => {
-                self.entries.push(Entry { peer, state, generation: 0 });
+                self.entries.push(Entry {
+                    peer,
+                    state,
+                    generation: 0,
+                });
                 self.entries.len() - 1
             }
         }
@@ -123,7 +143,13 @@ impl Arp {
 
     /// A packet `p` must go to neighbour `peer`.
     pub fn lookup(&mut self, peer: NodeId, p: Packet) -> Lookup {
-        let i = self.index(peer, State::Pending { requests: 0, waiting: VecDeque::new() });
+        let i = self.index(
+            peer,
+            State::Pending {
+                requests: 0,
+                waiting: VecDeque::new(),
+            },
+        );
         let limit = self.cfg.queue;
         match &mut self.entries[i].state {
             State::Resolved => Lookup::Send(p),
@@ -132,7 +158,9 @@ impl Arp {
                 if waiting.len() > limit {
                     waiting.pop_front();
                 }
-                Lookup::Queued { request: *requests == 0 }
+                Lookup::Queued {
+                    request: *requests == 0,
+                }
             }
         }
     }
@@ -142,7 +170,9 @@ impl Arp {
     /// `None` if `peer` is not being resolved.
     pub fn request(&mut self, peer: NodeId) -> Option<(u32, u32)> {
         let e = self.entries.iter_mut().find(|e| e.peer == peer)?;
-        let State::Pending { requests, .. } = &mut e.state else { return None };
+        let State::Pending { requests, .. } = &mut e.state else {
+            return None;
+        };
         *requests += 1;
         e.generation = e.generation.wrapping_add(1);
         Some((*requests, e.generation))
@@ -150,8 +180,16 @@ impl Arp {
 
     /// The retransmission timer of generation `generation` for `peer` fired.
     pub fn expire(&mut self, peer: NodeId, generation: u32) -> Expiry {
-        let Some(i) = self.entries.iter().position(|e| e.peer == peer && e.generation == generation) else { return Expiry::Stale };
-        let State::Pending { requests, .. } = &self.entries[i].state else { return Expiry::Stale };
+        let Some(i) = self
+            .entries
+            .iter()
+            .position(|e| e.peer == peer && e.generation == generation)
+        else {
+            return Expiry::Stale;
+        };
+        let State::Pending { requests, .. } = &self.entries[i].state else {
+            return Expiry::Stale;
+        };
         if *requests < self.cfg.requests {
             return Expiry::Retransmit;
         }
@@ -190,15 +228,30 @@ mod tests {
 
     fn packet(seq: u64) -> Packet {
         let datagram = Datagram::sized(1, 1, 10);
-        Packet::new(ME, PEER, Body::Udp { datagram, app: 0, seq, sent: SimTime::ZERO })
+        Packet::new(
+            ME,
+            PEER,
+            Body::Udp {
+                datagram,
+                app: 0,
+                seq,
+                sent: SimTime::ZERO,
+            },
+        )
     }
 
     #[test]
     fn unknown_peer_queues_and_asks_for_one_request() {
         let mut arp = Arp::new(ArpProfile::Linux.config());
-        assert_eq!(arp.lookup(PEER, packet(0)), Lookup::Queued { request: true });
+        assert_eq!(
+            arp.lookup(PEER, packet(0)),
+            Lookup::Queued { request: true }
+        );
         assert_eq!(arp.request(PEER), Some((1, 1)));
-        assert_eq!(arp.lookup(PEER, packet(1)), Lookup::Queued { request: false });
+        assert_eq!(
+            arp.lookup(PEER, packet(1)),
+            Lookup::Queued { request: false }
+        );
     }
 
     #[test]
@@ -226,12 +279,20 @@ mod tests {
         assert_eq!(arp.expire(PEER, g1), Expiry::Retransmit);
         let (n, g2) = arp.request(PEER).unwrap();
         assert_eq!(n, 2);
-        assert_eq!(arp.expire(PEER, g1), Expiry::Stale, "an older timer is void");
+        assert_eq!(
+            arp.expire(PEER, g1),
+            Expiry::Stale,
+            "an older timer is void"
+        );
         assert_eq!(arp.expire(PEER, g2), Expiry::Retransmit);
         let (n, g3) = arp.request(PEER).unwrap();
         assert_eq!(n, 3);
         assert_eq!(arp.expire(PEER, g3), Expiry::Failed);
-        assert_eq!(arp.lookup(PEER, packet(1)), Lookup::Queued { request: true }, "the next packet starts again");
+        assert_eq!(
+            arp.lookup(PEER, packet(1)),
+            Lookup::Queued { request: true },
+            "the next packet starts again"
+        );
     }
 
     #[test]
@@ -239,7 +300,11 @@ mod tests {
         let mut arp = Arp::new(ArpProfile::WindowsXp.config());
         arp.lookup(PEER, packet(0));
         let (_, g) = arp.request(PEER).unwrap();
-        assert_eq!(arp.lookup(PEER, packet(1)), Lookup::Queued { request: false }, "no new request while held");
+        assert_eq!(
+            arp.lookup(PEER, packet(1)),
+            Lookup::Queued { request: false },
+            "no new request while held"
+        );
         assert_eq!(arp.expire(PEER, g), Expiry::Failed);
     }
 
@@ -251,7 +316,14 @@ mod tests {
         assert_eq!(arp.resolved(PEER).map(|w| w.len()), Some(1));
         assert_eq!(arp.expire(PEER, g), Expiry::Stale);
         arp.forget(PEER);
-        assert_eq!(arp.lookup(PEER, packet(1)), Lookup::Queued { request: true });
-        assert_eq!(arp.request(NodeId(9)), None, "nothing to ask for an unknown peer");
+        assert_eq!(
+            arp.lookup(PEER, packet(1)),
+            Lookup::Queued { request: true }
+        );
+        assert_eq!(
+            arp.request(NodeId(9)),
+            None,
+            "nothing to ask for an unknown peer"
+        );
     }
 }

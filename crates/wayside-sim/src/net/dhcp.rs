@@ -19,8 +19,14 @@ pub enum DhcpState {
     /// Static address, or a lease already held.
     Bound,
     /// Waiting for an offer (after DISCOVER) or an ack (after REQUEST).
-    Selecting { server: NodeId, attempt: u32 },
-    Requesting { server: NodeId, attempt: u32 },
+    Selecting {
+        server: NodeId,
+        attempt: u32,
+    },
+    Requesting {
+        server: NodeId,
+        attempt: u32,
+    },
     /// No exchange under way (not associated yet).
     Init,
 }
@@ -62,7 +68,11 @@ fn backoff(attempt: u32) -> f64 {
 
 impl DhcpClient {
     pub fn new(rng: Stream) -> Self {
-        DhcpClient { state: DhcpState::Init, generation: 0, rng }
+        DhcpClient {
+            state: DhcpState::Init,
+            generation: 0,
+            rng,
+        }
     }
 
     pub fn state(&self) -> DhcpState {
@@ -82,7 +92,13 @@ impl DhcpClient {
         };
         let jitter = self.rng.uniform() * 2.0 - 1.0;
         self.generation = self.generation.wrapping_add(1);
-        Some(ClientSend { op, server, attempt, wait: SimTime::from_secs_f64(backoff(attempt) + jitter), generation: self.generation })
+        Some(ClientSend {
+            op,
+            server,
+            attempt,
+            wait: SimTime::from_secs_f64(backoff(attempt) + jitter),
+            generation: self.generation,
+        })
     }
 
     /// Association with `ap` came up: without a lease, DISCOVER starts.
@@ -90,7 +106,10 @@ impl DhcpClient {
         if self.bound() {
             return None;
         }
-        self.state = DhcpState::Selecting { server: ap, attempt: 0 };
+        self.state = DhcpState::Selecting {
+            server: ap,
+            attempt: 0,
+        };
         self.send()
     }
 
@@ -108,7 +127,10 @@ impl DhcpClient {
             return None;
         }
         self.state = match self.state {
-            DhcpState::Selecting { server, attempt } => DhcpState::Selecting { server, attempt: (attempt + 1) % 5 },
+            DhcpState::Selecting { server, attempt } => DhcpState::Selecting {
+                server,
+                attempt: (attempt + 1) % 5,
+            },
             // RFC 2131: no answer to REQUEST sends the client back to INIT.
             DhcpState::Requesting { server, .. } => DhcpState::Selecting { server, attempt: 0 },
             s => s,
@@ -150,28 +172,50 @@ mod tests {
         let s = c.start(AP).expect("discover");
         assert_eq!((s.op, s.server, s.attempt), (DhcpOp::Discover, AP, 0));
         assert!((3.0..=5.0).contains(&s.wait.as_secs_f64()), "{:?}", s.wait);
-        assert_eq!(c.state(), DhcpState::Selecting { server: AP, attempt: 0 });
+        assert_eq!(
+            c.state(),
+            DhcpState::Selecting {
+                server: AP,
+                attempt: 0
+            }
+        );
     }
 
     #[test]
     fn selecting_offer_from_the_server_sends_request() {
         let mut c = client();
         c.start(AP);
-        assert_eq!(c.handle(OTHER, DhcpOp::Offer), ClientStep::Ignored, "another server's offer");
-        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else { panic!("no request") };
+        assert_eq!(
+            c.handle(OTHER, DhcpOp::Offer),
+            ClientStep::Ignored,
+            "another server's offer"
+        );
+        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else {
+            panic!("no request")
+        };
         assert_eq!(s.op, DhcpOp::Request);
-        assert_eq!(c.handle(AP, DhcpOp::Offer), ClientStep::Ignored, "offer while requesting");
+        assert_eq!(
+            c.handle(AP, DhcpOp::Offer),
+            ClientStep::Ignored,
+            "offer while requesting"
+        );
     }
 
     #[test]
     fn requesting_ack_binds_and_voids_the_timer() {
         let mut c = client();
         c.start(AP);
-        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else { panic!() };
+        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else {
+            panic!()
+        };
         assert_eq!(c.handle(AP, DhcpOp::Ack), ClientStep::Bound);
         assert!(c.bound());
         assert_eq!(c.expire(s.generation), None);
-        assert_eq!(c.start(AP), None, "the lease is kept across re-associations");
+        assert_eq!(
+            c.start(AP),
+            None,
+            "the lease is kept across re-associations"
+        );
     }
 
     #[test]
@@ -187,7 +231,10 @@ mod tests {
         assert_eq!(attempts, vec![1, 2, 3, 4, 0]);
         for (attempt, wait) in waits {
             let base = backoff(attempt);
-            assert!((base - 1.0..=base + 1.0).contains(&wait), "attempt {attempt}: {wait}");
+            assert!(
+                (base - 1.0..=base + 1.0).contains(&wait),
+                "attempt {attempt}: {wait}"
+            );
         }
     }
 
@@ -195,7 +242,9 @@ mod tests {
     fn requesting_timeout_goes_back_to_discover() {
         let mut c = client();
         c.start(AP);
-        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else { panic!() };
+        let ClientStep::Send(s) = c.handle(AP, DhcpOp::Offer) else {
+            panic!()
+        };
         let again = c.expire(s.generation).unwrap();
         assert_eq!((again.op, again.attempt), (DhcpOp::Discover, 0));
     }

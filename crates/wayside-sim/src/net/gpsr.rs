@@ -74,7 +74,12 @@ pub struct Greedy {
 impl Greedy {
     /// The router of node `me`, moving as `gps` says, knowing where the
     /// `known` nodes are; its first beacon goes `phase` after it starts.
-    pub fn new(me: NodeId, gps: MobilityModel, known: Vec<(NodeId, Vec2)>, phase: SimTime) -> Greedy {
+    pub fn new(
+        me: NodeId,
+        gps: MobilityModel,
+        known: Vec<(NodeId, Vec2)>,
+        phase: SimTime,
+    ) -> Greedy {
         Greedy {
             me,
             gps,
@@ -111,8 +116,14 @@ impl Greedy {
         };
         self.stamp(now, p);
         let mine = self.gps.position(now).dist(target).0;
-        let best = self.neighbours.iter().filter(fresh).map(|n| (n.at.dist(target).0, n.id)).filter(|&(d, _)| d < mine);
-        best.min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))).map(|(_, id)| id)
+        let best = self
+            .neighbours
+            .iter()
+            .filter(fresh)
+            .map(|n| (n.at.dist(target).0, n.id))
+            .filter(|&(d, _)| d < mine);
+        best.min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+            .map(|(_, id)| id)
     }
 
     /// The source adds the routing header, once it knows the destination's
@@ -120,7 +131,11 @@ impl Greedy {
     fn stamp(&self, now: SimTime, p: &mut Packet) {
         if p.src == self.me && p.geo.is_none() {
             if let Some(dst) = self.locate(p.dst) {
-                p.geo = Some(GeoHeader { src: WirePos::new(self.gps.position(now)), dst: WirePos::new(dst), sent: now });
+                p.geo = Some(GeoHeader {
+                    src: WirePos::new(self.gps.position(now)),
+                    dst: WirePos::new(dst),
+                    sent: now,
+                });
             }
         }
     }
@@ -128,12 +143,21 @@ impl Greedy {
     /// Arms the timer for the earliest of the next beacon and the held
     /// packets' next attempts, if that changed.
     fn rearm(&mut self) {
-        let next = self.held.iter().map(|h| h.due).chain([self.beacon]).min().filter(|&t| t != SimTime::MAX);
+        let next = self
+            .held
+            .iter()
+            .map(|h| h.due)
+            .chain([self.beacon])
+            .min()
+            .filter(|&t| t != SimTime::MAX);
         if next != self.armed {
             self.armed = next;
             if let Some(at) = next {
                 self.generation = self.generation.wrapping_add(1);
-                self.out.push_back(RouterOutput::Timer { at, generation: self.generation });
+                self.out.push_back(RouterOutput::Timer {
+                    at,
+                    generation: self.generation,
+                });
             }
         }
     }
@@ -144,7 +168,11 @@ impl Router for Greedy {
         if let Some(hop) = self.choose(now, p) {
             return Some(Hop::Air(hop));
         }
-        self.held.push_back(Held { packet: p.clone(), retries: 0, due: now + RETRANSMIT_DELAY });
+        self.held.push_back(Held {
+            packet: p.clone(),
+            retries: 0,
+            due: now + RETRANSMIT_DELAY,
+        });
         self.rearm();
         None
     }
@@ -158,8 +186,18 @@ impl Router for Greedy {
         if let Body::Beacon { position } = p.body {
             let at = position.get();
             match self.neighbours.iter_mut().find(|n| n.id == from) {
-                Some(n) => *n = Neighbour { id: from, at, heard: now },
-                None => self.neighbours.push(Neighbour { id: from, at, heard: now }),
+                Some(n) => {
+                    *n = Neighbour {
+                        id: from,
+                        at,
+                        heard: now,
+                    }
+                }
+                None => self.neighbours.push(Neighbour {
+                    id: from,
+                    at,
+                    heard: now,
+                }),
             }
             return true;
         }
@@ -179,7 +217,13 @@ impl Router for Greedy {
         self.armed = None;
         if self.beacon <= now {
             self.neighbours.retain(|n| now < n.heard + INFO_TIMEOUT);
-            let beacon = Packet::new(self.me, ALL_HOSTS, Body::Beacon { position: WirePos::new(self.gps.position(now)) });
+            let beacon = Packet::new(
+                self.me,
+                ALL_HOSTS,
+                Body::Beacon {
+                    position: WirePos::new(self.gps.position(now)),
+                },
+            );
             self.out.push_back(RouterOutput::Broadcast(beacon));
             self.beacon = now + BEACON_INTERVAL;
         }
@@ -190,11 +234,22 @@ impl Router for Greedy {
                 continue;
             }
             if let Some(hop) = self.choose(now, &mut h.packet) {
-                self.out.push_back(RouterOutput::Send { hop, packet: h.packet });
+                self.out.push_back(RouterOutput::Send {
+                    hop,
+                    packet: h.packet,
+                });
             } else if h.retries + 1 >= MESSAGE_TTL {
-                self.out.push_back(RouterOutput::Conn { peer: h.packet.dst, event: ConnEvent::RouteDrop, value: (h.retries + 1) as f64 });
+                self.out.push_back(RouterOutput::Conn {
+                    peer: h.packet.dst,
+                    event: ConnEvent::RouteDrop,
+                    value: (h.retries + 1) as f64,
+                });
             } else {
-                self.held.push_back(Held { retries: h.retries + 1, due: now + RETRANSMIT_DELAY, ..h });
+                self.held.push_back(Held {
+                    retries: h.retries + 1,
+                    due: now + RETRANSMIT_DELAY,
+                    ..h
+                });
             }
         }
         self.rearm();
@@ -206,7 +261,11 @@ impl Router for Greedy {
         match self.choose(now, &mut p) {
             Some(hop) => self.out.push_back(RouterOutput::Send { hop, packet: p }),
             None => {
-                self.held.push_back(Held { packet: p, retries: 0, due: now + RETRANSMIT_DELAY });
+                self.held.push_back(Held {
+                    packet: p,
+                    retries: 0,
+                    due: now + RETRANSMIT_DELAY,
+                });
                 self.rearm();
             }
         }
@@ -253,7 +312,17 @@ mod tests {
 
     fn hop(r: &mut Greedy, now: SimTime, p: &mut Packet) -> Option<Hop> {
         let plan = AddressPlan::default();
-        let view = View { me: r.me, role: Role::Independent, radio: true, addressed: true, bss: &NoBss, plan: &plan, ports: &[], bridged: &[], leased: &[] };
+        let view = View {
+            me: r.me,
+            role: Role::Independent,
+            radio: true,
+            addressed: true,
+            bss: &NoBss,
+            plan: &plan,
+            ports: &[],
+            bridged: &[],
+            leased: &[],
+        };
         r.next_hop(now, p, &view)
     }
 
@@ -262,11 +331,24 @@ mod tests {
     }
 
     fn beacon(from: NodeId, x: f64) -> Packet {
-        Packet::new(from, ALL_HOSTS, Body::Beacon { position: WirePos::new(Vec2::new(x, 0.0)) })
+        Packet::new(
+            from,
+            ALL_HOSTS,
+            Body::Beacon {
+                position: WirePos::new(Vec2::new(x, 0.0)),
+            },
+        )
     }
 
     fn tcp(src: NodeId, dst: NodeId) -> Packet {
-        Packet::new(src, dst, Body::Tcp(Segment { len: 100, ..Default::default() }))
+        Packet::new(
+            src,
+            dst,
+            Body::Tcp(Segment {
+                len: 100,
+                ..Default::default()
+            }),
+        )
     }
 
     /// Fires every timer the router armed, at its time.
@@ -283,20 +365,39 @@ mod tests {
         let mut r = router(ME, Vec2::new(0.0, 0.0));
         assert!(drain(&mut r).is_empty());
         r.start(s(10.0));
-        assert_eq!(drain(&mut r), vec![RouterOutput::Timer { at: s(10.25), generation: 1 }]);
+        assert_eq!(
+            drain(&mut r),
+            vec![RouterOutput::Timer {
+                at: s(10.25),
+                generation: 1
+            }]
+        );
     }
 
     #[test]
     fn test_started_timeout_beacons_its_position_and_rearms_a_second_later() {
-        let gps = MobilityModel::Trajectory(Trajectory::line(Vec2::new(0.0, 0.0), 0.0, crate::units::Mps(20.0), SimTime::ZERO));
+        let gps = MobilityModel::Trajectory(Trajectory::line(
+            Vec2::new(0.0, 0.0),
+            0.0,
+            crate::units::Mps(20.0),
+            SimTime::ZERO,
+        ));
         let mut r = Greedy::new(ME, gps, vec![], s(0.5));
         r.start(SimTime::ZERO);
         let out = drain(&mut r);
         fire(&mut r, &out);
         let out = drain(&mut r);
         assert_eq!(out[0], RouterOutput::Broadcast(beacon(ME, 10.0)));
-        assert_eq!(out[1], RouterOutput::Timer { at: s(1.5), generation: 2 });
-        let RouterOutput::Broadcast(b) = &out[0] else { unreachable!() };
+        assert_eq!(
+            out[1],
+            RouterOutput::Timer {
+                at: s(1.5),
+                generation: 2
+            }
+        );
+        let RouterOutput::Broadcast(b) = &out[0] else {
+            unreachable!()
+        };
         assert_eq!(b.bytes(), 20 + 12);
     }
 
@@ -318,7 +419,10 @@ mod tests {
         let mut p = tcp(ME, AP);
         assert_eq!(hop(&mut r, s(2.0), &mut p), Some(Hop::Air(FAR)));
         let h = p.geo.expect("the source stamps its header");
-        assert_eq!((h.src.get(), h.dst.get()), (Vec2::new(0.0, 0.0), Vec2::new(1000.0, 0.0)));
+        assert_eq!(
+            (h.src.get(), h.dst.get()),
+            (Vec2::new(0.0, 0.0), Vec2::new(1000.0, 0.0))
+        );
         assert_eq!(p.bytes(), tcp(ME, AP).bytes() + 16);
         assert!(drain(&mut r).is_empty());
     }
@@ -337,14 +441,20 @@ mod tests {
         r.handle_packet(s(0.0), NEAR, &beacon(NEAR, 500.0));
         r.handle_packet(s(0.0), BACK, &beacon(BACK, -10.0));
         // BACK's position is unknown to the header; it is a neighbour.
-        assert_eq!(hop(&mut r, s(0.0), &mut tcp(ME, BACK)), Some(Hop::Air(BACK)));
+        assert_eq!(
+            hop(&mut r, s(0.0), &mut tcp(ME, BACK)),
+            Some(Hop::Air(BACK))
+        );
     }
 
     #[test]
     fn test_neighbour_unheard_for_info_timeout_is_not_used() {
         let mut r = router(ME, Vec2::new(0.0, 0.0));
         r.handle_packet(s(1.0), NEAR, &beacon(NEAR, 150.0));
-        assert_eq!(hop(&mut r, s(5.999), &mut tcp(ME, AP)), Some(Hop::Air(NEAR)));
+        assert_eq!(
+            hop(&mut r, s(5.999), &mut tcp(ME, AP)),
+            Some(Hop::Air(NEAR))
+        );
         assert_eq!(hop(&mut r, s(6.0), &mut tcp(ME, AP)), None);
     }
 
@@ -354,13 +464,24 @@ mod tests {
         r.handle_packet(s(0.0), BACK, &beacon(BACK, -100.0));
         assert_eq!(hop(&mut r, s(0.0), &mut tcp(ME, AP)), None);
         let out = drain(&mut r);
-        assert_eq!(out, vec![RouterOutput::Timer { at: s(1.0), generation: 1 }]);
+        assert_eq!(
+            out,
+            vec![RouterOutput::Timer {
+                at: s(1.0),
+                generation: 1
+            }]
+        );
         r.handle_packet(s(0.5), NEAR, &beacon(NEAR, 100.0));
         fire(&mut r, &out);
         let out = drain(&mut r);
-        let RouterOutput::Send { hop, packet } = &out[0] else { panic!("{out:?}") };
+        let RouterOutput::Send { hop, packet } = &out[0] else {
+            panic!("{out:?}")
+        };
         assert_eq!(*hop, NEAR);
-        assert_eq!(packet.geo.map(|h| h.dst.get()), Some(Vec2::new(1000.0, 0.0)));
+        assert_eq!(
+            packet.geo.map(|h| h.dst.get()),
+            Some(Vec2::new(1000.0, 0.0))
+        );
         assert_eq!(out.len(), 1, "nothing left to wait for: {out:?}");
     }
 
@@ -375,8 +496,18 @@ mod tests {
             fire(&mut r, &out);
             out = drain(&mut r);
         }
-        assert_eq!(attempts, (1..=5).map(|k| s(3.0 + k as f64)).collect::<Vec<_>>());
-        assert_eq!(out, vec![RouterOutput::Conn { peer: AP, event: ConnEvent::RouteDrop, value: 5.0 }]);
+        assert_eq!(
+            attempts,
+            (1..=5).map(|k| s(3.0 + k as f64)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            out,
+            vec![RouterOutput::Conn {
+                peer: AP,
+                event: ConnEvent::RouteDrop,
+                value: 5.0
+            }]
+        );
     }
 
     #[test]
@@ -387,20 +518,48 @@ mod tests {
         let mut p = tcp(ME, AP);
         assert_eq!(hop(&mut r, s(0.1), &mut p), Some(Hop::Air(FAR)));
         r.handle_link_failure(s(0.2), FAR, &p);
-        assert_eq!(drain(&mut r), vec![RouterOutput::Send { hop: NEAR, packet: p.clone() }]);
+        assert_eq!(
+            drain(&mut r),
+            vec![RouterOutput::Send {
+                hop: NEAR,
+                packet: p.clone()
+            }]
+        );
         r.handle_link_failure(s(0.3), NEAR, &p);
-        assert_eq!(drain(&mut r), vec![RouterOutput::Timer { at: s(1.3), generation: 1 }], "nobody left: held");
+        assert_eq!(
+            drain(&mut r),
+            vec![RouterOutput::Timer {
+                at: s(1.3),
+                generation: 1
+            }],
+            "nobody left: held"
+        );
         r.handle_packet(s(1.0), FAR, &beacon(FAR, 250.0));
-        assert_eq!(hop(&mut r, s(1.0), &mut tcp(ME, AP)), Some(Hop::Air(FAR)), "back with its next beacon");
+        assert_eq!(
+            hop(&mut r, s(1.0), &mut tcp(ME, AP)),
+            Some(Hop::Air(FAR)),
+            "back with its next beacon"
+        );
     }
 
     #[test]
     fn test_destination_learns_the_source_position_and_routes_the_reply_back() {
         let mut ap = router(AP, Vec2::new(1000.0, 0.0));
-        assert_eq!(hop(&mut ap, s(0.0), &mut tcp(AP, ME)), None, "unknown destination: held");
+        assert_eq!(
+            hop(&mut ap, s(0.0), &mut tcp(AP, ME)),
+            None,
+            "unknown destination: held"
+        );
         let mut p = tcp(ME, AP);
-        p.geo = Some(GeoHeader { src: WirePos::new(Vec2::new(300.0, 3.5)), dst: WirePos::new(Vec2::new(1000.0, 0.0)), sent: SimTime::ZERO });
-        assert!(!ap.handle_packet(s(1.0), FAR, &p), "data is not the router's");
+        p.geo = Some(GeoHeader {
+            src: WirePos::new(Vec2::new(300.0, 3.5)),
+            dst: WirePos::new(Vec2::new(1000.0, 0.0)),
+            sent: SimTime::ZERO,
+        });
+        assert!(
+            !ap.handle_packet(s(1.0), FAR, &p),
+            "data is not the router's"
+        );
         ap.handle_packet(s(1.0), FAR, &beacon(FAR, 800.0));
         let mut reply = tcp(AP, ME);
         assert_eq!(hop(&mut ap, s(1.0), &mut reply), Some(Hop::Air(FAR)));
@@ -414,8 +573,16 @@ mod tests {
         r.handle_packet(s(0.0), BACK, &beacon(BACK, 300.0));
         // A packet for the AP whose header says its destination is behind.
         let mut p = tcp(ME, AP);
-        p.geo = Some(GeoHeader { src: WirePos::new(Vec2::new(0.0, 0.0)), dst: WirePos::new(Vec2::new(0.0, 0.0)), sent: SimTime::ZERO });
+        p.geo = Some(GeoHeader {
+            src: WirePos::new(Vec2::new(0.0, 0.0)),
+            dst: WirePos::new(Vec2::new(0.0, 0.0)),
+            sent: SimTime::ZERO,
+        });
         assert_eq!(hop(&mut r, s(0.0), &mut p), Some(Hop::Air(BACK)));
-        assert_eq!(p.geo.map(|h| h.src.get()), Some(Vec2::new(0.0, 0.0)), "forwarders leave the header alone");
+        assert_eq!(
+            p.geo.map(|h| h.src.get()),
+            Some(Vec2::new(0.0, 0.0)),
+            "forwarders leave the header alone"
+        );
     }
 }

@@ -36,17 +36,17 @@ pub mod dhcp;
 pub mod gpsr;
 pub mod route;
 
-use crate::mac::mgmt::Role;
 use crate::ids::NodeId;
+use crate::mac::mgmt::Role;
 use crate::mac::{Dst, Msdu, Payload};
+use crate::mobility::{Mobility, MobilityModel, Vec2};
+use crate::packet::{ArpOp, Body, DhcpOp, Packet, ALL_HOSTS, LLC_SNAP};
+use crate::rng::Stream;
 use crate::trace::ConnEvent;
 use crate::units::SimTime;
 use crate::wire::WireFrame;
-use crate::packet::{ArpOp, Body, DhcpOp, Packet, ALL_HOSTS, LLC_SNAP};
 use arp::{Arp, ArpConfig, Expiry, Lookup};
 use dhcp::{ClientSend, ClientStep, DhcpClient};
-use crate::mobility::{Mobility, MobilityModel, Vec2};
-use crate::rng::Stream;
 use route::{AddressPlan, Bss, Hop, Port, Router, RouterOutput, Routing, View};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -77,11 +77,19 @@ pub enum NetOutput {
     /// (split TCP); if not, it goes back to [`Net::send`].
     Intercept(Packet),
     /// A connection event for the trace.
-    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    Conn {
+        peer: NodeId,
+        event: ConnEvent,
+        value: f64,
+    },
     /// IP traffic with `peer` can start (association, and a lease if DHCP).
     Ready(NodeId),
     /// Arm `timer` for `at`; an expiry with another generation is void.
-    Timer { timer: NetTimer, at: SimTime, generation: u32 },
+    Timer {
+        timer: NetTimer,
+        at: SimTime,
+        generation: u32,
+    },
 }
 
 /// A node's network layer.
@@ -126,13 +134,22 @@ pub struct NetSetup {
 /// mobility, has a radio): a greedy router knows where the radio nodes
 /// that never move are (the AP), and sends its first beacon at a phase
 /// drawn from `stream` within the beacon interval.
-pub fn router<'a>(routing: Routing, me: NodeId, gps: &MobilityModel, nodes: impl Iterator<Item = (NodeId, &'a MobilityModel, bool)>, mut stream: Stream) -> Box<dyn Router> {
+pub fn router<'a>(
+    routing: Routing,
+    me: NodeId,
+    gps: &MobilityModel,
+    nodes: impl Iterator<Item = (NodeId, &'a MobilityModel, bool)>,
+    mut stream: Stream,
+) -> Box<dyn Router> {
     match routing {
         Routing::Infrastructure => Box::new(route::Infrastructure),
         Routing::Greedy => {
-            let fixed = nodes.filter(|&(id, m, radio)| radio && id != me && m.max_speed() == 0.0).map(|(id, m, _)| (id, m.position(SimTime::ZERO)));
+            let fixed = nodes
+                .filter(|&(id, m, radio)| radio && id != me && m.max_speed() == 0.0)
+                .map(|(id, m, _)| (id, m.position(SimTime::ZERO)));
             let known: Vec<(NodeId, Vec2)> = fixed.collect();
-            let phase = SimTime::from_secs_f64(stream.uniform() * gpsr::BEACON_INTERVAL.as_secs_f64());
+            let phase =
+                SimTime::from_secs_f64(stream.uniform() * gpsr::BEACON_INTERVAL.as_secs_f64());
             Box::new(gpsr::Greedy::new(me, gps.clone(), known, phase))
         }
     }
@@ -146,7 +163,14 @@ fn has_address(dhcp: &Option<DhcpClient>) -> bool {
 
 /// An MSDU carrying `p` to `dst`.
 fn msdu(now: SimTime, dst: Dst, p: Packet) -> Msdu {
-    Msdu { dst, bytes: p.bytes() + LLC_SNAP, enqueued: now, fixed: None, source: None, payload: Payload::Packet(p) }
+    Msdu {
+        dst,
+        bytes: p.bytes() + LLC_SNAP,
+        enqueued: now,
+        fixed: None,
+        source: None,
+        payload: Payload::Packet(p),
+    }
 }
 
 impl Net {
@@ -221,7 +245,10 @@ impl Net {
         let hop = self.router.next_hop(now, &mut p, &view);
         self.pump_router(now);
         match hop {
-            Some(Hop::Wire(link)) => self.out.push_back(NetOutput::Wire { link, frame: WireFrame::Ip(p) }),
+            Some(Hop::Wire(link)) => self.out.push_back(NetOutput::Wire {
+                link,
+                frame: WireFrame::Ip(p),
+            }),
             Some(Hop::Air(hop)) => self.arp_send(now, hop, p),
             None => {}
         }
@@ -246,12 +273,17 @@ impl Net {
             match o {
                 RouterOutput::Broadcast(p) => {
                     if self.radio {
-                        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+                        self.out
+                            .push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
                     }
                 }
                 RouterOutput::Send { hop, packet } => self.arp_send(now, hop, packet),
                 RouterOutput::Conn { peer, event, value } => self.conn(peer, event, value),
-                RouterOutput::Timer { at, generation } => self.out.push_back(NetOutput::Timer { timer: NetTimer::Route, at, generation }),
+                RouterOutput::Timer { at, generation } => self.out.push_back(NetOutput::Timer {
+                    timer: NetTimer::Route,
+                    at,
+                    generation,
+                }),
             }
         }
     }
@@ -269,13 +301,19 @@ impl Net {
     /// A group packet sent here (`local`) or arrived over a wire: out on
     /// the air as a broadcast frame, and, if sent here, over every wired link.
     fn multicast_send(&mut self, now: SimTime, p: Packet, local: bool, bss: &dyn Bss) {
-        let on_air = self.radio && self.addressed() && (self.role != Role::Sta || bss.associated_ap().is_some());
+        let on_air = self.radio
+            && self.addressed()
+            && (self.role != Role::Sta || bss.associated_ap().is_some());
         if on_air {
-            self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p.clone())));
+            self.out
+                .push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p.clone())));
         }
         if local {
             for i in 0..self.ports.len() {
-                self.out.push_back(NetOutput::Wire { link: self.ports[i].link, frame: WireFrame::Ip(p.clone()) });
+                self.out.push_back(NetOutput::Wire {
+                    link: self.ports[i].link,
+                    frame: WireFrame::Ip(p.clone()),
+                });
             }
         }
     }
@@ -284,7 +322,15 @@ impl Net {
     fn multicast_rx(&mut self, now: SimTime, p: Packet, from_air: bool, bss: &dyn Bss) {
         if !from_air && p.ttl > 1 {
             self.out.push_back(NetOutput::Deliver(p.clone()));
-            self.multicast_send(now, Packet { ttl: p.ttl - 1, ..p }, false, bss);
+            self.multicast_send(
+                now,
+                Packet {
+                    ttl: p.ttl - 1,
+                    ..p
+                },
+                false,
+                bss,
+            );
         } else {
             self.out.push_back(NetOutput::Deliver(p));
         }
@@ -305,19 +351,28 @@ impl Net {
     /// Sends over the air to `hop` once ARP has resolved it.
     fn arp_send(&mut self, now: SimTime, hop: NodeId, p: Packet) {
         match self.arp.lookup(hop, p) {
-            Lookup::Send(p) => self.out.push_back(NetOutput::Air(msdu(now, Dst::Node(hop), p))),
+            Lookup::Send(p) => self
+                .out
+                .push_back(NetOutput::Air(msdu(now, Dst::Node(hop), p))),
             Lookup::Queued { request: true } => self.arp_request(now, hop),
             Lookup::Queued { request: false } => {}
         }
     }
 
     fn arp_request(&mut self, now: SimTime, hop: NodeId) {
-        let Some((attempt, generation)) = self.arp.request(hop) else { return };
+        let Some((attempt, generation)) = self.arp.request(hop) else {
+            return;
+        };
         self.conn(hop, ConnEvent::ArpRequest, attempt as f64);
         let p = Packet::new(self.me, hop, Body::Arp { op: ArpOp::Request });
-        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+        self.out
+            .push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
         let at = now + self.arp.config().retransmit;
-        self.out.push_back(NetOutput::Timer { timer: NetTimer::Arp(hop), at, generation });
+        self.out.push_back(NetOutput::Timer {
+            timer: NetTimer::Arp(hop),
+            at,
+            generation,
+        });
     }
 
     /// The first link came up: a gratuitous ARP for our own address, then
@@ -325,9 +380,14 @@ impl Net {
     fn announce(&mut self, now: SimTime, quiet: SimTime) {
         self.conn(self.me, ConnEvent::ArpAnnounce, quiet.as_secs_f64());
         let p = Packet::new(self.me, self.me, Body::Arp { op: ArpOp::Request });
-        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+        self.out
+            .push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
         if self.announcing.is_none() {
-            self.out.push_back(NetOutput::Timer { timer: NetTimer::Announced, at: now + quiet, generation: 0 });
+            self.out.push_back(NetOutput::Timer {
+                timer: NetTimer::Announced,
+                at: now + quiet,
+                generation: 0,
+            });
         }
         self.announcing = Some(now + quiet);
     }
@@ -336,13 +396,20 @@ impl Net {
         if let Some(waiting) = self.arp.resolved(peer) {
             self.conn(peer, ConnEvent::ArpResolved, 0.0);
             for p in waiting {
-                self.out.push_back(NetOutput::Air(msdu(now, Dst::Node(peer), p)));
+                self.out
+                    .push_back(NetOutput::Air(msdu(now, Dst::Node(peer), p)));
             }
         }
     }
 
     /// A timer armed by [`NetOutput::Timer`] fired.
-    pub fn handle_timeout(&mut self, now: SimTime, timer: NetTimer, generation: u32, bss: &dyn Bss) {
+    pub fn handle_timeout(
+        &mut self,
+        now: SimTime,
+        timer: NetTimer,
+        generation: u32,
+        bss: &dyn Bss,
+    ) {
         match timer {
             NetTimer::Arp(peer) => match self.arp.expire(peer, generation) {
                 Expiry::Stale => {}
@@ -368,11 +435,20 @@ impl Net {
     }
 
     fn dhcp_client_send(&mut self, now: SimTime, s: ClientSend) {
-        let event = if s.op == DhcpOp::Discover { ConnEvent::DhcpDiscover } else { ConnEvent::DhcpRequest };
+        let event = if s.op == DhcpOp::Discover {
+            ConnEvent::DhcpDiscover
+        } else {
+            ConnEvent::DhcpRequest
+        };
         self.conn(s.server, event, s.attempt as f64);
         let p = Packet::new(self.me, s.server, Body::Dhcp { op: s.op });
-        self.out.push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
-        self.out.push_back(NetOutput::Timer { timer: NetTimer::Dhcp, at: now + s.wait, generation: s.generation });
+        self.out
+            .push_back(NetOutput::Air(msdu(now, Dst::Broadcast, p)));
+        self.out.push_back(NetOutput::Timer {
+            timer: NetTimer::Dhcp,
+            at: now + s.wait,
+            generation: s.generation,
+        });
     }
 
     /// A DHCP message arrived over the air from `from`.
@@ -382,9 +458,14 @@ impl Net {
                 if !self.dhcp_server || !bss.has_station(from) {
                     return;
                 }
-                let reply = if op == DhcpOp::Discover { DhcpOp::Offer } else { DhcpOp::Ack };
+                let reply = if op == DhcpOp::Discover {
+                    DhcpOp::Offer
+                } else {
+                    DhcpOp::Ack
+                };
                 let p = Packet::new(self.me, from, Body::Dhcp { op: reply });
-                self.out.push_back(NetOutput::Air(msdu(now, Dst::Node(from), p)));
+                self.out
+                    .push_back(NetOutput::Air(msdu(now, Dst::Node(from), p)));
                 if reply == DhcpOp::Ack {
                     if !self.leased.contains(&from) {
                         self.leased.push(from);
@@ -427,7 +508,8 @@ impl Net {
             }
             if op == ArpOp::Request && p.dst == self.me {
                 let reply = Packet::new(self.me, from, Body::Arp { op: ArpOp::Reply });
-                self.out.push_back(NetOutput::Air(msdu(now, Dst::Node(from), reply)));
+                self.out
+                    .push_back(NetOutput::Air(msdu(now, Dst::Node(from), reply)));
             }
             return;
         }
@@ -456,7 +538,10 @@ impl Net {
         }
         if self.role == Role::Ap {
             for i in 0..self.ports.len() {
-                self.out.push_back(NetOutput::Wire { link: self.ports[i].link, frame: WireFrame::L2Update { station: peer } });
+                self.out.push_back(NetOutput::Wire {
+                    link: self.ports[i].link,
+                    frame: WireFrame::L2Update { station: peer },
+                });
             }
         }
         if let Some(s) = self.dhcp.as_mut().and_then(|c| c.start(peer)) {

@@ -16,9 +16,9 @@
 //! dropped ([`RouterOutput`]).
 
 use super::Packet;
-use crate::trace::ConnEvent;
-use crate::mac::mgmt::Role;
 use crate::ids::NodeId;
+use crate::mac::mgmt::Role;
+use crate::trace::ConnEvent;
 use crate::units::SimTime;
 
 /// Which router a node runs (`routing = "…"` in a scenario's node).
@@ -103,7 +103,11 @@ impl View<'_> {
     /// The wired link that leads towards `dst`.
     fn wired(&self, dst: NodeId) -> Option<Hop> {
         let behind = self.bridged.iter().find(|b| b.0 == dst).map(|b| b.1);
-        self.ports.iter().find(|p| p.far == dst || behind == Some(p.link)).or(self.ports.first()).map(|p| Hop::Wire(p.link))
+        self.ports
+            .iter()
+            .find(|p| p.far == dst || behind == Some(p.link))
+            .or(self.ports.first())
+            .map(|p| Hop::Wire(p.link))
     }
 }
 
@@ -115,7 +119,11 @@ pub enum RouterOutput {
     /// Send this packet over the air to neighbour `hop` (one it held).
     Send { hop: NodeId, packet: Packet },
     /// A routing event for the trace (a packet dropped) concerning `peer`.
-    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    Conn {
+        peer: NodeId,
+        event: ConnEvent,
+        value: f64,
+    },
     /// Arm the routing timer for `at`; an expiry with another generation is
     /// void.
     Timer { at: SimTime, generation: u32 },

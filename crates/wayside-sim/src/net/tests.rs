@@ -28,10 +28,20 @@ impl Bss for Fake {
 }
 
 fn plan(dhcp_sta: bool) -> Arc<AddressPlan> {
-    Arc::new(AddressPlan::new(vec![true, true, false, true], vec![false, dhcp_sta, false, false]))
+    Arc::new(AddressPlan::new(
+        vec![true, true, false, true],
+        vec![false, dhcp_sta, false, false],
+    ))
 }
 
-fn net(me: NodeId, role: Role, radio: bool, ports: Vec<Port>, dhcp: Option<DhcpClient>, plan: Arc<AddressPlan>) -> Net {
+fn net(
+    me: NodeId,
+    role: Role,
+    radio: bool,
+    ports: Vec<Port>,
+    dhcp: Option<DhcpClient>,
+    plan: Arc<AddressPlan>,
+) -> Net {
     Net::new(
         me,
         NetSetup {
@@ -53,7 +63,14 @@ fn drain(n: &mut Net) -> Vec<NetOutput> {
 }
 
 fn tcp(src: NodeId, dst: NodeId) -> Packet {
-    Packet::new(src, dst, Body::Tcp(Segment { len: 100, ..Default::default() }))
+    Packet::new(
+        src,
+        dst,
+        Body::Tcp(Segment {
+            len: 100,
+            ..Default::default()
+        }),
+    )
 }
 
 fn air(out: &[NetOutput]) -> Vec<(Dst, Body)> {
@@ -80,68 +97,171 @@ fn station_unassociated_has_no_route() {
 #[test]
 fn station_associated_resolves_its_ap_then_sends_what_waited() {
     let mut n = net(STA, Role::Sta, true, vec![], None, plan(false));
-    let bss = Fake { ap: Some(AP), ..Default::default() };
+    let bss = Fake {
+        ap: Some(AP),
+        ..Default::default()
+    };
     n.send(NOW, tcp(STA, SERVER), &bss);
     let out = drain(&mut n);
-    assert!(matches!(out[0], NetOutput::Conn { peer: AP, event: ConnEvent::ArpRequest, .. }));
-    assert_eq!(air(&out), vec![(Dst::Broadcast, Body::Arp { op: ArpOp::Request })]);
-    assert!(matches!(out[2], NetOutput::Timer { timer: NetTimer::Arp(AP), .. }));
-    n.handle_air(NOW, AP, Packet::new(AP, STA, Body::Arp { op: ArpOp::Reply }), &bss);
+    assert!(matches!(
+        out[0],
+        NetOutput::Conn {
+            peer: AP,
+            event: ConnEvent::ArpRequest,
+            ..
+        }
+    ));
+    assert_eq!(
+        air(&out),
+        vec![(Dst::Broadcast, Body::Arp { op: ArpOp::Request })]
+    );
+    assert!(matches!(
+        out[2],
+        NetOutput::Timer {
+            timer: NetTimer::Arp(AP),
+            ..
+        }
+    ));
+    n.handle_air(
+        NOW,
+        AP,
+        Packet::new(AP, STA, Body::Arp { op: ArpOp::Reply }),
+        &bss,
+    );
     let out = drain(&mut n);
-    assert!(matches!(out[0], NetOutput::Conn { peer: AP, event: ConnEvent::ArpResolved, .. }));
+    assert!(matches!(
+        out[0],
+        NetOutput::Conn {
+            peer: AP,
+            event: ConnEvent::ArpResolved,
+            ..
+        }
+    ));
     assert_eq!(air(&out), vec![(Dst::Node(AP), tcp(STA, SERVER).body)]);
     n.send(NOW, tcp(STA, SERVER), &bss);
-    assert_eq!(air(&drain(&mut n)).len(), 1, "resolved: straight to the MAC");
+    assert_eq!(
+        air(&drain(&mut n)).len(),
+        1,
+        "resolved: straight to the MAC"
+    );
 }
 
 #[test]
 fn arp_request_for_me_is_answered_and_teaches_the_sender() {
     let mut n = net(AP, Role::Ap, true, vec![], None, plan(false));
-    let bss = Fake { stations: vec![STA], ..Default::default() };
-    n.handle_air(NOW, STA, Packet::new(STA, AP, Body::Arp { op: ArpOp::Request }), &bss);
-    assert_eq!(air(&drain(&mut n)), vec![(Dst::Node(STA), Body::Arp { op: ArpOp::Reply })]);
+    let bss = Fake {
+        stations: vec![STA],
+        ..Default::default()
+    };
+    n.handle_air(
+        NOW,
+        STA,
+        Packet::new(STA, AP, Body::Arp { op: ArpOp::Request }),
+        &bss,
+    );
+    assert_eq!(
+        air(&drain(&mut n)),
+        vec![(Dst::Node(STA), Body::Arp { op: ArpOp::Reply })]
+    );
     n.send(NOW, tcp(AP, STA), &bss);
-    assert_eq!(air(&drain(&mut n)), vec![(Dst::Node(STA), tcp(AP, STA).body)], "no request needed");
-    n.handle_air(NOW, STA, Packet::new(STA, AP2, Body::Arp { op: ArpOp::Request }), &bss);
-    assert!(drain(&mut n).is_empty(), "a request for another host is not answered");
+    assert_eq!(
+        air(&drain(&mut n)),
+        vec![(Dst::Node(STA), tcp(AP, STA).body)],
+        "no request needed"
+    );
+    n.handle_air(
+        NOW,
+        STA,
+        Packet::new(STA, AP2, Body::Arp { op: ArpOp::Request }),
+        &bss,
+    );
+    assert!(
+        drain(&mut n).is_empty(),
+        "a request for another host is not answered"
+    );
 }
 
 #[test]
 fn arp_failure_after_the_profile_requests() {
     let mut n = net(STA, Role::Sta, true, vec![], None, plan(false));
-    let bss = Fake { ap: Some(AP), ..Default::default() };
+    let bss = Fake {
+        ap: Some(AP),
+        ..Default::default()
+    };
     n.send(NOW, tcp(STA, SERVER), &bss);
     let mut events = vec![];
     for _ in 0..4 {
         for o in drain(&mut n) {
             match o {
                 NetOutput::Conn { event, .. } => events.push(event),
-                NetOutput::Timer { timer, at, generation } => n.handle_timeout(at, timer, generation, &bss),
+                NetOutput::Timer {
+                    timer,
+                    at,
+                    generation,
+                } => n.handle_timeout(at, timer, generation, &bss),
                 _ => {}
             }
         }
     }
-    assert_eq!(events, vec![ConnEvent::ArpRequest, ConnEvent::ArpRequest, ConnEvent::ArpRequest, ConnEvent::ArpFailed]);
+    assert_eq!(
+        events,
+        vec![
+            ConnEvent::ArpRequest,
+            ConnEvent::ArpRequest,
+            ConnEvent::ArpRequest,
+            ConnEvent::ArpFailed
+        ]
+    );
 }
 
 #[test]
 fn ap_forwards_between_wire_and_air_and_drops_for_strangers() {
-    let port = Port { link: 4, far: SERVER };
+    let port = Port {
+        link: 4,
+        far: SERVER,
+    };
     let mut n = net(AP, Role::Ap, true, vec![port], None, plan(false));
-    let bss = Fake { stations: vec![STA], ..Default::default() };
-    n.handle_air(NOW, STA, Packet::new(STA, AP, Body::Arp { op: ArpOp::Request }), &bss);
+    let bss = Fake {
+        stations: vec![STA],
+        ..Default::default()
+    };
+    n.handle_air(
+        NOW,
+        STA,
+        Packet::new(STA, AP, Body::Arp { op: ArpOp::Request }),
+        &bss,
+    );
     drain(&mut n);
     n.handle_wire(NOW, 4, WireFrame::Ip(tcp(SERVER, STA)), &bss);
     let out = drain(&mut n);
     assert_eq!(air(&out).len(), 1);
     let NetOutput::Air(m) = &out[0] else { panic!() };
-    let Payload::Packet(p) = &m.payload else { panic!() };
+    let Payload::Packet(p) = &m.payload else {
+        panic!()
+    };
     assert_eq!(p.ttl, DEFAULT_TTL - 1, "forwarding takes one off the TTL");
     n.handle_air(NOW, STA, tcp(STA, SERVER), &bss);
-    assert!(matches!(drain(&mut n)[..], [NetOutput::Wire { link: 4, frame: WireFrame::Ip(_) }]));
+    assert!(matches!(
+        drain(&mut n)[..],
+        [NetOutput::Wire {
+            link: 4,
+            frame: WireFrame::Ip(_)
+        }]
+    ));
     n.handle_wire(NOW, 4, WireFrame::Ip(tcp(SERVER, AP2)), &bss);
-    assert!(drain(&mut n).is_empty(), "a radio host not associated here has no route");
-    n.handle_wire(NOW, 4, WireFrame::Ip(Packet { ttl: 1, ..tcp(SERVER, STA) }), &bss);
+    assert!(
+        drain(&mut n).is_empty(),
+        "a radio host not associated here has no route"
+    );
+    n.handle_wire(
+        NOW,
+        4,
+        WireFrame::Ip(Packet {
+            ttl: 1,
+            ..tcp(SERVER, STA)
+        }),
+        &bss,
+    );
     assert!(drain(&mut n).is_empty(), "TTL runs out");
 }
 
@@ -151,23 +271,48 @@ fn wired_host_follows_layer_2_updates_else_its_first_link() {
     let mut n = net(SERVER, Role::Independent, false, ports, None, plan(false));
     let bss = Fake::default();
     n.send(NOW, tcp(SERVER, STA), &bss);
-    assert!(matches!(drain(&mut n)[..], [NetOutput::Wire { link: 0, .. }]), "default route");
+    assert!(
+        matches!(drain(&mut n)[..], [NetOutput::Wire { link: 0, .. }]),
+        "default route"
+    );
     n.handle_wire(NOW, 1, WireFrame::L2Update { station: STA }, &bss);
     assert!(drain(&mut n).is_empty());
     n.send(NOW, tcp(SERVER, STA), &bss);
-    assert!(matches!(drain(&mut n)[..], [NetOutput::Wire { link: 1, .. }]), "behind AP2 now");
+    assert!(
+        matches!(drain(&mut n)[..], [NetOutput::Wire { link: 1, .. }]),
+        "behind AP2 now"
+    );
     n.send(NOW, tcp(SERVER, AP2), &bss);
-    assert!(matches!(drain(&mut n)[..], [NetOutput::Wire { link: 1, .. }]), "the far end itself");
+    assert!(
+        matches!(drain(&mut n)[..], [NetOutput::Wire { link: 1, .. }]),
+        "the far end itself"
+    );
     n.send(NOW, tcp(SERVER, SERVER), &bss);
     assert!(matches!(drain(&mut n)[..], [NetOutput::Deliver(_)]));
 }
 
 #[test]
 fn ap_link_up_announces_the_station_and_is_ready() {
-    let mut n = net(AP, Role::Ap, true, vec![Port { link: 7, far: SERVER }], None, plan(false));
+    let mut n = net(
+        AP,
+        Role::Ap,
+        true,
+        vec![Port {
+            link: 7,
+            far: SERVER,
+        }],
+        None,
+        plan(false),
+    );
     n.handle_link_up(NOW, STA);
     let out = drain(&mut n);
-    assert!(matches!(out[0], NetOutput::Wire { link: 7, frame: WireFrame::L2Update { station: STA } }));
+    assert!(matches!(
+        out[0],
+        NetOutput::Wire {
+            link: 7,
+            frame: WireFrame::L2Update { station: STA }
+        }
+    ));
     assert!(matches!(out[1], NetOutput::Ready(STA)));
 }
 
@@ -176,11 +321,23 @@ fn dhcp_station_is_not_ready_until_bound_and_the_ap_waits_for_its_lease() {
     let client = DhcpClient::new(crate::rng::Stream::new("test", 1, 0, "dhcp"));
     let mut sta = net(STA, Role::Sta, true, vec![], Some(client), plan(true));
     let mut ap = net(AP, Role::Ap, true, vec![], None, plan(true));
-    let (sta_bss, ap_bss) = (Fake { ap: Some(AP), ..Default::default() }, Fake { stations: vec![STA], ..Default::default() });
+    let (sta_bss, ap_bss) = (
+        Fake {
+            ap: Some(AP),
+            ..Default::default()
+        },
+        Fake {
+            stations: vec![STA],
+            ..Default::default()
+        },
+    );
     ap.handle_link_up(NOW, STA);
     assert!(drain(&mut ap).is_empty(), "no lease yet");
     ap.send(NOW, tcp(AP, STA), &ap_bss);
-    assert!(drain(&mut ap).is_empty(), "no route to an unleased dynamic address");
+    assert!(
+        drain(&mut ap).is_empty(),
+        "no route to an unleased dynamic address"
+    );
     sta.handle_link_up(NOW, AP);
     assert!(!sta.addressed());
     // Run the exchange: each side's broadcasts and unicasts go to the other.
@@ -189,28 +346,48 @@ fn dhcp_station_is_not_ready_until_bound_and_the_ap_waits_for_its_lease() {
         for o in drain(&mut sta) {
             ready.0 |= matches!(o, NetOutput::Ready(AP));
             if let NetOutput::Air(m) = o {
-                let Payload::Packet(p) = m.payload else { continue };
+                let Payload::Packet(p) = m.payload else {
+                    continue;
+                };
                 ap.handle_air(NOW, STA, p, &ap_bss);
             }
         }
         for o in drain(&mut ap) {
             ready.1 |= matches!(o, NetOutput::Ready(STA));
             if let NetOutput::Air(m) = o {
-                let Payload::Packet(p) = m.payload else { continue };
+                let Payload::Packet(p) = m.payload else {
+                    continue;
+                };
                 sta.handle_air(NOW, AP, p, &sta_bss);
             }
         }
     }
     assert!(sta.addressed());
-    assert!(ready.0 && ready.1, "both ends are ready once bound and leased");
+    assert!(
+        ready.0 && ready.1,
+        "both ends are ready once bound and leased"
+    );
     ap.send(NOW, tcp(AP, STA), &ap_bss);
     assert!(!drain(&mut ap).is_empty());
 }
 
 #[test]
 fn multicast_from_the_wire_is_delivered_and_relayed_to_the_air_not_back() {
-    let mut n = net(AP, Role::Ap, true, vec![Port { link: 0, far: SERVER }], None, plan(false));
-    let bss = Fake { stations: vec![STA], ..Default::default() };
+    let mut n = net(
+        AP,
+        Role::Ap,
+        true,
+        vec![Port {
+            link: 0,
+            far: SERVER,
+        }],
+        None,
+        plan(false),
+    );
+    let bss = Fake {
+        stations: vec![STA],
+        ..Default::default()
+    };
     let group = Packet::new(SERVER, ALL_HOSTS, Body::Tcp(Segment::default()));
     n.handle_wire(NOW, 0, WireFrame::Ip(group.clone()), &bss);
     let out = drain(&mut n);
@@ -223,13 +400,29 @@ fn multicast_from_the_wire_is_delivered_and_relayed_to_the_air_not_back() {
 
 #[test]
 fn split_ap_offers_forwarded_tcp_to_its_transport() {
-    let mut n = net(AP, Role::Ap, true, vec![Port { link: 0, far: SERVER }], None, plan(false));
+    let mut n = net(
+        AP,
+        Role::Ap,
+        true,
+        vec![Port {
+            link: 0,
+            far: SERVER,
+        }],
+        None,
+        plan(false),
+    );
     n.split_tcp = true;
-    let bss = Fake { stations: vec![STA], ..Default::default() };
+    let bss = Fake {
+        stations: vec![STA],
+        ..Default::default()
+    };
     n.handle_air(NOW, STA, tcp(STA, SERVER), &bss);
     assert!(matches!(drain(&mut n)[..], [NetOutput::Intercept(_)]));
     n.handle_air(NOW, STA, tcp(STA, AP), &bss);
-    assert!(matches!(drain(&mut n)[..], [NetOutput::Deliver(_)]), "its own traffic is delivered");
+    assert!(
+        matches!(drain(&mut n)[..], [NetOutput::Deliver(_)]),
+        "its own traffic is delivered"
+    );
 }
 
 /// An ad hoc node at `x` on the road routing greedily towards the AP at
@@ -237,7 +430,8 @@ fn split_ap_offers_forwarded_tcp_to_its_transport() {
 fn greedy(me: NodeId, x: f64) -> Net {
     use crate::mobility::{MobilityModel, Trajectory, Vec2};
     let gps = MobilityModel::Trajectory(Trajectory::fixed(Vec2::new(x, 0.0)));
-    let router = crate::net::gpsr::Greedy::new(me, gps, vec![(AP, Vec2::new(1000.0, 0.0))], SimTime::ZERO);
+    let router =
+        crate::net::gpsr::Greedy::new(me, gps, vec![(AP, Vec2::new(1000.0, 0.0))], SimTime::ZERO);
     let plan = Arc::new(AddressPlan::new(vec![true; 4], vec![false; 4]));
     let mut n = net(me, Role::Independent, true, vec![], None, plan);
     n.router = Box::new(router);
@@ -247,12 +441,23 @@ fn greedy(me: NodeId, x: f64) -> Net {
 fn beacon_of(n: &mut Net, at: SimTime) -> Packet {
     n.handle_start(at);
     let out = drain(n);
-    let [NetOutput::Timer { timer: NetTimer::Route, at, generation }] = out[..] else { panic!("{out:?}") };
+    let [NetOutput::Timer {
+        timer: NetTimer::Route,
+        at,
+        generation,
+    }] = out[..]
+    else {
+        panic!("{out:?}")
+    };
     n.handle_timeout(at, NetTimer::Route, generation, &Fake::default());
     let out = drain(n);
-    let NetOutput::Air(m) = &out[0] else { panic!("{out:?}") };
+    let NetOutput::Air(m) = &out[0] else {
+        panic!("{out:?}")
+    };
     assert_eq!((m.dst, m.bytes), (Dst::Broadcast, 20 + 12 + LLC_SNAP));
-    let Payload::Packet(p) = &m.payload else { panic!() };
+    let Payload::Packet(p) = &m.payload else {
+        panic!()
+    };
     p.clone()
 }
 
@@ -273,11 +478,30 @@ fn greedy_forwards_towards_the_ap_through_arp_with_its_header() {
     sta.handle_air(NOW, AP2, b, &Fake::default());
     sta.send(NOW, tcp(STA, AP), &Fake::default());
     let out = drain(&mut sta);
-    assert!(matches!(out[0], NetOutput::Conn { peer: AP2, event: ConnEvent::ArpRequest, .. }), "{out:?}");
-    sta.handle_air(NOW, AP2, Packet::new(AP2, STA, Body::Arp { op: ArpOp::Reply }), &Fake::default());
+    assert!(
+        matches!(
+            out[0],
+            NetOutput::Conn {
+                peer: AP2,
+                event: ConnEvent::ArpRequest,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
+    sta.handle_air(
+        NOW,
+        AP2,
+        Packet::new(AP2, STA, Body::Arp { op: ArpOp::Reply }),
+        &Fake::default(),
+    );
     let out = drain(&mut sta);
-    let NetOutput::Air(m) = &out[1] else { panic!("{out:?}") };
-    let Payload::Packet(p) = &m.payload else { panic!() };
+    let NetOutput::Air(m) = &out[1] else {
+        panic!("{out:?}")
+    };
+    let Payload::Packet(p) = &m.payload else {
+        panic!()
+    };
     assert_eq!(m.dst, Dst::Node(AP2));
     assert!(p.geo.is_some());
     assert_eq!(m.bytes, tcp(STA, AP).bytes() + 16 + LLC_SNAP);
@@ -293,7 +517,11 @@ fn greedy_without_a_route_holds_then_drops_and_traces_it() {
         let mut next = vec![];
         for o in out {
             match o {
-                NetOutput::Timer { timer, at, generation } => {
+                NetOutput::Timer {
+                    timer,
+                    at,
+                    generation,
+                } => {
                     sta.handle_timeout(at, timer, generation, &Fake::default());
                     next.extend(drain(&mut sta));
                 }

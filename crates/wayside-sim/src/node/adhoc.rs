@@ -23,7 +23,14 @@ impl Node {
     }
 
     /// An ad hoc management frame from `from` arrived intact.
-    pub(super) fn adhoc_rx(&mut self, env: &mut Env, now: SimTime, from: NodeId, frame: AdhocFrame, rssi: Dbm) {
+    pub(super) fn adhoc_rx(
+        &mut self,
+        env: &mut Env,
+        now: SimTime,
+        from: NodeId,
+        frame: AdhocFrame,
+        rssi: Dbm,
+    ) {
         if let Some(a) = self.adhoc.as_mut() {
             a.handle_frame(now, from, frame, rssi);
             self.pump_adhoc(env, now);
@@ -34,7 +41,9 @@ impl Node {
     /// is handed up only if that link is up (true for everything else, and
     /// on nodes not in ad hoc mode).
     pub(super) fn adhoc_admits_rx(&mut self, now: SimTime, frame: &Frame) -> bool {
-        let Some(a) = self.adhoc.as_mut() else { return true };
+        let Some(a) = self.adhoc.as_mut() else {
+            return true;
+        };
         if frame.kind != FrameKind::Data {
             return true;
         }
@@ -42,7 +51,13 @@ impl Node {
         a.is_linked(frame.src)
     }
 
-    pub fn on_adhoc_timer(&mut self, env: &mut Env, now: SimTime, timer: AdhocTimer, generation: u32) {
+    pub fn on_adhoc_timer(
+        &mut self,
+        env: &mut Env,
+        now: SimTime,
+        timer: AdhocTimer,
+        generation: u32,
+    ) {
         let Some(a) = self.adhoc.as_mut() else { return };
         if !a.is_current(timer, generation) {
             return;
@@ -74,7 +89,15 @@ impl Node {
                     }
                 }
             } else if let Some((timer, at, generation)) = a.poll_timer() {
-                env.queue.schedule(at, node.0, Event::Adhoc { node, timer, generation });
+                env.queue.schedule(
+                    at,
+                    node.0,
+                    Event::Adhoc {
+                        node,
+                        timer,
+                        generation,
+                    },
+                );
             } else {
                 return;
             }

@@ -3,13 +3,13 @@
 //! layer next to it, the MAC, the wired links, the event queue or the trace.
 
 use super::Node;
+use crate::apps::AppOutput;
 use crate::env::Env;
 use crate::event::Event;
 use crate::ids::NodeId;
 use crate::net::{NetOutput, NetTimer};
 use crate::packet::{Body, Packet, DEFAULT_TTL};
 use crate::sockets::SocketOutput;
-use crate::apps::AppOutput;
 use crate::trace::{ConnEvent, Proto, TcpRow, TransportRow};
 use crate::transport::tcp::TcpEvent;
 use crate::units::SimTime;
@@ -27,13 +27,15 @@ impl Node {
                 NetOutput::Wire { link, frame } => self.wire_send(env, now, link, frame),
                 NetOutput::Deliver(p) => self.host_rx(env, now, p),
                 NetOutput::Intercept(p) => {
-                                        if self.sockets.intercept(now, &p) {
+                    if self.sockets.intercept(now, &p) {
                         self.pump_sockets(env, now);
                     } else {
                         self.net.send(now, p, &self.mgmt);
                     }
                 }
-                NetOutput::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
+                NetOutput::Conn { peer, event, value } => {
+                    env.conn_event(now, node, peer.0, event, value)
+                }
                 NetOutput::Ready(peer) => {
                     let station = if self.mgmt.is_station() {
                         Some(node)
@@ -41,17 +43,36 @@ impl Node {
                         self.mgmt.is_ap().then_some(peer)
                     };
                     for s in env.script.link_up(now, node, peer, station) {
-                        env.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
+                        env.queue.schedule(
+                            s.at,
+                            s.from.0,
+                            Event::App {
+                                node: s.from,
+                                app: s.app,
+                            },
+                        );
                     }
                 }
-                NetOutput::Timer { timer, at, generation } => env.queue.schedule(at, node.0, Event::Net { node, timer, generation }),
+                NetOutput::Timer {
+                    timer,
+                    at,
+                    generation,
+                } => env.queue.schedule(
+                    at,
+                    node.0,
+                    Event::Net {
+                        node,
+                        timer,
+                        generation,
+                    },
+                ),
             }
         }
     }
 
     /// A packet arrived over the air from `from`.
     pub fn net_rx_air(&mut self, env: &mut Env, now: SimTime, from: NodeId, p: Packet) {
-                self.net.handle_air(now, from, p, &self.mgmt);
+        self.net.handle_air(now, from, p, &self.mgmt);
         self.pump_net(env, now);
     }
 
@@ -64,23 +85,37 @@ impl Node {
     fn wire_send(&mut self, env: &mut Env, now: SimTime, link: usize, frame: WireFrame) {
         let node = self.id;
         if let Some((to, at)) = env.wires[link].send(now, node, frame.bytes()) {
-            env.queue.schedule(at, node.0, Event::WireArrive { node: to, link: link as u32, frame: Box::new(frame) });
+            env.queue.schedule(
+                at,
+                node.0,
+                Event::WireArrive {
+                    node: to,
+                    link: link as u32,
+                    frame: Box::new(frame),
+                },
+            );
         }
     }
 
     pub fn on_wire_arrive(&mut self, env: &mut Env, now: SimTime, link: usize, frame: WireFrame) {
-                self.net.handle_wire(now, link, frame, &self.mgmt);
+        self.net.handle_wire(now, link, frame, &self.mgmt);
         self.pump_net(env, now);
     }
 
     /// A packet for this host itself.
     fn host_rx(&mut self, env: &mut Env, now: SimTime, p: Packet) {
-                match p.body {
+        match p.body {
             Body::Tcp(ref seg) => {
                 if let (Some(geo), true) = (p.geo, seg.len > 0) {
                     let hops = f64::from(DEFAULT_TTL - p.ttl) + 1.0;
                     env.conn_event(now, self.id, p.src.0, ConnEvent::GeoHops, hops);
-                    env.conn_event(now, self.id, p.src.0, ConnEvent::GeoLatency, (now - geo.sent).as_secs_f64());
+                    env.conn_event(
+                        now,
+                        self.id,
+                        p.src.0,
+                        ConnEvent::GeoLatency,
+                        (now - geo.sent).as_secs_f64(),
+                    );
                 }
                 self.sockets.handle_packet(now, p);
                 self.pump_sockets(env, now);
@@ -101,30 +136,61 @@ impl Node {
         while let Some(out) = self.sockets.poll() {
             match out {
                 SocketOutput::Send(p) => {
-                                        self.net.send(now, p, &self.mgmt);
+                    self.net.send(now, p, &self.mgmt);
                     self.pump_net(env, now);
                 }
-                SocketOutput::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
+                SocketOutput::Conn { peer, event, value } => {
+                    env.conn_event(now, node, peer.0, event, value)
+                }
                 SocketOutput::Sample { peer, sample } => self.trace_sample(env, now, peer, sample),
-                SocketOutput::Data { peer, app, total, new } => {
+                SocketOutput::Data {
+                    peer,
+                    app,
+                    total,
+                    new,
+                } => {
                     let bytes = new.min(u32::MAX as u64) as u32;
-                    self.transport_row(env, now, peer, Proto::Tcp, app, total, bytes, SimTime::ZERO);
+                    self.transport_row(
+                        env,
+                        now,
+                        peer,
+                        Proto::Tcp,
+                        app,
+                        total,
+                        bytes,
+                        SimTime::ZERO,
+                    );
                 }
                 SocketOutput::Readable { socket, app } => {
                     let room = self.dcf.queue_room();
-                    let queued = self.apps.handle_readable(now, app, socket, room, &mut self.sockets);
+                    let queued =
+                        self.apps
+                            .handle_readable(now, app, socket, room, &mut self.sockets);
                     self.pump_apps(env, now);
                     if queued {
                         self.sockets.flush(now, socket);
                     }
                 }
-                SocketOutput::Timer { socket, at, generation } => env.queue.schedule(at, node.0, Event::Tcp { node, socket, generation }),
+                SocketOutput::Timer {
+                    socket,
+                    at,
+                    generation,
+                } => env.queue.schedule(
+                    at,
+                    node.0,
+                    Event::Tcp {
+                        node,
+                        socket,
+                        generation,
+                    },
+                ),
             }
         }
     }
 
     pub fn on_tcp_timer(&mut self, env: &mut Env, now: SimTime, socket: u32, generation: u32) {
-        self.sockets.handle_timeout(now, socket as usize, generation);
+        self.sockets
+            .handle_timeout(now, socket as usize, generation);
         self.pump_sockets(env, now);
     }
 
@@ -134,15 +200,26 @@ impl Node {
         while let Some(out) = self.apps.poll() {
             match out {
                 AppOutput::Packet(p) => {
-                                        self.net.send(now, p, &self.mgmt);
+                    self.net.send(now, p, &self.mgmt);
                     self.pump_net(env, now);
                 }
                 AppOutput::Frame(msdu) => {
                     self.mac_enqueue(env, now, msdu);
                 }
-                AppOutput::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
-                AppOutput::Datagram { peer, proto, app, seq, bytes, delay } => self.transport_row(env, now, peer, proto, app, seq, bytes, delay),
-                AppOutput::Wake { app, at } => env.queue.schedule(at, node.0, Event::App { node, app }),
+                AppOutput::Conn { peer, event, value } => {
+                    env.conn_event(now, node, peer.0, event, value)
+                }
+                AppOutput::Datagram {
+                    peer,
+                    proto,
+                    app,
+                    seq,
+                    bytes,
+                    delay,
+                } => self.transport_row(env, now, peer, proto, app, seq, bytes, delay),
+                AppOutput::Wake { app, at } => {
+                    env.queue.schedule(at, node.0, Event::App { node, app })
+                }
                 AppOutput::Emit { source, at } => {
                     let key = env.bodies.len() as u32 + source;
                     env.queue.schedule(at, key, Event::Traffic { node, source });
@@ -152,7 +229,7 @@ impl Node {
     }
 
     pub fn on_app(&mut self, env: &mut Env, now: SimTime, app: u32) {
-                let room = self.dcf.queue_room();
+        let room = self.dcf.queue_room();
         self.apps.handle_app(now, app, room, &mut self.sockets);
         self.pump_apps(env, now);
         self.pump_sockets(env, now);
@@ -167,7 +244,7 @@ impl Node {
     /// for its production phase may start.
     pub fn script_beacon(&mut self, env: &mut Env, now: SimTime, ap: NodeId) {
         let node = self.id;
-                if !self.net.addressed() {
+        if !self.net.addressed() {
             return;
         }
         let mut logged = None;
@@ -176,13 +253,31 @@ impl Node {
                 logged = Some(s.app); // once per application, not per end
                 env.conn_event(now, node, ap.0, ConnEvent::Production, measured);
             }
-            env.queue.schedule(s.at, s.from.0, Event::App { node: s.from, app: s.app });
+            env.queue.schedule(
+                s.at,
+                s.from.0,
+                Event::App {
+                    node: s.from,
+                    app: s.app,
+                },
+            );
         }
     }
 
     fn trace_sample(&mut self, env: &mut Env, now: SimTime, peer: NodeId, sample: TcpEvent) {
         let node = self.id;
-        let TcpEvent::AckSample { cwnd, ssthresh, srtt, rto, dupacks, in_flight, acked } = sample else { return };
+        let TcpEvent::AckSample {
+            cwnd,
+            ssthresh,
+            srtt,
+            rto,
+            dupacks,
+            in_flight,
+            acked,
+        } = sample
+        else {
+            return;
+        };
         let pos = env.position(node, now);
         env.trace.tcp.push(TcpRow {
             time_ns: now.as_ns(),
@@ -201,7 +296,17 @@ impl Node {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn transport_row(&mut self, env: &mut Env, now: SimTime, peer: NodeId, proto: Proto, app: u32, seq: u64, bytes: u32, delay: SimTime) {
+    fn transport_row(
+        &mut self,
+        env: &mut Env,
+        now: SimTime,
+        peer: NodeId,
+        proto: Proto,
+        app: u32,
+        seq: u64,
+        bytes: u32,
+        delay: SimTime,
+    ) {
         let node = self.id;
         let pos = env.position(node, now);
         env.trace.transport.push(TransportRow {

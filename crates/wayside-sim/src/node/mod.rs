@@ -10,26 +10,26 @@
 mod adhoc;
 mod host;
 
+use crate::apps::Apps;
 use crate::config::{NodeConfig, SimConfig};
+use crate::env::Env;
 use crate::event::Event;
 use crate::ids::{NodeId, TxId};
+use crate::mac::adhoc::Adhoc;
 use crate::mac::dcf::{Air, Dcf, DcfEvent, MacTimer};
 use crate::mac::links::{Links, TxContext};
-use crate::mac::adhoc::Adhoc;
 use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
 use crate::mac::{Dst, Frame, MacConfig, Msdu, Payload, SenderReport};
-use crate::env::Env;
 use crate::mobility::Vec2;
-use crate::apps::Apps;
 use crate::net::dhcp::DhcpClient;
 use crate::net::route::{AddressPlan, Bss, Port};
 use crate::net::{Net, NetSetup};
-use crate::sockets::Sockets;
-use crate::phy::mode::Timing;
 use crate::phy::mode::Mode;
+use crate::phy::mode::Timing;
 use crate::phy::state::{Phy, RxStart};
 use crate::ratectl::Stage;
 use crate::rng::Stream;
+use crate::sockets::Sockets;
 use crate::trace::{DropReason, FrameKind, MacEvent, MacRow, MsduContent, PhyEvent};
 use crate::units::{Db, Dbm, SimTime};
 use std::sync::Arc;
@@ -54,24 +54,66 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(id: NodeId, n: &NodeConfig, cfg: &SimConfig, timing: &Timing, plan: &Arc<AddressPlan>) -> Node {
-        let rate = n.rate_control.clone().unwrap_or_else(|| cfg.mac.rate.clone());
-        let links = Links::new(rate.clone(), cfg.mac.modes, (cfg.seed, cfg.run, n.name.clone()));
-        let mac = MacConfig { queue_limit: n.queue_limit, rate, ..cfg.mac.clone() };
-        let air = Air { standard: cfg.radio.standard, preamble: cfg.radio.preamble, basic: cfg.radio.basic_rate };
+    pub fn new(
+        id: NodeId,
+        n: &NodeConfig,
+        cfg: &SimConfig,
+        timing: &Timing,
+        plan: &Arc<AddressPlan>,
+    ) -> Node {
+        let rate = n
+            .rate_control
+            .clone()
+            .unwrap_or_else(|| cfg.mac.rate.clone());
+        let links = Links::new(
+            rate.clone(),
+            cfg.mac.modes,
+            (cfg.seed, cfg.run, n.name.clone()),
+        );
+        let mac = MacConfig {
+            queue_limit: n.queue_limit,
+            rate,
+            ..cfg.mac.clone()
+        };
+        let air = Air {
+            standard: cfg.radio.standard,
+            preamble: cfg.radio.preamble,
+            basic: cfg.radio.basic_rate,
+        };
         let mac_rng = Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name));
         let dcf = Dcf::new(id, mac, *timing, air, links, mac_rng, n.tx_power);
         Node {
             id,
             cfg: n.clone(),
-            phy: Phy::new(cfg.channel.noise_floor.to_mw(), cfg.radio.cca_threshold.to_mw(), cfg.radio.capture_margin).estimating_from_preamble(cfg.radio.ofdm_preamble_estimate),
+            phy: Phy::new(
+                cfg.channel.noise_floor.to_mw(),
+                cfg.radio.cca_threshold.to_mw(),
+                cfg.radio.capture_margin,
+            )
+            .estimating_from_preamble(cfg.radio.ofdm_preamble_estimate),
             dcf,
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
-            mgmt: Mgmt::new(n.role, cfg.mgmt.clone(), n.channel, Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name))),
-            adhoc: n.adhoc.clone().map(|a| Adhoc::new(a, Stream::new("run", cfg.seed, cfg.run, &format!("adhoc/{}", n.name)))),
+            mgmt: Mgmt::new(
+                n.role,
+                cfg.mgmt.clone(),
+                n.channel,
+                Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name)),
+            ),
+            adhoc: n.adhoc.clone().map(|a| {
+                Adhoc::new(
+                    a,
+                    Stream::new("run", cfg.seed, cfg.run, &format!("adhoc/{}", n.name)),
+                )
+            }),
             net: Net::new(id, net_setup(id, n, cfg, plan)),
             sockets: Sockets::new(id, n.tcp.clone(), cfg.seed, cfg.run, &n.name),
-            apps: Apps::new(id, &cfg.apps, &cfg.sources, (cfg.seed, cfg.run), n.adhoc.is_some()),
+            apps: Apps::new(
+                id,
+                &cfg.apps,
+                &cfg.sources,
+                (cfg.seed, cfg.run),
+                n.adhoc.is_some(),
+            ),
             awaiting_row: None,
         }
     }
@@ -79,7 +121,9 @@ impl Node {
     /// Notes the `frames` row of a frame just sent: a unicast data,
     /// management or RTS frame's outcome is decided by its response.
     fn sent(&mut self, frame: &Frame, row: usize) {
-        if matches!(frame.dst, Dst::Node(_)) && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts) {
+        if matches!(frame.dst, Dst::Node(_))
+            && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts)
+        {
             self.awaiting_row = Some(row);
         }
     }
@@ -102,7 +146,10 @@ fn net_setup(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan
         .iter()
         .enumerate()
         .filter(|(_, l)| l.a == id || l.b == id)
-        .map(|(link, l)| Port { link, far: l.far_end(id) })
+        .map(|(link, l)| Port {
+            link,
+            far: l.far_end(id),
+        })
         .collect();
     NetSetup {
         role: n.role,
@@ -110,14 +157,24 @@ fn net_setup(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan
         split_tcp: n.split_tcp,
         dhcp_server: n.dhcp_server,
         arp: n.arp,
-        dhcp: n.dhcp.then(|| DhcpClient::new(Stream::new("run", cfg.seed, cfg.run, &format!("dhcp/{}", n.name)))),
+        dhcp: n.dhcp.then(|| {
+            DhcpClient::new(Stream::new(
+                "run",
+                cfg.seed,
+                cfg.run,
+                &format!("dhcp/{}", n.name),
+            ))
+        }),
         ports,
         plan: Arc::clone(plan),
         router: crate::net::router(
             n.routing,
             id,
             &n.mobility,
-            cfg.nodes.iter().enumerate().map(|(i, m)| (NodeId(i as u32), &m.mobility, m.radio)),
+            cfg.nodes
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (NodeId(i as u32), &m.mobility, m.radio)),
             Stream::new("run", cfg.seed, cfg.run, &format!("route/{}", n.name)),
         ),
     }
@@ -151,7 +208,15 @@ impl Node {
         if let Some(lost) = self.phy.start_tx(end) {
             env.trace_drop(now, self.id, lost, DropReason::Transmitting);
         }
-        let row = env.trace_frame(now, self.id, &frame, &mode, PhyEvent::Tx, DropReason::None, None);
+        let row = env.trace_frame(
+            now,
+            self.id,
+            &frame,
+            &mode,
+            PhyEvent::Tx,
+            DropReason::None,
+            None,
+        );
         self.sent(&frame, row);
         env.transmit(now, end, self.id, frame, mode);
         self.medium_update(env, now);
@@ -164,7 +229,10 @@ impl Node {
             return;
         }
         let s = env.signal(id, self.id, now);
-        match self.phy.rx_start(now, s, &env.radio.error_model, &mut self.phy_rng) {
+        match self
+            .phy
+            .rx_start(now, s, &env.radio.error_model, &mut self.phy_rng)
+        {
             RxStart::Locked => self.phy.fade_reception(env.fades(id, self.id)),
             RxStart::Captured { lost } => {
                 self.phy.fade_reception(env.fades(id, self.id));
@@ -178,16 +246,32 @@ impl Node {
 
     /// The last energy of transmission `id` leaves this radio.
     pub fn on_rx_end(&mut self, env: &mut Env, now: SimTime, id: TxId) {
-        if let Some(end) = self.phy.rx_end(now, id, &env.radio.error_model, &mut self.phy_rng) {
+        if let Some(end) = self
+            .phy
+            .rx_end(now, id, &env.radio.error_model, &mut self.phy_rng)
+        {
             let t = env.medium.tx(id);
             let power = t.power_at(self.id).expect("arrival");
             let mode = t.mode;
             let noise = env.medium.channel().noise_floor;
-            self.dcf.handle_rx_end(now, &t.frame, mode, end.ok, power.to_dbm(), noise);
+            self.dcf
+                .handle_rx_end(now, &t.frame, mode, end.ok, power.to_dbm(), noise);
             if env.traced_at(self.id, id) {
                 let frame = env.medium.tx(id).frame.clone();
-                let (event, reason) = if end.ok { (PhyEvent::Rx, DropReason::None) } else { (PhyEvent::Drop, DropReason::Error) };
-                env.trace_frame(now, self.id, &frame, &mode, event, reason, Some((power.to_dbm(), end.snr, end.min_sinr)));
+                let (event, reason) = if end.ok {
+                    (PhyEvent::Rx, DropReason::None)
+                } else {
+                    (PhyEvent::Drop, DropReason::Error)
+                };
+                env.trace_frame(
+                    now,
+                    self.id,
+                    &frame,
+                    &mode,
+                    event,
+                    reason,
+                    Some((power.to_dbm(), end.snr, end.min_sinr)),
+                );
             }
             self.pump_mac(env, now);
         }
@@ -210,13 +294,24 @@ impl Node {
         let node = self.id;
         loop {
             if let Some((timer, at, generation)) = self.dcf.poll_timer() {
-                env.queue.schedule(at, node.0, Event::Mac { node, timer, generation });
+                env.queue.schedule(
+                    at,
+                    node.0,
+                    Event::Mac {
+                        node,
+                        timer,
+                        generation,
+                    },
+                );
             } else if let Some(ev) = self.dcf.poll_event() {
                 self.mac_event(env, now, ev);
             } else if let Some((mut frame, mode)) = self.dcf.poll_transmit() {
                 if self.cfg.reports_position {
                     let b = &env.bodies[node.index()];
-                    frame.report = Some(SenderReport { position: b.position(now), tx_power: b.tx_power });
+                    frame.report = Some(SenderReport {
+                        position: b.position(now),
+                        tx_power: b.tx_power,
+                    });
                 }
                 self.transmit(env, now, frame, mode);
             } else {
@@ -229,8 +324,21 @@ impl Node {
         match ev {
             DcfEvent::QueueDrop { msdu } => {
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    let event = if self.on(env) { MacEvent::QueueDrop } else { MacEvent::RadioOff };
-                    self.mac_trace(env, now, msdu.dst.trace_id(), event, 0, (msdu.bytes, msdu.payload.content()), 0, SimTime::ZERO);
+                    let event = if self.on(env) {
+                        MacEvent::QueueDrop
+                    } else {
+                        MacEvent::RadioOff
+                    };
+                    self.mac_trace(
+                        env,
+                        now,
+                        msdu.dst.trace_id(),
+                        event,
+                        0,
+                        (msdu.bytes, msdu.payload.content()),
+                        0,
+                        SimTime::ZERO,
+                    );
                 }
             }
             DcfEvent::Response(outcome) => {
@@ -238,28 +346,70 @@ impl Node {
                     env.trace.frames.set_outcome(row, outcome);
                 }
             }
-            DcfEvent::Done { msdu, seq, delivered, attempts, delay } => {
-                let event = if delivered { MacEvent::Delivered } else { MacEvent::Failed };
+            DcfEvent::Done {
+                msdu,
+                seq,
+                delivered,
+                attempts,
+                delay,
+            } => {
+                let event = if delivered {
+                    MacEvent::Delivered
+                } else {
+                    MacEvent::Failed
+                };
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    self.mac_trace(env, now, msdu.dst.trace_id(), event, seq, (msdu.bytes, msdu.payload.content()), attempts, delay);
+                    self.mac_trace(
+                        env,
+                        now,
+                        msdu.dst.trace_id(),
+                        event,
+                        seq,
+                        (msdu.bytes, msdu.payload.content()),
+                        attempts,
+                        delay,
+                    );
                 }
                 self.apps.handle_mac_done(now, msdu.source);
                 self.pump_apps(env, now);
-                if let (false, Dst::Node(hop), Payload::Packet(p)) = (delivered, msdu.dst, &msdu.payload) {
+                if let (false, Dst::Node(hop), Payload::Packet(p)) =
+                    (delivered, msdu.dst, &msdu.payload)
+                {
                     self.net.handle_tx_failed(now, hop, p);
                     self.pump_net(env, now);
                 }
             }
-            DcfEvent::Received { frame, rssi, duplicate } => {
+            DcfEvent::Received {
+                frame,
+                rssi,
+                duplicate,
+            } => {
                 self.mgmt.handle_heard(now, frame.src);
                 if !self.adhoc_admits_rx(now, &frame) {
                     return;
                 }
                 if frame.kind == FrameKind::Data {
                     let body = frame.psdu_bytes - crate::mac::DATA_OVERHEAD;
-                    let event = if duplicate { MacEvent::Duplicate } else { MacEvent::Received };
-                    let attempts = if frame.dst == Dst::Broadcast { 0 } else { u32::from(frame.attempt) + 1 };
-                    self.mac_trace(env, now, frame.src.0, event, frame.seq, (body, frame.payload.content()), attempts, SimTime::ZERO);
+                    let event = if duplicate {
+                        MacEvent::Duplicate
+                    } else {
+                        MacEvent::Received
+                    };
+                    let attempts = if frame.dst == Dst::Broadcast {
+                        0
+                    } else {
+                        u32::from(frame.attempt) + 1
+                    };
+                    self.mac_trace(
+                        env,
+                        now,
+                        frame.src.0,
+                        event,
+                        frame.seq,
+                        (body, frame.payload.content()),
+                        attempts,
+                        SimTime::ZERO,
+                    );
                 }
                 if !duplicate {
                     self.mac_deliver(env, now, frame, rssi);
@@ -280,7 +430,8 @@ impl Node {
             }
             Payload::Datagram { app, data, sent } => {
                 let room = self.dcf.queue_room();
-                self.apps.handle_frame(now, frame.src, app, &data, sent, room, &mut self.sockets);
+                self.apps
+                    .handle_frame(now, frame.src, app, &data, sent, room, &mut self.sockets);
                 self.pump_apps(env, now);
                 self.pump_sockets(env, now);
             }
@@ -290,7 +441,17 @@ impl Node {
 
     /// A `mac` row; `msdu`: its bytes and what it carries.
     #[allow(clippy::too_many_arguments)]
-    fn mac_trace(&self, env: &mut Env, now: SimTime, peer: u32, event: MacEvent, seq: u16, msdu: (u32, MsduContent), attempts: u32, delay: SimTime) {
+    fn mac_trace(
+        &self,
+        env: &mut Env,
+        now: SimTime,
+        peer: u32,
+        event: MacEvent,
+        seq: u16,
+        msdu: (u32, MsduContent),
+        attempts: u32,
+        delay: SimTime,
+    ) {
         let (bytes, content) = msdu;
         let p = env.position(self.id, now);
         env.trace.mac.push(MacRow {
@@ -314,8 +475,13 @@ impl Node {
             return;
         }
         let (receiving, busy) = (self.phy.receiving().is_some(), self.phy.busy());
-        let mut ctx = Context { me: self.id, now, env };
-        self.dcf.handle_timeout(now, timer, receiving, busy, &mut ctx);
+        let mut ctx = Context {
+            me: self.id,
+            now,
+            env,
+        };
+        self.dcf
+            .handle_timeout(now, timer, receiving, busy, &mut ctx);
         self.pump_mac(env, now);
     }
 
@@ -330,11 +496,29 @@ impl Node {
     /// is off (the drop is traced).
     fn mac_enqueue(&mut self, env: &mut Env, now: SimTime, msdu: Msdu) -> bool {
         if !self.on(env) {
-            self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::RadioOff, 0, (msdu.bytes, msdu.payload.content()), 0, SimTime::ZERO);
+            self.mac_trace(
+                env,
+                now,
+                msdu.dst.trace_id(),
+                MacEvent::RadioOff,
+                0,
+                (msdu.bytes, msdu.payload.content()),
+                0,
+                SimTime::ZERO,
+            );
             return false;
         }
         if self.adhoc.as_ref().is_some_and(|a| !a.admits(msdu.dst)) {
-            self.mac_trace(env, now, msdu.dst.trace_id(), MacEvent::NoLink, 0, (msdu.bytes, msdu.payload.content()), 0, SimTime::ZERO);
+            self.mac_trace(
+                env,
+                now,
+                msdu.dst.trace_id(),
+                MacEvent::NoLink,
+                0,
+                (msdu.bytes, msdu.payload.content()),
+                0,
+                SimTime::ZERO,
+            );
             return false;
         }
         let ok = self.dcf.enqueue(now, msdu);
@@ -372,10 +556,12 @@ impl Node {
         if appear == SimTime::ZERO {
             self.mgmt_start(env, SimTime::ZERO);
         } else {
-            env.queue.schedule(appear, node.0, Event::Power { node, on: true });
+            env.queue
+                .schedule(appear, node.0, Event::Power { node, on: true });
         }
         if disappear != SimTime::MAX {
-            env.queue.schedule(disappear, node.0, Event::Power { node, on: false });
+            env.queue
+                .schedule(disappear, node.0, Event::Power { node, on: false });
         }
     }
 
@@ -392,7 +578,13 @@ impl Node {
     }
 
     /// A management timer of `generation` fired.
-    pub fn on_mgmt_timer(&mut self, env: &mut Env, now: SimTime, timer: MgmtTimer, generation: u32) {
+    pub fn on_mgmt_timer(
+        &mut self,
+        env: &mut Env,
+        now: SimTime,
+        timer: MgmtTimer,
+        generation: u32,
+    ) {
         if !self.mgmt.is_current(timer, generation) {
             return;
         }
@@ -418,7 +610,14 @@ impl Node {
         let mode = env.radio.basic_rate;
         let tries = if dst == Dst::Broadcast { 1 } else { MGMT_TRIES };
         let fixed = Some(Stage { mode, tries });
-        let msdu = Msdu { dst, bytes: body.body_bytes(), enqueued: now, fixed, source: None, payload: Payload::Mgmt(body) };
+        let msdu = Msdu {
+            dst,
+            bytes: body.body_bytes(),
+            enqueued: now,
+            fixed,
+            source: None,
+            payload: Payload::Mgmt(body),
+        };
         self.dcf.enqueue_mgmt(now, msdu, front);
         self.pump_mac(env, now);
     }
@@ -436,7 +635,9 @@ impl Node {
                 self.send_mgmt(env, now, dst, body, front);
             } else if let Some(ev) = self.mgmt.poll_event() {
                 match ev {
-                    MgmtEvent::Conn { peer, event, value } => env.conn_event(now, node, peer.0, event, value),
+                    MgmtEvent::Conn { peer, event, value } => {
+                        env.conn_event(now, node, peer.0, event, value)
+                    }
                     MgmtEvent::LinkUp(peer) => {
                         self.net.handle_link_up(now, peer);
                         self.pump_net(env, now);
@@ -450,7 +651,15 @@ impl Node {
                     }
                 }
             } else if let Some((timer, at, generation)) = self.mgmt.poll_timer() {
-                env.queue.schedule(at, node.0, Event::Mgmt { node, timer, generation });
+                env.queue.schedule(
+                    at,
+                    node.0,
+                    Event::Mgmt {
+                        node,
+                        timer,
+                        generation,
+                    },
+                );
             } else {
                 return;
             }

@@ -11,9 +11,9 @@
 //! 10.*i+1* (24-bit) — the 10.0.0.*i+1* of [`crate::net`] for the first 254
 //! nodes; the multicast group [`crate::packet::ALL_HOSTS`] is 224.0.0.1.
 
-use crate::mac::mgmt::Role;
 use crate::mac::adhoc::{AdhocFrame, AdhocKind};
 use crate::mac::mgmt::MgmtBody;
+use crate::mac::mgmt::Role;
 use crate::mac::{Dst, Frame, Payload};
 use crate::packet::{ArpOp, DhcpOp};
 use crate::packet::{Body, Packet, ALL_HOSTS};
@@ -104,11 +104,19 @@ pub struct Encoder {
 
 impl Encoder {
     pub fn new(net: Network) -> Encoder {
-        Encoder { net, scaling: BTreeMap::new(), zeros: Vec::new() }
+        Encoder {
+            net,
+            scaling: BTreeMap::new(),
+            zeros: Vec::new(),
+        }
     }
 
     fn role(&self, n: u32) -> Role {
-        self.net.roles.get(n as usize).copied().unwrap_or(Role::Independent)
+        self.net
+            .roles
+            .get(n as usize)
+            .copied()
+            .unwrap_or(Role::Independent)
     }
 
     /// Notes what `frame` tells of the connections it carries (a SYN's
@@ -117,7 +125,8 @@ impl Encoder {
         for p in packets(&frame.payload) {
             if let Body::Tcp(s) = p.body {
                 if s.flags.syn {
-                    self.scaling.insert((p.src.0, s.src_port, p.dst.0, s.dst_port), s.window_scale);
+                    self.scaling
+                        .insert((p.src.0, s.src_port, p.dst.0, s.dst_port), s.window_scale);
                 }
             }
         }
@@ -126,7 +135,14 @@ impl Encoder {
     /// Appends `frame` (MPDU with FCS; `channel` for the DS parameter
     /// element; `tsft_us` for the beacon timestamp) to `out`, with a correct
     /// FCS or, if `bad_fcs`, its complement.
-    pub fn write(&mut self, frame: &Frame, channel: u32, tsft_us: u64, bad_fcs: bool, out: &mut Vec<u8>) {
+    pub fn write(
+        &mut self,
+        frame: &Frame,
+        channel: u32,
+        tsft_us: u64,
+        bad_fcs: bool,
+        out: &mut Vec<u8>,
+    ) {
         let start = out.len();
         let src = frame.src.0;
         let dst = frame.dst.trace_id();
@@ -183,7 +199,14 @@ impl Encoder {
     /// DS bits and the third address of a data frame from `src` to `dst`.
     fn data_addressing(&self, frame: &Frame, src: u32, dst: u32) -> (u8, MacAddr) {
         let first = packets(&frame.payload).next();
-        let (src_role, dst_role) = (self.role(src), if dst == u32::MAX { None } else { Some(self.role(dst)) });
+        let (src_role, dst_role) = (
+            self.role(src),
+            if dst == u32::MAX {
+                None
+            } else {
+                Some(self.role(dst))
+            },
+        );
         match (src_role, dst_role) {
             // To the AP: the third address is the packet's final destination.
             (Role::Sta, Some(Role::Ap)) => (TO_DS, first.map_or(mac_of(dst), final_mac)),
@@ -214,7 +237,13 @@ impl Encoder {
                     ArpOp::Request => (ArpOperation::REQUEST, [0; 6]),
                     ArpOp::Reply => (ArpOperation::REPLY, mac_of(p.dst.0)),
                 };
-                let arp = ArpEthIpv4Packet { operation, sender_mac: mac_of(p.src.0), sender_ipv4: ip_of(p.src.0), target_mac, target_ipv4: ip_of(p.dst.0) };
+                let arp = ArpEthIpv4Packet {
+                    operation,
+                    sender_mac: mac_of(p.src.0),
+                    sender_ipv4: ip_of(p.src.0),
+                    target_mac,
+                    target_ipv4: ip_of(p.dst.0),
+                };
                 ArpPacket::from(arp).write(out).expect("writing to a Vec");
             }
             Body::Tcp(s) => {
@@ -227,8 +256,10 @@ impl Encoder {
                     Some(data) => data,
                     None => self.zeros(datagram.len as usize),
                 };
-                let b = PacketBuilder::ipv4(ip_of(p.src.0), ip_of(p.dst.0), p.ttl).udp(datagram.src_port, datagram.dst_port);
-                b.write(out, payload).expect("a UDP packet within IPv4's length");
+                let b = PacketBuilder::ipv4(ip_of(p.src.0), ip_of(p.dst.0), p.ttl)
+                    .udp(datagram.src_port, datagram.dst_port);
+                b.write(out, payload)
+                    .expect("a UDP packet within IPv4's length");
             }
             Body::Beacon { position } => {
                 // Not an IP protocol with a dissector: the local
@@ -242,11 +273,20 @@ impl Encoder {
             Body::Dhcp { op } => {
                 out.extend_from_slice(&llc_snap(0x0800));
                 let from_client = matches!(op, DhcpOp::Discover | DhcpOp::Request);
-                let (client, server) = if from_client { (p.src.0, p.dst.0) } else { (p.dst.0, p.src.0) };
-                let (ip_src, ports) = if from_client { ([0; 4], (68, 67)) } else { (ip_of(server), (67, 68)) };
+                let (client, server) = if from_client {
+                    (p.src.0, p.dst.0)
+                } else {
+                    (p.dst.0, p.src.0)
+                };
+                let (ip_src, ports) = if from_client {
+                    ([0; 4], (68, 67))
+                } else {
+                    (ip_of(server), (67, 68))
+                };
                 let bootp = dhcp_message(*op, client, server);
                 let b = PacketBuilder::ipv4(ip_src, [255; 4], p.ttl).udp(ports.0, ports.1);
-                b.write(out, &bootp).expect("a DHCP packet within IPv4's length");
+                b.write(out, &bootp)
+                    .expect("a DHCP packet within IPv4's length");
             }
         }
     }
@@ -254,9 +294,22 @@ impl Encoder {
     fn tcp(&mut self, p: &Packet, s: &Segment, out: &mut Vec<u8>) {
         let (a, b) = (p.src.0, p.dst.0);
         let scaled = !s.flags.syn
-            && self.scaling.get(&(a, s.src_port, b, s.dst_port)).copied().unwrap_or(false)
-            && self.scaling.get(&(b, s.dst_port, a, s.src_port)).copied().unwrap_or(false);
-        let window = if scaled { s.window >> WINDOW_SHIFT } else { s.window }.min(65535) as u16;
+            && self
+                .scaling
+                .get(&(a, s.src_port, b, s.dst_port))
+                .copied()
+                .unwrap_or(false)
+            && self
+                .scaling
+                .get(&(b, s.dst_port, a, s.src_port))
+                .copied()
+                .unwrap_or(false);
+        let window = if scaled {
+            s.window >> WINDOW_SHIFT
+        } else {
+            s.window
+        }
+        .min(65535) as u16;
         let mut options = Vec::new();
         if let Some(mss) = s.mss {
             options.push(TcpOptionElement::MaximumSegmentSize(mss));
@@ -281,7 +334,8 @@ impl Encoder {
             Some(bytes) if bytes.len() == s.len as usize => &bytes[..],
             _ => self.zeros(s.len as usize),
         };
-        let mut b = PacketBuilder::ipv4(ip_of(a), ip_of(b), p.ttl).tcp(s.src_port, s.dst_port, s.seq, window);
+        let mut b = PacketBuilder::ipv4(ip_of(a), ip_of(b), p.ttl)
+            .tcp(s.src_port, s.dst_port, s.seq, window);
         if s.flags.syn {
             b = b.syn();
         }
@@ -295,7 +349,8 @@ impl Encoder {
             b = b.rst();
         }
         let b = b.options(&options).expect("TCP options within 40 bytes");
-        b.write(out, payload).expect("a TCP packet within IPv4's length");
+        b.write(out, payload)
+            .expect("a TCP packet within IPv4's length");
     }
 
     fn zeros(&mut self, n: usize) -> &[u8] {
@@ -306,18 +361,40 @@ impl Encoder {
     }
 
     /// Fixed fields and elements of a management frame body.
-    fn mgmt_body(&self, body: &MgmtBody, src: u32, dst: u32, channel: u32, tsft_us: u64, out: &mut Vec<u8>) {
-        let capability = CAP_ESS | if self.net.short_preamble { CAP_SHORT_PREAMBLE } else { 0 };
+    fn mgmt_body(
+        &self,
+        body: &MgmtBody,
+        src: u32,
+        dst: u32,
+        channel: u32,
+        tsft_us: u64,
+        out: &mut Vec<u8>,
+    ) {
+        let capability = CAP_ESS
+            | if self.net.short_preamble {
+                CAP_SHORT_PREAMBLE
+            } else {
+                0
+            };
         let start = out.len();
         match body {
-            MgmtBody::Beacon { .. } | MgmtBody::ProbeResp | MgmtBody::Adhoc(AdhocFrame { kind: AdhocKind::Beacon | AdhocKind::ProbeResp, .. }) => {
+            MgmtBody::Beacon { .. }
+            | MgmtBody::ProbeResp
+            | MgmtBody::Adhoc(AdhocFrame {
+                kind: AdhocKind::Beacon | AdhocKind::ProbeResp,
+                ..
+            }) => {
                 out.extend_from_slice(&tsft_us.to_le_bytes());
                 out.extend_from_slice(&self.net.beacon_interval_tu.to_le_bytes());
                 out.extend_from_slice(&capability.to_le_bytes());
                 self.common_elements(out);
                 out.extend_from_slice(&[IE_DS_PARAMS, 1, channel.min(255) as u8]);
             }
-            MgmtBody::ProbeReq | MgmtBody::Adhoc(AdhocFrame { kind: AdhocKind::ProbeReq, .. }) => self.common_elements(out),
+            MgmtBody::ProbeReq
+            | MgmtBody::Adhoc(AdhocFrame {
+                kind: AdhocKind::ProbeReq,
+                ..
+            }) => self.common_elements(out),
             MgmtBody::Auth { seq } => {
                 out.extend_from_slice(&0u16.to_le_bytes()); // open system
                 out.extend_from_slice(&u16::from(*seq).to_le_bytes());
@@ -465,7 +542,17 @@ mod tests {
     }
 
     fn segment(flags: Flags, window: u32, window_scale: bool) -> Segment {
-        Segment { src_port: 5001, dst_port: 40000, seq: 7, ack: 9, flags, window, len: 0, window_scale, ..Default::default() }
+        Segment {
+            src_port: 5001,
+            dst_port: 40000,
+            seq: 7,
+            ack: 9,
+            flags,
+            window,
+            len: 0,
+            window_scale,
+            ..Default::default()
+        }
     }
 
     fn encode(e: &mut Encoder, f: &Frame) -> Vec<u8> {
@@ -477,14 +564,31 @@ mod tests {
 
     #[test]
     fn test_station_to_ap_is_to_ds_with_the_final_destination() {
-        let p = Packet::new(NodeId(CAR), NodeId(SERVER), Body::Tcp(segment(Flags { ack: true, ..Flags::default() }, 1000, false)));
+        let p = Packet::new(
+            NodeId(CAR),
+            NodeId(SERVER),
+            Body::Tcp(segment(
+                Flags {
+                    ack: true,
+                    ..Flags::default()
+                },
+                1000,
+                false,
+            )),
+        );
         let b = encode(&mut encoder(), &data(CAR, Dst::Node(NodeId(AP)), p, true));
         assert_eq!((b[0], b[1]), (0x08, TO_DS | RETRY));
         assert_eq!(u16::from_le_bytes([b[2], b[3]]), 44);
-        assert_eq!((&b[4..10], &b[10..16], &b[16..22]), (&mac_of(AP)[..], &mac_of(CAR)[..], &mac_of(SERVER)[..]));
+        assert_eq!(
+            (&b[4..10], &b[10..16], &b[16..22]),
+            (&mac_of(AP)[..], &mac_of(CAR)[..], &mac_of(SERVER)[..])
+        );
         assert_eq!(u16::from_le_bytes([b[22], b[23]]), 0x123 << 4);
         assert_eq!(&b[24..32], &llc_snap(0x0800));
-        assert_eq!((&b[44..48], &b[48..52]), (&ip_of(CAR)[..], &ip_of(SERVER)[..]));
+        assert_eq!(
+            (&b[44..48], &b[48..52]),
+            (&ip_of(CAR)[..], &ip_of(SERVER)[..])
+        );
     }
 
     #[test]
@@ -494,42 +598,92 @@ mod tests {
         assert_eq!((b[1], &b[16..22]), (FROM_DS, &mac_of(SERVER)[..]));
         let arp = &b[32..];
         assert_eq!(u16::from_be_bytes([arp[6], arp[7]]), 2);
-        assert_eq!((&arp[8..14], &arp[14..18], &arp[18..24]), (&mac_of(SERVER)[..], &ip_of(SERVER)[..], &mac_of(CAR)[..]));
+        assert_eq!(
+            (&arp[8..14], &arp[14..18], &arp[18..24]),
+            (&mac_of(SERVER)[..], &ip_of(SERVER)[..], &mac_of(CAR)[..])
+        );
     }
 
     #[test]
     fn test_window_is_shifted_only_where_both_syns_offered_scaling() {
         let mut e = encoder();
         let syn = |from: u32, to: u32, scale: bool| {
-            let mut s = segment(Flags { syn: true, ..Flags::default() }, 65535, scale);
+            let mut s = segment(
+                Flags {
+                    syn: true,
+                    ..Flags::default()
+                },
+                65535,
+                scale,
+            );
             if from == CAR {
                 (s.src_port, s.dst_port) = (40000, 5001);
             }
-            data(from, Dst::Node(NodeId(to)), Packet::new(NodeId(from), NodeId(to), Body::Tcp(s)), false)
+            data(
+                from,
+                Dst::Node(NodeId(to)),
+                Packet::new(NodeId(from), NodeId(to), Body::Tcp(s)),
+                false,
+            )
         };
-        let big = data(AP, Dst::Node(NodeId(CAR)), Packet::new(NodeId(AP), NodeId(CAR), Body::Tcp(segment(Flags::default(), 1 << 20, false))), false);
+        let big = data(
+            AP,
+            Dst::Node(NodeId(CAR)),
+            Packet::new(
+                NodeId(AP),
+                NodeId(CAR),
+                Body::Tcp(segment(Flags::default(), 1 << 20, false)),
+            ),
+            false,
+        );
         let window = |b: &[u8]| u16::from_be_bytes([b[32 + 20 + 14], b[32 + 20 + 15]]);
         e.observe(&syn(AP, CAR, true));
-        assert_eq!(window(&encode(&mut e, &big)), 65535, "only one side offered");
+        assert_eq!(
+            window(&encode(&mut e, &big)),
+            65535,
+            "only one side offered"
+        );
         e.observe(&syn(CAR, AP, true));
-        assert_eq!(window(&encode(&mut e, &big)), (1 << 20 >> WINDOW_SHIFT) as u16);
+        assert_eq!(
+            window(&encode(&mut e, &big)),
+            (1 << 20 >> WINDOW_SHIFT) as u16
+        );
         let s = encode(&mut e, &syn(AP, CAR, true));
         assert_eq!(window(&s), 65535, "a SYN's window is never scaled");
-        assert!(s.windows(3).any(|w| w == [3, 3, WINDOW_SHIFT]), "window-scale option");
+        assert!(
+            s.windows(3).any(|w| w == [3, 3, WINDOW_SHIFT]),
+            "window-scale option"
+        );
     }
 
     #[test]
     fn test_a_segment_of_a_byte_stream_carries_its_bytes_and_others_zeros() {
-        let mut seg = segment(Flags { ack: true, ..Flags::default() }, 1000, false);
+        let mut seg = segment(
+            Flags {
+                ack: true,
+                ..Flags::default()
+            },
+            1000,
+            false,
+        );
         seg.len = 5;
         let tail = |p: Packet| {
-            let b = encode(&mut encoder(), &data(SERVER, Dst::Node(NodeId(CAR)), p, false));
+            let b = encode(
+                &mut encoder(),
+                &data(SERVER, Dst::Node(NodeId(CAR)), p, false),
+            );
             b[b.len() - 4 - 5..b.len() - 4].to_vec()
         };
         let bytes: Arc<[u8]> = Arc::from(&b"hello"[..]);
-        let real = Packet { stream: Some(bytes), ..Packet::new(NodeId(SERVER), NodeId(CAR), Body::Tcp(seg.clone())) };
+        let real = Packet {
+            stream: Some(bytes),
+            ..Packet::new(NodeId(SERVER), NodeId(CAR), Body::Tcp(seg.clone()))
+        };
         assert_eq!(tail(real), b"hello");
-        assert_eq!(tail(Packet::new(NodeId(SERVER), NodeId(CAR), Body::Tcp(seg))), [0; 5]);
+        assert_eq!(
+            tail(Packet::new(NodeId(SERVER), NodeId(CAR), Body::Tcp(seg))),
+            [0; 5]
+        );
     }
 
     #[test]
@@ -549,19 +703,37 @@ mod tests {
         let mut e = encoder();
         let mut good = Vec::new();
         e.write(&f, 11, 0x0102, false, &mut good);
-        assert_eq!((good[0], &good[4..10], &good[16..22]), (0x80, &BROADCAST[..], &mac_of(AP)[..]));
+        assert_eq!(
+            (good[0], &good[4..10], &good[16..22]),
+            (0x80, &BROADCAST[..], &mac_of(AP)[..])
+        );
         let body = &good[24..];
         assert_eq!(u64::from_le_bytes(body[..8].try_into().unwrap()), 0x0102);
         assert_eq!(u16::from_le_bytes([body[8], body[9]]), 100);
-        assert_eq!(u16::from_le_bytes([body[10], body[11]]), CAP_ESS | CAP_SHORT_PREAMBLE);
-        assert_eq!(&body[12..14 + SSID.len()], &[&[IE_SSID, SSID.len() as u8][..], SSID].concat()[..]);
-        let ds = body.windows(2).position(|w| w == [IE_DS_PARAMS, 1]).unwrap();
+        assert_eq!(
+            u16::from_le_bytes([body[10], body[11]]),
+            CAP_ESS | CAP_SHORT_PREAMBLE
+        );
+        assert_eq!(
+            &body[12..14 + SSID.len()],
+            &[&[IE_SSID, SSID.len() as u8][..], SSID].concat()[..]
+        );
+        let ds = body
+            .windows(2)
+            .position(|w| w == [IE_DS_PARAMS, 1])
+            .unwrap();
         assert_eq!(body[ds + 2], 11);
         let mut bad = Vec::new();
         e.write(&f, 11, 0x0102, true, &mut bad);
         let n = good.len() - 4;
         assert_eq!(good[..n], bad[..n]);
-        assert_eq!(u32::from_le_bytes(good[n..].try_into().unwrap()), crc32fast::hash(&good[..n]));
-        assert_eq!(u32::from_le_bytes(bad[n..].try_into().unwrap()), !crc32fast::hash(&good[..n]));
+        assert_eq!(
+            u32::from_le_bytes(good[n..].try_into().unwrap()),
+            crc32fast::hash(&good[..n])
+        );
+        assert_eq!(
+            u32::from_le_bytes(bad[n..].try_into().unwrap()),
+            !crc32fast::hash(&good[..n])
+        );
     }
 }

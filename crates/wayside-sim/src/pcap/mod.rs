@@ -16,8 +16,8 @@
 pub mod frame;
 pub mod radiotap;
 
-use crate::mac::mgmt::Role;
 use crate::ids::NodeId;
+use crate::mac::mgmt::Role;
 use crate::mac::Frame;
 use crate::phy::mode::{Mode, Preamble, Standard};
 use crate::trace::{DropReason, PhyEvent};
@@ -92,14 +92,20 @@ fn header() -> PcapHeader {
 impl Capture {
     /// Creates `dir` and a `NAME.pcap` in it for each captured node.
     pub fn create(dir: &Path, nodes: &[CapturedNode], air: Air) -> Result<Capture, CaptureError> {
-        let err = |p: &Path, e: &dyn std::fmt::Display| CaptureError(format!("pcap: cannot write {}: {e}; give a directory that can be created", p.display()));
+        let err = |p: &Path, e: &dyn std::fmt::Display| {
+            CaptureError(format!(
+                "pcap: cannot write {}: {e}; give a directory that can be created",
+                p.display()
+            ))
+        };
         std::fs::create_dir_all(dir).map_err(|e| err(dir, &e))?;
         let mut writers = Vec::with_capacity(nodes.len());
         for n in nodes {
             writers.push(if n.captured {
                 let path = dir.join(format!("{}.pcap", n.name));
                 let file = File::create(&path).map_err(|e| err(&path, &e))?;
-                let w = PcapWriter::with_header(BufWriter::with_capacity(1 << 20, file), header()).map_err(|e| err(&path, &e))?;
+                let w = PcapWriter::with_header(BufWriter::with_capacity(1 << 20, file), header())
+                    .map_err(|e| err(&path, &e))?;
                 Some((path, w))
             } else {
                 None
@@ -109,30 +115,61 @@ impl Capture {
             roles: nodes.iter().map(|n| n.role).collect(),
             modes: air.standard.modes(),
             basic: air.standard.basic_rates(),
-            beacon_interval_tu: (air.beacon_interval.as_ns() as f64 / 1.024e6).round().min(65535.0) as u16,
+            beacon_interval_tu: (air.beacon_interval.as_ns() as f64 / 1.024e6)
+                .round()
+                .min(65535.0) as u16,
             short_preamble: air.preamble == Preamble::Short,
         };
-        Ok(Capture { writers, tx_power: nodes.iter().map(|n| n.tx_power).collect(), encoder: Encoder::new(network), air, buf: Vec::new(), error: None })
+        Ok(Capture {
+            writers,
+            tx_power: nodes.iter().map(|n| n.tx_power).collect(),
+            encoder: Encoder::new(network),
+            air,
+            buf: Vec::new(),
+            error: None,
+        })
     }
 
     /// Records what `node`, tuned to `channel`, did with `frame` at `now`:
     /// the `frames` row (`event`, `reason`, received power) just traced.
     #[allow(clippy::too_many_arguments)]
-    pub fn record(&mut self, now: SimTime, node: NodeId, frame: &Frame, mode: &Mode, channel: u32, event: PhyEvent, reason: DropReason, rssi: Option<Dbm>) {
+    pub fn record(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        frame: &Frame,
+        mode: &Mode,
+        channel: u32,
+        event: PhyEvent,
+        reason: DropReason,
+        rssi: Option<Dbm>,
+    ) {
         if event == PhyEvent::Tx {
             self.encoder.observe(frame);
         }
         let heard = match (event, reason) {
             (PhyEvent::Tx, _) => None,
-            (PhyEvent::Rx, _) | (PhyEvent::Drop, DropReason::Error) => Some(rssi.map_or(f64::NAN, |r| r.0)),
+            (PhyEvent::Rx, _) | (PhyEvent::Drop, DropReason::Error) => {
+                Some(rssi.map_or(f64::NAN, |r| r.0))
+            }
             (PhyEvent::Drop, _) => return,
         };
-        let Some(Some((path, writer))) = self.writers.get_mut(node.index()) else { return };
+        let Some(Some((path, writer))) = self.writers.get_mut(node.index()) else {
+            return;
+        };
         let bad_fcs = event == PhyEvent::Drop;
         let tsft_us = now.as_ns() / 1000;
-        let freq_mhz = self.air.standard.default_channel_frequency(channel).map_or(0, |f| (f.0 / 1e6).round() as u16);
-        let short = self.air.preamble == Preamble::Short && mode.class == crate::phy::mode::ModClass::Dsss && mode.rate.mbps() > 1.0;
-        let flags = FLAG_FCS | if bad_fcs { FLAG_BAD_FCS } else { 0 } | if short { FLAG_SHORT_PREAMBLE } else { 0 };
+        let freq_mhz = self
+            .air
+            .standard
+            .default_channel_frequency(channel)
+            .map_or(0, |f| (f.0 / 1e6).round() as u16);
+        let short = self.air.preamble == Preamble::Short
+            && mode.class == crate::phy::mode::ModClass::Dsss
+            && mode.rate.mbps() > 1.0;
+        let flags = FLAG_FCS
+            | if bad_fcs { FLAG_BAD_FCS } else { 0 }
+            | if short { FLAG_SHORT_PREAMBLE } else { 0 };
         let info = RadioInfo {
             tsft_us,
             flags,
@@ -145,11 +182,14 @@ impl Capture {
         };
         self.buf.clear();
         info.write(&mut self.buf);
-        self.encoder.write(frame, channel, tsft_us, bad_fcs, &mut self.buf);
+        self.encoder
+            .write(frame, channel, tsft_us, bad_fcs, &mut self.buf);
         let ts = Duration::from_secs(EPOCH_S) + Duration::from_nanos(now.as_ns());
         let packet = PcapPacket::new(ts, self.buf.len() as u32, &self.buf);
         if let Err(e) = writer.write_packet(&packet) {
-            self.error.get_or_insert_with(|| CaptureError(format!("pcap: cannot write {}: {e}", path.display())));
+            self.error.get_or_insert_with(|| {
+                CaptureError(format!("pcap: cannot write {}: {e}", path.display()))
+            });
         }
     }
 
@@ -161,7 +201,9 @@ impl Capture {
         let mut paths = Vec::new();
         for (path, w) in self.writers.into_iter().flatten() {
             use std::io::Write;
-            w.into_writer().flush().map_err(|e| CaptureError(format!("pcap: cannot write {}: {e}", path.display())))?;
+            w.into_writer()
+                .flush()
+                .map_err(|e| CaptureError(format!("pcap: cannot write {}: {e}", path.display())))?;
             paths.push(path);
         }
         Ok(paths)

@@ -52,19 +52,31 @@ fn dbm_byte(v: f64) -> u8 {
 impl RadioInfo {
     /// Channel flags for the band, modulation and width.
     pub fn channel_flags(&self) -> u16 {
-        let band = if self.freq_mhz < 3000 { CHAN_2GHZ } else { CHAN_5GHZ };
+        let band = if self.freq_mhz < 3000 {
+            CHAN_2GHZ
+        } else {
+            CHAN_5GHZ
+        };
         let modulation = match self.class {
             ModClass::Dsss => CHAN_CCK,
             ModClass::Ofdm => CHAN_OFDM,
         };
-        let width = if self.bandwidth_mhz == 10 { CHAN_HALF_RATE } else { 0 };
+        let width = if self.bandwidth_mhz == 10 {
+            CHAN_HALF_RATE
+        } else {
+            0
+        };
         band | modulation | width
     }
 
     /// Appends the header to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        let tail = if self.heard.is_some() { DBM_ANTSIGNAL | DBM_ANTNOISE } else { DBM_TX_POWER };
+        let tail = if self.heard.is_some() {
+            DBM_ANTSIGNAL | DBM_ANTNOISE
+        } else {
+            DBM_TX_POWER
+        };
         let present = TSFT | FLAGS | RATE | CHANNEL | tail;
         // version 0, pad, length (filled in below), present; TSFT is then
         // at offset 8, already 8-byte aligned.
@@ -106,7 +118,10 @@ mod tests {
         assert_eq!(h.len(), 24);
         assert_eq!(u16::from_le_bytes([h[2], h[3]]), 24);
         assert_eq!(u32::from_le_bytes(h[4..8].try_into().unwrap()), 0b110_1111);
-        assert_eq!(u64::from_le_bytes(h[8..16].try_into().unwrap()), 0x0102_0304_0506_0708);
+        assert_eq!(
+            u64::from_le_bytes(h[8..16].try_into().unwrap()),
+            0x0102_0304_0506_0708
+        );
         assert_eq!((h[16], h[17]), (0x50, 11));
         assert_eq!(u16::from_le_bytes([h[18], h[19]]), 2437);
         assert_eq!(u16::from_le_bytes([h[20], h[21]]), CHAN_2GHZ | CHAN_CCK);
@@ -128,9 +143,15 @@ mod tests {
         let mut v = Vec::new();
         info.write(&mut v);
         assert_eq!(v.len(), 23);
-        assert_eq!(u32::from_le_bytes(v[4..8].try_into().unwrap()), TSFT | FLAGS | RATE | CHANNEL | DBM_TX_POWER);
+        assert_eq!(
+            u32::from_le_bytes(v[4..8].try_into().unwrap()),
+            TSFT | FLAGS | RATE | CHANNEL | DBM_TX_POWER
+        );
         assert_eq!(v[17], 9);
-        assert_eq!(u16::from_le_bytes([v[20], v[21]]), CHAN_5GHZ | CHAN_OFDM | CHAN_HALF_RATE);
+        assert_eq!(
+            u16::from_le_bytes([v[20], v[21]]),
+            CHAN_5GHZ | CHAN_OFDM | CHAN_HALF_RATE
+        );
         assert_eq!(v[22] as i8, 20);
     }
 }

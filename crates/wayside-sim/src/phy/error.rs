@@ -56,7 +56,6 @@
 //! soft-decision Viterbi decoders of real receivers, so the OFDM thresholds
 //! are conservative by about that much.
 
-
 use crate::phy::mode::{CodeRate, Mode, Modulation};
 use crate::units::Db;
 
@@ -177,7 +176,8 @@ fn pairwise_error(d: u32, p: f64) -> f64 {
     }
     let first = d.div_ceil(2);
     let ratio = p / (1.0 - p);
-    let mut term = TERMS.first[d as usize] * p.powi(first as i32) * (1.0 - p).powi((d - first) as i32);
+    let mut term =
+        TERMS.first[d as usize] * p.powi(first as i32) * (1.0 - p).powi((d - first) as i32);
     let mut sum = if 2 * first == d { 0.5 * term } else { term };
     for step in &TERMS.step[d as usize][first as usize..d as usize] {
         term *= step * ratio;
@@ -197,7 +197,10 @@ struct Terms {
 }
 
 const TERMS: Terms = {
-    let mut t = Terms { first: [0.0; MAX_DISTANCE + 1], step: [[0.0; MAX_DISTANCE]; MAX_DISTANCE + 1] };
+    let mut t = Terms {
+        first: [0.0; MAX_DISTANCE + 1],
+        step: [[0.0; MAX_DISTANCE]; MAX_DISTANCE + 1],
+    };
     let mut d = 0;
     while d <= MAX_DISTANCE {
         t.first[d] = binomial(d as u32, (d as u32).div_ceil(2));

@@ -245,9 +245,17 @@ impl Standard {
     /// `lowest` (`radio.basic_rate`): the basic set is `lowest` and the
     /// standard's basic rates above it.
     pub fn control_rate_from(self, data: Mode, lowest: Mode) -> Mode {
-        let basic = std::iter::once(lowest).chain(self.basic_rates().iter().copied().filter(move |m| m.rate > lowest.rate));
+        let basic = std::iter::once(lowest).chain(
+            self.basic_rates()
+                .iter()
+                .copied()
+                .filter(move |m| m.rate > lowest.rate),
+        );
         let same_class = || basic.clone().filter(move |m| m.class == data.class);
-        same_class().rfind(|m| m.rate <= data.rate).or_else(|| same_class().next()).unwrap_or(lowest)
+        same_class()
+            .rfind(|m| m.rate <= data.rate)
+            .or_else(|| same_class().next())
+            .unwrap_or(lowest)
     }
 
     /// Interframe timing; `b_compatible` selects the long slot and CWmin 31
@@ -561,7 +569,8 @@ mod tests {
         assert_eq!(Standard::B.control_rate(OFDM54).rate.mbps(), 1.0);
         // A BSS whose basic set starts at 5.5 (radio.basic_rate): 5.5 and
         // the standard's basic rates above it.
-        let from = |s: Standard, data: Mode, lowest: Mode| s.control_rate_from(data, lowest).rate.mbps();
+        let from =
+            |s: Standard, data: Mode, lowest: Mode| s.control_rate_from(data, lowest).rate.mbps();
         assert_eq!(from(Standard::B, CCK11, CCK11), 11.0);
         assert_eq!(from(Standard::B, CCK11, CCK5_5), 5.5);
         assert_eq!(from(Standard::B, DSSS2, CCK5_5), 5.5);

@@ -98,7 +98,16 @@ pub struct Phy {
 
 impl Phy {
     pub fn new(noise: MilliWatt, cca_threshold: MilliWatt, capture: Option<Db>) -> Self {
-        Phy { noise, cca_threshold, capture, transmitting_until: None, incoming: Vec::new(), total: 0.0, rx: None, preamble_estimate: false }
+        Phy {
+            noise,
+            cca_threshold,
+            capture,
+            transmitting_until: None,
+            incoming: Vec::new(),
+            total: 0.0,
+            rx: None,
+            preamble_estimate: false,
+        }
     }
 
     /// This PHY equalises OFDM payloads with the estimate of the channel
@@ -172,7 +181,13 @@ impl Phy {
     }
 
     /// A signal begins to arrive.
-    pub fn rx_start(&mut self, now: SimTime, s: Signal, model: &ErrorModelKind, rng: &mut Stream) -> RxStart {
+    pub fn rx_start(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        model: &ErrorModelKind,
+        rng: &mut Stream,
+    ) -> RxStart {
         self.incoming.push(s);
         self.total += s.power.0;
         if self.transmitting_until.is_some() {
@@ -187,7 +202,9 @@ impl Phy {
                 }
             }
             Some(r) => {
-                let stronger = self.capture.is_some_and(|m| Db::from_ratio(s.power.0 / r.signal.power.0).0 >= m.0);
+                let stronger = self
+                    .capture
+                    .is_some_and(|m| Db::from_ratio(s.power.0 / r.signal.power.0).0 >= m.0);
                 if stronger && self.preamble_detected(&s, model, rng) {
                     RxStart::Captured { lost: r.signal.tx }
                 } else {
@@ -198,7 +215,10 @@ impl Phy {
         match outcome {
             RxStart::Locked | RxStart::Captured { .. } => {
                 let i = self.total - s.power.0;
-                self.rx = Some(Reception { signal: s, interference: vec![(now, i)] });
+                self.rx = Some(Reception {
+                    signal: s,
+                    interference: vec![(now, i)],
+                });
             }
             RxStart::Ignored(_) => self.note_interference_change(now),
         }
@@ -206,7 +226,13 @@ impl Phy {
     }
 
     /// A signal stops arriving. Returns the outcome if it was the locked frame.
-    pub fn rx_end(&mut self, now: SimTime, tx: TxId, model: &ErrorModelKind, rng: &mut Stream) -> Option<RxEnd> {
+    pub fn rx_end(
+        &mut self,
+        now: SimTime,
+        tx: TxId,
+        model: &ErrorModelKind,
+        rng: &mut Stream,
+    ) -> Option<RxEnd> {
         if let Some(i) = self.incoming.iter().position(|s| s.tx == tx) {
             let s = self.incoming.swap_remove(i);
             self.total -= s.power.0;
@@ -222,7 +248,11 @@ impl Phy {
         let r = self.rx.take().expect("locked reception");
         let (p, min_sinr) = self.success_probability(&r, model);
         let ok = rng.uniform() < p;
-        Some(RxEnd { ok, snr: Db::from_ratio(r.signal.power.0 / self.noise.0), min_sinr })
+        Some(RxEnd {
+            ok,
+            snr: Db::from_ratio(r.signal.power.0 / self.noise.0),
+            min_sinr,
+        })
     }
 
     /// Probability that the whole frame decodes, and its lowest SINR.
@@ -234,7 +264,13 @@ impl Phy {
         let payload_len = (s.end - s.header_end).as_ns().max(1) as f64;
         let pieces = s.fades.chunks();
         let piece_len = (s.end - s.start).as_ns() / pieces as u64;
-        let piece_start = |j: usize| if j == pieces { s.end } else { s.start + SimTime(piece_len * j as u64) };
+        let piece_start = |j: usize| {
+            if j == pieces {
+                s.end
+            } else {
+                s.start + SimTime(piece_len * j as u64)
+            }
+        };
         for (k, &(i0, i)) in r.interference.iter().enumerate() {
             let i1 = r.interference.get(k + 1).map_or(s.end, |n| n.0).min(s.end);
             if i1 <= i0 {
@@ -250,17 +286,25 @@ impl Phy {
                 if t1 <= t0 {
                     continue;
                 }
-                let sinr = Db::from_ratio(s.power.0 * s.fades.gain(j) / (self.noise.0 + i.max(0.0)));
+                let sinr =
+                    Db::from_ratio(s.power.0 * s.fades.gain(j) / (self.noise.0 + i.max(0.0)));
                 // The payload's, with the estimate's error if it counts.
                 let payload_sinr = if self.preamble_estimate && s.mode.class == ModClass::Ofdm {
-                    Db::from_ratio(s.power.0 * s.fades.gain(j) / (self.noise.0 + i.max(0.0) + s.power.0 * s.fades.aging(j)))
+                    Db::from_ratio(
+                        s.power.0 * s.fades.gain(j)
+                            / (self.noise.0 + i.max(0.0) + s.power.0 * s.fades.aging(j)),
+                    )
                 } else {
                     sinr
                 };
                 min_sinr = min_sinr.min(payload_sinr.0);
-                let overlap = |a: SimTime, b: SimTime| (t1.min(b).as_ns() as f64 - t0.max(a).as_ns() as f64).max(0.0);
-                let hb = (s.header_bits as f64 * overlap(s.start, s.header_end) / header_len).round() as u64;
-                let pb = (s.payload_bits as f64 * overlap(s.header_end, s.end) / payload_len).round() as u64;
+                let overlap = |a: SimTime, b: SimTime| {
+                    (t1.min(b).as_ns() as f64 - t0.max(a).as_ns() as f64).max(0.0)
+                };
+                let hb = (s.header_bits as f64 * overlap(s.start, s.header_end) / header_len)
+                    .round() as u64;
+                let pb = (s.payload_bits as f64 * overlap(s.header_end, s.end) / payload_len)
+                    .round() as u64;
                 if hb > 0 {
                     p *= model.chunk_success(&s.header_mode, sinr, hb);
                 }
@@ -309,9 +353,19 @@ mod tests {
     fn test_idle_strong_signal_locks_and_decodes() {
         let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
         assert_eq!(p.state(), PhyState::Idle);
-        assert_eq!(p.rx_start(SimTime::from_us(0), signal(1, -60.0, 0, 54), &model(), &mut rng), RxStart::Locked);
+        assert_eq!(
+            p.rx_start(
+                SimTime::from_us(0),
+                signal(1, -60.0, 0, 54),
+                &model(),
+                &mut rng
+            ),
+            RxStart::Locked
+        );
         assert_eq!(p.state(), PhyState::Rx);
-        let end = p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).unwrap();
+        let end = p
+            .rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng)
+            .unwrap();
         assert!(end.ok);
         assert!((end.snr.0 - 35.0).abs() < 1e-9);
         assert_eq!(p.state(), PhyState::Idle);
@@ -326,16 +380,35 @@ mod tests {
         let mut gains = [1.0f32; crate::channel::MAX_FADE_CHUNKS];
         gains[2] = 10f32.powf(-2.5);
         faded.fades = Fades::from_gains(&gains[..4]);
-        let (p, _) = phy().success_probability(&Reception { signal: flat, interference: vec![(flat.start, 0.0)] }, &model());
+        let (p, _) = phy().success_probability(
+            &Reception {
+                signal: flat,
+                interference: vec![(flat.start, 0.0)],
+            },
+            &model(),
+        );
         assert!(p > 0.999, "flat {p}");
-        let r = Reception { signal: faded, interference: vec![(faded.start, 0.0)] };
+        let r = Reception {
+            signal: faded,
+            interference: vec![(faded.start, 0.0)],
+        };
         let (p, min_sinr) = phy().success_probability(&r, &model());
         assert!(p < 1e-6, "faded {p}");
         assert!((min_sinr.0 + 5.0).abs() < 1e-3, "min sinr {}", min_sinr.0);
         // Interference that starts mid-frame splits the pieces it spans.
-        let r = Reception { signal: faded, interference: vec![(faded.start, 0.0), (faded.start + SimTime::from_us(100), Dbm(-80.0).to_mw().0)] };
+        let r = Reception {
+            signal: faded,
+            interference: vec![
+                (faded.start, 0.0),
+                (faded.start + SimTime::from_us(100), Dbm(-80.0).to_mw().0),
+            ],
+        };
         let (_, min_sinr) = phy().success_probability(&r, &model());
-        assert!((min_sinr.0 - (-75.0 - 25.0 - (-80.0f64).max(-95.0)) - 0.0).abs() < 0.2, "min sinr {}", min_sinr.0);
+        assert!(
+            (min_sinr.0 - (-75.0 - 25.0 - (-80.0f64).max(-95.0)) - 0.0).abs() < 0.2,
+            "min sinr {}",
+            min_sinr.0
+        );
     }
 
     #[test]
@@ -345,21 +418,43 @@ mod tests {
         // SINR at 1/(10^-3 + 0.1) = 9.96 dB, too little for 64-QAM ¾.
         let mut aged = signal(1, -65.0, 0, 54);
         aged.fades = Fades::from_aging(&[0.0, 0.0, 0.0, 0.1]);
-        let r = Reception { signal: aged, interference: vec![(aged.start, 0.0)] };
+        let r = Reception {
+            signal: aged,
+            interference: vec![(aged.start, 0.0)],
+        };
         let tracked = phy().success_probability(&r, &model());
-        assert!(tracked.0 > 0.999, "a tracking receiver ignores it: {}", tracked.0);
+        assert!(
+            tracked.0 > 0.999,
+            "a tracking receiver ignores it: {}",
+            tracked.0
+        );
         assert!((tracked.1 .0 - 30.0).abs() < 1e-9);
-        let (p, min_sinr) = phy().estimating_from_preamble(true).success_probability(&r, &model());
+        let (p, min_sinr) = phy()
+            .estimating_from_preamble(true)
+            .success_probability(&r, &model());
         assert!(p < 1e-6, "aged {p}");
-        assert!((min_sinr.0 - 10.0 * (1.0f64 / (1e-3 + 0.1)).log10()).abs() < 1e-6, "min sinr {}", min_sinr.0);
+        assert!(
+            (min_sinr.0 - 10.0 * (1.0f64 / (1e-3 + 0.1)).log10()).abs() < 1e-6,
+            "min sinr {}",
+            min_sinr.0
+        );
         // DSSS is detected differentially: no error to carry.
         let b = Standard::B;
         let mut dsss = aged;
         dsss.mode = b.mode(Bitrate(11_000_000)).unwrap();
         dsss.header_mode = b.mode(Bitrate(1_000_000)).unwrap();
-        let r = Reception { signal: dsss, interference: vec![(dsss.start, 0.0)] };
-        let (p, min_sinr) = phy().estimating_from_preamble(true).success_probability(&r, &model());
-        assert!(p > 0.999 && (min_sinr.0 - 30.0).abs() < 1e-9, "dsss {p} {}", min_sinr.0);
+        let r = Reception {
+            signal: dsss,
+            interference: vec![(dsss.start, 0.0)],
+        };
+        let (p, min_sinr) = phy()
+            .estimating_from_preamble(true)
+            .success_probability(&r, &model());
+        assert!(
+            p > 0.999 && (min_sinr.0 - 30.0).abs() < 1e-9,
+            "dsss {p} {}",
+            min_sinr.0
+        );
     }
 
     #[test]
@@ -377,7 +472,9 @@ mod tests {
         p.rx_start(SimTime::ZERO, signal(1, -50.0, 0, 6), &model(), &mut rng);
         p.end_tx();
         assert_eq!(p.state(), PhyState::CcaBusy);
-        assert!(p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).is_none());
+        assert!(p
+            .rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng)
+            .is_none());
         assert_eq!(p.state(), PhyState::Idle);
     }
 
@@ -395,7 +492,9 @@ mod tests {
         let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
         p.rx_start(SimTime::ZERO, signal(1, -60.0, 0, 6), &model(), &mut rng);
         assert_eq!(p.start_tx(SimTime::from_us(50)), Some(TxId(1)));
-        assert!(p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).is_none());
+        assert!(p
+            .rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng)
+            .is_none());
     }
 
     #[test]
@@ -403,9 +502,16 @@ mod tests {
         let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
         p.rx_start(SimTime::ZERO, signal(1, -70.0, 0, 54), &model(), &mut rng);
         // 5 dB weaker: no capture, but SINR 5 dB kills 54 Mbps.
-        let out = p.rx_start(SimTime::from_us(100), signal(2, -75.0, 100, 6), &model(), &mut rng);
+        let out = p.rx_start(
+            SimTime::from_us(100),
+            signal(2, -75.0, 100, 6),
+            &model(),
+            &mut rng,
+        );
         assert_eq!(out, RxStart::Ignored(DropReason::Busy));
-        let end = p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).unwrap();
+        let end = p
+            .rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng)
+            .unwrap();
         assert!(!end.ok);
         assert!((end.min_sinr.0 - 5.0).abs() < 0.1);
     }
@@ -414,10 +520,21 @@ mod tests {
     fn test_rx_much_stronger_frame_captures_the_receiver() {
         let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
         p.rx_start(SimTime::ZERO, signal(1, -85.0, 0, 6), &model(), &mut rng);
-        let out = p.rx_start(SimTime::from_us(50), signal(2, -50.0, 50, 6), &model(), &mut rng);
+        let out = p.rx_start(
+            SimTime::from_us(50),
+            signal(2, -50.0, 50, 6),
+            &model(),
+            &mut rng,
+        );
         assert_eq!(out, RxStart::Captured { lost: TxId(1) });
-        assert!(p.rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng).is_none());
-        assert!(p.rx_end(SimTime::from_us(300), TxId(2), &model(), &mut rng).unwrap().ok);
+        assert!(p
+            .rx_end(SimTime::from_us(250), TxId(1), &model(), &mut rng)
+            .is_none());
+        assert!(
+            p.rx_end(SimTime::from_us(300), TxId(2), &model(), &mut rng)
+                .unwrap()
+                .ok
+        );
     }
 
     #[test]
@@ -426,8 +543,15 @@ mod tests {
         p.rx_start(SimTime::ZERO, signal(9, -75.0, 0, 6), &model(), &mut rng);
         // Interferer already gone before the wanted frame starts.
         p.rx_end(SimTime::from_us(250), TxId(9), &model(), &mut rng);
-        p.rx_start(SimTime::from_us(250), signal(1, -70.0, 250, 54), &model(), &mut rng);
-        let end = p.rx_end(SimTime::from_us(500), TxId(1), &model(), &mut rng).unwrap();
+        p.rx_start(
+            SimTime::from_us(250),
+            signal(1, -70.0, 250, 54),
+            &model(),
+            &mut rng,
+        );
+        let end = p
+            .rx_end(SimTime::from_us(500), TxId(1), &model(), &mut rng)
+            .unwrap();
         assert!((end.min_sinr.0 - 25.0).abs() < 1e-6);
         assert!(end.ok);
     }

@@ -204,8 +204,17 @@ mod tests {
     fn starts_at_36_with_a_1_1_1_1_chain() {
         let mut a = Amrr::new(g(), AmrrParams::default());
         let ch = Channel::new(g(), vec![1.0; 12]);
-        assert_eq!(mbps(&a.retry_chain(&ch.request())), [(36.0, 1), (24.0, 1), (18.0, 1), (1.0, 1)]);
-        assert_eq!(Amrr::new(Standard::B.modes(), AmrrParams::default()).current().rate.mbps(), 11.0);
+        assert_eq!(
+            mbps(&a.retry_chain(&ch.request())),
+            [(36.0, 1), (24.0, 1), (18.0, 1), (1.0, 1)]
+        );
+        assert_eq!(
+            Amrr::new(Standard::B.modes(), AmrrParams::default())
+                .current()
+                .rate
+                .mbps(),
+            11.0
+        );
     }
 
     #[test]
@@ -214,7 +223,10 @@ mod tests {
         let mut ch = Channel::new(g(), vec![1.0; 12]);
         ch.gap = SimTime::from_ms(10);
         let changes = run(&mut a, &mut ch, 3_500);
-        assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [48.0, 54.0]);
+        assert_eq!(
+            changes.iter().map(|c| c.1).collect::<Vec<_>>(),
+            [48.0, 54.0]
+        );
         // Ten frames in an interval are not "enough" (> 10); the counters
         // carry over, so the decision comes after the second interval.
         let mut a = Amrr::new(g(), AmrrParams::default());
@@ -235,15 +247,29 @@ mod tests {
         let mut ch = Channel::new(g(), Channel::cliff(g(), 36.0));
         ch.gap = SimTime::from_ms(10);
         let changes = run(&mut a, &mut ch, 45_500);
-        let probes: Vec<u64> = changes.iter().filter(|c| c.1 == 48.0).map(|c| c.0 / 1000).collect();
+        let probes: Vec<u64> = changes
+            .iter()
+            .filter(|c| c.1 == 48.0)
+            .map(|c| c.0 / 1000)
+            .collect();
         assert_eq!(probes, [1, 4, 9, 18, 29, 40], "{changes:?}");
         assert_eq!(a.success_threshold(), 10);
         // madwifi's reset on rate change: a probe every other interval.
-        let mut a = Amrr::new(g(), AmrrParams { reset_threshold_on_rate_change: true, ..AmrrParams::default() });
+        let mut a = Amrr::new(
+            g(),
+            AmrrParams {
+                reset_threshold_on_rate_change: true,
+                ..AmrrParams::default()
+            },
+        );
         let mut ch = Channel::new(g(), Channel::cliff(g(), 36.0));
         ch.gap = SimTime::from_ms(10);
         let changes = run(&mut a, &mut ch, 10_500);
-        let probes: Vec<u64> = changes.iter().filter(|c| c.1 == 48.0).map(|c| c.0 / 1000).collect();
+        let probes: Vec<u64> = changes
+            .iter()
+            .filter(|c| c.1 == 48.0)
+            .map(|c| c.0 / 1000)
+            .collect();
         assert_eq!(probes, [1, 3, 5, 7, 9]);
     }
 

@@ -67,7 +67,9 @@ pub(crate) fn tx_time_us(standard: Standard, mode: Mode, bytes: u32, tries: u32)
     };
     let us = |t: crate::units::SimTime| t.as_ns() as f64 / 1_000.0;
     let data = us(mode.airtime(bytes, Preamble::Long, standard));
-    let ack = us(standard.control_rate(mode).airtime(14, Preamble::Long, standard));
+    let ack = us(standard
+        .control_rate(mode)
+        .airtime(14, Preamble::Long, standard));
     let slot = us(timing.slot);
     let mut tt = us(timing.difs);
     let mut cw = timing.cw_min;
@@ -85,7 +87,10 @@ pub(crate) fn index_of(modes: &[Mode], mode: Mode) -> Option<usize> {
 
 /// Index of the highest mode of at most `mbps` (0 if none is that low).
 pub(crate) fn highest_at_most(modes: &[Mode], mbps: f64) -> usize {
-    modes.iter().rposition(|m| m.rate.mbps() <= mbps + 1e-9).unwrap_or(0)
+    modes
+        .iter()
+        .rposition(|m| m.rate.mbps() <= mbps + 1e-9)
+        .unwrap_or(0)
 }
 
 /// Builds a chain from (mode index, tries) stages, skipping stages with no
@@ -94,14 +99,19 @@ pub(crate) fn fill_chain(chain: &mut RetryChain, modes: &[Mode], stages: &[(usiz
     chain.stages.clear();
     for &(i, tries) in stages {
         if tries > 0 && chain.stages.len() < MAX_STAGES {
-            chain.stages.push(Stage { mode: modes[i], tries });
+            chain.stages.push(Stage {
+                mode: modes[i],
+                tries,
+            });
         }
     }
 }
 
 /// A chain from (mode index, tries) stages (see [`fill_chain`]).
 pub(crate) fn chain_of(modes: &[Mode], stages: &[(usize, u8)]) -> RetryChain {
-    let mut c = RetryChain { stages: Vec::with_capacity(MAX_STAGES) };
+    let mut c = RetryChain {
+        stages: Vec::with_capacity(MAX_STAGES),
+    };
     fill_chain(&mut c, modes, stages);
     c
 }
@@ -109,7 +119,10 @@ pub(crate) fn chain_of(modes: &[Mode], stages: &[(usize, u8)]) -> RetryChain {
 /// The stages a finished chain actually used: for each stage reached, its
 /// index, mode and the number of attempts made in it. The last item is the
 /// stage of the final attempt (the acknowledged one if the frame was acked).
-pub(crate) fn stages_used(chain: &RetryChain, attempts: u32) -> impl Iterator<Item = (usize, Mode, u32)> + '_ {
+pub(crate) fn stages_used(
+    chain: &RetryChain,
+    attempts: u32,
+) -> impl Iterator<Item = (usize, Mode, u32)> + '_ {
     let mut left = attempts;
     chain.stages.iter().enumerate().filter_map(move |(i, s)| {
         if left == 0 {
@@ -193,7 +206,13 @@ pub(crate) mod testing {
                     }
                 }
             }
-            let status = TxStatus { now: self.now, bytes: self.bytes, chain: chain.clone(), attempts, acked };
+            let status = TxStatus {
+                now: self.now,
+                bytes: self.bytes,
+                chain: chain.clone(),
+                attempts,
+                acked,
+            };
             rc.report(&status);
             self.now += self.gap;
             (chain, status)
@@ -202,12 +221,25 @@ pub(crate) mod testing {
         /// Success probabilities that are 1 up to and including `mbps` and
         /// 0 above.
         pub fn cliff(modes: &[Mode], mbps: f64) -> Vec<f64> {
-            modes.iter().map(|m| if m.rate.mbps() <= mbps + 1e-9 { 1.0 } else { 0.0 }).collect()
+            modes
+                .iter()
+                .map(|m| {
+                    if m.rate.mbps() <= mbps + 1e-9 {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
         }
     }
 
     pub fn mbps(chain: &RetryChain) -> Vec<(f64, u8)> {
-        chain.stages.iter().map(|s| (s.mode.rate.mbps(), s.tries)).collect()
+        chain
+            .stages
+            .iter()
+            .map(|s| (s.mode.rate.mbps(), s.tries))
+            .collect()
     }
 }
 
@@ -232,7 +264,10 @@ mod tests {
         assert!(t2 > 2.0 * t1 - 28.0 - 1.0, "{t1} {t2}");
         // 54 Mbps lossless: DIFS 28 + 254 µs data + SIFS 10 + ACK at 24 Mbps
         // (20 + 2 symbols·4 + 6 = 34) + 9·15/2 = 67.5 backoff.
-        assert!((t1 - (28.0 + 254.0 + 10.0 + 34.0 + 67.5)).abs() < 1e-9, "{t1}");
+        assert!(
+            (t1 - (28.0 + 254.0 + 10.0 + 34.0 + 67.5)).abs() < 1e-9,
+            "{t1}"
+        );
         let mut last = f64::INFINITY;
         for m in Standard::A.modes() {
             let t = tx_time_us(Standard::A, *m, 1528, 1);

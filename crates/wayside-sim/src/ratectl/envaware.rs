@@ -80,11 +80,17 @@ pub struct SnrMap {
 impl SnrMap {
     pub fn new(bin: Meters) -> SnrMap {
         assert!(bin.0 > 0.0, "map cells need a positive size");
-        SnrMap { bin, cells: BTreeMap::new() }
+        SnrMap {
+            bin,
+            cells: BTreeMap::new(),
+        }
     }
 
     fn cell(&self, p: Vec2) -> (i64, i64) {
-        ((p.x / self.bin.0).floor() as i64, (p.y / self.bin.0).floor() as i64)
+        (
+            (p.x / self.bin.0).floor() as i64,
+            (p.y / self.bin.0).floor() as i64,
+        )
     }
 
     /// Adds one observation of `gain` at `p`.
@@ -100,9 +106,21 @@ impl SnrMap {
     /// that have them — the lowest mean among those equally near.
     pub fn estimate(&self, p: Vec2, min_samples: u32, reach: u32) -> Option<Db> {
         let (cx, cy) = self.cell(p);
-        let usable = |c: (i64, i64)| self.cells.get(&c).filter(|e| e.1 >= min_samples.max(1)).map(|e| e.0 / f64::from(e.1));
+        let usable = |c: (i64, i64)| {
+            self.cells
+                .get(&c)
+                .filter(|e| e.1 >= min_samples.max(1))
+                .map(|e| e.0 / f64::from(e.1))
+        };
         (0..=i64::from(reach)).find_map(|d| {
-            let ring = (-d..=d).flat_map(|i| [(cx + i, cy - d), (cx + i, cy + d), (cx - d, cy + i), (cx + d, cy + i)]);
+            let ring = (-d..=d).flat_map(|i| {
+                [
+                    (cx + i, cy - d),
+                    (cx + i, cy + d),
+                    (cx - d, cy + i),
+                    (cx + d, cy + i),
+                ]
+            });
             ring.filter_map(usable).reduce(f64::min).map(Db)
         })
     }
@@ -205,7 +223,10 @@ pub struct EnvAware {
 
 impl EnvAware {
     pub fn new(modes: &'static [Mode], params: EnvAwareParams) -> Self {
-        assert!(!modes.is_empty(), "environment-aware rate control needs at least one mode");
+        assert!(
+            !modes.is_empty(),
+            "environment-aware rate control needs at least one mode"
+        );
         EnvAware {
             modes,
             oracle: Ideal::new(modes, params.ideal.clone()),
@@ -225,7 +246,9 @@ impl EnvAware {
         let (min, reach) = (self.params.min_samples, self.params.reach);
         match &self.hint {
             Some(h) => h.estimate(req.position, min, reach),
-            None => req.peer_position.and_then(|p| self.params.map.estimate(p, min, reach)),
+            None => req
+                .peer_position
+                .and_then(|p| self.params.map.estimate(p, min, reach)),
         }
     }
 
@@ -290,7 +313,8 @@ impl RateControl for EnvAware {
 
     fn observe(&mut self, obs: &RxObservation) {
         if !self.params.beacon_hints {
-            self.seen.add(obs.peer_position, Db(obs.snr.0 - obs.peer_tx_power.0));
+            self.seen
+                .add(obs.peer_position, Db(obs.snr.0 - obs.peer_tx_power.0));
         }
     }
 }
@@ -355,16 +379,37 @@ mod tests {
         let g = Standard::G.modes();
         for (i, want) in [(7, 7usize), (9, 9), (11, 11)] {
             let snr = threshold(g, i) + 0.05;
-            let mut rc = EnvAware::new(g, EnvAwareParams { map: map_with(snr, 3), ..EnvAwareParams::default() });
+            let mut rc = EnvAware::new(
+                g,
+                EnvAwareParams {
+                    map: map_with(snr, 3),
+                    ..EnvAwareParams::default()
+                },
+            );
             let ch = channel(g, vec![1.0; 12]);
             assert_eq!(rc.retry_chain(&ch.request()).stages[0].mode, g[want]);
             // The margin moves the choice below the threshold.
-            let p = EnvAwareParams { map: map_with(snr, 3), margin: Db(0.1), ..EnvAwareParams::default() };
-            assert!(EnvAware::new(g, p).retry_chain(&ch.request()).stages[0].mode.rate < g[want].rate);
+            let p = EnvAwareParams {
+                map: map_with(snr, 3),
+                margin: Db(0.1),
+                ..EnvAwareParams::default()
+            };
+            assert!(
+                EnvAware::new(g, p).retry_chain(&ch.request()).stages[0]
+                    .mode
+                    .rate
+                    < g[want].rate
+            );
         }
         // The transmit power enters the estimate: 10 dB less power, lower rate.
         let snr = threshold(g, 11) + 0.05;
-        let mut rc = EnvAware::new(g, EnvAwareParams { map: map_with(snr, 3), ..EnvAwareParams::default() });
+        let mut rc = EnvAware::new(
+            g,
+            EnvAwareParams {
+                map: map_with(snr, 3),
+                ..EnvAwareParams::default()
+            },
+        );
         let mut ch = channel(g, vec![1.0; 12]);
         ch.tx_power = Dbm(9.0);
         assert!(rc.retry_chain(&ch.request()).stages[0].mode.rate < g[11].rate);
@@ -374,32 +419,72 @@ mod tests {
     fn initial_rate_comes_from_the_map_else_the_lowest() {
         let g = Standard::G.modes();
         let ch = channel(g, vec![1.0; 12]);
-        let mut trained = EnvAware::new(g, EnvAwareParams { map: map_with(40.0, 3), ..EnvAwareParams::default() });
-        assert_eq!(mbps(&trained.retry_chain(&ch.request())), [(54.0, 4), (48.0, 2), (1.0, 2)]);
+        let mut trained = EnvAware::new(
+            g,
+            EnvAwareParams {
+                map: map_with(40.0, 3),
+                ..EnvAwareParams::default()
+            },
+        );
+        assert_eq!(
+            mbps(&trained.retry_chain(&ch.request())),
+            [(54.0, 4), (48.0, 2), (1.0, 2)]
+        );
         let mut fresh = EnvAware::new(g, EnvAwareParams::default());
         assert_eq!(mbps(&fresh.retry_chain(&ch.request())), [(1.0, 8)]);
         // Too few samples in the cell: no map.
-        let mut thin = EnvAware::new(g, EnvAwareParams { map: map_with(40.0, 2), ..EnvAwareParams::default() });
-        assert_eq!(thin.retry_chain(&ch.request()).stages[0].mode.rate.mbps(), 1.0);
+        let mut thin = EnvAware::new(
+            g,
+            EnvAwareParams {
+                map: map_with(40.0, 2),
+                ..EnvAwareParams::default()
+            },
+        );
+        assert_eq!(
+            thin.retry_chain(&ch.request()).stages[0].mode.rate.mbps(),
+            1.0
+        );
         // No position heard from the client yet: no map.
-        let mut blind = EnvAware::new(g, EnvAwareParams { map: map_with(40.0, 3), ..EnvAwareParams::default() });
+        let mut blind = EnvAware::new(
+            g,
+            EnvAwareParams {
+                map: map_with(40.0, 3),
+                ..EnvAwareParams::default()
+            },
+        );
         let mut ch2 = channel(g, vec![1.0; 12]);
         ch2.peer_position = None;
-        assert_eq!(blind.retry_chain(&ch2.request()).stages[0].mode.rate.mbps(), 1.0);
+        assert_eq!(
+            blind.retry_chain(&ch2.request()).stages[0].mode.rate.mbps(),
+            1.0
+        );
     }
 
     #[test]
     fn consecutive_failures_step_below_a_wrong_map_and_successes_return_to_it() {
         let g = Standard::G.modes();
-        let mut rc = EnvAware::new(g, EnvAwareParams { map: map_with(40.0, 3), ..EnvAwareParams::default() });
+        let mut rc = EnvAware::new(
+            g,
+            EnvAwareParams {
+                map: map_with(40.0, 3),
+                ..EnvAwareParams::default()
+            },
+        );
         // The channel supports only 24 Mbps (index 8).
         let mut ch = channel(g, Channel::cliff(g, 24.0));
-        let firsts: Vec<f64> = (0..12).map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps()).collect();
-        assert_eq!(firsts, [54.0, 54.0, 48.0, 48.0, 36.0, 36.0, 24.0, 24.0, 24.0, 24.0, 24.0, 24.0]);
+        let firsts: Vec<f64> = (0..12)
+            .map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps())
+            .collect();
+        assert_eq!(
+            firsts,
+            [54.0, 54.0, 48.0, 48.0, 36.0, 36.0, 24.0, 24.0, 24.0, 24.0, 24.0, 24.0]
+        );
         // Now the channel is good again: ten first-attempt successes per step up,
         // never above the map.
         ch.p = vec![1.0; 12];
-        let firsts: Vec<f64> = (0..40).map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps()).collect();
+        let firsts: Vec<f64> = (0..40)
+            .map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps())
+            .collect();
         assert_eq!(firsts[..4], [24.0; 4]);
         assert_eq!(firsts[6], 36.0);
         assert_eq!(firsts[16], 48.0);
@@ -411,23 +496,39 @@ mod tests {
     fn the_map_rate_is_a_ceiling() {
         let g = Standard::G.modes();
         let snr = threshold(g, 8) + 0.05; // 24 Mbps
-        let mut rc = EnvAware::new(g, EnvAwareParams { map: map_with(snr, 3), ..EnvAwareParams::default() });
+        let mut rc = EnvAware::new(
+            g,
+            EnvAwareParams {
+                map: map_with(snr, 3),
+                ..EnvAwareParams::default()
+            },
+        );
         let mut ch = channel(g, vec![1.0; 12]);
-        let firsts: Vec<f64> = (0..50).map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps()).collect();
+        let firsts: Vec<f64> = (0..50)
+            .map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps())
+            .collect();
         assert!(firsts.iter().all(|&r| r == 24.0), "{firsts:?}");
     }
 
     #[test]
     fn leaving_the_map_keeps_the_last_rate() {
         let g = Standard::G.modes();
-        let mut rc = EnvAware::new(g, EnvAwareParams { map: map_with(40.0, 3), ..EnvAwareParams::default() });
+        let mut rc = EnvAware::new(
+            g,
+            EnvAwareParams {
+                map: map_with(40.0, 3),
+                ..EnvAwareParams::default()
+            },
+        );
         let mut ch = channel(g, vec![1.0; 12]);
         assert_eq!(ch.send(&mut rc).0.stages[0].mode.rate.mbps(), 54.0);
         // Far from any mapped cell: carry on at the map's last rate, not the lowest.
         ch.peer_position = Some(Vec2::new(500.0, 0.0));
         assert_eq!(ch.send(&mut rc).0.stages[0].mode.rate.mbps(), 54.0);
         ch.p = Channel::cliff(g, 36.0);
-        let firsts: Vec<f64> = (0..5).map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps()).collect();
+        let firsts: Vec<f64> = (0..5)
+            .map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps())
+            .collect();
         assert_eq!(firsts, [54.0, 54.0, 48.0, 48.0, 36.0]);
     }
 
@@ -436,7 +537,9 @@ mod tests {
         let g = Standard::G.modes();
         let mut rc = EnvAware::new(g, EnvAwareParams::default());
         let mut ch = channel(g, Channel::cliff(g, 11.0));
-        let firsts: Vec<f64> = (0..70).map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps()).collect();
+        let firsts: Vec<f64> = (0..70)
+            .map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps())
+            .collect();
         // 1 → 2 → 5.5 → 6 → 9 → 11 every ten successes, then 12 fails twice and
         // it comes back to 11.
         assert_eq!(firsts[..10], [1.0; 10]);
@@ -451,27 +554,67 @@ mod tests {
         let mut ch = channel(g, vec![1.0; 12]);
         ch.position = Vec2::new(5.0, 0.0);
         ch.peer_position = Some(Vec2::new(500.0, 0.0));
-        let mut on = EnvAware::new(g, EnvAwareParams { beacon_hints: true, ..EnvAwareParams::default() });
+        let mut on = EnvAware::new(
+            g,
+            EnvAwareParams {
+                beacon_hints: true,
+                ..EnvAwareParams::default()
+            },
+        );
         on.hint(&map_with(40.0, 3));
-        assert_eq!(on.retry_chain(&ch.request()).stages[0].mode.rate.mbps(), 54.0);
+        assert_eq!(
+            on.retry_chain(&ch.request()).stages[0].mode.rate.mbps(),
+            54.0
+        );
         let mut off = EnvAware::new(g, EnvAwareParams::default());
         off.hint(&map_with(40.0, 3));
-        assert_eq!(off.retry_chain(&ch.request()).stages[0].mode.rate.mbps(), 1.0);
+        assert_eq!(
+            off.retry_chain(&ch.request()).stages[0].mode.rate.mbps(),
+            1.0
+        );
     }
 
     #[test]
     fn observations_record_gain_at_the_peer_position() {
         let g = Standard::G.modes();
-        let mut rc = EnvAware::new(g, EnvAwareParams { map: map_with(30.0, 1), ..EnvAwareParams::default() });
+        let mut rc = EnvAware::new(
+            g,
+            EnvAwareParams {
+                map: map_with(30.0, 1),
+                ..EnvAwareParams::default()
+            },
+        );
         for _ in 0..3 {
-            rc.observe(&RxObservation { now: SimTime::ZERO, snr: Db(20.0), peer_tx_power: Dbm(15.0), peer_position: Vec2::new(7.0, 0.0) });
+            rc.observe(&RxObservation {
+                now: SimTime::ZERO,
+                snr: Db(20.0),
+                peer_tx_power: Dbm(15.0),
+                peer_position: Vec2::new(7.0, 0.0),
+            });
         }
         // Three observations of 20 − 15 = 5 dB; the prior is not among them.
-        assert_eq!(rc.observed().unwrap().estimate(Vec2::new(5.0, 0.0), 3, 0), Some(Db(5.0)));
-        assert_eq!(rc.observed().unwrap().estimate(Vec2::new(5.0, 0.0), 4, 0), None);
+        assert_eq!(
+            rc.observed().unwrap().estimate(Vec2::new(5.0, 0.0), 3, 0),
+            Some(Db(5.0))
+        );
+        assert_eq!(
+            rc.observed().unwrap().estimate(Vec2::new(5.0, 0.0), 4, 0),
+            None
+        );
         // A station with hints learns nothing.
-        let mut sta = EnvAware::new(g, EnvAwareParams { beacon_hints: true, ..EnvAwareParams::default() });
-        sta.observe(&RxObservation { now: SimTime::ZERO, snr: Db(20.0), peer_tx_power: Dbm(15.0), peer_position: Vec2::new(7.0, 0.0) });
+        let mut sta = EnvAware::new(
+            g,
+            EnvAwareParams {
+                beacon_hints: true,
+                ..EnvAwareParams::default()
+            },
+        );
+        sta.observe(&RxObservation {
+            now: SimTime::ZERO,
+            snr: Db(20.0),
+            peer_tx_power: Dbm(15.0),
+            peer_position: Vec2::new(7.0, 0.0),
+        });
         assert_eq!(sta.observed().unwrap().cells(), 0);
     }
 }

@@ -14,7 +14,11 @@ pub struct Fixed {
 impl Fixed {
     /// `short` is used for frames of at most `rts_threshold` bytes, `long` above.
     pub fn new(short: RetryChain, long: RetryChain, rts_threshold: u32) -> Self {
-        Fixed { short, long, rts_threshold }
+        Fixed {
+            short,
+            long,
+            rts_threshold,
+        }
     }
 }
 
@@ -33,13 +37,21 @@ impl RateControl for Fixed {
 mod tests {
     use super::super::Stage;
     use super::*;
-    use crate::phy::mode::Standard;
     use crate::mobility::Vec2;
+    use crate::phy::mode::Standard;
     use crate::units::{Bitrate, Db, Dbm, SimTime};
 
     fn chain(tries: &[(u64, u8)]) -> RetryChain {
         let g = Standard::G;
-        RetryChain { stages: tries.iter().map(|&(r, t)| Stage { mode: g.mode(Bitrate(r * 1_000_000)).unwrap(), tries: t }).collect() }
+        RetryChain {
+            stages: tries
+                .iter()
+                .map(|&(r, t)| Stage {
+                    mode: g.mode(Bitrate(r * 1_000_000)).unwrap(),
+                    tries: t,
+                })
+                .collect(),
+        }
     }
 
     fn req(bytes: u32) -> TxRequest {

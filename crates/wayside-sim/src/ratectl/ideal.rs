@@ -44,7 +44,11 @@ impl super::Params for IdealParams {
 
 impl Default for IdealParams {
     fn default() -> Self {
-        IdealParams { min_success: 0.9, tries: [4, 2, 2], error_model: ErrorModelKind::default() }
+        IdealParams {
+            min_success: 0.9,
+            tries: [4, 2, 2],
+            error_model: ErrorModelKind::default(),
+        }
     }
 }
 
@@ -66,7 +70,12 @@ impl Ideal {
         let bits = 8 * u64::from(bytes);
         (0..self.modes.len())
             .rev()
-            .find(|&i| self.params.error_model.chunk_success(&self.modes[i], snr, bits) >= self.params.min_success)
+            .find(|&i| {
+                self.params
+                    .error_model
+                    .chunk_success(&self.modes[i], snr, bits)
+                    >= self.params.min_success
+            })
             .unwrap_or(0)
     }
 }
@@ -86,7 +95,10 @@ pub(crate) fn rate_lower_lowest(modes: &[Mode], r: usize, [t0, t1, t2]: [u8; 3])
 
 impl RateControl for Ideal {
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain {
-        let r = self.pick(req.mean_snr.expect("the MAC gives Ideal its oracle SNR"), req.bytes);
+        let r = self.pick(
+            req.mean_snr.expect("the MAC gives Ideal its oracle SNR"),
+            req.bytes,
+        );
         rate_lower_lowest(self.modes, r, self.params.tries)
     }
 
@@ -122,9 +134,17 @@ mod tests {
     #[test]
     fn implementation_loss_shifts_the_choice() {
         let modes = Standard::A.modes();
-        let lossy = IdealParams { error_model: ErrorModelKind::ClosedForm(ClosedForm { implementation_loss: Db(5.0) }), ..IdealParams::default() };
+        let lossy = IdealParams {
+            error_model: ErrorModelKind::ClosedForm(ClosedForm {
+                implementation_loss: Db(5.0),
+            }),
+            ..IdealParams::default()
+        };
         let t54 = snr_threshold(&ErrorModelKind::default(), &modes[7], 1528, 0.9).0;
-        assert_eq!(Ideal::new(modes, IdealParams::default()).pick(Db(t54 + 0.1), 1528), 7);
+        assert_eq!(
+            Ideal::new(modes, IdealParams::default()).pick(Db(t54 + 0.1), 1528),
+            7
+        );
         assert!(Ideal::new(modes, lossy).pick(Db(t54 + 0.1), 1528) < 7);
     }
 
@@ -134,7 +154,10 @@ mod tests {
         let mut ideal = Ideal::new(g, IdealParams::default());
         let mut ch = Channel::new(g, vec![1.0; 12]);
         ch.mean_snr = Db(40.0);
-        assert_eq!(mbps(&ideal.retry_chain(&ch.request())), [(54.0, 4), (48.0, 2), (1.0, 2)]);
+        assert_eq!(
+            mbps(&ideal.retry_chain(&ch.request())),
+            [(54.0, 4), (48.0, 2), (1.0, 2)]
+        );
         ch.mean_snr = Db(-20.0);
         assert_eq!(mbps(&ideal.retry_chain(&ch.request())), [(1.0, 8)]);
         // 802.11b at 2 Mbps: the lower and the lowest stage are one.
@@ -143,6 +166,9 @@ mod tests {
         let t2 = snr_threshold(&ErrorModelKind::default(), &b[1], 1528, 0.9).0;
         let mut ch = Channel::new(b, vec![1.0; 4]);
         ch.mean_snr = Db(t2 + 0.01);
-        assert_eq!(mbps(&ideal.retry_chain(&ch.request())), [(2.0, 4), (1.0, 4)]);
+        assert_eq!(
+            mbps(&ideal.retry_chain(&ch.request())),
+            [(2.0, 4), (1.0, 4)]
+        );
     }
 }

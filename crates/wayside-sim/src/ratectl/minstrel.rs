@@ -77,7 +77,12 @@ impl super::Params for MinstrelParams {}
 
 impl Default for MinstrelParams {
     fn default() -> Self {
-        MinstrelParams { update_interval: SimTime::from_ms(100), ewma_level: 0.75, lookaround: 0.10, segment_size_us: 6000.0 }
+        MinstrelParams {
+            update_interval: SimTime::from_ms(100),
+            ewma_level: 0.75,
+            lookaround: 0.10,
+            segment_size_us: 6000.0,
+        }
     }
 }
 
@@ -125,12 +130,19 @@ impl Minstrel {
                 let perfect = common::tx_time_us(standard, *m, PERFECT_BYTES, 1);
                 let mut retry = 1;
                 for r in 2..TXMAXTRY {
-                    if common::tx_time_us(standard, *m, PERFECT_BYTES, r + 1) > params.segment_size_us {
+                    if common::tx_time_us(standard, *m, PERFECT_BYTES, r + 1)
+                        > params.segment_size_us
+                    {
                         break;
                     }
                     retry = r as u8;
                 }
-                RateInfo { perfect_tx_time: perfect, retry_count: retry, adjusted_retry_count: retry, ..RateInfo::default() }
+                RateInfo {
+                    perfect_tx_time: perfect,
+                    retry_count: retry,
+                    adjusted_retry_count: retry,
+                    ..RateInfo::default()
+                }
             })
             .collect();
         // madwifi ath_fill_sample_table: each column a random permutation of
@@ -166,7 +178,11 @@ impl Minstrel {
 
     /// (max_tp, max_tp2, max_prob) modes.
     pub fn best(&self) -> (Mode, Mode, Mode) {
-        (self.modes[self.max_tp], self.modes[self.max_tp2], self.modes[self.max_prob])
+        (
+            self.modes[self.max_tp],
+            self.modes[self.max_tp2],
+            self.modes[self.max_prob],
+        )
     }
 
     fn tick(&mut self, now: SimTime) {
@@ -258,11 +274,18 @@ impl RateControl for Minstrel {
             }
         }
         let tries = |i: usize| self.rates[i].adjusted_retry_count;
-        let mut chain = RetryChain { stages: Vec::with_capacity(MAX_STAGES) };
+        let mut chain = RetryChain {
+            stages: Vec::with_capacity(MAX_STAGES),
+        };
         common::fill_chain(
             &mut chain,
             self.modes,
-            &[(first, tries(first)), (second, tries(second)), (self.max_prob, tries(self.max_prob)), (0, tries(0))],
+            &[
+                (first, tries(first)),
+                (second, tries(second)),
+                (self.max_prob, tries(self.max_prob)),
+                (0, tries(0)),
+            ],
         );
         chain
     }
@@ -293,7 +316,11 @@ mod tests {
     }
 
     fn new() -> Minstrel {
-        Minstrel::new(g(), MinstrelParams::default(), Stream::new("run", 1, 0, "test/minstrel"))
+        Minstrel::new(
+            g(),
+            MinstrelParams::default(),
+            Stream::new("run", 1, 0, "test/minstrel"),
+        )
     }
 
     #[test]
@@ -301,8 +328,13 @@ mod tests {
         let mut m = new();
         let ch = Channel::new(g(), vec![1.0; 12]);
         // Non-sample frames before the first update go at the lowest rate.
-        let firsts: Vec<f64> = (0..50).map(|_| m.retry_chain(&ch.request()).stages[0].mode.rate.mbps()).collect();
-        assert!(firsts.iter().filter(|&&r| r == 1.0).count() >= 40, "{firsts:?}");
+        let firsts: Vec<f64> = (0..50)
+            .map(|_| m.retry_chain(&ch.request()).stages[0].mode.rate.mbps())
+            .collect();
+        assert!(
+            firsts.iter().filter(|&&r| r == 1.0).count() >= 40,
+            "{firsts:?}"
+        );
         assert_eq!(m.best().0.rate.mbps(), 1.0);
     }
 
@@ -343,7 +375,8 @@ mod tests {
         for (i, r) in m.rates.iter().enumerate() {
             let t = common::tx_time_us(std, g()[i], PERFECT_BYTES, u32::from(r.retry_count) + 1);
             assert!(r.retry_count == 1 || t <= 6000.0, "{i}: {}", r.retry_count);
-            let t_more = common::tx_time_us(std, g()[i], PERFECT_BYTES, u32::from(r.retry_count) + 2);
+            let t_more =
+                common::tx_time_us(std, g()[i], PERFECT_BYTES, u32::from(r.retry_count) + 2);
             assert!(r.retry_count == 10 || t_more > 6000.0, "{i}");
         }
         assert!(m.rates[11].retry_count > m.rates[0].retry_count);
@@ -354,7 +387,10 @@ mod tests {
         m.update_stats(); // no attempts: still 12.5 %
         m.rates[11].attempts = 10;
         m.update_stats(); // 9.4 % < 10 %
-        assert_eq!(m.rates[11].adjusted_retry_count, (m.rates[11].retry_count / 2).clamp(1, 2));
+        assert_eq!(
+            m.rates[11].adjusted_retry_count,
+            (m.rates[11].retry_count / 2).clamp(1, 2)
+        );
     }
 
     /// About 10 % of frames sample another rate.
@@ -367,7 +403,8 @@ mod tests {
         for n in 0..total {
             let before = m.best();
             let (c, _) = ch.send(&mut m);
-            let normal = c.stages[0].mode == before.0 && c.stages.get(1).map(|s| s.mode) == Some(before.1);
+            let normal =
+                c.stages[0].mode == before.0 && c.stages.get(1).map(|s| s.mode) == Some(before.1);
             if !normal && n >= 1000 {
                 samples += 1;
             }
@@ -407,7 +444,9 @@ mod tests {
         let run = || {
             let mut m = new();
             let mut ch = Channel::new(g(), Channel::cliff(g(), 36.0));
-            (0..500).map(|_| ch.send(&mut m).0.stages[0].mode.rate.0).collect::<Vec<_>>()
+            (0..500)
+                .map(|_| ch.send(&mut m).0.stages[0].mode.rate.0)
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(), run());
     }

@@ -250,7 +250,11 @@ macro_rules! with_params {
 pub enum RateControlSpec {
     /// A static chain: `short` for frames of at most `rts_threshold` bytes,
     /// `long` above (see [`Fixed`]).
-    Fixed { short: RetryChain, long: RetryChain, rts_threshold: u32 },
+    Fixed {
+        short: RetryChain,
+        long: RetryChain,
+        rts_threshold: u32,
+    },
     SampleRate(SampleRateParams),
     Onoe(OnoeParams),
     Amrr(AmrrParams),
@@ -310,16 +314,24 @@ impl RateControlSpec {
     /// own stream (used by SampleRate's random pick and Minstrel).
     pub fn build(&self, modes: &'static [Mode], rng: Stream) -> RateControlKind {
         match self {
-            RateControlSpec::Fixed { short, long, rts_threshold } => {
-                RateControlKind::Fixed(Fixed::new(short.clone(), long.clone(), *rts_threshold))
+            RateControlSpec::Fixed {
+                short,
+                long,
+                rts_threshold,
+            } => RateControlKind::Fixed(Fixed::new(short.clone(), long.clone(), *rts_threshold)),
+            RateControlSpec::SampleRate(p) => {
+                RateControlKind::SampleRate(SampleRate::new(modes, p.clone(), rng))
             }
-            RateControlSpec::SampleRate(p) => RateControlKind::SampleRate(SampleRate::new(modes, p.clone(), rng)),
             RateControlSpec::Onoe(p) => RateControlKind::Onoe(Onoe::new(modes, p.clone())),
             RateControlSpec::Amrr(p) => RateControlKind::Amrr(Amrr::new(modes, p.clone())),
             RateControlSpec::Rraa(p) => RateControlKind::Rraa(Rraa::new(modes, p.clone())),
-            RateControlSpec::Minstrel(p) => RateControlKind::Minstrel(Minstrel::new(modes, p.clone(), rng)),
+            RateControlSpec::Minstrel(p) => {
+                RateControlKind::Minstrel(Minstrel::new(modes, p.clone(), rng))
+            }
             RateControlSpec::Ideal(p) => RateControlKind::Ideal(Ideal::new(modes, p.clone())),
-            RateControlSpec::EnvAware(p) => RateControlKind::EnvAware(EnvAware::new(modes, p.clone())),
+            RateControlSpec::EnvAware(p) => {
+                RateControlKind::EnvAware(EnvAware::new(modes, p.clone()))
+            }
         }
     }
 }
@@ -346,20 +358,60 @@ mod tests {
         assert_eq!(first_rate(&sr, Some(-90.0), 0.0), 11.0);
         assert_eq!(first_rate(&sr, Some(-60.0), 0.0), 36.0);
         assert_eq!(first_rate(&sr, Some(-40.0), 0.0), 54.0);
-        assert_eq!(first_rate(&RateControlSpec::Onoe(OnoeParams::default()), Some(-90.0), 0.0), 36.0);
-        assert_eq!(first_rate(&RateControlSpec::Amrr(AmrrParams::default()), Some(-90.0), 0.0), 36.0);
-        assert_eq!(first_rate(&RateControlSpec::Rraa(RraaParams::default()), Some(-90.0), 0.0), 54.0);
+        assert_eq!(
+            first_rate(
+                &RateControlSpec::Onoe(OnoeParams::default()),
+                Some(-90.0),
+                0.0
+            ),
+            36.0
+        );
+        assert_eq!(
+            first_rate(
+                &RateControlSpec::Amrr(AmrrParams::default()),
+                Some(-90.0),
+                0.0
+            ),
+            36.0
+        );
+        assert_eq!(
+            first_rate(
+                &RateControlSpec::Rraa(RraaParams::default()),
+                Some(-90.0),
+                0.0
+            ),
+            54.0
+        );
         // Not in Table 5: Minstrel starts at the lowest rate, Ideal at what
         // the SNR supports.
         let g = Standard::G.modes();
-        let mut m = RateControlSpec::Minstrel(MinstrelParams::default()).build(g, Stream::new("run", 1, 0, "m"));
+        let mut m = RateControlSpec::Minstrel(MinstrelParams::default())
+            .build(g, Stream::new("run", 1, 0, "m"));
         let ch = Channel::new(g, vec![1.0; 12]);
-        let firsts: Vec<f64> = (0..20).map(|_| m.retry_chain(&ch.request()).stages[0].mode.rate.mbps()).collect();
-        assert!(firsts.iter().filter(|&&r| r == 1.0).count() >= 15, "{firsts:?}");
-        assert_eq!(first_rate(&RateControlSpec::Ideal(IdealParams::default()), None, 40.0), 54.0);
-        assert_eq!(first_rate(&RateControlSpec::Ideal(IdealParams::default()), None, -5.0), 1.0);
+        let firsts: Vec<f64> = (0..20)
+            .map(|_| m.retry_chain(&ch.request()).stages[0].mode.rate.mbps())
+            .collect();
+        assert!(
+            firsts.iter().filter(|&&r| r == 1.0).count() >= 15,
+            "{firsts:?}"
+        );
+        assert_eq!(
+            first_rate(&RateControlSpec::Ideal(IdealParams::default()), None, 40.0),
+            54.0
+        );
+        assert_eq!(
+            first_rate(&RateControlSpec::Ideal(IdealParams::default()), None, -5.0),
+            1.0
+        );
         // Environment-aware without a map: the lowest rate (with one, see envaware.rs).
-        assert_eq!(first_rate(&RateControlSpec::EnvAware(EnvAwareParams::default()), Some(-40.0), 40.0), 1.0);
+        assert_eq!(
+            first_rate(
+                &RateControlSpec::EnvAware(EnvAwareParams::default()),
+                Some(-40.0),
+                40.0
+            ),
+            1.0
+        );
     }
 
     #[test]
@@ -377,18 +429,34 @@ mod tests {
             let modes = standard.modes();
             for spec in &specs {
                 let mut rc = spec.build(modes, Stream::new("run", 1, 0, spec.name()));
-                let p: Vec<f64> = (0..modes.len()).map(|i| if i < modes.len() / 2 { 1.0 } else { 0.3 }).collect();
+                let p: Vec<f64> = (0..modes.len())
+                    .map(|i| if i < modes.len() / 2 { 1.0 } else { 0.3 })
+                    .collect();
                 let mut ch = Channel::new(modes, p);
                 for _ in 0..2000 {
                     let (c, s) = ch.send(&mut rc);
-                    assert!(!c.stages.is_empty() && c.stages.len() <= MAX_STAGES, "{} {standard}", spec.name());
-                    assert!(c.stages.iter().all(|st| st.tries > 0 && modes.contains(&st.mode)));
+                    assert!(
+                        !c.stages.is_empty() && c.stages.len() <= MAX_STAGES,
+                        "{} {standard}",
+                        spec.name()
+                    );
+                    assert!(c
+                        .stages
+                        .iter()
+                        .all(|st| st.tries > 0 && modes.contains(&st.mode)));
                     assert!(s.attempts <= c.total_tries());
                 }
             }
         }
-        let fixed = RateControlSpec::Fixed { short: RetryChain::default(), long: RetryChain::default(), rts_threshold: 0 };
+        let fixed = RateControlSpec::Fixed {
+            short: RetryChain::default(),
+            long: RetryChain::default(),
+            rts_threshold: 0,
+        };
         assert_eq!(fixed.clone(), fixed);
-        assert!(matches!(fixed.build(Standard::B.modes(), Stream::new("run", 1, 0, "f")), RateControlKind::Fixed(_)));
+        assert!(matches!(
+            fixed.build(Standard::B.modes(), Stream::new("run", 1, 0, "f")),
+            RateControlKind::Fixed(_)
+        ));
     }
 }

@@ -57,7 +57,11 @@ impl super::Params for OnoeParams {}
 
 impl Default for OnoeParams {
     fn default() -> Self {
-        OnoeParams { interval: SimTime::from_ms(1_000), raise: 10, raise_threshold: 10 }
+        OnoeParams {
+            interval: SimTime::from_ms(1_000),
+            raise: 10,
+            raise_threshold: 10,
+        }
     }
 }
 
@@ -104,7 +108,17 @@ impl Onoe {
     pub fn new(modes: &'static [Mode], params: OnoeParams) -> Self {
         assert!(!modes.is_empty(), "Onoe needs at least one mode");
         let rate = madwifi_start_rate(modes);
-        Onoe { modes, params, rate, ok: 0, err: 0, retr: 0, upper: 0, timer: Periodic::default(), chain: step_down_chain(modes, rate, 4, 2) }
+        Onoe {
+            modes,
+            params,
+            rate,
+            ok: 0,
+            err: 0,
+            retr: 0,
+            upper: 0,
+            timer: Periodic::default(),
+            chain: step_down_chain(modes, rate, 4, 2),
+        }
     }
 
     /// The current rate.
@@ -197,11 +211,29 @@ mod tests {
     fn starts_at_36_with_a_4_2_2_2_chain() {
         let mut o = Onoe::new(g(), OnoeParams::default());
         let ch = Channel::new(g(), vec![1.0; 12]);
-        assert_eq!(mbps(&o.retry_chain(&ch.request())), [(36.0, 4), (24.0, 2), (18.0, 2), (1.0, 2)]);
-        assert_eq!(Onoe::new(Standard::A.modes(), OnoeParams::default()).current().rate.mbps(), 36.0);
-        assert_eq!(Onoe::new(Standard::B.modes(), OnoeParams::default()).current().rate.mbps(), 11.0);
+        assert_eq!(
+            mbps(&o.retry_chain(&ch.request())),
+            [(36.0, 4), (24.0, 2), (18.0, 2), (1.0, 2)]
+        );
+        assert_eq!(
+            Onoe::new(Standard::A.modes(), OnoeParams::default())
+                .current()
+                .rate
+                .mbps(),
+            36.0
+        );
+        assert_eq!(
+            Onoe::new(Standard::B.modes(), OnoeParams::default())
+                .current()
+                .rate
+                .mbps(),
+            11.0
+        );
         assert_eq!(mbps(&step_down_chain(g(), 1, 4, 2)), [(2.0, 4), (1.0, 2)]);
-        assert_eq!(mbps(&step_down_chain(g(), 2, 4, 2)), [(5.5, 4), (2.0, 2), (1.0, 2)]);
+        assert_eq!(
+            mbps(&step_down_chain(g(), 2, 4, 2)),
+            [(5.5, 4), (2.0, 2), (1.0, 2)]
+        );
         assert_eq!(mbps(&step_down_chain(g(), 0, 4, 2)), [(1.0, 4)]);
     }
 
@@ -222,7 +254,10 @@ mod tests {
         // First decision at 1 s, credits at 1..=10 s: up at 10 s, then 20 s.
         assert_eq!(ups.len(), 2, "{ups:?}");
         assert_eq!(ups[0].1, 48.0);
-        assert!(ups[0].0 >= SimTime::from_ms(10_000) && ups[0].0 < SimTime::from_ms(10_100), "{ups:?}");
+        assert!(
+            ups[0].0 >= SimTime::from_ms(10_000) && ups[0].0 < SimTime::from_ms(10_100),
+            "{ups:?}"
+        );
         assert_eq!(ups[1].1, 54.0);
     }
 

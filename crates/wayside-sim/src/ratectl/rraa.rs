@@ -74,7 +74,13 @@ impl super::Params for RraaParams {}
 
 impl Default for RraaParams {
     fn default() -> Self {
-        RraaParams { alpha: 1.25, beta: 2.0, frame_bytes: 1528, window_timeout: SimTime::from_ms(50), max_tries: 7 }
+        RraaParams {
+            alpha: 1.25,
+            beta: 2.0,
+            frame_bytes: 1528,
+            window_timeout: SimTime::from_ms(50),
+            max_tries: 7,
+        }
     }
 }
 
@@ -134,19 +140,40 @@ impl Rraa {
             }
         }
         let p_mtl: Vec<f64> = (0..ladder.len())
-            .map(|k| if k == 0 { f64::INFINITY } else { params.alpha * (1.0 - time(ladder[k]) / time(ladder[k - 1])) })
+            .map(|k| {
+                if k == 0 {
+                    f64::INFINITY
+                } else {
+                    params.alpha * (1.0 - time(ladder[k]) / time(ladder[k - 1]))
+                }
+            })
             .collect();
         let thresholds = (0..ladder.len())
             .map(|k| Thresholds {
                 mode: modes[ladder[k]],
                 p_mtl: p_mtl[k],
-                p_ori: if k + 1 < ladder.len() { p_mtl[k + 1] / params.beta } else { f64::NEG_INFINITY },
+                p_ori: if k + 1 < ladder.len() {
+                    p_mtl[k + 1] / params.beta
+                } else {
+                    f64::NEG_INFINITY
+                },
                 ewnd: ewnd_for(&modes[ladder[k]]),
             })
             .collect::<Vec<_>>();
         let top = ladder.len() - 1;
-        let w = Window { pos: top, left: thresholds[top].ewnd, failed: 0, started: SimTime::ZERO };
-        Rraa { modes, params, ladder, thresholds, w }
+        let w = Window {
+            pos: top,
+            left: thresholds[top].ewnd,
+            failed: 0,
+            started: SimTime::ZERO,
+        };
+        Rraa {
+            modes,
+            params,
+            ladder,
+            thresholds,
+            w,
+        }
     }
 
     /// The ladder with its thresholds, ascending.
@@ -195,7 +222,9 @@ impl RateControl for Rraa {
             self.w = w;
         }
         // Predict the rate of each attempt if every attempt failed.
-        let mut chain = RetryChain { stages: Vec::with_capacity(MAX_STAGES) };
+        let mut chain = RetryChain {
+            stages: Vec::with_capacity(MAX_STAGES),
+        };
         let mut w = self.w;
         for _ in 0..self.params.max_tries.max(1) {
             let mode = self.modes[self.ladder[w.pos]];
@@ -240,25 +269,49 @@ mod tests {
     }
 
     fn rung(r: &Rraa, mbps: f64) -> usize {
-        r.thresholds.iter().position(|t| (t.mode.rate.mbps() - mbps).abs() < 1e-9).unwrap()
+        r.thresholds
+            .iter()
+            .position(|t| (t.mode.rate.mbps() - mbps).abs() < 1e-9)
+            .unwrap()
     }
 
     #[test]
     fn starts_at_the_highest_rate() {
         for s in [Standard::G, Standard::A] {
-            assert_eq!(Rraa::new(s.modes(), RraaParams::default()).current().rate.mbps(), 54.0);
+            assert_eq!(
+                Rraa::new(s.modes(), RraaParams::default())
+                    .current()
+                    .rate
+                    .mbps(),
+                54.0
+            );
         }
-        assert_eq!(Rraa::new(Standard::P.modes(), RraaParams::default()).current().rate.mbps(), 27.0);
+        assert_eq!(
+            Rraa::new(Standard::P.modes(), RraaParams::default())
+                .current()
+                .rate
+                .mbps(),
+            27.0
+        );
     }
 
     #[test]
     fn thresholds_follow_the_paper_rule() {
         let r = Rraa::new(Standard::A.modes(), RraaParams::default());
         for t in r.thresholds() {
-            println!("{:>4} Mbps  P_MTL {:6.3}  P_ORI {:6.3}  ewnd {}", t.mode.rate.mbps(), t.p_mtl, t.p_ori, t.ewnd);
+            println!(
+                "{:>4} Mbps  P_MTL {:6.3}  P_ORI {:6.3}  ewnd {}",
+                t.mode.rate.mbps(),
+                t.p_mtl,
+                t.p_ori,
+                t.ewnd
+            );
         }
         let t = r.thresholds();
-        assert_eq!(t.iter().map(|t| t.ewnd).collect::<Vec<_>>(), [6, 10, 20, 20, 40, 40, 40, 40]);
+        assert_eq!(
+            t.iter().map(|t| t.ewnd).collect::<Vec<_>>(),
+            [6, 10, 20, 20, 40, 40, 40, 40]
+        );
         for k in 1..t.len() {
             assert!(t[k].p_mtl > 0.0 && t[k].p_mtl < 0.6, "{:?}", t[k]);
             assert!((t[k - 1].p_ori - t[k].p_mtl / 2.0).abs() < 1e-12);
@@ -271,7 +324,10 @@ mod tests {
         // 802.11g: 11 Mbps CCK is off the ladder.
         let r = Rraa::new(g(), RraaParams::default());
         let ladder: Vec<f64> = r.thresholds().iter().map(|t| t.mode.rate.mbps()).collect();
-        assert_eq!(ladder, [1.0, 2.0, 5.5, 6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0]);
+        assert_eq!(
+            ladder,
+            [1.0, 2.0, 5.5, 6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0]
+        );
     }
 
     /// Down as soon as failures/ewnd reaches P_MTL, not one failure earlier.

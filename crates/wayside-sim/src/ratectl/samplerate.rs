@@ -190,7 +190,9 @@ pub struct SampleRate {
 }
 
 fn size_to_bin(bytes: u32) -> usize {
-    BINS.iter().position(|&b| bytes <= b).unwrap_or(BINS.len() - 1)
+    BINS.iter()
+        .position(|&b| bytes <= b)
+        .unwrap_or(BINS.len() - 1)
 }
 
 impl SampleRate {
@@ -204,7 +206,11 @@ impl SampleRate {
                     .iter()
                     .map(|m| {
                         let perfect = common::tx_time_us(standard, *m, size, 1);
-                        RateStats { average_tx_time: perfect, perfect_tx_time: perfect, ..RateStats::default() }
+                        RateStats {
+                            average_tx_time: perfect,
+                            perfect_tx_time: perfect,
+                            ..RateStats::default()
+                        }
                     })
                     .collect();
                 // madwifi ctl_reset: the highest rate of at most 36 Mbps
@@ -222,7 +228,13 @@ impl SampleRate {
                 }
             })
             .collect();
-        SampleRate { modes, standard, params, bins, rng }
+        SampleRate {
+            modes,
+            standard,
+            params,
+            bins,
+            rng,
+        }
     }
 
     pub fn params(&self) -> &SampleRateParams {
@@ -260,7 +272,9 @@ impl SampleRate {
         let cur = b.current;
         let s = &b.stats[ndx];
         let cur_mbps = self.modes[cur].rate.mbps();
-        let recent = s.last_tx.is_some_and(|t| now.saturating_sub(t) < self.params.sample_window);
+        let recent = s
+            .last_tx
+            .is_some_and(|t| now.saturating_sub(t) < self.params.sample_window);
         !(ndx == cur
             || s.perfect_tx_time > b.stats[cur].average_tx_time
             || (recent && s.successive_failures > 3)
@@ -288,7 +302,10 @@ impl SampleRate {
                     return self.bins[bin].current;
                 }
                 let k = self.rng.integer_inclusive(count as u32 - 1) as usize;
-                let ndx = (0..n).filter(|&i| self.is_candidate(bin, i, now)).nth(k).expect("k < count");
+                let ndx = (0..n)
+                    .filter(|&i| self.is_candidate(bin, i, now))
+                    .nth(k)
+                    .expect("k < count");
                 self.bins[bin].last_sample = ndx;
                 ndx
             }
@@ -319,7 +336,10 @@ impl SampleRate {
                     let initial = Self::initial_mbps(&self.params, rssi);
                     let ndx = (1..self.modes.len())
                         .rev()
-                        .find(|&i| self.modes[i].rate.mbps() <= initial + 1e-9 && b.stats[i].successive_failures == 0)
+                        .find(|&i| {
+                            self.modes[i].rate.mbps() <= initial + 1e-9
+                                && b.stats[i].successive_failures == 0
+                        })
                         .unwrap_or(0);
                     (true, ndx)
                 }
@@ -385,9 +405,19 @@ impl RateControl for SampleRate {
         let bin = size_to_bin(req.bytes);
         let ndx = self.find_rate(bin, req.now, req.rssi);
         let b = &self.bins[bin];
-        let retry = if b.stats[b.current].packets_acked > 0 { b.current } else { 0 };
-        let mut chain = RetryChain { stages: Vec::with_capacity(MAX_STAGES) };
-        fill_chain(&mut chain, self.modes, &[(ndx, TRIES0), (retry, TRIES_FALLBACK), (0, TRIES_FALLBACK)]);
+        let retry = if b.stats[b.current].packets_acked > 0 {
+            b.current
+        } else {
+            0
+        };
+        let mut chain = RetryChain {
+            stages: Vec::with_capacity(MAX_STAGES),
+        };
+        fill_chain(
+            &mut chain,
+            self.modes,
+            &[(ndx, TRIES0), (retry, TRIES_FALLBACK), (0, TRIES_FALLBACK)],
+        );
         chain
     }
 
@@ -396,11 +426,19 @@ impl RateControl for SampleRate {
             return;
         }
         let bin = size_to_bin(status.bytes);
-        let last = stages_used(&status.chain, status.attempts).last().map_or(0, |(i, _, _)| i);
+        let last = stages_used(&status.chain, status.attempts)
+            .last()
+            .map_or(0, |(i, _, _)| i);
         for (i, stage) in status.chain.stages.iter().enumerate().take(last + 1) {
-            let Some(ndx) = index_of(self.modes, stage.mode) else { continue };
+            let Some(ndx) = index_of(self.modes, stage.mode) else {
+                continue;
+            };
             let tt = self.chain_time(bin, status, i);
-            let failed = if i == 0 { status.attempts > u32::from(stage.tries) } else { !status.acked };
+            let failed = if i == 0 {
+                status.attempts > u32::from(stage.tries)
+            } else {
+                !status.acked
+            };
             self.update_stats(bin, ndx, tt, failed, status.now);
         }
     }
@@ -416,7 +454,9 @@ mod tests {
     }
 
     fn idx(mbps: f64) -> usize {
-        g().iter().position(|m| (m.rate.mbps() - mbps).abs() < 1e-9).unwrap()
+        g().iter()
+            .position(|m| (m.rate.mbps() - mbps).abs() < 1e-9)
+            .unwrap()
     }
 
     fn new(params: SampleRateParams) -> SampleRate {
@@ -427,14 +467,27 @@ mod tests {
     fn presets_follow_hadaller_table_1() {
         let d = SampleRateParams::default_preset();
         let t = SampleRateParams::tuned_preset();
-        assert_eq!((d.probe_fraction, d.sample_window, d.decision_interval), (0.10, SimTime::from_ms(10_000), SimTime::from_ms(1_000)));
-        assert_eq!((t.probe_fraction, t.sample_window, t.decision_interval), (0.40, SimTime::from_ms(1_000), SimTime::from_ms(100)));
+        assert_eq!(
+            (d.probe_fraction, d.sample_window, d.decision_interval),
+            (0.10, SimTime::from_ms(10_000), SimTime::from_ms(1_000))
+        );
+        assert_eq!(
+            (t.probe_fraction, t.sample_window, t.decision_interval),
+            (0.40, SimTime::from_ms(1_000), SimTime::from_ms(100))
+        );
         assert_eq!(SampleRateParams::default(), d);
     }
 
     #[test]
     fn initial_rate_from_rssi() {
-        for (rssi, want) in [(None, 11.0), (Some(-80.0), 11.0), (Some(-65.0), 11.0), (Some(-64.0), 36.0), (Some(-45.0), 36.0), (Some(-44.0), 54.0)] {
+        for (rssi, want) in [
+            (None, 11.0),
+            (Some(-80.0), 11.0),
+            (Some(-65.0), 11.0),
+            (Some(-64.0), 36.0),
+            (Some(-45.0), 36.0),
+            (Some(-44.0), 54.0),
+        ] {
             let mut s = new(SampleRateParams::default_preset());
             let mut ch = Channel::new(g(), vec![1.0; 12]);
             ch.rssi = rssi.map(Dbm);
@@ -442,7 +495,11 @@ mod tests {
             assert_eq!(chain.stages[0].mode.rate.mbps(), want, "rssi {rssi:?}");
         }
         // 802.11a has no 11 Mbps: the highest rate below it.
-        let mut s = SampleRate::new(Standard::A.modes(), SampleRateParams::default_preset(), Stream::new("run", 1, 0, "x"));
+        let mut s = SampleRate::new(
+            Standard::A.modes(),
+            SampleRateParams::default_preset(),
+            Stream::new("run", 1, 0, "x"),
+        );
         let ch = Channel::new(Standard::A.modes(), vec![1.0; 8]);
         assert_eq!(s.retry_chain(&ch.request()).stages[0].mode.rate.mbps(), 9.0);
     }
@@ -461,7 +518,10 @@ mod tests {
         let c = s.retry_chain(&ch.request());
         let cur = s.bins[1].current;
         assert_eq!(c.stages[1].mode, g()[cur]);
-        assert_eq!((c.stages[0].tries, c.stages[1].tries, c.stages[2].tries), (2, 3, 3));
+        assert_eq!(
+            (c.stages[0].tries, c.stages[1].tries, c.stages[2].tries),
+            (2, 3, 3)
+        );
         assert_eq!(c.stages[2].mode.rate.mbps(), 1.0);
     }
 
@@ -507,7 +567,10 @@ mod tests {
             let ratio = sample_time / normal_time;
             // The budget is checked before each frame, so the sample comes
             // one frame after it is earned: slightly under the fraction.
-            assert!(ratio > 0.7 * frac && ratio < 1.02 * frac, "probe {frac}: ratio {ratio}");
+            assert!(
+                ratio > 0.7 * frac && ratio < 1.02 * frac,
+                "probe {frac}: ratio {ratio}"
+            );
         }
     }
 
@@ -516,7 +579,10 @@ mod tests {
     #[test]
     fn four_successive_failures_stop_sampling_for_the_window() {
         for window_ms in [10_000, 1_000] {
-            let params = SampleRateParams { sample_window: SimTime::from_ms(window_ms), ..SampleRateParams::default_preset() };
+            let params = SampleRateParams {
+                sample_window: SimTime::from_ms(window_ms),
+                ..SampleRateParams::default_preset()
+            };
             let mut s = new(params);
             let mut ch = Channel::new(g(), Channel::cliff(g(), 36.0));
             let mut tries_54 = Vec::new();
@@ -530,8 +596,14 @@ mod tests {
             assert!(tries_54.len() >= 5, "{tries_54:?}");
             for w in tries_54[3..].windows(2) {
                 let gap = w[1] - w[0];
-                assert!(gap >= SimTime::from_ms(window_ms), "gap {gap} < window {window_ms} ms");
-                assert!(gap < SimTime::from_ms(window_ms) + SimTime::from_ms(200), "gap {gap}");
+                assert!(
+                    gap >= SimTime::from_ms(window_ms),
+                    "gap {gap} < window {window_ms} ms"
+                );
+                assert!(
+                    gap < SimTime::from_ms(window_ms) + SimTime::from_ms(200),
+                    "gap {gap}"
+                );
             }
         }
     }
@@ -567,8 +639,14 @@ mod tests {
                 }
             }
             let at = switched.expect("switched to 48 Mbps");
-            assert!(at > decided + SimTime::from_ms(interval_ms), "switched at {at}, decided {decided}");
-            assert!(at <= decided + SimTime::from_ms(interval_ms) + ch.gap * 2, "switched at {at}, decided {decided}");
+            assert!(
+                at > decided + SimTime::from_ms(interval_ms),
+                "switched at {at}, decided {decided}"
+            );
+            assert!(
+                at <= decided + SimTime::from_ms(interval_ms) + ch.gap * 2,
+                "switched at {at}, decided {decided}"
+            );
         }
     }
 
@@ -588,10 +666,15 @@ mod tests {
     #[test]
     fn random_pick_is_deterministic_and_uses_candidates() {
         let run = || {
-            let params = SampleRateParams { sample_pick: SamplePick::Random, ..SampleRateParams::tuned_preset() };
+            let params = SampleRateParams {
+                sample_pick: SamplePick::Random,
+                ..SampleRateParams::tuned_preset()
+            };
             let mut s = new(params);
             let mut ch = Channel::new(g(), Channel::cliff(g(), 24.0));
-            (0..3000).map(|_| ch.send(&mut s).0.stages[0].mode.rate.0).collect::<Vec<_>>()
+            (0..3000)
+                .map(|_| ch.send(&mut s).0.stages[0].mode.rate.0)
+                .collect::<Vec<_>>()
         };
         let a = run();
         assert_eq!(a, run());

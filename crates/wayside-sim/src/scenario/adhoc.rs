@@ -47,26 +47,50 @@ fn yes() -> bool {
 /// Six colon-separated hex octets as a 48-bit number.
 fn parse_bssid(key: &str, s: &str) -> Result<u64, ScenarioError> {
     let octets: Vec<&str> = s.split(':').collect();
-    let parsed: Option<Vec<u8>> = octets.iter().map(|o| (o.len() == 2).then(|| u8::from_str_radix(o, 16).ok()).flatten()).collect();
+    let parsed: Option<Vec<u8>> = octets
+        .iter()
+        .map(|o| {
+            (o.len() == 2)
+                .then(|| u8::from_str_radix(o, 16).ok())
+                .flatten()
+        })
+        .collect();
     match parsed {
         Some(b) if b.len() == 6 => Ok(b.iter().fold(0u64, |acc, &o| (acc << 8) | u64::from(o))),
-        _ => err(format!("{key}: '{s}' is not a BSSID; expected six hex octets like \"02:00:00:00:00:01\"")),
+        _ => err(format!(
+            "{key}: '{s}' is not a BSSID; expected six hex octets like \"02:00:00:00:00:01\""
+        )),
     }
 }
 
 /// Node `i`'s IBSS; `beacon_interval` from `[management]`, `timing` the
 /// standard's (the beacon window is 2·CWmin slots).
-pub(super) fn lower_adhoc(i: usize, a: &AdhocSection, role: Role, beacon_interval: SimTime, timing: &Timing) -> Result<AdhocConfig, ScenarioError> {
+pub(super) fn lower_adhoc(
+    i: usize,
+    a: &AdhocSection,
+    role: Role,
+    beacon_interval: SimTime,
+    timing: &Timing,
+) -> Result<AdhocConfig, ScenarioError> {
     let key = |k: &str| format!("node[{i}].adhoc.{k}");
     if role != Role::Independent {
-        return err(format!("node[{i}].adhoc: only for role = \"independent\", not {}", role.described()));
+        return err(format!(
+            "node[{i}].adhoc: only for role = \"independent\", not {}",
+            role.described()
+        ));
     }
     Ok(AdhocConfig {
         bssid: parse_bssid(&key("bssid"), &a.bssid)?,
         join_probe: time_in(&key("join_probe"), a.join_probe, 1e-3, 60.0, "1 ms to 60 s")?,
         beacon_interval,
         beacon_window: timing.slot * u64::from(2 * timing.cw_min),
-        disconnect_timeout: time_in(&key("disconnect_timeout"), a.disconnect_timeout, 1e-3, 600.0, "1 ms to 600 s")?,
+        disconnect_timeout: time_in(
+            &key("disconnect_timeout"),
+            a.disconnect_timeout,
+            1e-3,
+            600.0,
+            "1 ms to 600 s",
+        )?,
         unicast_keepalive: a.unicast_keepalive,
     })
 }
@@ -78,9 +102,17 @@ mod tests {
     #[test]
     fn bssid_parses_and_bad_ones_are_named() {
         assert_eq!(parse_bssid("k", "02:00:00:00:00:01"), Ok(0x0200_0000_0001));
-        for bad in ["02:00:00:00:00", "02:00:00:00:00:0g", "2:00:00:00:00:01", ""] {
+        for bad in [
+            "02:00:00:00:00",
+            "02:00:00:00:00:0g",
+            "2:00:00:00:00:01",
+            "",
+        ] {
             let e = parse_bssid("node[0].adhoc.bssid", bad).unwrap_err().0;
-            assert!(e.contains("node[0].adhoc.bssid") && e.contains("six hex octets"), "{e}");
+            assert!(
+                e.contains("node[0].adhoc.bssid") && e.contains("six hex octets"),
+                "{e}"
+            );
         }
     }
 }

@@ -34,11 +34,19 @@ pub struct ScenarioError(pub String);
 /// Parses scenario text, applies overrides, parses and lowers it for run
 /// `run` with `seed` (default: the scenario's own). Returns the resolved
 /// TOML (what was actually run) and the configuration.
-pub fn load(text: &str, overrides: &[String], seed: Option<u64>, run: u64) -> Result<(String, SimConfig), ScenarioError> {
-    let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError(format!("scenario is not valid TOML: {}", e.message())))?;
+pub fn load(
+    text: &str,
+    overrides: &[String],
+    seed: Option<u64>,
+    run: u64,
+) -> Result<(String, SimConfig), ScenarioError> {
+    let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        ScenarioError(format!("scenario is not valid TOML: {}", e.message()))
+    })?;
     apply_overrides(&mut doc, overrides)?;
     let resolved = toml::to_string(&doc).map_err(|e| ScenarioError(e.to_string()))?;
-    let scenario: Scenario = serde_path_to_error::deserialize(toml::Deserializer::new(&resolved)).map_err(|e| {
+    let scenario: Scenario = serde_path_to_error::deserialize(toml::Deserializer::new(&resolved))
+        .map_err(|e| {
         let path = e.path().to_string();
         let msg = e.into_inner().message().to_string();
         match path.as_str() {
@@ -81,60 +89,119 @@ mod tests {
     #[test]
     fn a_rate_control_section_needs_a_known_algorithm_and_its_required_options() {
         let e = error(&[r#"mac.rate_control={algorithm="warp"}"#]);
-        assert!(e.starts_with("mac.rate_control.algorithm: unknown algorithm 'warp'; allowed: samplerate, onoe,"), "{e}");
+        assert!(
+            e.starts_with(
+                "mac.rate_control.algorithm: unknown algorithm 'warp'; allowed: samplerate, onoe,"
+            ),
+            "{e}"
+        );
         assert!(e.ends_with("environment-aware, fixed"), "{e}");
         let e = error(&[r#"mac.rate_control={preset="tuned"}"#]);
-        assert!(e.starts_with("mac.rate_control.algorithm: missing; allowed: samplerate"), "{e}");
+        assert!(
+            e.starts_with("mac.rate_control.algorithm: missing; allowed: samplerate"),
+            "{e}"
+        );
         let e = error(&["mac.rate_control={algorithm=3}"]);
-        assert!(e.starts_with("mac.rate_control.algorithm: 3 is not a name; allowed:"), "{e}");
+        assert!(
+            e.starts_with("mac.rate_control.algorithm: 3 is not a name; allowed:"),
+            "{e}"
+        );
         let e = error(&[r#"mac.rate_control={algorithm="fixed"}"#]);
         assert_eq!(e, "mac.rate_control: algorithm = \"fixed\" needs rate (for example rate_control = { algorithm = \"fixed\", rate = \"11 Mbps\" })");
     }
 
     #[test]
     fn an_invalid_option_value_is_named_by_its_full_key() {
-        let e = error(&[r#"node.ap.rate_control={algorithm="environment-aware", margin="3 furlongs"}"#]);
-        assert!(e.starts_with("node[0].rate_control.margin: invalid ratio \"3 furlongs\""), "{e}");
+        let e = error(&[
+            r#"node.ap.rate_control={algorithm="environment-aware", margin="3 furlongs"}"#,
+        ]);
+        assert!(
+            e.starts_with("node[0].rate_control.margin: invalid ratio \"3 furlongs\""),
+            "{e}"
+        );
         let e = error(&[r#"node.ap.rate_control={algorithm="samplerate", preset="fast"}"#]);
         assert!(e.starts_with("node[0].rate_control.preset: unknown variant `fast`, expected `default` or `tuned`"), "{e}");
         // Ranges are checked while lowering, under the same key.
         let e = error(&[r#"node.ap.rate_control={algorithm="ideal", min_success=2}"#]);
-        assert_eq!(e, "node[0].rate_control.min_success: 2 is out of range; allowed: 0.01 to 0.9999");
+        assert_eq!(
+            e,
+            "node[0].rate_control.min_success: 2 is out of range; allowed: 0.01 to 0.9999"
+        );
     }
 
     #[test]
     fn what_a_role_allows_is_checked_with_the_role_named() {
         let e = error(&[r#"node.car.role="router""#]);
-        assert_eq!(e, "node[1].role: unknown variant `router`, expected one of `independent`, `ap`, `sta`");
+        assert_eq!(
+            e,
+            "node[1].role: unknown variant `router`, expected one of `independent`, `ap`, `sta`"
+        );
         let e = error(&["node.ap.dhcp=true"]);
         assert_eq!(e, "node[0].dhcp: only a station (role = \"sta\") gets its address by DHCP; this node is an access point (role = \"ap\")");
         let e = error(&["node.car.radio=false"]);
-        assert!(e.starts_with("node[1].role: a node without a radio cannot be a station (role = \"sta\")"), "{e}");
+        assert!(
+            e.starts_with(
+                "node[1].role: a node without a radio cannot be a station (role = \"sta\")"
+            ),
+            "{e}"
+        );
         let e = error(&["node.ap.role=\"independent\""]);
-        assert!(e.contains("need at least one node with role = \"ap\""), "{e}");
-        let e = error(&[r#"node.ap.rate_control={algorithm="environment-aware", beacon_hints=true}"#]);
-        assert!(e.starts_with("node[0].rate_control.beacon_hints: only a station (role = \"sta\") takes hints"), "{e}");
+        assert!(
+            e.contains("need at least one node with role = \"ap\""),
+            "{e}"
+        );
+        let e =
+            error(&[r#"node.ap.rate_control={algorithm="environment-aware", beacon_hints=true}"#]);
+        assert!(
+            e.starts_with(
+                "node[0].rate_control.beacon_hints: only a station (role = \"sta\") takes hints"
+            ),
+            "{e}"
+        );
         let e = error(&[r#"node.car.rate_control={algorithm="environment-aware"}"#]);
-        assert!(e.starts_with("node[1].rate_control: environment-aware keys its map") && e.contains("beacon_hints = true"), "{e}");
+        assert!(
+            e.starts_with("node[1].rate_control: environment-aware keys its map")
+                && e.contains("beacon_hints = true"),
+            "{e}"
+        );
     }
 
     #[test]
     fn a_stop_time_is_a_time_in_range() {
-        assert_eq!(error(&["app.0.stop=\"-1 s\""]), "app[0].stop: -1 s is out of range; allowed: 0 s to 24 h");
-        assert_eq!(error(&["app.0.stop=\"1e9 s\""]), "app[0].stop: 1000000000 s is out of range; allowed: 0 s to 24 h");
+        assert_eq!(
+            error(&["app.0.stop=\"-1 s\""]),
+            "app[0].stop: -1 s is out of range; allowed: 0 s to 24 h"
+        );
+        assert_eq!(
+            error(&["app.0.stop=\"1e9 s\""]),
+            "app[0].stop: 1000000000 s is out of range; allowed: 0 s to 24 h"
+        );
     }
 
     #[test]
     fn an_override_into_a_missing_section_names_the_section() {
         for section in ["traffic", "link"] {
             let e = error(&[&format!("{section}[0].from=\"ap\"")]);
-            assert!(e.contains(&format!("no [[{section}]] entries")) && e.contains(&format!("add a [[{section}]]")), "{e}");
+            assert!(
+                e.contains(&format!("no [[{section}]] entries"))
+                    && e.contains(&format!("add a [[{section}]]")),
+                "{e}"
+            );
         }
     }
 
     #[test]
     fn the_options_of_each_algorithm_are_those_of_its_struct() {
-        assert_eq!(schema::fields_of::<schema::EnvAwareOptions>(), ["min_success", "training_passes", "bin", "margin", "beacon_hints"]);
+        assert_eq!(
+            schema::fields_of::<schema::EnvAwareOptions>(),
+            [
+                "min_success",
+                "training_passes",
+                "bin",
+                "margin",
+                "beacon_hints"
+            ]
+        );
         assert_eq!(schema::fields_of::<schema::FixedOptions>(), ["rate"]);
         assert!(schema::fields_of::<schema::NoOptions>().is_empty());
     }
@@ -144,10 +211,20 @@ mod tests {
     #[test]
     fn every_algorithm_name_builds_that_algorithm() {
         for (name, _, example) in schema::ALGORITHMS {
-            let options = if example.is_empty() { String::new() } else { format!(", {example}") };
-            let o = [format!("node.ap.rate_control={{algorithm=\"{name}\"{options}}}")];
-            let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(cfg.nodes[0].rate_control.as_ref().map(|s| s.name()), Some(*name));
+            let options = if example.is_empty() {
+                String::new()
+            } else {
+                format!(", {example}")
+            };
+            let o = [format!(
+                "node.ap.rate_control={{algorithm=\"{name}\"{options}}}"
+            )];
+            let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                cfg.nodes[0].rate_control.as_ref().map(|s| s.name()),
+                Some(*name)
+            );
         }
     }
 
@@ -155,8 +232,10 @@ mod tests {
     #[test]
     fn every_builtin_lowers_again_from_its_resolved_text() {
         for (name, text) in BUILTIN {
-            let (resolved, cfg) = load(text, &[], None, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let (again, cfg2) = load(&resolved, &[], None, 0).unwrap_or_else(|e| panic!("{name} resolved: {e}"));
+            let (resolved, cfg) =
+                load(text, &[], None, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (again, cfg2) =
+                load(&resolved, &[], None, 0).unwrap_or_else(|e| panic!("{name} resolved: {e}"));
             assert_eq!(resolved, again, "{name}");
             assert_eq!(format!("{cfg:?}"), format!("{cfg2:?}"), "{name}");
         }

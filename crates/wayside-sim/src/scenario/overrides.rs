@@ -19,7 +19,9 @@ pub fn apply_overrides(doc: &mut toml::Table, overrides: &[String]) -> Result<()
     for o in overrides {
         let fail = |e: String| ScenarioError(format!("override '{o}': {e}"));
         let Some((key, raw)) = o.split_once('=') else {
-            return Err(ScenarioError(format!("override '{o}': expected KEY=VALUE, for example radio.standard=802.11b")));
+            return Err(ScenarioError(format!(
+                "override '{o}': expected KEY=VALUE, for example radio.standard=802.11b"
+            )));
         };
         // `node[1].x`, as errors name keys, is `node.1.x`.
         let key = key.trim().replace('[', ".").replace(']', "");
@@ -40,25 +42,36 @@ pub fn apply_overrides(doc: &mut toml::Table, overrides: &[String]) -> Result<()
 
 fn parse_override_value(raw: &str) -> toml::Value {
     match format!("v = {raw}").parse::<toml::Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_string())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(raw.to_string())),
         Err(_) => toml::Value::String(raw.to_string()),
     }
 }
 
 /// Sets `first.rest…` in `table` to `value`.
-fn set_path(table: &mut toml::Table, first: &str, rest: &[&str], value: toml::Value) -> Result<(), String> {
+fn set_path(
+    table: &mut toml::Table,
+    first: &str,
+    rest: &[&str],
+    value: toml::Value,
+) -> Result<(), String> {
     let Some((next, rest)) = rest.split_first() else {
         table.insert(first.to_string(), value);
         return Ok(());
     };
-    let entry = table.entry(first.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let entry = table
+        .entry(first.to_string())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
     match entry {
         toml::Value::Table(t) => set_path(t, next, rest, value),
         toml::Value::Array(items) => {
             let sel = *next;
             let idx = select(first, items, sel)?;
             let Some((key, rest)) = rest.split_first() else {
-                return Err(format!("'{first}.{sel}' is a whole table; name one of its keys"));
+                return Err(format!(
+                    "'{first}.{sel}' is a whole table; name one of its keys"
+                ));
             };
             match &mut items[idx] {
                 toml::Value::Table(t) => set_path(t, key, rest, value),
@@ -73,15 +86,31 @@ fn set_path(table: &mut toml::Table, first: &str, rest: &[&str], value: toml::Va
 fn select(first: &str, items: &[toml::Value], sel: &str) -> Result<usize, String> {
     match sel.parse::<usize>() {
         Ok(i) if i < items.len() => Ok(i),
-        Ok(i) => Err(format!("'{first}' has {} entries; index {i} is out of range", items.len())),
-        Err(_) => items.iter().position(|it| it.get("name").and_then(|n| n.as_str()) == Some(sel)).ok_or_else(|| {
-            let names: Vec<&str> = items.iter().filter_map(|it| it.get("name").and_then(|n| n.as_str())).collect();
-            if names.is_empty() {
-                format!("no {first} named '{sel}'; use an index 0 to {}", items.len().saturating_sub(1))
-            } else {
-                format!("no {first} named '{sel}'; {first}s: {}, or an index 0 to {}", names.join(", "), items.len() - 1)
-            }
-        }),
+        Ok(i) => Err(format!(
+            "'{first}' has {} entries; index {i} is out of range",
+            items.len()
+        )),
+        Err(_) => items
+            .iter()
+            .position(|it| it.get("name").and_then(|n| n.as_str()) == Some(sel))
+            .ok_or_else(|| {
+                let names: Vec<&str> = items
+                    .iter()
+                    .filter_map(|it| it.get("name").and_then(|n| n.as_str()))
+                    .collect();
+                if names.is_empty() {
+                    format!(
+                        "no {first} named '{sel}'; use an index 0 to {}",
+                        items.len().saturating_sub(1)
+                    )
+                } else {
+                    format!(
+                        "no {first} named '{sel}'; {first}s: {}, or an index 0 to {}",
+                        names.join(", "),
+                        items.len() - 1
+                    )
+                }
+            }),
     }
 }
 
@@ -112,9 +141,17 @@ mod tests {
 
     #[test]
     fn values_are_toml_or_else_strings_and_tables_are_created() {
-        let doc = applied(&["radio.standard=802.11b", "mac.rate_control={algorithm=\"onoe\"}", "environment.seed=4"]).unwrap();
+        let doc = applied(&[
+            "radio.standard=802.11b",
+            "mac.rate_control={algorithm=\"onoe\"}",
+            "environment.seed=4",
+        ])
+        .unwrap();
         assert_eq!(doc["radio"]["standard"].as_str(), Some("802.11b"));
-        assert_eq!(doc["mac"]["rate_control"]["algorithm"].as_str(), Some("onoe"));
+        assert_eq!(
+            doc["mac"]["rate_control"]["algorithm"].as_str(),
+            Some("onoe")
+        );
         assert_eq!(doc["environment"]["seed"].as_integer(), Some(4));
     }
 
@@ -122,7 +159,10 @@ mod tests {
     fn a_section_the_scenario_lacks_is_named() {
         for section in ARRAY_SECTIONS.iter().filter(|s| **s != "node") {
             let e = applied(&[&format!("{section}.0.payload=\"1 B\"")]).unwrap_err();
-            assert!(e.contains(&format!("no [[{section}]] entries")) && e.contains("cannot add"), "{e}");
+            assert!(
+                e.contains(&format!("no [[{section}]] entries")) && e.contains("cannot add"),
+                "{e}"
+            );
             assert!(!e.contains("invalid type"), "{e}");
         }
     }
@@ -130,11 +170,22 @@ mod tests {
     #[test]
     fn bad_keys_say_what_is_wrong() {
         let e = applied(&["node.bus.x=1"]).unwrap_err();
-        assert!(e.contains("no node named 'bus'") && e.contains("ap, car") && e.contains("0 to 1"), "{e}");
-        assert!(applied(&["node[7].x=1"]).unwrap_err().contains("index 7 is out of range"));
+        assert!(
+            e.contains("no node named 'bus'") && e.contains("ap, car") && e.contains("0 to 1"),
+            "{e}"
+        );
+        assert!(applied(&["node[7].x=1"])
+            .unwrap_err()
+            .contains("index 7 is out of range"));
         assert!(applied(&["node.1=1"]).unwrap_err().contains("whole table"));
-        assert!(applied(&["duration.x=1"]).unwrap_err().contains("'duration' is a value, not a table"));
-        assert!(applied(&["radio..standard=1"]).unwrap_err().contains("empty segment"));
-        assert!(applied(&["radio.standard"]).unwrap_err().contains("KEY=VALUE"));
+        assert!(applied(&["duration.x=1"])
+            .unwrap_err()
+            .contains("'duration' is a value, not a table"));
+        assert!(applied(&["radio..standard=1"])
+            .unwrap_err()
+            .contains("empty segment"));
+        assert!(applied(&["radio.standard"])
+            .unwrap_err()
+            .contains("KEY=VALUE"));
     }
 }

@@ -372,7 +372,11 @@ impl<'de> Deserialize<'de> for AppStartSection {
             "on-production" => Ok(AppStartSection::OnProduction),
             _ => parse_quantity(&s, Quantity::Time)
                 .map(|t| AppStartSection::At(TimeQ(t)))
-                .map_err(|e| de::Error::custom(format!("'{s}': {e}, or \"on-association\" or \"on-production\""))),
+                .map_err(|e| {
+                    de::Error::custom(format!(
+                        "'{s}': {e}, or \"on-association\" or \"on-production\""
+                    ))
+                }),
         }
     }
 }
@@ -566,7 +570,9 @@ impl<'de> Deserialize<'de> for CaptureMargin {
         }
         parse_quantity(&s, Quantity::Ratio)
             .map(|v| CaptureMargin(Some(Db(v))))
-            .map_err(|e| de::Error::custom(format!("invalid capture margin \"{s}\": {e}, or \"off\"")))
+            .map_err(|e| {
+                de::Error::custom(format!("invalid capture margin \"{s}\": {e}, or \"off\""))
+            })
     }
 }
 
@@ -737,7 +743,11 @@ rate_control_sections! {
 }
 
 fn algorithm_names() -> String {
-    ALGORITHMS.iter().map(|(name, ..)| *name).collect::<Vec<_>>().join(", ")
+    ALGORITHMS
+        .iter()
+        .map(|(name, ..)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Deserializes `algorithm`'s options; errors start with the option's key
@@ -748,7 +758,10 @@ fn options_of<T: de::DeserializeOwned>(algorithm: &str, options: toml::Table) ->
         let path = e.path().to_string();
         let msg = e.into_inner().message().to_string();
         if path.is_empty() || path == "." {
-            match msg.strip_prefix("missing field `").and_then(|f| f.strip_suffix('`')) {
+            match msg
+                .strip_prefix("missing field `")
+                .and_then(|f| f.strip_suffix('`'))
+            {
                 Some(field) => format!(": algorithm = \"{algorithm}\" needs {field}"),
                 None => format!(": algorithm = \"{algorithm}\": {msg}"),
             }
@@ -762,17 +775,29 @@ impl<'de> Deserialize<'de> for RateControlSection {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut options = toml::Table::deserialize(d)?;
         let Some(algorithm) = options.remove("algorithm") else {
-            return Err(de::Error::custom(format!(".algorithm: missing; allowed: {}", algorithm_names())));
+            return Err(de::Error::custom(format!(
+                ".algorithm: missing; allowed: {}",
+                algorithm_names()
+            )));
         };
         let Some(algorithm) = algorithm.as_str().map(str::to_string) else {
-            return Err(de::Error::custom(format!(".algorithm: {algorithm} is not a name; allowed: {}", algorithm_names())));
+            return Err(de::Error::custom(format!(
+                ".algorithm: {algorithm} is not a name; allowed: {}",
+                algorithm_names()
+            )));
         };
-        let Some(&(_, takes, example)) = ALGORITHMS.iter().find(|(name, ..)| *name == algorithm) else {
-            return RateControlSection::from_options(&algorithm, options).map_err(de::Error::custom);
+        let Some(&(_, takes, example)) = ALGORITHMS.iter().find(|(name, ..)| *name == algorithm)
+        else {
+            return RateControlSection::from_options(&algorithm, options)
+                .map_err(de::Error::custom);
         };
         // An option of another algorithm: name both.
         if let Some(key) = options.keys().find(|k| !takes().contains(&k.as_str())) {
-            let owners: Vec<&str> = ALGORITHMS.iter().filter(|(_, t, _)| t().contains(&key.as_str())).map(|(n, ..)| *n).collect();
+            let owners: Vec<&str> = ALGORITHMS
+                .iter()
+                .filter(|(_, t, _)| t().contains(&key.as_str()))
+                .map(|(n, ..)| *n)
+                .collect();
             let own = match takes() {
                 [] => format!("\"{algorithm}\" takes no options"),
                 keys => format!("\"{algorithm}\" takes {}", keys.join(", ")),
@@ -786,8 +811,14 @@ impl<'de> Deserialize<'de> for RateControlSection {
             return Err(de::Error::custom(format!(".{key}: {what}")));
         }
         RateControlSection::from_options(&algorithm, options).map_err(|e| {
-            let options = if example.is_empty() { String::new() } else { format!(", {example}") };
-            de::Error::custom(format!("{e} (for example rate_control = {{ algorithm = \"{algorithm}\"{options} }})"))
+            let options = if example.is_empty() {
+                String::new()
+            } else {
+                format!(", {example}")
+            };
+            de::Error::custom(format!(
+                "{e} (for example rate_control = {{ algorithm = \"{algorithm}\"{options} }})"
+            ))
         })
     }
 }
@@ -801,7 +832,12 @@ pub(super) fn fields_of<T: de::DeserializeOwned>() -> &'static [&'static str] {
         fn deserialize_any<V: de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
             Err(de::Error::custom("not a struct"))
         }
-        fn deserialize_struct<V: de::Visitor<'de>>(self, _: &'static str, fields: &'static [&'static str], _: V) -> Result<V::Value, Self::Error> {
+        fn deserialize_struct<V: de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
             self.0.set(fields);
             Err(de::Error::custom("probed"))
         }
@@ -814,7 +850,6 @@ pub(super) fn fields_of<T: de::DeserializeOwned>() -> &'static [&'static str] {
     let _ = T::deserialize(&probe);
     probe.0.get()
 }
-
 
 #[derive(Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
@@ -845,7 +880,10 @@ impl<'de> Deserialize<'de> for Point {
         let v = Vec::<LengthQ>::deserialize(d)?;
         match v[..] {
             [x, y] => Ok(Point(Vec2::new(x.0 .0, y.0 .0))),
-            _ => Err(de::Error::custom(format!("a point is [x, y]; {} values given", v.len()))),
+            _ => Err(de::Error::custom(format!(
+                "a point is [x, y]; {} values given",
+                v.len()
+            ))),
         }
     }
 }

@@ -57,7 +57,14 @@ pub struct Socket {
 }
 
 impl Socket {
-    fn new(addr: NodeId, peer: NodeId, ports: (u16, u16), tcp: Tcp, owner: Owner, now: SimTime) -> Socket {
+    fn new(
+        addr: NodeId,
+        peer: NodeId,
+        ports: (u16, u16),
+        tcp: Tcp,
+        owner: Owner,
+        now: SimTime,
+    ) -> Socket {
         Socket {
             addr,
             peer,
@@ -90,16 +97,29 @@ pub enum SocketOutput {
     /// A packet for the network layer.
     Send(Packet),
     /// A connection event for the trace.
-    Conn { peer: NodeId, event: ConnEvent, value: f64 },
+    Conn {
+        peer: NodeId,
+        event: ConnEvent,
+        value: f64,
+    },
     /// A TCP ACK sample ([`TcpEvent::AckSample`]) for the trace.
     Sample { peer: NodeId, sample: TcpEvent },
     /// `new` bytes arrived in order for application `app` (`total` so far).
-    Data { peer: NodeId, app: u32, total: u64, new: u64 },
+    Data {
+        peer: NodeId,
+        app: u32,
+        total: u64,
+        new: u64,
+    },
     /// Socket `socket` of application `app` had input: the application may
     /// act on it (and then [`Sockets::flush`] it).
     Readable { socket: usize, app: u32 },
     /// Arm socket `socket`'s timer for `at`; another generation is void.
-    Timer { socket: u32, at: SimTime, generation: u32 },
+    Timer {
+        socket: u32,
+        at: SimTime,
+        generation: u32,
+    },
 }
 
 /// A node's sockets.
@@ -116,7 +136,14 @@ pub struct Sockets {
 
 impl Sockets {
     pub fn new(me: NodeId, cfg: TcpConfig, seed: u64, run: u64, name: &str) -> Sockets {
-        Sockets { me, cfg, iss_key: (seed, run, name.to_string()), socks: Vec::new(), listeners: Vec::new(), out: VecDeque::new() }
+        Sockets {
+            me,
+            cfg,
+            iss_key: (seed, run, name.to_string()),
+            socks: Vec::new(),
+            listeners: Vec::new(),
+            out: VecDeque::new(),
+        }
     }
 
     /// The next output, oldest first.
@@ -146,19 +173,47 @@ impl Sockets {
 
     /// Opens a connection to `peer:port` for application `app` and queues
     /// `bytes` to send; returns the socket.
-    pub fn connect(&mut self, now: SimTime, peer: NodeId, port: u16, app: u32, bytes: u64) -> usize {
+    pub fn connect(
+        &mut self,
+        now: SimTime,
+        peer: NodeId,
+        port: u16,
+        app: u32,
+        bytes: u64,
+    ) -> usize {
         let local_port = 40_000 + (self.socks.len() % 20_000) as u16;
-        let mut tcp = Tcp::connect(now, self.cfg.clone(), local_port, port, self.iss(self.socks.len()));
+        let mut tcp = Tcp::connect(
+            now,
+            self.cfg.clone(),
+            local_port,
+            port,
+            self.iss(self.socks.len()),
+        );
         tcp.send(bytes);
-        let i = self.push(Socket::new(self.me, peer, (local_port, port), tcp, Owner::App(app), now));
-        self.out.push_back(SocketOutput::Conn { peer, event: ConnEvent::Syn, value: 0.0 });
+        let i = self.push(Socket::new(
+            self.me,
+            peer,
+            (local_port, port),
+            tcp,
+            Owner::App(app),
+            now,
+        ));
+        self.out.push_back(SocketOutput::Conn {
+            peer,
+            event: ConnEvent::Syn,
+            value: 0.0,
+        });
         self.drive(now, i);
         i
     }
 
     /// Accepts connections to `port` for application `app`.
     pub fn listen(&mut self, port: u16, app: u32) {
-        self.listeners.push(Listener { port, app, stream: false });
+        self.listeners.push(Listener {
+            port,
+            app,
+            stream: false,
+        });
     }
 
     /// Opens a connection to `peer:port` for application `app` that
@@ -173,20 +228,31 @@ impl Sockets {
 
     /// Accepts connections to `port` for application `app` that carry bytes.
     pub fn listen_stream(&mut self, port: u16, app: u32) {
-        self.listeners.push(Listener { port, app, stream: true });
+        self.listeners.push(Listener {
+            port,
+            app,
+            stream: true,
+        });
     }
 
     /// Sends `data` on socket `i`, a connection that carries bytes.
     pub fn write(&mut self, now: SimTime, i: usize, data: &[u8]) {
         let s = &mut self.socks[i];
-        s.stream.as_mut().expect("a socket that carries bytes").write(data);
+        s.stream
+            .as_mut()
+            .expect("a socket that carries bytes")
+            .write(data);
         s.tcp.send(data.len() as u64);
         self.flush(now, i);
     }
 
     /// The bytes socket `i` delivered in order since the last call.
     pub fn take(&mut self, i: usize) -> Vec<u8> {
-        self.socks[i].stream.as_mut().map(ByteStream::take).unwrap_or_default()
+        self.socks[i]
+            .stream
+            .as_mut()
+            .map(ByteStream::take)
+            .unwrap_or_default()
     }
 
     /// Drops socket `i`'s connection at once, sending nothing.
@@ -197,7 +263,12 @@ impl Sockets {
 
     /// The socket for a segment from `from` to address `addr`.
     fn find(&self, addr: NodeId, from: NodeId, src_port: u16, dst_port: u16) -> Option<usize> {
-        self.socks.iter().position(|s| s.addr == addr && s.peer == from && s.local_port == dst_port && s.remote_port == src_port)
+        self.socks.iter().position(|s| {
+            s.addr == addr
+                && s.peer == from
+                && s.local_port == dst_port
+                && s.remote_port == src_port
+        })
     }
 
     /// A TCP packet for this host: to its socket, or to a listener (a SYN).
@@ -206,13 +277,22 @@ impl Sockets {
         let i = match self.find(p.dst, p.src, seg.src_port, seg.dst_port) {
             Some(i) => i,
             None => {
-                let Some(l) = self.listeners.iter().find(|l| l.port == seg.dst_port) else { return };
+                let Some(l) = self.listeners.iter().find(|l| l.port == seg.dst_port) else {
+                    return;
+                };
                 if !seg.flags.syn || seg.flags.ack {
                     return;
                 }
                 let (app, stream, iss) = (l.app, l.stream, self.iss(self.socks.len()));
                 let tcp = Tcp::listen(self.cfg.clone(), seg.dst_port, iss);
-                let mut sock = Socket::new(self.me, p.src, (seg.dst_port, seg.src_port), tcp, Owner::App(app), now);
+                let mut sock = Socket::new(
+                    self.me,
+                    p.src,
+                    (seg.dst_port, seg.src_port),
+                    tcp,
+                    Owner::App(app),
+                    now,
+                );
                 sock.stream = stream.then(|| ByteStream::new(iss));
                 self.push(sock)
             }
@@ -246,7 +326,9 @@ impl Sockets {
     fn drive(&mut self, now: SimTime, i: usize) {
         self.flush(now, i);
         match self.socks[i].owner {
-            Owner::App(app) => self.out.push_back(SocketOutput::Readable { socket: i, app }),
+            Owner::App(app) => self
+                .out
+                .push_back(SocketOutput::Readable { socket: i, app }),
             Owner::Proxy { twin } => {
                 if self.relay(i, twin) | self.relay(twin, i) {
                     self.flush(now, i);
@@ -261,14 +343,22 @@ impl Sockets {
         let s = &mut self.socks[i];
         let (addr, peer) = (s.addr, s.peer);
         while let Some(seg) = s.tcp.poll_transmit(now) {
-            let stream = s.stream.as_ref().and_then(|st| st.segment(seg.seq, seg.len));
-            self.out.push_back(SocketOutput::Send(Packet { stream, ..Packet::new(addr, peer, Body::Tcp(seg)) }));
+            let stream = s
+                .stream
+                .as_ref()
+                .and_then(|st| st.segment(seg.seq, seg.len));
+            self.out.push_back(SocketOutput::Send(Packet {
+                stream,
+                ..Packet::new(addr, peer, Body::Tcp(seg))
+            }));
         }
         while let Some(ev) = s.tcp.poll_event() {
             let conn = |event, value| SocketOutput::Conn { peer, event, value };
             self.out.push_back(match ev {
                 TcpEvent::Established => conn(ConnEvent::Established, 0.0),
-                TcpEvent::SynRetransmit { attempt } => conn(ConnEvent::SynRetransmit, attempt as f64),
+                TcpEvent::SynRetransmit { attempt } => {
+                    conn(ConnEvent::SynRetransmit, attempt as f64)
+                }
                 TcpEvent::Timeout { rto, .. } => conn(ConnEvent::TcpTimeout, rto.as_secs_f64()),
                 TcpEvent::GaveUp => conn(ConnEvent::TcpGaveUp, 0.0),
                 sample @ TcpEvent::AckSample { .. } => SocketOutput::Sample { peer, sample },
@@ -278,19 +368,32 @@ impl Sockets {
         let received = s.tcp.bytes_received();
         if let (Owner::App(app), true) = (s.owner, received > s.received) {
             if s.received == 0 {
-                self.out.push_back(SocketOutput::Conn { peer, event: ConnEvent::FirstData, value: 0.0 });
+                self.out.push_back(SocketOutput::Conn {
+                    peer,
+                    event: ConnEvent::FirstData,
+                    value: 0.0,
+                });
             }
             let new = received - s.received;
             s.received = received;
             s.last_data = Some(now);
-            self.out.push_back(SocketOutput::Data { peer, app, total: received, new });
+            self.out.push_back(SocketOutput::Data {
+                peer,
+                app,
+                total: received,
+                new,
+            });
         }
         let next = s.tcp.poll_timeout();
         if next != s.armed {
             s.generation = s.generation.wrapping_add(1);
             s.armed = next;
             if let Some(t) = next {
-                self.out.push_back(SocketOutput::Timer { socket: i as u32, at: t.max(now), generation: s.generation });
+                self.out.push_back(SocketOutput::Timer {
+                    socket: i as u32,
+                    at: t.max(now),
+                    generation: s.generation,
+                });
             }
         }
     }
@@ -298,7 +401,9 @@ impl Sockets {
     /// At the end of a run: when each receiving socket got its last data
     /// byte, from whom, and how many bytes it got in all.
     pub fn last_data(&self) -> impl Iterator<Item = (SimTime, NodeId, u64)> + '_ {
-        self.socks.iter().filter_map(|s| s.last_data.map(|t| (t, s.peer, s.received)))
+        self.socks
+            .iter()
+            .filter_map(|s| s.last_data.map(|t| (t, s.peer, s.received)))
     }
 }
 

@@ -44,11 +44,35 @@ impl Sockets {
         let (near, far) = (self.socks.len(), self.socks.len() + 1);
         let mut accept = Tcp::listen(self.cfg.clone(), seg.dst_port, self.iss(near));
         accept.set_manual_read();
-        let mut connect = Tcp::connect(now, self.cfg.clone(), seg.src_port, seg.dst_port, self.iss(far));
+        let mut connect = Tcp::connect(
+            now,
+            self.cfg.clone(),
+            seg.src_port,
+            seg.dst_port,
+            self.iss(far),
+        );
         connect.set_manual_read();
-        self.push(Socket::new(p.dst, p.src, (seg.dst_port, seg.src_port), accept, Owner::Proxy { twin: far }, now));
-        self.push(Socket::new(p.src, p.dst, (seg.src_port, seg.dst_port), connect, Owner::Proxy { twin: near }, now));
-        self.out.push_back(SocketOutput::Conn { peer: p.dst, event: ConnEvent::Syn, value: 0.0 });
+        self.push(Socket::new(
+            p.dst,
+            p.src,
+            (seg.dst_port, seg.src_port),
+            accept,
+            Owner::Proxy { twin: far },
+            now,
+        ));
+        self.push(Socket::new(
+            p.src,
+            p.dst,
+            (seg.src_port, seg.dst_port),
+            connect,
+            Owner::Proxy { twin: near },
+            now,
+        ));
+        self.out.push_back(SocketOutput::Conn {
+            peer: p.dst,
+            event: ConnEvent::Syn,
+            value: 0.0,
+        });
         self.flush(now, far);
         self.socks[near].tcp.handle_segment(now, &seg);
         self.drive(now, near);

@@ -42,7 +42,15 @@ fn offset(seq: u32, first: u32, near: u64) -> i64 {
 
 impl ByteStream {
     pub fn new(iss: u32) -> ByteStream {
-        ByteStream { iss, irs: None, send: VecDeque::new(), base: 0, arrived: BTreeMap::new(), delivered: 0, ready: Vec::new() }
+        ByteStream {
+            iss,
+            irs: None,
+            send: VecDeque::new(),
+            base: 0,
+            arrived: BTreeMap::new(),
+            delivered: 0,
+            ready: Vec::new(),
+        }
     }
 
     /// Appends `data` to what is sent.
@@ -69,7 +77,9 @@ impl ByteStream {
             return None;
         }
         let at = offset(seq, self.iss.wrapping_add(1), self.base) - self.base as i64;
-        let range = usize::try_from(at).ok().filter(|&a| a + len as usize <= self.send.len());
+        let range = usize::try_from(at)
+            .ok()
+            .filter(|&a| a + len as usize <= self.send.len());
         let at = range.expect("TCP sends only bytes written and not yet acknowledged");
         Some(self.send.range(at..at + len as usize).copied().collect())
     }
@@ -80,7 +90,9 @@ impl ByteStream {
         if syn {
             self.irs = Some(seq);
         }
-        let (Some(irs), Some(data)) = (self.irs, data) else { return };
+        let (Some(irs), Some(data)) = (self.irs, data) else {
+            return;
+        };
         let first = irs.wrapping_add(1);
         let seq = if syn { first } else { seq };
         let at = offset(seq, first, self.delivered);
@@ -104,7 +116,9 @@ impl ByteStream {
     /// ready for the application.
     pub fn deliver(&mut self, received: u64) {
         while self.delivered < received {
-            let Some((&at, data)) = self.arrived.range(..=self.delivered).next_back() else { break };
+            let Some((&at, data)) = self.arrived.range(..=self.delivered).next_back() else {
+                break;
+            };
             let end = at + data.len() as u64;
             if end <= self.delivered {
                 self.arrived.remove(&at);
@@ -146,10 +160,18 @@ mod tests {
         let mut s = ByteStream::new(u32::MAX - 2); // the sequence space wraps at byte 2
         s.write(b"hello world");
         assert_eq!(s.segment(u32::MAX - 1, 5).as_deref(), Some(&b"hello"[..]));
-        assert_eq!(s.segment(3, 6).as_deref(), Some(&b" world"[..]), "sequence 3 is offset 5");
+        assert_eq!(
+            s.segment(3, 6).as_deref(),
+            Some(&b" world"[..]),
+            "sequence 3 is offset 5"
+        );
         s.acked(6);
         assert_eq!(s.unacked(), 5);
-        assert_eq!(s.segment(4, 5).as_deref(), Some(&b"world"[..]), "offset 6 is sequence 4");
+        assert_eq!(
+            s.segment(4, 5).as_deref(),
+            Some(&b"world"[..]),
+            "offset 6 is sequence 4"
+        );
         assert_eq!(s.segment(3, 0), None);
     }
 

@@ -21,12 +21,22 @@ pub struct Datagram {
 impl Datagram {
     /// A datagram of `len` bytes whose content does not matter.
     pub fn sized(src_port: u16, dst_port: u16, len: u32) -> Datagram {
-        Datagram { src_port, dst_port, len, data: None }
+        Datagram {
+            src_port,
+            dst_port,
+            len,
+            data: None,
+        }
     }
 
     /// A datagram carrying `data`.
     pub fn with_data(src_port: u16, dst_port: u16, data: Arc<[u8]>) -> Datagram {
-        Datagram { src_port, dst_port, len: data.len() as u32, data: Some(data) }
+        Datagram {
+            src_port,
+            dst_port,
+            len: data.len() as u32,
+            data: Some(data),
+        }
     }
 
     /// The UDP header is always 8 bytes (RFC 768).

@@ -178,9 +178,17 @@ fn test_syn_sent_syn_ack() {
     let syn = t.poll_transmit(SimTime::ZERO).unwrap();
     assert!(syn.flags.syn && !syn.flags.ack && syn.seq == 10);
     assert_eq!(syn.header_bytes(), 32); // MSS + SACK-permitted + window scale, padded
-    assert!(syn.window_scale, "Linux offers window scaling even with a 64 KB window");
-    let xp = Tcp::connect(SimTime::ZERO, TcpProfile::WindowsXp.config(), A, B, 10).poll_transmit(SimTime::ZERO).unwrap();
-    assert!(!xp.window_scale && xp.header_bytes() == 28, "Windows XP offers it only above 64 KB");
+    assert!(
+        syn.window_scale,
+        "Linux offers window scaling even with a 64 KB window"
+    );
+    let xp = Tcp::connect(SimTime::ZERO, TcpProfile::WindowsXp.config(), A, B, 10)
+        .poll_transmit(SimTime::ZERO)
+        .unwrap();
+    assert!(
+        !xp.window_scale && xp.header_bytes() == 28,
+        "Windows XP offers it only above 64 KB"
+    );
     t.handle_segment(ms(30), &syn_ack(11));
     assert_eq!(t.state(), State::Established);
     assert_eq!(events(&mut t), vec![TcpEvent::Established]);
