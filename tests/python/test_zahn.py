@@ -249,3 +249,13 @@ def test_the_command_line_rejects_bad_runs(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--runs", "0"])
     assert e.value.code == 2 and "--runs: 0 is not at least 1" in capsys.readouterr().err
+
+
+def test_the_command_line_names_an_unknown_variant_within_80_columns(capsys):
+    from wayside.zahn.__main__ import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--variants", "base,wings"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "wings unknown; allowed: base" in err and "2304B" in err
+    assert max(map(len, err.splitlines())) <= 80, err

@@ -14,6 +14,7 @@ from wayside.zahn.report import write_report
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m wayside.zahn [--runs N] [--jobs J] [--variants a,b] [--out runs.csv] [--plots DIR]`"""
     import argparse
+    import textwrap
 
     p = argparse.ArgumentParser(prog="python -m wayside.zahn", description="Zahn et al. 2009 §5: sweep the three locations and print the paper's metrics.")
     p.add_argument("--runs", type=int, default=5, help="seeds per location and variant (paper: 5)")
@@ -27,7 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         runs = zahn.sweep(a.runs, [v for v in a.variants.split(",") if v], a.jobs)
     except ValueError as e:
-        p.error(str(e))
+        # Within 80 columns after argparse's "PROG: error: " prefix.
+        prefix = " " * len(f"{p.prog}: error: ")
+        p.error("\n".join(textwrap.wrap(str(e), 80, initial_indent=prefix, subsequent_indent="  ")).lstrip())
     if a.out:
         runs.write_csv(a.out)
     table = zahn.summary(zahn.broadside_runs(runs))
