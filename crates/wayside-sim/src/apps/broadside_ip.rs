@@ -246,11 +246,11 @@ mod tests {
         assert_eq!(s.get(1).tcp.state(), State::SynSent);
     }
 
-    /// A SYN from the peer (id 0) to us, arrived at `at`.
-    fn syn_from_peer(s: &mut Sockets, at: SimTime) {
-        let mut peer = Sockets::new(PEER, TcpProfile::WindowsXp.config(), 1, 0, "peer");
-        peer.connect_stream(SimTime::ZERO, ME, 9, 0);
-        let syn = std::iter::from_fn(|| peer.poll())
+    /// A SYN from `from` to `to`, arrived at `s` at `at`.
+    fn syn(s: &mut Sockets, from: NodeId, to: NodeId, at: SimTime) {
+        let mut other = Sockets::new(from, TcpProfile::WindowsXp.config(), 1, 0, "other");
+        other.connect_stream(SimTime::ZERO, to, 9, 0);
+        let syn = std::iter::from_fn(|| other.poll())
             .find_map(|o| {
                 if let SocketOutput::Send(p) = o {
                     Some(p)
@@ -260,6 +260,11 @@ mod tests {
             })
             .expect("a SYN");
         s.handle_packet(at, syn);
+    }
+
+    /// A SYN from the peer (id 0) to us, arrived at `at`.
+    fn syn_from_peer(s: &mut Sockets, at: SimTime) {
+        syn(s, PEER, ME, at);
     }
 
     #[test]
@@ -291,18 +296,7 @@ mod tests {
         c.service(SimTime::ZERO, 0, 9, &mut s);
         // The peer (id 0, lower) connects to us meanwhile.
         s.listen_stream(9, 0);
-        let mut peer = Sockets::new(PEER, TcpProfile::WindowsXp.config(), 1, 0, "peer");
-        peer.connect_stream(SimTime::ZERO, ME, 9, 0);
-        let syn = std::iter::from_fn(|| peer.poll())
-            .find_map(|o| {
-                if let SocketOutput::Send(p) = o {
-                    Some(p)
-                } else {
-                    None
-                }
-            })
-            .expect("a SYN");
-        s.handle_packet(SimTime::from_ms(1), syn);
+        syn_from_peer(&mut s, SimTime::from_ms(1));
         c.adopt(SimTime::from_ms(1), ME, 1, &mut s);
         assert_eq!(c.peers[0].socket, Some(1), "the accepted one");
         assert_eq!(s.get(0).tcp.state(), State::Closed, "ours is dropped");
@@ -314,18 +308,7 @@ mod tests {
         c.queue(ME, b"x");
         c.service(SimTime::ZERO, 0, 9, &mut s);
         s.listen_stream(9, 0);
-        let mut high = Sockets::new(ME, TcpProfile::WindowsXp.config(), 1, 0, "high");
-        high.connect_stream(SimTime::ZERO, PEER, 9, 0);
-        let syn = std::iter::from_fn(|| high.poll())
-            .find_map(|o| {
-                if let SocketOutput::Send(p) = o {
-                    Some(p)
-                } else {
-                    None
-                }
-            })
-            .expect("a SYN");
-        s.handle_packet(SimTime::from_ms(1), syn);
+        syn(&mut s, ME, PEER, SimTime::from_ms(1));
         c.adopt(SimTime::from_ms(1), PEER, 1, &mut s);
         assert_eq!(c.peers[0].socket, Some(0));
         assert_eq!(s.get(0).tcp.state(), State::SynSent);
