@@ -50,6 +50,16 @@ use broadside::{
 };
 use std::sync::Arc;
 
+/// A Broadside datagram carried straight in a MAC frame (no IP).
+#[derive(Clone, Copy, Debug)]
+pub struct RawDatagram<'a> {
+    /// The application it is for.
+    pub app: u32,
+    pub data: &'a [u8],
+    /// When its sender handed it to the MAC.
+    pub sent: SimTime,
+}
+
 /// The largest datagram an endpoint sends over UDP: a 1500-byte IP MTU
 /// less the IP and UDP headers.
 pub const DATAGRAM: usize = 1500 - 28;
@@ -414,17 +424,16 @@ impl Apps {
         }
     }
 
-    /// A frame for application `app` straight over the link, from `from`.
+    /// A datagram straight over the link, from `from`.
     pub fn handle_frame(
         &mut self,
         now: SimTime,
         from: NodeId,
-        app: u32,
-        data: &[u8],
-        sent: SimTime,
+        datagram: RawDatagram<'_>,
         room: usize,
         sockets: &mut Sockets,
     ) {
+        let RawDatagram { app, data, sent } = datagram;
         if !self
             .ip
             .iter()

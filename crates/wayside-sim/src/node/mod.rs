@@ -10,6 +10,7 @@
 mod adhoc;
 mod host;
 
+use crate::apps::broadside::RawDatagram;
 use crate::apps::Apps;
 use crate::config::{NodeConfig, SimConfig};
 use crate::env::Env;
@@ -430,8 +431,13 @@ impl Node {
             }
             Payload::Datagram { app, data, sent } => {
                 let room = self.dcf.queue_room();
+                let datagram = RawDatagram {
+                    app,
+                    data: &data,
+                    sent,
+                };
                 self.apps
-                    .handle_frame(now, frame.src, app, &data, sent, room, &mut self.sockets);
+                    .handle_frame(now, frame.src, datagram, room, &mut self.sockets);
                 self.pump_apps(env, now);
                 self.pump_sockets(env, now);
             }

@@ -677,7 +677,7 @@ mod tests {
         let bytes: Arc<[u8]> = Arc::from(&b"hello"[..]);
         let real = Packet {
             stream: Some(bytes),
-            ..Packet::new(NodeId(SERVER), NodeId(CAR), Body::Tcp(seg.clone()))
+            ..Packet::new(NodeId(SERVER), NodeId(CAR), Body::Tcp(seg))
         };
         assert_eq!(tail(real), b"hello");
         assert_eq!(

@@ -21,8 +21,9 @@
 //!
 //! Before each frame (`ath_rate_findrate`), per bin:
 //! 1. **Sampling budget.** If the transmission time of the last sample frame
-//!    is below `probe_fraction` × (best rate's average time) × (frames since
-//!    the last sample), send a sample: the airtime spent sampling is thus
+//!    is below (best rate's average time) × ⌊(frames since the last sample)
+//!    × `probe_fraction`⌋ (madwifi's integer arithmetic, with the fraction
+//!    in whole percent), send a sample: the airtime spent sampling is thus
 //!    about `probe_fraction` times the airtime of the ordinary frames
 //!    (10 % default, 40 % tuned). The sample rate is the next candidate after
 //!    the last one sampled, round robin (madwifi), or a uniform random
@@ -42,17 +43,30 @@
 //!    restarts at every decision, even one that keeps the rate); or the
 //!    current rate's average is more than twice the best one's.
 //!
-//! **Initial rate** (Hadaller §6.2.5, Table 5; madwifi: `an_avgrssi > 50`
-//! → 54 Mbps, `> 30` → 36 Mbps, else 11 Mbps, where the Atheros RSSI is dB
-//! above the noise floor, which madwifi takes as −95 dBm): with
-//! `rssi` the RSSI of the last frame from the receiver, RSSI − (−95 dBm) of
-//! more than 50 dB (above −45 dBm) → 54 Mbps, more than 30 dB (above
-//! −65 dBm) → 36 Mbps, else — including when nothing was heard yet (`an_avgrssi` = 0) → 11 Mbps;
-//! then the highest rate at most that which has not failed in this bin
-//! (802.11a has no 11 Mbps: 9 Mbps; 802.11b: 11 Mbps for all three). The
-//! stats start at the lossless time for every rate, so during the first 20
-//! frames the algorithm moves quickly to the untried rate with the lowest
-//! lossless time and down from there as rates fail — as madwifi does.
+//! **Initial rate** (Hadaller §6.2.5, Table 5; madwifi 0.9.x `findrate`:
+//! `an_avgrssi > 50` → 54 Mbps, `> 30` → 36 Mbps, else 11 Mbps): the
+//! thresholds are meant as dB above the noise floor (madwifi takes it as
+//! −95 dBm), but the driver keeps `an_avgrssi` in fixed point, scaled by
+//! `HAL_RSSI_EP_MULTIPLIER` = 128 (`ATH_RSSI_IN` in `if_athvar.h`), and
+//! `sample.c` compares the scaled value. Any frame heard at 1 dB or more
+//! above the floor therefore gives 54 Mbps, and so does a node never heard
+//! from, whose average still holds the marker 0x127 = 295. With
+//! [`InitialRssi::Driver`] (default) the rule runs as the driver ran it;
+//! with [`InitialRssi::Thresholds`] as the code reads (11/36/54 by RSSI, no
+//! frame heard → 11 Mbps). The paper saw "high initial rates" where "the
+//! connection was clearly not capable" (§6.2.5, Figure 17: 54 Mbps where
+//! only 1 Mbps worked). `an_avgrssi` is a 10-frame low-pass of the RSSI;
+//! here it is the last frame's RSSI, which with the scale changes the
+//! choice only within 0.4 dB of the floor. Then the highest rate at most
+//! that which has not failed in this bin (802.11a has no 11 Mbps: 9 Mbps;
+//! 802.11b: 11 Mbps for all three). The stats start at the lossless time
+//! for every rate, so during the first 20 frames the algorithm moves
+//! quickly to the untried rate with the lowest lossless time and down from
+//! there as rates fail — as madwifi does.
+//!
+//! **9 Mbps** is never the best rate nor a sample (madwifi: "9 megabits
+//! never works better than 12"); it can still be the initial rate in
+//! 802.11a.
 //!
 //! **Retry chain** (madwifi `findrate` try0 = 2 with multi-rate retry, and
 //! `ath_rate_setupxtxdesc`/`get_mrr`): `[rate × 2, current × 3, lowest × 3]`
@@ -77,14 +91,29 @@
 //! # Simplifications
 //!
 //! No RTS/CTS or protection time in the estimate; short preamble not
-//! modelled; the "9 Mbps never beats 12" exclusion of early madwifi versions
-//! is not applied; the per-node `an_avgrssi` average is the last frame's RSSI.
+//! modelled.
 
 use super::common::{self, fill_chain, index_of, stages_used};
 use super::{RateControl, RetryChain, TxRequest, TxStatus, MAX_STAGES};
 use crate::phy::mode::{Mode, Standard};
 use crate::rng::Stream;
 use crate::units::{Db, Dbm, SimTime};
+
+/// How the initial rate reads the node's average RSSI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitialRssi {
+    /// As madwifi 0.9.x ran it: the average in 1/128 dB units against
+    /// thresholds of 50 and 30 (in practice always 54 Mbps).
+    Driver,
+    /// As the thresholds are written: dB above the noise floor.
+    Thresholds,
+}
+
+/// madwifi's `HAL_RSSI_EP_MULTIPLIER`: the fixed-point scale of
+/// `an_avgrssi`.
+const RSSI_EP_MULTIPLIER: f64 = 128.0;
+/// madwifi's `ATH_RSSI_DUMMY_MARKER`: `an_avgrssi` before any frame.
+const RSSI_DUMMY_MARKER: f64 = 295.0;
 
 /// How the sample rate is chosen among the candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +142,7 @@ pub struct SampleRateParams {
     /// 36 Mbps (> 30 dB); otherwise 11 Mbps.
     pub initial_54_above: Db,
     pub initial_36_above: Db,
+    pub initial_rssi: InitialRssi,
 }
 
 impl super::Params for SampleRateParams {}
@@ -129,6 +159,7 @@ impl SampleRateParams {
             noise_floor: Dbm(-95.0),
             initial_54_above: Db(50.0),
             initial_36_above: Db(30.0),
+            initial_rssi: InitialRssi::Driver,
         }
     }
 
@@ -243,21 +274,31 @@ impl SampleRate {
 
     /// The initial rate in Mbps for an RSSI (see the module documentation).
     pub fn initial_mbps(params: &SampleRateParams, rssi: Option<Dbm>) -> f64 {
-        let above = rssi.map_or(0.0, |r| r.0 - params.noise_floor.0);
-        if above > params.initial_54_above.0 {
+        let above = |r: Dbm| r.0 - params.noise_floor.0;
+        let avg = match (params.initial_rssi, rssi) {
+            (InitialRssi::Driver, Some(r)) => above(r) * RSSI_EP_MULTIPLIER,
+            (InitialRssi::Driver, None) => RSSI_DUMMY_MARKER,
+            (InitialRssi::Thresholds, r) => r.map_or(0.0, above),
+        };
+        if avg > params.initial_54_above.0 {
             54.0
-        } else if above > params.initial_36_above.0 {
+        } else if avg > params.initial_36_above.0 {
             36.0
         } else {
             11.0
         }
     }
 
+    /// madwifi never uses 9 Mbps as the best or a sample rate.
+    fn is_nine(&self, ndx: usize) -> bool {
+        (self.modes[ndx].rate.mbps() - 9.0).abs() < 1e-9
+    }
+
     /// Lowest average time among rates with at most 3 successive failures.
     fn best_rate(&self, bin: usize) -> Option<usize> {
         let mut best: Option<(usize, f64)> = None;
         for (i, s) in self.bins[bin].stats.iter().enumerate() {
-            if s.average_tx_time <= 0.0 || s.successive_failures > 3 {
+            if s.average_tx_time <= 0.0 || s.successive_failures > 3 || self.is_nine(i) {
                 continue;
             }
             if best.is_none_or(|(_, tt)| s.average_tx_time < tt) {
@@ -278,6 +319,7 @@ impl SampleRate {
         !(ndx == cur
             || s.perfect_tx_time > b.stats[cur].average_tx_time
             || (recent && s.successive_failures > 3)
+            || self.is_nine(ndx)
             || (self.modes[ndx].rate.mbps() > 11.0 && ndx > cur + 2)
             || ((cur_mbps - 11.0).abs() < 1e-9 && ndx > cur + 1))
     }
@@ -317,7 +359,9 @@ impl SampleRate {
         let best = self.best_rate(bin);
         let average = best.map_or(0.0, |i| self.bins[bin].stats[i].average_tx_time);
         let b = &self.bins[bin];
-        let budget = average * f64::from(b.packets_since_sample) * self.params.probe_fraction;
+        let percent = (self.params.probe_fraction * 100.0).round() as u32;
+        let earned = u64::from(b.packets_since_sample) * u64::from(percent) / 100;
+        let budget = average * earned as f64;
         let ndx = if b.sample_tt < budget {
             let ndx = self.pick_sample(bin, now);
             let b = &mut self.bins[bin];
@@ -478,8 +522,19 @@ mod tests {
         assert_eq!(SampleRateParams::default(), d);
     }
 
+    fn first_rate(params: SampleRateParams, rssi: Option<f64>) -> f64 {
+        let mut s = new(params);
+        let mut ch = Channel::new(g(), vec![1.0; 12]);
+        ch.rssi = rssi.map(Dbm);
+        s.retry_chain(&ch.request()).stages[0].mode.rate.mbps()
+    }
+
     #[test]
-    fn initial_rate_from_rssi() {
+    fn initial_rate_from_rssi_as_written() {
+        let params = SampleRateParams {
+            initial_rssi: InitialRssi::Thresholds,
+            ..SampleRateParams::default_preset()
+        };
         for (rssi, want) in [
             (None, 11.0),
             (Some(-80.0), 11.0),
@@ -488,20 +543,43 @@ mod tests {
             (Some(-45.0), 36.0),
             (Some(-44.0), 54.0),
         ] {
-            let mut s = new(SampleRateParams::default_preset());
-            let mut ch = Channel::new(g(), vec![1.0; 12]);
-            ch.rssi = rssi.map(Dbm);
-            let chain = s.retry_chain(&ch.request());
-            assert_eq!(chain.stages[0].mode.rate.mbps(), want, "rssi {rssi:?}");
+            assert_eq!(first_rate(params.clone(), rssi), want, "rssi {rssi:?}");
         }
         // 802.11a has no 11 Mbps: the highest rate below it.
-        let mut s = SampleRate::new(
-            Standard::A.modes(),
-            SampleRateParams::default_preset(),
-            Stream::new("run", 1, 0, "x"),
-        );
+        let mut s = SampleRate::new(Standard::A.modes(), params, Stream::new("run", 1, 0, "x"));
         let ch = Channel::new(Standard::A.modes(), vec![1.0; 8]);
         assert_eq!(s.retry_chain(&ch.request()).stages[0].mode.rate.mbps(), 9.0);
+    }
+
+    /// The driver compares its fixed-point average (x128) with the
+    /// thresholds: 54 Mbps from 1 dB above the floor, and before any frame.
+    #[test]
+    fn initial_rate_as_the_driver_ran_it() {
+        let d = SampleRateParams::default_preset();
+        assert_eq!(d.initial_rssi, InitialRssi::Driver);
+        for rssi in [None, Some(-94.0), Some(-90.0), Some(-60.0), Some(-40.0)] {
+            assert_eq!(first_rate(d.clone(), rssi), 54.0, "rssi {rssi:?}");
+        }
+        // 0.3 dB above the floor: 38 in fixed point, above 30.
+        assert_eq!(first_rate(d.clone(), Some(-94.7)), 36.0);
+        assert_eq!(first_rate(d, Some(-95.5)), 11.0);
+    }
+
+    #[test]
+    fn nine_mbps_is_never_best_nor_sampled() {
+        let mut s = new(SampleRateParams::tuned_preset());
+        // Only 9 Mbps and below work: 6 Mbps is used, 9 never tried
+        // after the first frames.
+        let mut ch = Channel::new(g(), Channel::cliff(g(), 9.0));
+        let mut nines = 0;
+        for n in 0..3000 {
+            let (chain, _) = ch.send(&mut s);
+            if n >= 100 && chain.stages[0].mode.rate.mbps() == 9.0 {
+                nines += 1;
+            }
+        }
+        assert_eq!(nines, 0);
+        assert_eq!(s.bins[1].current, idx(6.0));
     }
 
     #[test]
@@ -511,7 +589,7 @@ mod tests {
         ch.rssi = Some(Dbm(-60.0));
         // Current rate never acknowledged: the second stage is the lowest.
         let (c, _) = ch.send(&mut s);
-        assert_eq!(mbps(&c), [(36.0, 2), (1.0, 3), (1.0, 3)]);
+        assert_eq!(mbps(&c), [(54.0, 2), (1.0, 3), (1.0, 3)]);
         for _ in 0..200 {
             ch.send(&mut s);
         }
@@ -565,10 +643,14 @@ mod tests {
                 }
             }
             let ratio = sample_time / normal_time;
-            // The budget is checked before each frame, so the sample comes
-            // one frame after it is earned: slightly under the fraction.
+            // The budget is checked before each frame and earned in whole
+            // frames (madwifi's integer percent), so the sample comes late:
+            // under the fraction. At 40% a sample needs 3 frames
+            // (⌊3 × 0.4⌋ = 1), where the fraction alone would allow 2.5:
+            // about 2.5 / 3 of the fraction.
+            let floor = if frac > 0.3 { 0.6 } else { 0.7 };
             assert!(
-                ratio > 0.7 * frac && ratio < 1.02 * frac,
+                ratio > floor * frac && ratio < 1.02 * frac,
                 "probe {frac}: ratio {ratio}"
             );
         }
@@ -648,19 +730,6 @@ mod tests {
                 "switched at {at}, decided {decided}"
             );
         }
-    }
-
-    #[test]
-    fn initial_rate_matches_table_5() {
-        // Table 5: 11, 36 or 54 Mbps depending on signal strength.
-        let mut got = Vec::new();
-        for rssi in [-90.0, -60.0, -40.0] {
-            let mut s = new(SampleRateParams::default_preset());
-            let mut ch = Channel::new(g(), vec![1.0; 12]);
-            ch.rssi = Some(Dbm(rssi));
-            got.push(s.retry_chain(&ch.request()).stages[0].mode.rate.mbps());
-        }
-        assert_eq!(got, [11.0, 36.0, 54.0]);
     }
 
     #[test]

@@ -22,8 +22,8 @@ use crate::pcap::PcapConfig;
 use crate::phy::error::{ClosedForm, ErrorModel, ErrorModelKind};
 use crate::phy::mode::{Mode, Preamble, Standard};
 use crate::ratectl::{
-    AmrrParams, EnvAwareParams, IdealParams, MinstrelParams, OnoeParams, RateControlSpec,
-    RetryChain, RraaParams, SampleRateParams, SnrMap, Stage, MAX_STAGES,
+    AmrrParams, EnvAwareParams, IdealParams, InitialRssi, MinstrelParams, OnoeParams,
+    RateControlSpec, RetryChain, RraaParams, SampleRateParams, SnrMap, Stage, MAX_STAGES,
 };
 use crate::rng::Stream;
 use crate::transport::tcp::TcpConfig;
@@ -228,10 +228,20 @@ impl RateContext {
                 &format!("{key}.rate"),
                 o.rate,
             )?)),
-            RateControlSection::SampleRate(o) => RateControlSpec::SampleRate(match o.preset {
-                Some(PresetName::Tuned) => SampleRateParams::tuned_preset(),
-                Some(PresetName::Default) | None => SampleRateParams::default_preset(),
-            }),
+            RateControlSection::SampleRate(o) => {
+                let preset = match o.preset {
+                    Some(PresetName::Tuned) => SampleRateParams::tuned_preset(),
+                    Some(PresetName::Default) | None => SampleRateParams::default_preset(),
+                };
+                RateControlSpec::SampleRate(SampleRateParams {
+                    initial_rssi: match o.initial_rssi {
+                        Some(InitialRssiName::Thresholds) => InitialRssi::Thresholds,
+                        Some(InitialRssiName::Driver) => InitialRssi::Driver,
+                        None => preset.initial_rssi,
+                    },
+                    ..preset
+                })
+            }
             RateControlSection::Onoe(NoOptions {}) => RateControlSpec::Onoe(OnoeParams::default()),
             RateControlSection::Amrr(NoOptions {}) => RateControlSpec::Amrr(AmrrParams::default()),
             RateControlSection::Rraa(NoOptions {}) => RateControlSpec::Rraa(RraaParams::default()),

@@ -74,6 +74,32 @@ mod tests {
     }
 
     #[test]
+    fn samplerate_keys_lower_to_their_parameters() {
+        use crate::ratectl::{InitialRssi, RateControlSpec, SampleRateParams};
+        let spec = |rc: &str| {
+            let o = vec![format!("node.ap.rate_control={rc}")];
+            let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0).unwrap();
+            cfg.nodes[0].rate_control.clone()
+        };
+        let want = |p: SampleRateParams| Some(RateControlSpec::SampleRate(p));
+        assert_eq!(
+            spec(r#"{algorithm="samplerate", preset="tuned"}"#),
+            want(SampleRateParams::tuned_preset())
+        );
+        assert_eq!(
+            spec(r#"{algorithm="samplerate", initial_rssi="thresholds"}"#),
+            want(SampleRateParams {
+                initial_rssi: InitialRssi::Thresholds,
+                ..SampleRateParams::default_preset()
+            })
+        );
+        assert_eq!(
+            SampleRateParams::default_preset().initial_rssi,
+            InitialRssi::Driver
+        );
+    }
+
+    #[test]
     fn an_option_of_another_algorithm_names_the_option_and_its_algorithms() {
         let e = error(&[r#"node.ap.rate_control={algorithm="onoe", min_success=0.5}"#]);
         assert_eq!(
@@ -81,7 +107,7 @@ mod tests {
             "node[0].rate_control.min_success: only used with algorithm = \"ideal\" or \"environment-aware\"; \"onoe\" takes no options"
         );
         let e = error(&[r#"mac.rate_control={algorithm="samplerate", rate="11 Mbps"}"#]);
-        assert_eq!(e, "mac.rate_control.rate: only used with algorithm = \"fixed\"; \"samplerate\" takes preset");
+        assert_eq!(e, "mac.rate_control.rate: only used with algorithm = \"fixed\"; \"samplerate\" takes preset, initial_rssi");
         let e = error(&[r#"node.car.rate_control={algorithm="ideal", colour="red"}"#]);
         assert_eq!(e, "node[1].rate_control.colour: not an option of any algorithm; \"ideal\" takes min_success");
     }
@@ -121,6 +147,13 @@ mod tests {
         );
         let e = error(&[r#"node.ap.rate_control={algorithm="samplerate", preset="fast"}"#]);
         assert!(e.starts_with("node[0].rate_control.preset: unknown variant `fast`, expected `default` or `tuned`"), "{e}");
+        let e = error(&[r#"node.ap.rate_control={algorithm="samplerate", initial_rssi="dbm"}"#]);
+        assert!(
+            e.starts_with(
+                "node[0].rate_control.initial_rssi: unknown variant `dbm`, expected `driver` or `thresholds`"
+            ),
+            "{e}"
+        );
         // Ranges are checked while lowering, under the same key.
         let e = error(&[r#"node.ap.rate_control={algorithm="ideal", min_success=2}"#]);
         assert_eq!(

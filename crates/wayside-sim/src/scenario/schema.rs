@@ -665,6 +665,18 @@ pub struct SampleRateOptions {
     /// Hadaller et al. Table 1's "default" (madwifi) or "tuned".
     #[serde(default)]
     pub preset: Option<PresetName>,
+    /// How the initial rate reads the RSSI: "driver" (madwifi 0.9.x's
+    /// fixed-point average, in practice 54 Mbps; default) or "thresholds"
+    /// (11, 36 or 54 Mbps by dB above the noise floor, as written).
+    #[serde(default)]
+    pub initial_rssi: Option<InitialRssiName>,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialRssiName {
+    Driver,
+    Thresholds,
 }
 
 /// An algorithm a scenario runs with its built-in parameters.
