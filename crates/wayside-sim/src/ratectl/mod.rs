@@ -7,7 +7,7 @@
 //! | algorithm    | initial rate (802.11g)            | retry chain                                  |
 //! |--------------|-----------------------------------|----------------------------------------------|
 //! | `Fixed`      | the configured one                | the configured one                           |
-//! | `SampleRate` | 11, 36 or 54 Mbps by RSSI         | `[rate ×2, current ×3, lowest ×3]`           |
+//! | `SampleRate` | 54 Mbps (madwifi; 11/36/54 by RSSI as written) | `[rate ×2, current ×3, lowest ×3]` |
 //! | `Onoe`       | 36 Mbps                           | `[r ×4, r−1 ×2, r−2 ×2, lowest ×2]`          |
 //! | `Amrr`       | 36 Mbps                           | `[r ×1, r−1 ×1, r−2 ×1, lowest ×1]`          |
 //! | `Rraa`       | 54 Mbps                           | RRAA's own per-attempt prediction, 7 tries   |
