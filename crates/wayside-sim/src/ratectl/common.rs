@@ -1,7 +1,8 @@
 //! Helpers shared by the rate-control algorithms: which standard a mode list
-//! belongs to, the drivers' estimate of a frame's transmission time
-//! (madwifi's `calc_usecs_unicast_packet`), retry-chain building and walking
-//! a finished chain attempt by attempt.
+//! belongs to, the estimate of a frame's transmission time the algorithms
+//! rank rates by (by the standard's timing, or as madwifi's SampleRate
+//! computes it), retry-chain building and walking a finished chain attempt
+//! by attempt.
 
 use super::{RetryChain, Stage, MAX_STAGES};
 use crate::phy::mode::{ModClass, Mode, Preamble, Standard};
@@ -51,31 +52,66 @@ pub(crate) fn standard_of(modes: &[Mode]) -> Standard {
     }
 }
 
-/// A driver-style estimate of the time, in µs, one frame of `bytes` bytes
-/// takes at `mode` when it needs `tries` transmissions (madwifi's
-/// `calc_usecs_unicast_packet` without RTS/CTS): one DIFS, then per try the
-/// data frame, SIFS and an ACK at the control-response rate, plus the mean
-/// backoff slot·CW/2 with CW doubling from CWmin each try. Timing follows the
-/// mode's class as madwifi does: DSSS/CCK modes use the 802.11b timing
-/// (20 µs slot, CWmin 31), OFDM modes the standard's own (802.11g ERP-only:
-/// 9 µs slot, CWmin 15). Long preamble throughout.
-pub(crate) fn tx_time_us(standard: Standard, mode: Mode, bytes: u32, tries: u32) -> f64 {
-    let timing = match mode.class {
-        ModClass::Dsss => Standard::B.timing(false),
-        ModClass::Ofdm if standard == Standard::B => Standard::A.timing(false),
-        ModClass::Ofdm => standard.timing(false),
+/// Whose rules an estimate of a frame's transmission time follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Estimate {
+    /// The standard's own timing: the mode class's slot, SIFS and DIFS
+    /// (DSSS/CCK modes 802.11b's, OFDM modes the standard's), mean backoff
+    /// slot·CW/2 with CW doubling from CWmin each try, long preambles.
+    Standard,
+    /// madwifi 0.9's `calc_usecs_unicast_packet` in `ath_rate/sample`:
+    /// 20 µs slot, 50 µs DIFS and 10 µs SIFS for DSSS/CCK, 9 µs slot and
+    /// 28 µs DIFS for OFDM with an 8 µs SIFS (its OFDM case falls through to
+    /// the turbo one), short preambles (`ath_hal_computetxtime(…, AH_TRUE)`),
+    /// and a backoff that starts at `WIFI_CW_MIN` = 31 and doubles before
+    /// each try is counted: slot·63/2 for the first, 127/2 the second, up to
+    /// `WIFI_CW_MAX` = 1023.
+    MadwifiSample,
+}
+
+/// The estimated time, in µs, one frame of `bytes` bytes takes at `mode`
+/// when it needs `tries` transmissions (no RTS/CTS): one DIFS, then per try
+/// the data frame, SIFS, an ACK at the control-response rate and the mean
+/// backoff, by `rules`.
+pub(crate) fn tx_time_us(
+    rules: Estimate,
+    standard: Standard,
+    mode: Mode,
+    bytes: u32,
+    tries: u32,
+) -> f64 {
+    let us = |t: SimTime| t.as_ns() as f64 / 1_000.0;
+    let (slot, sifs, difs, mut cw, cw_max, preamble) = match rules {
+        Estimate::Standard => {
+            let timing = match mode.class {
+                ModClass::Dsss => Standard::B.timing(false),
+                ModClass::Ofdm if standard == Standard::B => Standard::A.timing(false),
+                ModClass::Ofdm => standard.timing(false),
+            };
+            let (slot, sifs, difs) = (us(timing.slot), us(timing.sifs), us(timing.difs));
+            (
+                slot,
+                sifs,
+                difs,
+                timing.cw_min,
+                timing.cw_max,
+                Preamble::Long,
+            )
+        }
+        Estimate::MadwifiSample => {
+            let (slot, sifs, difs) = match mode.class {
+                ModClass::Dsss => (20.0, 10.0, 50.0),
+                ModClass::Ofdm => (9.0, 8.0, 28.0),
+            };
+            (slot, sifs, difs, 2 * 31 + 1, 1023, Preamble::Short)
+        }
     };
-    let us = |t: crate::units::SimTime| t.as_ns() as f64 / 1_000.0;
-    let data = us(mode.airtime(bytes, Preamble::Long, standard));
-    let ack = us(standard
-        .control_rate(mode)
-        .airtime(14, Preamble::Long, standard));
-    let slot = us(timing.slot);
-    let mut tt = us(timing.difs);
-    let mut cw = timing.cw_min;
+    let data = us(mode.airtime(bytes, preamble, standard));
+    let ack = us(standard.control_rate(mode).airtime(14, preamble, standard));
+    let mut tt = difs;
     for _ in 0..tries {
-        tt += data + us(timing.sifs) + ack + slot * f64::from(cw) / 2.0;
-        cw = (2 * cw + 1).min(timing.cw_max);
+        tt += data + sifs + ack + slot * f64::from(cw) / 2.0;
+        cw = (2 * cw + 1).min(cw_max);
     }
     tt
 }
@@ -259,8 +295,8 @@ mod tests {
     #[test]
     fn tx_time_grows_with_tries_and_falls_with_rate() {
         let g = Standard::G.modes();
-        let t1 = tx_time_us(Standard::G, g[11], 1528, 1);
-        let t2 = tx_time_us(Standard::G, g[11], 1528, 2);
+        let t1 = tx_time_us(Estimate::Standard, Standard::G, g[11], 1528, 1);
+        let t2 = tx_time_us(Estimate::Standard, Standard::G, g[11], 1528, 2);
         assert!(t2 > 2.0 * t1 - 28.0 - 1.0, "{t1} {t2}");
         // 54 Mbps lossless: DIFS 28 + 254 µs data + SIFS 10 + ACK at 24 Mbps
         // (20 + 2 symbols·4 + 6 = 34) + 9·15/2 = 67.5 backoff.
@@ -270,10 +306,31 @@ mod tests {
         );
         let mut last = f64::INFINITY;
         for m in Standard::A.modes() {
-            let t = tx_time_us(Standard::A, *m, 1528, 1);
+            let t = tx_time_us(Estimate::Standard, Standard::A, *m, 1528, 1);
             assert!(t < last);
             last = t;
         }
+    }
+
+    /// madwifi's estimate, by hand from its rules.
+    #[test]
+    fn madwifi_sample_estimate_follows_the_driver() {
+        let g = Standard::G.modes();
+        let t = |i: usize, bytes, tries| {
+            tx_time_us(Estimate::MadwifiSample, Standard::G, g[i], bytes, tries)
+        };
+        // 54 Mbps, 1600 bytes, one try: DIFS 28 + data (20 + 60 symbols·4
+        // + 6 = 266) + SIFS 8 + ACK at 24 Mbps (20 + 2·4 + 6 = 34) + 9·63/2.
+        let one = 28.0 + 266.0 + 8.0 + 34.0 + 9.0 * 63.0 / 2.0;
+        assert!((t(11, 1600, 1) - one).abs() < 1e-9, "{}", t(11, 1600, 1));
+        // A second try adds the frame again and 9·127/2 of backoff.
+        let two = one + 266.0 + 8.0 + 34.0 + 9.0 * 127.0 / 2.0;
+        assert!((t(11, 1600, 2) - two).abs() < 1e-9, "{}", t(11, 1600, 2));
+        // 11 Mbps CCK, 250 bytes: DIFS 50 + short preamble 96 + 250·8/11
+        // + SIFS 10 + ACK at 11 Mbps (96 + 14·8/11) + 20·63/2.
+        let cck = 50.0 + 96.0 + 2000.0 / 11.0 + 10.0 + 96.0 + 112.0 / 11.0 + 630.0;
+        // (each CCK PPDU rounds up to a whole µs: up to 1 µs each)
+        assert!((t(5, 250, 1) - cck).abs() < 2.0, "{}", t(5, 250, 1));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! that keeps `ewma_level` (75 %) of the old value — starting from 0, as
 //! madwifi does — and a throughput estimate `prob × 1 s / perfect_tx_time`,
 //! where `perfect_tx_time` is the lossless time of a 1200-byte frame
-//! ([`common::tx_time_us`]). It then picks `max_tp` (best throughput),
+//! ([`common::tx_time_us`] by the standard's timing). It then picks `max_tp` (best throughput),
 //! `max_tp2` (second best) and `max_prob` (highest probability); ties go to
 //! the lower rate. Until the first update every estimate is 0, so all three
 //! are the **lowest rate: Minstrel's initial rate** (madwifi sets `ni_txrate`
@@ -56,7 +56,7 @@
 //! `update_interval` 100 ms (madwifi halves it in station mode),
 //! `ewma_level` 0.75, `lookaround` 0.10, `segment_size` 6000 µs.
 
-use super::common::{self, index_of, stages_used};
+use super::common::{self, index_of, stages_used, Estimate};
 use super::{RateControl, RetryChain, TxRequest, TxStatus, MAX_STAGES};
 use crate::phy::mode::Mode;
 use crate::rng::Stream;
@@ -127,10 +127,11 @@ impl Minstrel {
         let rates = modes
             .iter()
             .map(|m| {
-                let perfect = common::tx_time_us(standard, *m, PERFECT_BYTES, 1);
+                let perfect =
+                    common::tx_time_us(Estimate::Standard, standard, *m, PERFECT_BYTES, 1);
                 let mut retry = 1;
                 for r in 2..TXMAXTRY {
-                    if common::tx_time_us(standard, *m, PERFECT_BYTES, r + 1)
+                    if common::tx_time_us(Estimate::Standard, standard, *m, PERFECT_BYTES, r + 1)
                         > params.segment_size_us
                     {
                         break;
@@ -373,10 +374,21 @@ mod tests {
         let mut m = new();
         let std = Standard::G;
         for (i, r) in m.rates.iter().enumerate() {
-            let t = common::tx_time_us(std, g()[i], PERFECT_BYTES, u32::from(r.retry_count) + 1);
+            let t = common::tx_time_us(
+                Estimate::Standard,
+                std,
+                g()[i],
+                PERFECT_BYTES,
+                u32::from(r.retry_count) + 1,
+            );
             assert!(r.retry_count == 1 || t <= 6000.0, "{i}: {}", r.retry_count);
-            let t_more =
-                common::tx_time_us(std, g()[i], PERFECT_BYTES, u32::from(r.retry_count) + 2);
+            let t_more = common::tx_time_us(
+                Estimate::Standard,
+                std,
+                g()[i],
+                PERFECT_BYTES,
+                u32::from(r.retry_count) + 2,
+            );
             assert!(r.retry_count == 10 || t_more > 6000.0, "{i}");
         }
         assert!(m.rates[11].retry_count > m.rates[0].retry_count);

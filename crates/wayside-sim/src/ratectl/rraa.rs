@@ -132,7 +132,15 @@ impl Rraa {
     pub fn new(modes: &'static [Mode], params: RraaParams) -> Self {
         assert!(!modes.is_empty(), "RRAA needs at least one mode");
         let standard = common::standard_of(modes);
-        let time = |i: usize| common::tx_time_us(standard, modes[i], params.frame_bytes, 1);
+        let time = |i: usize| {
+            common::tx_time_us(
+                common::Estimate::Standard,
+                standard,
+                modes[i],
+                params.frame_bytes,
+                1,
+            )
+        };
         let mut ladder: Vec<usize> = Vec::with_capacity(modes.len());
         for i in 0..modes.len() {
             if ladder.last().is_none_or(|&j| time(i) < time(j)) {

@@ -8,8 +8,9 @@
 //! Frames fall into three size bins by PSDU length (≤ 250, ≤ 1600, larger;
 //! madwifi's `packet_size_bins` 250/1600/3000); each bin keeps, per rate,
 //! the **average transmission time** of a `bin`-sized frame including
-//! retries, DIFS, SIFS + ACK and mean backoff ([`common::tx_time_us`], i.e.
-//! madwifi's `calc_usecs_unicast_packet`), its *lossless* time, its count of
+//! retries, DIFS, SIFS + ACK and mean backoff, by madwifi's own
+//! `calc_usecs_unicast_packet` ([`common::Estimate::MadwifiSample`]: short
+//! preambles, an 8 µs OFDM SIFS, backoff from CW 63), its *lossless* time, its count of
 //! successive failures and when it was last used. The average is madwifi's:
 //! a plain mean of the first 1/(1 − smoothing) = 20 samples, then an EWMA
 //! keeping `ewma_smoothing` = 95 % of the old value (Bicket's thesis used a
@@ -90,10 +91,9 @@
 //!
 //! # Simplifications
 //!
-//! No RTS/CTS or protection time in the estimate; short preamble not
-//! modelled.
+//! No RTS/CTS or protection time in the estimate.
 
-use super::common::{self, fill_chain, index_of, stages_used};
+use super::common::{self, fill_chain, index_of, stages_used, Estimate};
 use super::{RateControl, RetryChain, TxRequest, TxStatus, MAX_STAGES};
 use crate::phy::mode::{Mode, Standard};
 use crate::rng::Stream;
@@ -236,7 +236,8 @@ impl SampleRate {
                 let stats = modes
                     .iter()
                     .map(|m| {
-                        let perfect = common::tx_time_us(standard, *m, size, 1);
+                        let perfect =
+                            common::tx_time_us(Estimate::MadwifiSample, standard, *m, size, 1);
                         RateStats {
                             average_tx_time: perfect,
                             perfect_tx_time: perfect,
@@ -405,7 +406,9 @@ impl SampleRate {
     fn chain_time(&self, bin: usize, status: &TxStatus, from: usize) -> f64 {
         stages_used(&status.chain, status.attempts)
             .filter(|&(i, _, _)| i >= from)
-            .map(|(_, mode, n)| common::tx_time_us(self.standard, mode, BINS[bin], n))
+            .map(|(_, mode, n)| {
+                common::tx_time_us(Estimate::MadwifiSample, self.standard, mode, BINS[bin], n)
+            })
             .sum()
     }
 
