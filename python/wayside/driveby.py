@@ -412,12 +412,19 @@ def _phases(bins: pl.DataFrame, bin_m: float, production_mbps: float) -> Phases 
         return None
     p = Phases(float(up["start_m"].min()), float(prod["start_m"].min()), float(prod["start_m"].max()) + bin_m,
                float(up["start_m"].max()) + bin_m)
+    p.share = phase_shares(bins, p)
+    return p
+
+
+def phase_shares(bins: pl.DataFrame, p: Phases) -> dict[str, float]:
+    """Share of the supremum data in `bins` that falls in each of the
+    phases `p` bounds (entry, production, exit)."""
     mb = bins.with_columns((pl.col("sup_mbps") * pl.col("time_s") / 8).alias("mb"))
     total = float(mb["mb"].sum()) or 1.0
-    for name, lo, hi in (("entry", -math.inf, p.production_start_m), ("production", p.production_start_m, p.production_end_m),
-                         ("exit", p.production_end_m, math.inf)):
-        p.share[name] = float(mb.filter((pl.col("start_m") >= lo) & (pl.col("start_m") < hi))["mb"].sum()) / total
-    return p
+    return {name: float(mb.filter((pl.col("start_m") >= lo) & (pl.col("start_m") < hi))["mb"].sum()) / total
+            for name, lo, hi in (("entry", -math.inf, p.production_start_m),
+                                 ("production", p.production_start_m, p.production_end_m),
+                                 ("exit", p.production_end_m, math.inf))}
 
 
 def _lost_fraction(bins: pl.DataFrame, bin_m: float, cut_m: float | None, before: bool) -> float:

@@ -257,9 +257,9 @@ def test_round_trip_through_pcap_recovers_the_native_analysis(tmp_path, fast_fra
     """Issue 17's round trip on four passes, two each way: pcaps on the
     hosts' clocks and GPS logs with Table 2's errors, read back as a
     capture, give the injected GPS delay within 0.2 s, the simulated
-    positions within 10 m, and the native runs' phase boundaries and
-    supremum data within 5% (the small entry and exit phases within 0.5%
-    of the total); with fast frames too, whose records hold
+    positions within 10 m, the native runs' phase boundaries within one
+    20 m bin and their supremum data within 5% (the small entry and exit
+    phases within 0.5% of the total); with fast frames too, whose records hold
     their first packet only (the receiver's cumulative TCP ACKs still
     count the second). The road without its per-run offset: with it, the
     best of four passes sets the supremum's edges, and a bin at the 3 Mb/s
@@ -277,21 +277,27 @@ def test_round_trip_through_pcap_recovers_the_native_analysis(tmp_path, fast_fra
     assert c.delay_estimated and abs(c.delay_s - 1.5) <= 0.2
     errors = roundtrip.position_errors(c, s.truths)
     assert len(errors) > 1000 and errors.max() <= 10.0
-    # Boundaries, the total and the production phase within 5%. The entry
-    # and exit phases hold a few % of the data each (on four passes the
-    # entry is one 20 m bin with 0.6%): the GPS noise left after
-    # correction (1-2 m at their edges) moves the packets of a metre or two
-    # across a phase boundary, a fixed amount of data that is a large share
-    # of so small a phase (measured: entry 7.5% and 7.8% of its own data,
-    # exit 5.3% with fast frames, 0.12% of the total). Those two are held
-    # to 0.5% of the total supremum instead.
+    # The phase boundaries within one 20 m bin, the analysis's resolution:
+    # the GPS noise left after correction (1-2 m) can tip a bin at the
+    # 3 Mb/s threshold to the other side (measured: production end 360 m
+    # native, 380 m captured, fast frames on). The data per phase is
+    # counted between the native boundaries on both sides (see
+    # roundtrip.compare); the total and the production phase's within 5%.
+    # The entry and exit phases hold a few % of the data each (on four
+    # passes the entry is one bin with 0.6%): the same noise moves the
+    # packets of a metre or two across their edges, a fixed amount of data
+    # that is a large share of so small a phase (measured: entry 7.5% and
+    # 7.8% of its own data, exit 5.3% with fast frames, 0.12% of the
+    # total), so those two are held to 0.5% of the total supremum.
     rows = roundtrip.compare(s)
     assert {name for name, *_ in rows} >= {"entry start (m)", "production start (m)", "production end (m)",
                                            "exit end (m)", "supremum (MB)", "supremum, production (MB)",
                                            "supremum, entry (MB)", "supremum, exit (MB)"}
     total = next(native for name, native, *_ in rows if name == "supremum (MB)")
     for name, native, captured, err in rows:
-        if name in ("supremum, entry (MB)", "supremum, exit (MB)"):
+        if name.endswith("(m)"):
+            assert abs(captured - native) <= driveby.BIN_M, f"{name}: native {native:.0f}, captured {captured:.0f}"
+        elif name in ("supremum, entry (MB)", "supremum, exit (MB)"):
             assert abs(captured - native) <= 0.005 * total, f"{name}: native {native:.2f}, captured {captured:.2f}"
         else:
             assert err <= 0.05, f"{name}: native {native:.2f}, captured {captured:.2f}"
