@@ -374,21 +374,11 @@ mod tests {
         let mut m = new();
         let std = Standard::G;
         for (i, r) in m.rates.iter().enumerate() {
-            let t = common::tx_time_us(
-                Estimate::Standard,
-                std,
-                g()[i],
-                PERFECT_BYTES,
-                u32::from(r.retry_count) + 1,
-            );
+            let time =
+                |tries| common::tx_time_us(Estimate::Standard, std, g()[i], PERFECT_BYTES, tries);
+            let t = time(u32::from(r.retry_count) + 1);
             assert!(r.retry_count == 1 || t <= 6000.0, "{i}: {}", r.retry_count);
-            let t_more = common::tx_time_us(
-                Estimate::Standard,
-                std,
-                g()[i],
-                PERFECT_BYTES,
-                u32::from(r.retry_count) + 2,
-            );
+            let t_more = time(u32::from(r.retry_count) + 2);
             assert!(r.retry_count == 10 || t_more > 6000.0, "{i}");
         }
         assert!(m.rates[11].retry_count > m.rates[0].retry_count);
