@@ -203,9 +203,9 @@ def figures(a: driveby.Analysis, split: driveby.Phases | None = None) -> dict[st
     out = {label: getattr(p, key) if p else math.nan for label, key in PHASE_BOUNDARIES}
     out["supremum (MB)"] = a.supremum_mb
     split = split or p
-    shares = driveby.phase_shares(a.bins, split) if split else {}
-    for phase in ("entry", "production", "exit"):
-        out[f"supremum, {phase} (MB)"] = shares[phase] * a.supremum_mb if split else math.nan
+    shares = driveby.phase_shares(a.bins, split) if split else dict.fromkeys(("entry", "production", "exit"), math.nan)
+    for phase, share in shares.items():
+        out[f"supremum, {phase} (MB)"] = share * a.supremum_mb
     return out
 
 

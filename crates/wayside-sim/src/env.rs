@@ -13,7 +13,7 @@ use crate::medium::{Antenna, Medium};
 use crate::mobility::{Mobility, MobilityModel, Vec2};
 use crate::phy::mode::{ModClass, Mode};
 use crate::phy::state::Signal;
-use crate::script::Script;
+use crate::script::{Script, Start};
 use crate::trace::{ConnEvent, DropReason, EventRow, FrameRow, PhyEvent, Trace, TxOutcome};
 use crate::units::{Db, Dbm, Meters, SimTime};
 use crate::wire::WiredLink;
@@ -202,6 +202,15 @@ impl Env {
     /// it, or broadcast); overheard unicast is not traced, except by the sniffer.
     pub fn traced_at(&self, node: NodeId, id: TxId) -> bool {
         self.medium.tx(id).frame.dst.is_for(node) || self.sniffer == Some(node)
+    }
+
+    /// Schedules an application's start at its end.
+    pub fn schedule_start(&mut self, s: Start) {
+        let event = Event::App {
+            node: s.from,
+            app: s.app,
+        };
+        self.queue.schedule(s.at, s.from.0, event);
     }
 
     /// Records a connection event at `node` concerning `peer`.

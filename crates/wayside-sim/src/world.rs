@@ -97,14 +97,7 @@ impl World {
             n.pump_apps(&mut w.env, SimTime::ZERO);
         }
         for s in w.env.script.timed() {
-            w.env.queue.schedule(
-                s.at,
-                s.from.0,
-                Event::App {
-                    node: s.from,
-                    app: s.app,
-                },
-            );
+            w.env.schedule_start(s);
         }
         for n in &mut w.nodes {
             n.power_schedule(&mut w.env);

@@ -98,16 +98,14 @@ fn a_station_out_of_range_never_associates() {
 fn madwifi_waits_five_seconds_after_a_lost_authentication() {
     // The AP hears beacons-strength signals one way only: the car's frames
     // are too weak (asymmetric power), so authentication never completes.
-    let out = run(
-        BSS,
-        &[
-            "node.car.tx_power=\"-30 dBm\"",
-            "node.car.position=[400, 0]",
-            "duration=\"30 s\"",
-            "node.ap.tx_power=\"20 dBm\"",
-            "management.selection_threshold=\"-90 dBm\"",
-        ],
-    );
+    const ONE_WAY: [&str; 5] = [
+        "node.car.tx_power=\"-30 dBm\"",
+        "node.car.position=[400, 0]",
+        "duration=\"30 s\"",
+        "node.ap.tx_power=\"20 dBm\"",
+        "management.selection_threshold=\"-90 dBm\"",
+    ];
+    let out = run(BSS, &ONE_WAY);
     let auth = events(&out, "car", ConnEvent::AuthRequest);
     let timeouts = events(&out, "car", ConnEvent::AuthTimeout);
     assert!(auth.len() >= 4, "{auth:?}");
@@ -123,14 +121,7 @@ fn madwifi_waits_five_seconds_after_a_lost_authentication() {
     }
     let tuned = run(
         BSS,
-        &[
-            "node.car.tx_power=\"-30 dBm\"",
-            "node.car.position=[400, 0]",
-            "duration=\"30 s\"",
-            "node.ap.tx_power=\"20 dBm\"",
-            "management.selection_threshold=\"-90 dBm\"",
-            "management.driver=\"tuned\"",
-        ],
+        &[&ONE_WAY[..], &["management.driver=\"tuned\""]].concat(),
     );
     let tuned_auth = events(&tuned, "car", ConnEvent::AuthRequest);
     assert!(

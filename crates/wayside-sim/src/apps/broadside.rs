@@ -36,7 +36,7 @@
 
 use super::broadside_ip::{Conns, TCP_DATAGRAM};
 use super::files::FileSet;
-use super::{AppOutput, Apps};
+use super::{AppOutput, Apps, Arrival};
 use crate::ids::NodeId;
 use crate::mac::{Dst, Msdu, Payload};
 use crate::packet::{Body, Packet, ALL_HOSTS, LLC_SNAP};
@@ -442,14 +442,14 @@ impl Apps {
             return; // no raw end of that application here
         }
         let seq = self.broadside_received(app);
-        self.out.push_back(AppOutput::Datagram {
+        self.out.push_back(AppOutput::Datagram(Arrival {
             peer: from,
             proto: Proto::Raw,
             app,
             seq,
             bytes: data.len() as u32,
             delay: now - sent,
-        });
+        }));
         self.broadside_rx(now, app, from, data, room, sockets);
     }
 

@@ -10,7 +10,7 @@
 //! Orinoco card, which throttles a mobile sender to what DCF can carry.
 
 use super::broadside::{Host, Link};
-use super::{AppOutput, Apps};
+use super::{AppOutput, Apps, Arrival};
 use crate::ids::NodeId;
 use crate::packet::{Body, Packet, ALL_HOSTS};
 use crate::sockets::Sockets;
@@ -268,14 +268,14 @@ impl Apps {
         } else {
             seq
         };
-        self.out.push_back(AppOutput::Datagram {
+        self.out.push_back(AppOutput::Datagram(Arrival {
             peer: p.src,
             proto: Proto::Udp,
             app,
             seq,
             bytes: datagram.len,
             delay: now - sent,
-        });
+        }));
         match datagram.data {
             Some(data) if hosted => self.broadside_rx(now, app, p.src, &data, room, sockets),
             _ if group => self.trigger_heard(now, app, seq, sockets),

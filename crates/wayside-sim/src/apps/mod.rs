@@ -55,6 +55,19 @@ struct Source {
     queued: usize,
 }
 
+/// Data that arrived at an application: one row of the `transport` trace.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    pub peer: NodeId,
+    pub proto: Proto,
+    pub app: u32,
+    /// The datagram's sequence number, or a TCP stream's bytes so far.
+    pub seq: u64,
+    pub bytes: u32,
+    /// Since it was sent (zero where unknown, as for TCP).
+    pub delay: SimTime,
+}
+
 /// What the applications ask of the node around them.
 #[derive(Debug)]
 pub enum AppOutput {
@@ -68,16 +81,8 @@ pub enum AppOutput {
         event: ConnEvent,
         value: f64,
     },
-    /// A datagram arrived (the `transport` trace), over UDP or straight
-    /// over the link.
-    Datagram {
-        peer: NodeId,
-        proto: Proto,
-        app: u32,
-        seq: u64,
-        bytes: u32,
-        delay: SimTime,
-    },
+    /// A datagram arrived, over UDP or straight over the link.
+    Datagram(Arrival),
     /// Application `app` wants to act at `at`.
     Wake { app: u32, at: SimTime },
     /// Frame source `source` wants to emit at `at`.

@@ -844,6 +844,12 @@ mod tests {
     }
 
     /// Enqueues one unicast MSDU on an idle medium and lets it go on the air.
+    /// The response timeout fires at `at`, the medium busy (a reception
+    /// under way) or idle.
+    fn response_timeout(d: &mut Dcf, at: SimTime, busy: bool) {
+        d.handle_timeout(at, MacTimer::ResponseTimeout, busy, busy, &mut NoOracle);
+    }
+
     fn sent_one(d: &mut Dcf) -> (Frame, Mode) {
         d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
         let (t, at) = timers(d)[0];
@@ -993,13 +999,7 @@ mod tests {
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
         timers(&mut d);
-        d.handle_timeout(
-            us(400),
-            MacTimer::ResponseTimeout,
-            false,
-            false,
-            &mut NoOracle,
-        );
+        response_timeout(&mut d, us(400), false);
         assert!(matches!(
             events(&mut d)[..],
             [DcfEvent::Response(TxOutcome::Unacked)]
@@ -1020,13 +1020,7 @@ mod tests {
         let mut d = dcf(7, 10);
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
-        d.handle_timeout(
-            us(400),
-            MacTimer::ResponseTimeout,
-            true,
-            true,
-            &mut NoOracle,
-        );
+        response_timeout(&mut d, us(400), true);
         assert_eq!(d.state(), DcfState::AwaitingAck { timed_out: true });
         assert!(events(&mut d).is_empty());
         // The frame that was arriving is the ACK: delivered after all.
@@ -1046,13 +1040,7 @@ mod tests {
         let mut d = dcf(7, 10);
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
-        d.handle_timeout(
-            us(400),
-            MacTimer::ResponseTimeout,
-            true,
-            true,
-            &mut NoOracle,
-        );
+        response_timeout(&mut d, us(400), true);
         let data = frame_from(OTHER, Dst::Broadcast, FrameKind::Data, SimTime::ZERO);
         d.handle_rx_end(us(900), &data, g(6), true, Dbm(-60.0), Dbm(-95.0));
         let ev = events(&mut d);
@@ -1072,24 +1060,12 @@ mod tests {
         let mut d = dcf(2, 10);
         let (frame, _) = sent_one(&mut d);
         d.handle_tx_end(us(300), &frame);
-        d.handle_timeout(
-            us(400),
-            MacTimer::ResponseTimeout,
-            false,
-            false,
-            &mut NoOracle,
-        );
+        response_timeout(&mut d, us(400), false);
         let (t, at) = *timers(&mut d).last().unwrap();
         d.handle_timeout(at, t, false, false, &mut NoOracle);
         let (again, _) = d.poll_transmit().unwrap();
         d.handle_tx_end(at + us(300), &again);
-        d.handle_timeout(
-            at + us(400),
-            MacTimer::ResponseTimeout,
-            false,
-            false,
-            &mut NoOracle,
-        );
+        response_timeout(&mut d, at + us(400), false);
         let ev = events(&mut d);
         assert!(
             matches!(

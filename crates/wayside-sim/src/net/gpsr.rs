@@ -282,7 +282,7 @@ mod tests {
     use crate::mac::mgmt::Role;
     use crate::mobility::Trajectory;
     use crate::net::route::{AddressPlan, Bss};
-    use crate::transport::tcp::Segment;
+    use crate::net::tests::tcp;
 
     const AP: NodeId = NodeId(0);
     const ME: NodeId = NodeId(1);
@@ -337,17 +337,6 @@ mod tests {
             Body::Beacon {
                 position: WirePos::new(Vec2::new(x, 0.0)),
             },
-        )
-    }
-
-    fn tcp(src: NodeId, dst: NodeId) -> Packet {
-        Packet::new(
-            src,
-            dst,
-            Body::Tcp(Segment {
-                len: 100,
-                ..Default::default()
-            }),
         )
     }
 

@@ -58,11 +58,18 @@ fn net(
     )
 }
 
+/// An AP with a radio and one wired port, on `link`, to the server.
+fn wired_ap(link: usize) -> Net {
+    let port = Port { link, far: SERVER };
+    net(AP, Role::Ap, true, vec![port], None, plan(false))
+}
+
 fn drain(n: &mut Net) -> Vec<NetOutput> {
     std::iter::from_fn(|| n.poll()).collect()
 }
 
-fn tcp(src: NodeId, dst: NodeId) -> Packet {
+/// A 100-byte TCP segment from `src` to `dst` (the GPSR tests use it too).
+pub(super) fn tcp(src: NodeId, dst: NodeId) -> Packet {
     Packet::new(
         src,
         dst,
@@ -216,11 +223,7 @@ fn arp_failure_after_the_profile_requests() {
 
 #[test]
 fn ap_forwards_between_wire_and_air_and_drops_for_strangers() {
-    let port = Port {
-        link: 4,
-        far: SERVER,
-    };
-    let mut n = net(AP, Role::Ap, true, vec![port], None, plan(false));
+    let mut n = wired_ap(4);
     let bss = Fake {
         stations: vec![STA],
         ..Default::default()
@@ -293,17 +296,7 @@ fn wired_host_follows_layer_2_updates_else_its_first_link() {
 
 #[test]
 fn ap_link_up_announces_the_station_and_is_ready() {
-    let mut n = net(
-        AP,
-        Role::Ap,
-        true,
-        vec![Port {
-            link: 7,
-            far: SERVER,
-        }],
-        None,
-        plan(false),
-    );
+    let mut n = wired_ap(7);
     n.handle_link_up(NOW, STA);
     let out = drain(&mut n);
     assert!(matches!(
@@ -373,17 +366,7 @@ fn dhcp_station_is_not_ready_until_bound_and_the_ap_waits_for_its_lease() {
 
 #[test]
 fn multicast_from_the_wire_is_delivered_and_relayed_to_the_air_not_back() {
-    let mut n = net(
-        AP,
-        Role::Ap,
-        true,
-        vec![Port {
-            link: 0,
-            far: SERVER,
-        }],
-        None,
-        plan(false),
-    );
+    let mut n = wired_ap(0);
     let bss = Fake {
         stations: vec![STA],
         ..Default::default()
@@ -400,17 +383,7 @@ fn multicast_from_the_wire_is_delivered_and_relayed_to_the_air_not_back() {
 
 #[test]
 fn split_ap_offers_forwarded_tcp_to_its_transport() {
-    let mut n = net(
-        AP,
-        Role::Ap,
-        true,
-        vec![Port {
-            link: 0,
-            far: SERVER,
-        }],
-        None,
-        plan(false),
-    );
+    let mut n = wired_ap(0);
     n.split_tcp = true;
     let bss = Fake {
         stations: vec![STA],

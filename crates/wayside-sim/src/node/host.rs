@@ -3,7 +3,7 @@
 //! layer next to it, the MAC, the wired links, the event queue or the trace.
 
 use super::Node;
-use crate::apps::AppOutput;
+use crate::apps::{AppOutput, Arrival};
 use crate::env::Env;
 use crate::event::Event;
 use crate::ids::NodeId;
@@ -43,14 +43,7 @@ impl Node {
                         self.mgmt.is_ap().then_some(peer)
                     };
                     for s in env.script.link_up(now, node, peer, station) {
-                        env.queue.schedule(
-                            s.at,
-                            s.from.0,
-                            Event::App {
-                                node: s.from,
-                                app: s.app,
-                            },
-                        );
+                        env.schedule_start(s);
                     }
                 }
                 NetOutput::Timer {
@@ -149,17 +142,15 @@ impl Node {
                     total,
                     new,
                 } => {
-                    let bytes = new.min(u32::MAX as u64) as u32;
-                    self.transport_row(
-                        env,
-                        now,
+                    let arrival = Arrival {
                         peer,
-                        Proto::Tcp,
+                        proto: Proto::Tcp,
                         app,
-                        total,
-                        bytes,
-                        SimTime::ZERO,
-                    );
+                        seq: total,
+                        bytes: new.min(u32::MAX as u64) as u32,
+                        delay: SimTime::ZERO,
+                    };
+                    self.transport_row(env, now, arrival);
                 }
                 SocketOutput::Readable { socket, app } => {
                     let room = self.dcf.queue_room();
@@ -209,14 +200,7 @@ impl Node {
                 AppOutput::Conn { peer, event, value } => {
                     env.conn_event(now, node, peer.0, event, value)
                 }
-                AppOutput::Datagram {
-                    peer,
-                    proto,
-                    app,
-                    seq,
-                    bytes,
-                    delay,
-                } => self.transport_row(env, now, peer, proto, app, seq, bytes, delay),
+                AppOutput::Datagram(arrival) => self.transport_row(env, now, arrival),
                 AppOutput::Wake { app, at } => {
                     env.queue.schedule(at, node.0, Event::App { node, app })
                 }
@@ -253,14 +237,7 @@ impl Node {
                 logged = Some(s.app); // once per application, not per end
                 env.conn_event(now, node, ap.0, ConnEvent::Production, measured);
             }
-            env.queue.schedule(
-                s.at,
-                s.from.0,
-                Event::App {
-                    node: s.from,
-                    app: s.app,
-                },
-            );
+            env.schedule_start(s);
         }
     }
 
@@ -295,29 +272,18 @@ impl Node {
         });
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn transport_row(
-        &mut self,
-        env: &mut Env,
-        now: SimTime,
-        peer: NodeId,
-        proto: Proto,
-        app: u32,
-        seq: u64,
-        bytes: u32,
-        delay: SimTime,
-    ) {
+    fn transport_row(&mut self, env: &mut Env, now: SimTime, a: Arrival) {
         let node = self.id;
         let pos = env.position(node, now);
         env.trace.transport.push(TransportRow {
             time_ns: now.as_ns(),
             node: node.0,
-            peer: peer.0,
-            proto,
-            app,
-            seq,
-            bytes,
-            delay_ns: delay.as_ns(),
+            peer: a.peer.0,
+            proto: a.proto,
+            app: a.app,
+            seq: a.seq,
+            bytes: a.bytes,
+            delay_ns: a.delay.as_ns(),
             x: pos.x as f32,
             y: pos.y as f32,
         });

@@ -9,9 +9,9 @@
 //! that keeps `ewma_level` (75 %) of the old value — starting from 0, as
 //! madwifi does — and a throughput estimate `prob × 1 s / perfect_tx_time`,
 //! where `perfect_tx_time` is the lossless time of a 1200-byte frame
-//! ([`common::tx_time_us`] by the standard's timing). It then picks `max_tp` (best throughput),
-//! `max_tp2` (second best) and `max_prob` (highest probability); ties go to
-//! the lower rate. Until the first update every estimate is 0, so all three
+//! ([`common::tx_time_us`] by the standard's timing). It then picks
+//! `max_tp` (best throughput), `max_tp2` (second best) and `max_prob`
+//! (highest probability); ties go to the lower rate. Until the first update every estimate is 0, so all three
 //! are the **lowest rate: Minstrel's initial rate** (madwifi sets `ni_txrate`
 //! to 36 Mbps for display only; `findrate` uses `max_tp_rate` = 0).
 //!

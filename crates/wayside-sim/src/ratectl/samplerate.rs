@@ -10,15 +10,15 @@
 //! the **average transmission time** of a `bin`-sized frame including
 //! retries, DIFS, SIFS + ACK and mean backoff, by madwifi's own
 //! `calc_usecs_unicast_packet` ([`common::Estimate::MadwifiSample`]: short
-//! preambles, an 8 µs OFDM SIFS, backoff from CW 63), its *lossless* time, its count of
-//! successive failures and when it was last used. The average is madwifi's:
-//! a plain mean of the first 1/(1 − smoothing) = 20 samples, then an EWMA
-//! keeping `ewma_smoothing` = 95 % of the old value (Bicket's thesis used a
-//! 10 s window instead; madwifi replaced it by this EWMA). Each finished
-//! chain updates every stage it reached (madwifi `update_stats`): stage 0 is
-//! a failure if the frame needed more tries than stage 0 had, later stages
-//! take the frame's final status; each update's time covers the attempts
-//! from that stage on.
+//! preambles, an 8 µs OFDM SIFS, backoff from CW 63), its *lossless* time,
+//! its count of successive failures and when it was last used. The average
+//! is madwifi's: a plain mean of the first 1/(1 − smoothing) = 20 samples,
+//! then an EWMA keeping `ewma_smoothing` = 95 % of the old value (Bicket's
+//! thesis used a 10 s window instead; madwifi replaced it by this EWMA).
+//! Each finished chain updates every stage it reached (madwifi
+//! `update_stats`): stage 0 is a failure if the frame needed more tries
+//! than stage 0 had, later stages take the frame's final status; each
+//! update's time covers the attempts from that stage on.
 //!
 //! Before each frame (`ath_rate_findrate`), per bin:
 //! 1. **Sampling budget.** If the transmission time of the last sample frame
@@ -138,8 +138,10 @@ pub struct SampleRateParams {
     /// RSSI reference for the initial-rate thresholds (madwifi's RSSI is dB
     /// above a −95 dBm noise floor).
     pub noise_floor: Dbm,
-    /// RSSI above the noise floor for starting at 54 Mbps (> 50 dB) and at
-    /// 36 Mbps (> 30 dB); otherwise 11 Mbps.
+    /// RSSI above the noise floor for starting at 54 Mbps (> 50) and at
+    /// 36 Mbps (> 30); otherwise 11 Mbps. In dB as written; as the driver
+    /// ran it ([`InitialRssi::Driver`]) the same numbers meet an average in
+    /// 1/128 dB.
     pub initial_54_above: Db,
     pub initial_36_above: Db,
     pub initial_rssi: InitialRssi,
@@ -218,6 +220,10 @@ pub struct SampleRate {
     params: SampleRateParams,
     bins: Vec<Bin>,
     rng: Stream,
+    /// `probe_fraction` in whole percent (madwifi's `ath_sample_rate`).
+    probe_percent: u64,
+    /// The index of 9 Mbps, never the best rate nor a sample.
+    nine: Option<usize>,
 }
 
 fn size_to_bin(bytes: u32) -> usize {
@@ -263,6 +269,10 @@ impl SampleRate {
         SampleRate {
             modes,
             standard,
+            probe_percent: (params.probe_fraction * 100.0).round() as u64,
+            nine: modes
+                .iter()
+                .position(|m| (m.rate.mbps() - 9.0).abs() < 1e-9),
             params,
             bins,
             rng,
@@ -290,16 +300,11 @@ impl SampleRate {
         }
     }
 
-    /// madwifi never uses 9 Mbps as the best or a sample rate.
-    fn is_nine(&self, ndx: usize) -> bool {
-        (self.modes[ndx].rate.mbps() - 9.0).abs() < 1e-9
-    }
-
     /// Lowest average time among rates with at most 3 successive failures.
     fn best_rate(&self, bin: usize) -> Option<usize> {
         let mut best: Option<(usize, f64)> = None;
         for (i, s) in self.bins[bin].stats.iter().enumerate() {
-            if s.average_tx_time <= 0.0 || s.successive_failures > 3 || self.is_nine(i) {
+            if s.average_tx_time <= 0.0 || s.successive_failures > 3 || self.nine == Some(i) {
                 continue;
             }
             if best.is_none_or(|(_, tt)| s.average_tx_time < tt) {
@@ -320,7 +325,7 @@ impl SampleRate {
         !(ndx == cur
             || s.perfect_tx_time > b.stats[cur].average_tx_time
             || (recent && s.successive_failures > 3)
-            || self.is_nine(ndx)
+            || self.nine == Some(ndx)
             || (self.modes[ndx].rate.mbps() > 11.0 && ndx > cur + 2)
             || ((cur_mbps - 11.0).abs() < 1e-9 && ndx > cur + 1))
     }
@@ -360,8 +365,7 @@ impl SampleRate {
         let best = self.best_rate(bin);
         let average = best.map_or(0.0, |i| self.bins[bin].stats[i].average_tx_time);
         let b = &self.bins[bin];
-        let percent = (self.params.probe_fraction * 100.0).round() as u32;
-        let earned = u64::from(b.packets_since_sample) * u64::from(percent) / 100;
+        let earned = u64::from(b.packets_since_sample) * self.probe_percent / 100;
         let budget = average * earned as f64;
         let ndx = if b.sample_tt < budget {
             let ndx = self.pick_sample(bin, now);

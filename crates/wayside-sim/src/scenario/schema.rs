@@ -672,6 +672,7 @@ pub struct SampleRateOptions {
     pub initial_rssi: Option<InitialRssiName>,
 }
 
+/// `initial_rssi`: how SampleRate's initial rate reads the RSSI.
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum InitialRssiName {
