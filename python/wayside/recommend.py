@@ -36,9 +36,9 @@ class Recommendation:
 # A splitting AP advertises a 1 MiB window to the server: with the stock
 # 64 KB the server's half is window-limited to ~10 Mb/s over its 50 ms RTT,
 # and the split could not show what it buys.
-# The higher selection RSSI is -80 dBm, the mean RSSI where hadaller-highway's
-# production phase begins (-71 dBm, the paper's rssi11g, would have the car
-# associate ~110 m before the AP, deep in the production phase).
+# The selection floor is -80 dBm, about the mean RSSI where hadaller-highway's
+# production phase begins; madwifi 0.9 has none (-71 dBm, the paper's
+# rssi11g, would have the car associate deep in the production phase).
 RECOMMENDATIONS: tuple[Recommendation, ...] = (
     Recommendation(
         "avoid-fringe", "§7.1",
@@ -47,7 +47,7 @@ RECOMMENDATIONS: tuple[Recommendation, ...] = (
     ),
     Recommendation(
         "higher-selection-rssi", "§7.3 (a)",
-        "select an AP only at -80 dBm filtered RSSI instead of -87 dBm (STA_RSSI_MIN)",
+        "select an AP only at -80 dBm filtered RSSI (madwifi 0.9 takes any AP heard)",
         ('management.selection_threshold="-80 dBm"',),
     ),
     Recommendation(

@@ -26,13 +26,21 @@
 //!   two scans ([`SCAN_PURGE_SCANS`]) is purged and re-seeded by its next
 //!   sample, so at the fringe, where beacons get through only now and then,
 //!   one strong sample can trigger selection early. At the end of each pass
-//!   over the channel list the driver picks the strongest entry heard in
-//!   this pass or the one before whose filtered RSSI reaches the selection
-//!   threshold — by default the scan module's STA_RSSI_MIN, 8 units ≈
-//!   −87 dBm (the paper names rssi11g, 24 units ≈ −71 dBm, which madwifi 0.9
-//!   applies only when roaming) — or scans again. A lost authentication or
-//!   association exchange waits a hard-coded 5 s and is retransmitted once,
-//!   then AP selection restarts.
+//!   over the channel list the driver picks, of the entries heard in this
+//!   pass or the one before and with fewer than [`STA_FAILS_MAX`] failed
+//!   joins, the one with the strongest filtered RSSI. madwifi 0.9's scan
+//!   module (`ieee80211_scan_sta.c`, `match_bss`) has no RSSI floor: a
+//!   beacon heard once is enough, however weak. The STA_RSSI_MIN floor of 8
+//!   units came to FreeBSD's net80211 later; `selection_threshold` models
+//!   it, or any other floor, when set. (Hadaller et al. name rssi11g, 24
+//!   units, which madwifi 0.9 applies only when roaming, and its roaming
+//!   check is compiled out.) A lost authentication or association exchange
+//!   waits a hard-coded 5 s and is retransmitted once; then the join has
+//!   failed: the entry's failure count goes up and the driver picks again at
+//!   once from its scan cache, which is still fresh (`ieee80211_check_scan`),
+//!   scanning only if nothing qualifies. A pick that finds nothing takes one
+//!   failure off every entry (`sta_dec_fails`), so an AP that failed twice
+//!   sits out one pass.
 //!
 //! The scan runs at a phase unrelated to the road: a car's card has been
 //! scanning since long before the AP came into range, so a station starts
@@ -173,7 +181,9 @@ pub struct MgmtConfig {
     /// A station starts scanning at a random time within one pass over the
     /// channel list at the longest dwell (see the module doc), not at zero.
     pub scan_phase: bool,
-    pub selection_threshold: Dbm,
+    /// A floor on the filtered RSSI of a candidate AP; `None`: madwifi
+    /// 0.9's rule, any AP heard (see the module doc).
+    pub selection_threshold: Option<Dbm>,
     /// Length L of the RSSI low-pass filter.
     pub rssi_filter: u32,
     pub driver: DriverProfile,
@@ -201,6 +211,10 @@ impl MgmtConfig {
 /// next sample seeds a fresh filter (net80211's STA_PURGE_SCANS).
 const SCAN_PURGE_SCANS: u32 = 2;
 
+/// A scan entry whose joins failed this many times is not a candidate
+/// (net80211's STA_FAILS_MAX).
+const STA_FAILS_MAX: u32 = 2;
+
 /// The least time a station stays on a channel while scanning; after it, a
 /// beacon or probe response moves it to the next channel (net80211's
 /// station scanner: `ss_mindwell` = 20 ms).
@@ -219,6 +233,9 @@ struct ScanEntry {
     seen: bool,
     /// Passes over the channel list that ended without hearing it.
     notseen: u32,
+    /// Failed joins (authentication or association), less one for each
+    /// pick that found no candidate.
+    fails: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -546,6 +563,7 @@ impl Mgmt {
                                 rssi: rssi.0,
                                 seen: true,
                                 notseen: 0,
+                                fails: 0,
                             });
                             self.events.push_back(MgmtEvent::Conn {
                                 peer: from,
@@ -625,12 +643,9 @@ impl Mgmt {
         }
     }
 
-    /// End of a pass over the channel list: pick the strongest AP whose
-    /// filtered RSSI reaches the threshold and that was heard in this pass
-    /// or the one before, or scan again.
+    /// End of a pass over the channel list: age the entries, then pick.
     fn select_ap(&mut self, now: SimTime) {
         self.cancel(MgmtTimer::ScanDwell);
-        let threshold = self.cfg.selection_threshold.0;
         for e in &mut self.sta().entries {
             if e.seen {
                 e.seen = false;
@@ -638,11 +653,23 @@ impl Mgmt {
                 e.notseen += 1;
             }
         }
+        self.pick(now);
+    }
+
+    /// Join the candidate with the strongest filtered RSSI: heard in this
+    /// pass or the one before, fewer than [`STA_FAILS_MAX`] failed joins,
+    /// and at or above the threshold if there is one. With none, every
+    /// entry gets one failure back and the station scans again.
+    fn pick(&mut self, now: SimTime) {
+        let floor = self
+            .cfg
+            .selection_threshold
+            .map_or(f64::NEG_INFINITY, |t| t.0);
         let best = self
             .sta()
             .entries
             .iter()
-            .filter(|e| e.rssi >= threshold && e.notseen < SCAN_PURGE_SCANS)
+            .filter(|e| e.rssi >= floor && e.notseen < SCAN_PURGE_SCANS && e.fails < STA_FAILS_MAX)
             .max_by(|a, b| a.rssi.total_cmp(&b.rssi).then(b.ap.cmp(&a.ap)))
             .map(|e| (e.ap, e.channel, e.rssi));
         match best {
@@ -651,8 +678,21 @@ impl Mgmt {
                 self.channel = channel;
                 self.authenticate(now, ap, 0);
             }
-            None => self.scan_channel(now, 0),
+            None => {
+                for e in &mut self.sta().entries {
+                    e.fails = e.fails.saturating_sub(1);
+                }
+                self.scan_channel(now, 0);
+            }
         }
+    }
+
+    /// A join with `ap` failed: count it and pick again from the cache.
+    fn join_failed(&mut self, now: SimTime, ap: NodeId) {
+        if let Some(e) = self.sta().entries.iter_mut().find(|e| e.ap == ap) {
+            e.fails += 1;
+        }
+        self.pick(now);
     }
 
     fn authenticate(&mut self, now: SimTime, ap: NodeId, attempt: u32) {
@@ -677,7 +717,7 @@ impl Mgmt {
                 if attempt < retries {
                     self.authenticate(now, ap, attempt + 1);
                 } else {
-                    self.scan_channel(now, 0);
+                    self.join_failed(now, ap);
                 }
             }
             StaState::Associating { ap, attempt } => {
@@ -685,7 +725,7 @@ impl Mgmt {
                 if attempt < retries {
                     self.associate(now, ap, attempt + 1);
                 } else {
-                    self.scan_channel(now, 0);
+                    self.join_failed(now, ap);
                 }
             }
             _ => {}
@@ -740,7 +780,7 @@ mod tests {
             scan_dwell: SimTime::from_ms(100),
             active_scan: true,
             scan_phase: false,
-            selection_threshold: Dbm(-87.0),
+            selection_threshold: Some(Dbm(-87.0)),
             rssi_filter: 10,
             driver,
             beacon_miss_limit: 7,
@@ -948,16 +988,44 @@ mod tests {
     }
 
     #[test]
-    fn test_authenticating_timeout_retries_once_then_scans() {
+    fn test_authenticating_timeout_retries_once_then_picks_again_from_the_cache() {
+        let auth = (Dst::Node(AP), MgmtBody::Auth { seq: 1 });
         let mut m = authenticating();
         m.handle_timeout(ms(5300), MgmtTimer::Response, None);
+        assert_eq!(sent(&mut m), vec![auth.clone()], "the one retransmission");
+        // The join failed once; the fresh scan cache still offers the AP.
+        m.handle_timeout(ms(10_300), MgmtTimer::Response, None);
+        assert_eq!(sent(&mut m), vec![auth.clone()], "picked again at once");
+        assert_eq!(m.channel(), 6);
+        // Failed twice: the AP sits out a pass, which gives a failure back.
+        m.handle_timeout(ms(15_300), MgmtTimer::Response, None);
+        m.handle_timeout(ms(20_300), MgmtTimer::Response, None);
         assert_eq!(
             sent(&mut m),
-            vec![(Dst::Node(AP), MgmtBody::Auth { seq: 1 })]
+            vec![auth.clone(), (Dst::Broadcast, MgmtBody::ProbeReq)]
         );
-        m.handle_timeout(ms(10_300), MgmtTimer::Response, None);
-        assert_eq!(sent(&mut m), vec![(Dst::Broadcast, MgmtBody::ProbeReq)]);
         assert_eq!(m.channel(), 1);
+        m.handle_timeout(ms(20_400), MgmtTimer::ScanDwell, None);
+        m.handle_frame(ms(20_410), AP, beacon(), Dbm(-60.0), 6);
+        m.handle_timeout(ms(20_500), MgmtTimer::ScanDwell, None);
+        m.handle_timeout(ms(20_600), MgmtTimer::ScanDwell, None);
+        assert_eq!(sent(&mut m).last(), Some(&auth), "its next pass picks it");
+    }
+
+    #[test]
+    fn test_scanning_without_a_floor_picks_an_ap_heard_however_weak() {
+        let mut cfg = cfg(DriverProfile::Madwifi);
+        cfg.selection_threshold = None;
+        let mut m = Mgmt::new(Role::Sta, cfg, 1, Stream::new("run", 1, 0, "t"));
+        m.start(SimTime::ZERO);
+        m.handle_frame(ms(10), AP, beacon(), Dbm(-100.0), 1);
+        for t in [100, 200, 300] {
+            m.handle_timeout(ms(t), MgmtTimer::ScanDwell, None);
+        }
+        assert_eq!(
+            sent(&mut m).last(),
+            Some(&(Dst::Node(AP), MgmtBody::Auth { seq: 1 }))
+        );
     }
 
     #[test]

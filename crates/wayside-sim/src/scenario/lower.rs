@@ -1483,15 +1483,16 @@ impl Scenario {
             10.0,
             "1 ms to 10 s",
         )?;
-        let th = m.selection_threshold.0 .0;
-        check_range(
-            "management.selection_threshold",
-            th,
-            &format!("{th} dBm"),
-            -110.0,
-            0.0,
-            "-110 dBm to 0 dBm",
-        )?;
+        if let Some(PowerQ(Dbm(th))) = m.selection_threshold {
+            check_range(
+                "management.selection_threshold",
+                th,
+                &format!("{th} dBm"),
+                -110.0,
+                0.0,
+                "-110 dBm to 0 dBm",
+            )?;
+        }
         check_range(
             "management.rssi_filter",
             m.rssi_filter as f64,
@@ -1541,7 +1542,7 @@ impl Scenario {
             scan_dwell,
             active_scan: m.active_scan,
             scan_phase: true,
-            selection_threshold: m.selection_threshold.0,
+            selection_threshold: m.selection_threshold.map(|t| t.0),
             rssi_filter: m.rssi_filter,
             driver: match m.driver {
                 DriverName::Madwifi => DriverProfile::Madwifi,

@@ -151,11 +151,11 @@ pub struct ManagementSection {
     pub scan_dwell: TimeQ,
     #[serde(default = "yes")]
     pub active_scan: bool,
-    /// madwifi 0.9's acceptance floor for a scan candidate, STA_RSSI_MIN = 8
-    /// units above the -95 dBm floor (Hadaller et al. cite rssi11g = 24 units,
-    /// -71 dBm, which the driver's scan module uses only for roaming).
-    #[serde(default = "default_threshold")]
-    pub selection_threshold: PowerQ,
+    /// A floor on a scan candidate's filtered RSSI. Default none, as in
+    /// madwifi 0.9's scan module (`crate::mac::mgmt`); later net80211
+    /// takes STA_RSSI_MIN, 8 units above the -95 dBm floor = -87 dBm.
+    #[serde(default)]
+    pub selection_threshold: Option<PowerQ>,
     #[serde(default = "default_filter")]
     pub rssi_filter: u32,
     #[serde(default = "default_driver")]
@@ -172,9 +172,6 @@ fn default_beacon() -> TimeQ {
 /// The longest a station dwells on a scan channel: madwifi 0.9's 200 ms.
 fn default_dwell() -> TimeQ {
     TimeQ(0.2)
-}
-fn default_threshold() -> PowerQ {
-    PowerQ(Dbm(-87.0))
 }
 fn default_filter() -> u32 {
     10
@@ -196,7 +193,7 @@ impl Default for ManagementSection {
             scan_channels: None,
             scan_dwell: default_dwell(),
             active_scan: true,
-            selection_threshold: default_threshold(),
+            selection_threshold: None,
             rssi_filter: default_filter(),
             driver: default_driver(),
             beacon_miss_limit: default_bmiss(),
