@@ -281,6 +281,19 @@ fn last_mgmt_rssi(out: &RunOutput, from: &str, at: &str, until: f64) -> f32 {
 }
 
 #[test]
+fn selection_threshold_out_of_range_names_the_key_and_the_range() {
+    let text = wayside_sim::scenario::builtin("hadaller-highway").unwrap();
+    let o = "management.selection_threshold=\"-200 dBm\"".to_string();
+    let e = run_scenario(text, &[o], None, 0)
+        .err()
+        .expect("-200 dBm accepted")
+        .0;
+    let want =
+        "management.selection_threshold: -200 dBm is out of range; allowed: -110 dBm to 0 dBm";
+    assert!(e.contains(want), "{e}");
+}
+
+#[test]
 fn selection_threshold_and_rssi_filter_decide_where_the_car_selects_the_ap() {
     let text = wayside_sim::scenario::builtin("hadaller-highway").unwrap();
     let short = ["duration=\"90 s\""];
