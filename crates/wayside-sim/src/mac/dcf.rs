@@ -843,13 +843,13 @@ mod tests {
         std::iter::from_fn(|| d.poll_event()).collect()
     }
 
-    /// Enqueues one unicast MSDU on an idle medium and lets it go on the air.
     /// The response timeout fires at `at`, the medium busy (a reception
     /// under way) or idle.
     fn response_timeout(d: &mut Dcf, at: SimTime, busy: bool) {
         d.handle_timeout(at, MacTimer::ResponseTimeout, busy, busy, &mut NoOracle);
     }
 
+    /// Enqueues one unicast MSDU on an idle medium and lets it go on the air.
     fn sent_one(d: &mut Dcf) -> (Frame, Mode) {
         d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
         let (t, at) = timers(d)[0];

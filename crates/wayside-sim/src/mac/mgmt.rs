@@ -37,10 +37,11 @@
 //!   check is compiled out.) A lost authentication or association exchange
 //!   waits a hard-coded 5 s and is retransmitted once; then the join has
 //!   failed: the entry's failure count goes up and the driver picks again at
-//!   once from its scan cache, which is still fresh (`ieee80211_check_scan`),
-//!   scanning only if nothing qualifies. A pick that finds nothing takes one
-//!   failure off every entry (`sta_dec_fails`), so an AP that failed twice
-//!   sits out one pass.
+//!   once from its scan cache (`ieee80211_check_scan`), scanning only if
+//!   nothing qualifies; the cache counts as fresh for 60 s after a pass
+//!   (SCAN_VALID_DEFAULT), and two joins take at most 40 s. A pick that
+//!   finds nothing takes one failure off every entry (`sta_dec_fails`), so
+//!   an AP that failed twice sits out one pass.
 //!
 //! The scan runs at a phase unrelated to the road: a car's card has been
 //! scanning since long before the AP came into range, so a station starts
@@ -789,7 +790,12 @@ mod tests {
     }
 
     fn station(driver: DriverProfile) -> Mgmt {
-        let mut m = Mgmt::new(Role::Sta, cfg(driver), 1, Stream::new("run", 1, 0, "t"));
+        station_with(cfg(driver))
+    }
+
+    /// A station with these settings, started at zero.
+    fn station_with(cfg: MgmtConfig) -> Mgmt {
+        let mut m = Mgmt::new(Role::Sta, cfg, 1, Stream::new("run", 1, 0, "t"));
         m.start(SimTime::ZERO);
         m
     }
@@ -961,8 +967,7 @@ mod tests {
     fn test_scanning_starts_at_a_random_phase() {
         let mut cfg = cfg(DriverProfile::Madwifi);
         cfg.scan_phase = true;
-        let mut m = Mgmt::new(Role::Sta, cfg, 1, Stream::new("run", 1, 0, "t"));
-        m.start(SimTime::ZERO);
+        let mut m = station_with(cfg);
         assert_eq!(sent(&mut m), vec![], "silent until its phase");
         let t = timers(&mut m);
         assert_eq!(t.len(), 1);
@@ -1016,8 +1021,7 @@ mod tests {
     fn test_scanning_without_a_floor_picks_an_ap_heard_however_weak() {
         let mut cfg = cfg(DriverProfile::Madwifi);
         cfg.selection_threshold = None;
-        let mut m = Mgmt::new(Role::Sta, cfg, 1, Stream::new("run", 1, 0, "t"));
-        m.start(SimTime::ZERO);
+        let mut m = station_with(cfg);
         m.handle_frame(ms(10), AP, beacon(), Dbm(-100.0), 1);
         for t in [100, 200, 300] {
             m.handle_timeout(ms(t), MgmtTimer::ScanDwell, None);

@@ -11,9 +11,10 @@
 //! where `perfect_tx_time` is the lossless time of a 1200-byte frame
 //! ([`common::tx_time_us`] by the standard's timing). It then picks
 //! `max_tp` (best throughput), `max_tp2` (second best) and `max_prob`
-//! (highest probability); ties go to the lower rate. Until the first update every estimate is 0, so all three
-//! are the **lowest rate: Minstrel's initial rate** (madwifi sets `ni_txrate`
-//! to 36 Mbps for display only; `findrate` uses `max_tp_rate` = 0).
+//! (highest probability); ties go to the lower rate. Until the first
+//! update every estimate is 0, so all three are the **lowest rate:
+//! Minstrel's initial rate** (madwifi sets `ni_txrate` to 36 Mbps for
+//! display only; `findrate` uses `max_tp_rate` = 0).
 //!
 //! **Retry counts.** Each rate's `retry_count` is the largest r in 2..=10
 //! whose r + 1 tries fit into `segment_size` (6000 µs), else 1 (madwifi's
