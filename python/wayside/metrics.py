@@ -54,6 +54,7 @@ __all__ = [
     "tcp_loss_rate",
     "udp_loss",
     "udp_mb",
+    "udp_throughput_mbps",
     "vanet_bin_throughput_kBps",
     "vanet_collisions",
     "vanet_latency_s",
@@ -145,17 +146,39 @@ def udp_loss(result: RunResult, receiver: str, app: int | None = None, sender: s
 
     Needs one flow: give `app` (or `sender`) when several arrive at
     `receiver`. NaN if fewer than one datagram arrived (loss undefined)."""
+    t = _udp_flow(result, receiver, app, sender)
+    if t.is_empty():
+        return math.nan
+    seqs = t["seq"]
+    span = int(seqs.max()) - int(seqs.min()) + 1
+    return 1.0 - seqs.n_unique() / span
+
+
+@_metric
+def udp_throughput_mbps(
+    result: RunResult, receiver: str, app: int | None = None, sender: str | None = None
+) -> float:
+    """A UDP flow's effective throughput, Mbit/s of payload, from the first
+    to the last datagram received (Ott & Kutscher 2004, Tables II and IV:
+    "effective throughput ... as observed by the rtpspy tool"). One flow, as
+    for `udp_loss`; NaN if fewer than two datagrams arrived."""
+    t = _udp_flow(result, receiver, app, sender)
+    if t.height < 2:
+        return math.nan
+    seconds = (int(t["time_ns"].max()) - int(t["time_ns"].min())) / 1e9
+    return float(t["bytes"].cast(pl.UInt64).sum()) * 8 / seconds / 1e6
+
+
+def _udp_flow(result: RunResult, receiver: str, app: int | None, sender: str | None) -> pl.DataFrame:
+    """The datagrams of the one UDP flow arriving at `receiver` (from `app`
+    or `sender` when several arrive)."""
     t = delivered(result, receiver, "udp", sender, app)
     flows = t.select("peer", "app").unique()
     if flows.height > 1:
         raise ValueError(
             f"app: {flows.height} UDP flows arrive at '{receiver}' (apps {sorted(flows['app'].to_list())}); give app = N"
         )
-    if t.is_empty():
-        return math.nan
-    seqs = t["seq"]
-    span = int(seqs.max()) - int(seqs.min()) + 1
-    return 1.0 - seqs.n_unique() / span
+    return t
 
 
 # ---------------------------------------------------------------- MAC

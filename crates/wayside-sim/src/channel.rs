@@ -169,6 +169,10 @@ pub enum FadingKind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChannelConfig {
     pub path_loss: PathLoss,
+    /// A fixed loss on every link on top of the path loss (ns-3's Friis
+    /// `SystemLoss`): cables, connectors, mounting — what the geometry does
+    /// not explain.
+    pub system_loss: Db,
     /// Standard deviation of log-normal shadowing; 0 disables it.
     pub shadowing_sigma: Db,
     /// Standard deviation of the per-run offset of every link; 0 disables it.
@@ -220,7 +224,8 @@ impl ChannelConfig {
     /// antenna of at most `rx_gain`, antennas at most `height` high (the
     /// least path loss), and shadowing and fading at their peak.
     pub fn reach(&self, eirp: Dbm, rx_gain: Db, height: Meters, floor: Dbm) -> Meters {
-        let budget = eirp.0 + rx_gain.0 + self.max_excess_gain().0 - floor.0;
+        let budget =
+            eirp.0 + rx_gain.0 + self.max_excess_gain().0 - self.system_loss.0 - floor.0;
         let loss = |d: f64| {
             self.path_loss
                 .loss(Meters(d), height, height, self.wavelength())
@@ -511,7 +516,8 @@ pub fn path_loss(cfg: &ChannelConfig, tx: &Endpoint, rx: &Endpoint) -> (Meters, 
         distance,
         cfg.path_loss
             .loss(distance, tx.height, rx.height, cfg.wavelength())
-            + obstacles,
+            + obstacles
+            + cfg.system_loss,
     )
 }
 
@@ -712,6 +718,7 @@ pub fn propagation_delay(d: Meters) -> SimTime {
 pub(crate) fn test_channel(path_loss: PathLoss) -> ChannelConfig {
     ChannelConfig {
         path_loss,
+        system_loss: Db(0.0),
         shadowing_sigma: Db(0.0),
         run_shadowing_sigma: Db(0.0),
         decorrelation: Meters(20.0),
@@ -945,6 +952,23 @@ mod tests {
         tx.antenna_gain = Db(7.0);
         let b = link.budget(&c, Dbm(19.0), &tx, &at(100.0));
         assert!((b.rx_power.0 - (19.0 + 7.0 - b.path_loss.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn system_loss_takes_the_same_off_every_link_and_shortens_the_reach() {
+        let plain = cfg(PathLoss::FreeSpace);
+        let mut lossy = cfg(PathLoss::FreeSpace);
+        lossy.system_loss = Db(20.0);
+        let rx = |c: &ChannelConfig, d: f64| {
+            let mut link = Link::new(c, "ap", "car", 1, 0);
+            link.budget(c, Dbm(15.0), &at(0.0), &at(d)).rx_power.0
+        };
+        for d in [10.0, 100.0, 1000.0] {
+            assert!((rx(&plain, d) - rx(&lossy, d) - 20.0).abs() < 1e-9);
+        }
+        let reach = |c: &ChannelConfig| c.reach(Dbm(15.0), Db(0.0), Meters(1.5), Dbm(-95.0)).0;
+        // Free space: 20 dB less budget is a tenth of the distance.
+        assert!((reach(&plain) / reach(&lossy) - 10.0).abs() < 1e-6);
     }
 
     fn shadow_cfg() -> ChannelConfig {

@@ -93,6 +93,16 @@ fn out_of_range_values() {
     );
     let e = with(&["radio.channel=99"]);
     assert!(e.contains("radio.channel") && e.contains("99"), "{e}");
+    let e = with(&["node.ap.tx_load=\"1 s\""]);
+    assert!(
+        e.contains("node[0].tx_load: 1 s") && e.contains("0 to 100 ms"),
+        "{e}"
+    );
+    let e = error_of(builtin("drivethru-lab").unwrap(), &["node.fixed.tx_load=\"1 ms\""]);
+    assert!(
+        e.contains("node[1].tx_load") && e.contains("without a radio"),
+        "{e}"
+    );
 }
 
 #[test]

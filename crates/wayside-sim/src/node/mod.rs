@@ -73,6 +73,7 @@ impl Node {
         );
         let mac = MacConfig {
             queue_limit: n.queue_limit,
+            tx_load: n.tx_load,
             rate,
             ..cfg.mac.clone()
         };

@@ -33,6 +33,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../scenarios/drivethru-autobahn.toml"),
     ),
     (
+        "drivethru-lab",
+        include_str!("../../../../scenarios/drivethru-lab.toml"),
+    ),
+    (
         "chen-vanet",
         include_str!("../../../../scenarios/chen-vanet.toml"),
     ),

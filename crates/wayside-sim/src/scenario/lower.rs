@@ -76,7 +76,7 @@ fn power_for_range(
     let loss = channel
         .path_loss
         .loss(range, height, height, channel.wavelength());
-    Dbm(channel.noise_floor.0 + hi + loss.0 - 2.0 * gain.0)
+    Dbm(channel.noise_floor.0 + hi + loss.0 + channel.system_loss.0 - 2.0 * gain.0)
 }
 /// Most buildings a scenario may hold (a city district from OpenStreetMap
 /// has tens of thousands).
@@ -802,8 +802,18 @@ impl Scenario {
             .standard
             .default_channel_frequency(channel_no)
             .map_err(|e| ScenarioError(format!("radio.channel: {e}")))?;
+        let system_loss = env.system_loss.0;
+        check_range(
+            "environment.system_loss",
+            system_loss.0,
+            &format!("{} dB", system_loss.0),
+            0.0,
+            60.0,
+            "0 dB to 60 dB",
+        )?;
         Ok(ChannelConfig {
             path_loss,
+            system_loss,
             shadowing_sigma: env.shadowing_sigma.0,
             run_shadowing_sigma: env.run_shadowing_sigma.0,
             decorrelation: env.shadowing_decorrelation.0,
@@ -1056,6 +1066,7 @@ impl Scenario {
             rate,
             modes: rates.standard.modes(),
             fast_frames: mac.fast_frames.then_some(fast_frame_airtime),
+            tx_load: SimTime::ZERO,
         })
     }
 
@@ -1133,6 +1144,7 @@ impl Scenario {
                     channel: n.channel.unwrap_or(channel_no),
                     tcp: group.tcp.clone(),
                     queue_limit: n.queue_limit.unwrap_or(self.mac.queue_limit) as usize,
+                    tx_load: group.tx_load,
                     dhcp: n.dhcp,
                     dhcp_server: n.dhcp_server,
                     // Each node its own (an environment-aware map is per node).
@@ -1356,8 +1368,20 @@ impl Scenario {
                 "1 to 1000000 frames",
             )?;
         }
+        if n.tx_load.is_some() && !n.radio {
+            return err(format!(
+                "{}: a node without a radio has no frames to load; remove it",
+                key("tx_load")
+            ));
+        }
+        let tx_load = n
+            .tx_load
+            .map(|t| time_in(&key("tx_load"), t, 0.0, 0.1, "0 to 100 ms"))
+            .transpose()?
+            .unwrap_or(SimTime::ZERO);
         let [appear, disappear] = window;
         Ok(NodeGroup {
+            tx_load,
             tx_power,
             tcp,
             arp,
@@ -2066,6 +2090,7 @@ impl Scenario {
 /// What the nodes of one `[[node]]` section share once lowered.
 struct NodeGroup {
     tx_power: Dbm,
+    tx_load: SimTime,
     tcp: TcpConfig,
     arp: ArpConfig,
     /// Its rate control (its own, else the `[mac]` default) learns per position.

@@ -431,6 +431,10 @@ pub struct Environment {
     pub path_loss_breakpoints: Option<[LengthQ; 2]>,
     #[serde(default)]
     pub reference_distance: Option<LengthQ>,
+    /// A fixed loss on every link on top of the path loss (cables,
+    /// connectors, mounting); default 0 dB.
+    #[serde(default = "zero_db")]
+    pub system_loss: RatioQ,
     #[serde(default = "zero_db")]
     pub shadowing_sigma: RatioQ,
     #[serde(default = "default_decorrelation")]
@@ -485,6 +489,7 @@ impl Default for Environment {
             path_loss_exponents: None,
             path_loss_breakpoints: None,
             reference_distance: None,
+            system_loss: zero_db(),
             shadowing_sigma: zero_db(),
             shadowing_decorrelation: default_decorrelation(),
             run_shadowing_sigma: zero_db(),
@@ -1005,6 +1010,10 @@ pub struct NodeSection {
     /// This node's transmit queue, frames (default: mac.queue_limit).
     #[serde(default)]
     pub queue_limit: Option<u64>,
+    /// Its host's time to load each data frame into a radio that holds
+    /// one (default 0: loading overlaps the air). See docs/models.md.
+    #[serde(default)]
+    pub tx_load: Option<TimeQ>,
     /// A station that gets its address by DHCP from its AP (default: static).
     #[serde(default)]
     pub dhcp: bool,
