@@ -4,6 +4,7 @@ wayside.load_scenario, and scenarios given as dicts."""
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import wayside
+from wayside import movement
 from wayside.scenario import scenario_text
 
 FRAME_COLUMNS = [
@@ -209,6 +211,22 @@ def test_load_scenario_rejects_with_scenario_error(overrides, words):
 
 def test_scenario_error_is_a_value_error():
     assert issubclass(wayside.ScenarioError, ValueError)
+
+
+def _run_bad(_: int) -> None:
+    wayside.run("saturation", overrides=["environment.path_loss_exponent=3"])
+
+
+def test_errors_raised_in_worker_processes_reach_the_parent_whole():
+    # A process pool pickles what a worker raises: the class must be found
+    # again by its module and name.
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1) as pool:
+        with pytest.raises(wayside.ScenarioError, match="path_loss_exponent"):
+            list(pool.map(_run_bad, [0]))
+    e = pickle.loads(pickle.dumps(movement.TraceError("a.csv: no such trace file")))
+    assert type(e) is movement.TraceError and str(e) == "a.csv: no such trace file"
 
 
 @pytest.mark.parametrize("kwargs", [{"seed": -1}, {"seed": 2**64}, {"run": -1}, {"run": 2**64}])

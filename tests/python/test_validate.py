@@ -188,6 +188,22 @@ def test_udp_loss_counts_from_the_first_to_the_last_datagram_received():
     assert math.isnan(M.udp_loss(r, "b", app=0))  # nothing from app 0: undefined
 
 
+def test_udp_throughput_spreads_the_payload_over_first_to_last_arrival():
+    # 5 datagrams of 1250 B over 2 s: 50,000 bits/s.
+    r = Synthetic(
+        ["a", "b"],
+        transport={"time_ns": [i * 500_000_000 for i in range(5)], "node": ["b"] * 5, "peer": ["a"] * 5,
+                   "proto": ["udp"] * 5, "app": [1] * 5, "seq": [0, 1, 2, 3, 4], "bytes": [1250] * 5},
+    )
+    assert M.udp_throughput_mbps(r, "b") == pytest.approx(0.025)
+    one = Synthetic(
+        ["a", "b"],
+        transport={"time_ns": [7], "node": ["b"], "peer": ["a"], "proto": ["udp"], "app": [1], "seq": [0],
+                   "bytes": [1250]},
+    )
+    assert math.isnan(M.udp_throughput_mbps(one, "b"))  # one datagram spans no time
+
+
 def test_udp_loss_needs_an_app_when_several_flows_arrive():
     r = Synthetic(
         ["a", "b"],

@@ -11,18 +11,19 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use wayside_contact::district::{self, Area};
 use wayside_contact::epidemic::{self, Params};
-use wayside_contact::trace::{Trace, TraceBuilder, TraceError};
+use wayside_contact::trace::{self, Trace, TraceBuilder};
 use wayside_contact::{fcd, one};
 
+// Named and placed as Python sees them, so that pickle finds the class.
 create_exception!(
-    _native,
-    WaysideTraceError,
+    wayside._native,
+    TraceError,
     PyValueError,
     "A trace that cannot be read or used; the message names the place and what is allowed."
 );
 
-fn trace_err(e: TraceError) -> PyErr {
-    WaysideTraceError::new_err(e.0)
+fn trace_err(e: trace::TraceError) -> PyErr {
+    TraceError::new_err(e.0)
 }
 
 fn builder(window: Option<(f64, f64)>) -> TraceBuilder {
@@ -217,7 +218,7 @@ fn trace_from_columns(
             let ids: Vec<u32> = names.iter().map(|n| b.intern(n)).collect();
             for i in 0..time.len() {
                 let v = *ids.get(vehicle[i] as usize).ok_or_else(|| {
-                    TraceError(format!(
+                    trace::TraceError(format!(
                         "{label}, row {i}: vehicle code {} has no name",
                         vehicle[i]
                     ))
@@ -285,7 +286,7 @@ fn epidemic_run<'py>(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("TraceError", m.py().get_type::<WaysideTraceError>())?;
+    m.add("TraceError", m.py().get_type::<TraceError>())?;
     m.add_class::<PyTrace>()?;
     m.add_function(wrap_pyfunction!(read_fcd, m)?)?;
     m.add_function(wrap_pyfunction!(read_one, m)?)?;

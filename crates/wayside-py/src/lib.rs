@@ -10,19 +10,21 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use wayside_sim::phy::error::{snr_threshold, ErrorModelKind};
 use wayside_sim::phy::mode::Standard;
-use wayside_sim::scenario::{self, ScenarioError};
+use wayside_sim::scenario;
 use wayside_sim::trace::Column;
 use wayside_sim::{run_scenario_pcap, RunOutput};
 
+// Named and placed as Python sees them, so that pickle finds the class
+// (errors raised in worker processes cross back to the parent).
 create_exception!(
-    _native,
-    WaysideScenarioError,
+    wayside._native,
+    ScenarioError,
     PyValueError,
     "A scenario that cannot be used; the message names the key, the value and what is allowed."
 );
 
-fn scenario_err(e: ScenarioError) -> PyErr {
-    WaysideScenarioError::new_err(e.0)
+fn scenario_err(e: scenario::ScenarioError) -> PyErr {
+    ScenarioError::new_err(e.0)
 }
 
 fn le_bytes<T: Copy, const N: usize>(v: &[T], to: fn(T) -> [u8; N]) -> Vec<u8> {
@@ -165,7 +167,7 @@ fn broadside_cli(py: Python<'_>, args: Vec<String>) -> i32 {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("ScenarioError", m.py().get_type::<WaysideScenarioError>())?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_names, m)?)?;
