@@ -224,8 +224,7 @@ impl ChannelConfig {
     /// antenna of at most `rx_gain`, antennas at most `height` high (the
     /// least path loss), and shadowing and fading at their peak.
     pub fn reach(&self, eirp: Dbm, rx_gain: Db, height: Meters, floor: Dbm) -> Meters {
-        let budget =
-            eirp.0 + rx_gain.0 + self.max_excess_gain().0 - self.system_loss.0 - floor.0;
+        let budget = eirp.0 + rx_gain.0 + self.max_excess_gain().0 - self.system_loss.0 - floor.0;
         let loss = |d: f64| {
             self.path_loss
                 .loss(Meters(d), height, height, self.wavelength())

@@ -190,7 +190,10 @@ fn drive_thru_car_stays_with_its_ap_through_the_island_and_never_hands_over() {
         // holds on reaching the APs lasts until it is past both.
         let held = assoc.iter().filter(|a| x(a.0) < 0.0).last();
         let held = held.unwrap_or_else(|| panic!("{speed}: {assoc:?}")).0;
-        let gone = left.iter().find(|l| l.0 > held).map_or(f64::INFINITY, |l| l.0);
+        let gone = left
+            .iter()
+            .find(|l| l.0 > held)
+            .map_or(f64::INFINITY, |l| l.0);
         assert!(x(gone) > 200.0, "{speed}: left its AP at {} m", x(gone));
         assert!(
             selected.iter().all(|s| s.0 <= held || s.0 >= gone),
@@ -244,8 +247,15 @@ fn an_ap_that_loads_each_frame_into_its_radio_forwards_no_faster_than_it_loads()
     // whatever the AP's load.
     for load in ["0 ms", "2 ms"] {
         let o = format!("node.ap.tx_load=\"{load}\"");
-        let (rate, loss) = lab_flow("fixed", 1, &["app.0.enabled=false", "app.1.enabled=true", &o]);
-        assert!((rate - 500.0).abs() < 5.0 && loss == 0.0, "{load}: {rate}/s {loss}");
+        let (rate, loss) = lab_flow(
+            "fixed",
+            1,
+            &["app.0.enabled=false", "app.1.enabled=true", &o],
+        );
+        assert!(
+            (rate - 500.0).abs() < 5.0 && loss == 0.0,
+            "{load}: {rate}/s {loss}"
+        );
     }
 }
 

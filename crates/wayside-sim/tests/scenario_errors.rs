@@ -98,7 +98,10 @@ fn out_of_range_values() {
         e.contains("node[0].tx_load: 1 s") && e.contains("0 to 100 ms"),
         "{e}"
     );
-    let e = error_of(builtin("drivethru-lab").unwrap(), &["node.fixed.tx_load=\"1 ms\""]);
+    let e = error_of(
+        builtin("drivethru-lab").unwrap(),
+        &["node.fixed.tx_load=\"1 ms\""],
+    );
     assert!(
         e.contains("node[1].tx_load") && e.contains("without a radio"),
         "{e}"

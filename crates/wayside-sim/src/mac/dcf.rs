@@ -1282,7 +1282,10 @@ mod tests {
     /// Fires the one timer armed, which must be `expected`; returns its time.
     fn fire(d: &mut Dcf, expected: MacTimer) -> SimTime {
         let armed = timers(d);
-        assert_eq!(armed.iter().map(|t| t.0).collect::<Vec<_>>(), vec![expected]);
+        assert_eq!(
+            armed.iter().map(|t| t.0).collect::<Vec<_>>(),
+            vec![expected]
+        );
         let at = armed[0].1;
         d.handle_timeout(at, expected, false, false, &mut NoOracle);
         at
@@ -1335,7 +1338,13 @@ mod tests {
                 (MacTimer::AccessGrant, timing().difs)
             ]
         );
-        d.handle_timeout(timing().difs, MacTimer::AccessGrant, false, false, &mut NoOracle);
+        d.handle_timeout(
+            timing().difs,
+            MacTimer::AccessGrant,
+            false,
+            false,
+            &mut NoOracle,
+        );
         let (frame, _) = d.poll_transmit().unwrap();
         assert_eq!(frame.kind, FrameKind::ProbeReq);
     }
