@@ -50,9 +50,8 @@ pub struct NodeConfig {
     pub arp: crate::net::arp::ArpConfig,
     /// Transmit queue limit, frames.
     pub queue_limit: usize,
-    /// The host's time to load a data frame into the radio
-    /// ([`crate::mac::MacConfig::tx_load`]).
-    pub tx_load: SimTime,
+    /// An AP's forwarding engine from its wired side.
+    pub forwarding: Option<crate::net::forwarding::ForwardingConfig>,
     /// Get an address by DHCP after association (stations only).
     pub dhcp: bool,
     /// Answer DHCP requests from associated stations (APs only).

@@ -97,6 +97,9 @@ ConnEvent {
     /// TCP retransmission timeout (value: new RTO in seconds).
     TcpTimeout => "tcp-timeout",
     TcpGaveUp => "tcp-gave-up",
+    /// AP: a packet from the wired side found its forwarding engine's queue
+    /// full and was dropped (value: packets queued; peer: its destination).
+    ForwardDrop => "forward-drop",
     /// Request-response client: a multicast trigger heard (value: its sequence number).
     TriggerHeard => "trigger-heard",
     /// Request-response client: an exchange completed (value: seconds from request to the whole response).

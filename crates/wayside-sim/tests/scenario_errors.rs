@@ -93,17 +93,20 @@ fn out_of_range_values() {
     );
     let e = with(&["radio.channel=99"]);
     assert!(e.contains("radio.channel") && e.contains("99"), "{e}");
-    let e = with(&["node.ap.tx_load=\"1 s\""]);
+    let lab = |o: &str| error_of(builtin("drivethru-lab").unwrap(), &[o]);
+    let e = lab("node.ap.forwarding={per_packet=\"2 s\", queue_limit=10}");
     assert!(
-        e.contains("node[0].tx_load: 1 s") && e.contains("0 to 100 ms"),
+        e.contains("node[0].forwarding.per_packet: 2 s") && e.contains("0 to 1 s"),
         "{e}"
     );
-    let e = error_of(
-        builtin("drivethru-lab").unwrap(),
-        &["node.fixed.tx_load=\"1 ms\""],
-    );
+    let e = lab("node.ap.forwarding={per_packet=\"2 ms\"}");
     assert!(
-        e.contains("node[1].tx_load") && e.contains("without a radio"),
+        e.contains("node[0].forwarding") && e.contains("queue_limit"),
+        "{e}"
+    );
+    let e = lab("node.mobile.forwarding={per_packet=\"2 ms\", queue_limit=10}");
+    assert!(
+        e.contains("node[2].forwarding: only an access point"),
         "{e}"
     );
 }

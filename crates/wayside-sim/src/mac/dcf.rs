@@ -6,8 +6,7 @@
 //! link adaptation fills ([`super::links`]), optional RTS/CTS, sequence
 //! numbers and duplicate filtering, a drop-tail data queue and a management
 //! queue served ahead of it (as madwifi and mac80211 send management frames
-//! on a higher-priority hardware queue), and the host's time to load each
-//! data frame into a radio that holds one ([`MacConfig::tx_load`]).
+//! on a higher-priority hardware queue).
 //!
 //! Inputs: [`Dcf::enqueue`], [`Dcf::handle_medium`] (carrier sense changed),
 //! [`Dcf::handle_timeout`], [`Dcf::handle_tx_end`], [`Dcf::handle_rx_end`],
@@ -41,17 +40,14 @@ pub enum MacTimer {
     SifsResponse,
     /// The network allocation vector has expired.
     NavEnd,
-    /// The host has loaded the next data frame into the radio.
-    Loaded,
 }
 
 impl MacTimer {
-    const ALL: [MacTimer; 5] = [
+    const ALL: [MacTimer; 4] = [
         MacTimer::AccessGrant,
         MacTimer::ResponseTimeout,
         MacTimer::SifsResponse,
         MacTimer::NavEnd,
-        MacTimer::Loaded,
     ];
     fn slot(self) -> usize {
         self as usize
@@ -112,8 +108,6 @@ struct Current {
     seq: u16,
     attempt: u32,
     rts: bool,
-    /// From the data queue (it holds the radio's data buffer).
-    data: bool,
 }
 
 /// The radio settings airtime computations need.
@@ -148,10 +142,7 @@ pub struct Dcf {
     response: Option<(Frame, Mode)>,
     next_seq: u16,
     last_seq: Vec<(NodeId, u16)>,
-    /// When the head of the data queue is in the radio and may be sent
-    /// (`tx_load` after the radio's data buffer became free and it queued).
-    data_ready: SimTime,
-    generation: [u32; 5],
+    generation: [u32; 4],
     links: Links,
     rng: Stream,
     tx_power: Dbm,
@@ -188,8 +179,7 @@ impl Dcf {
             response: None,
             next_seq: 0,
             last_seq: Vec::new(),
-            data_ready: SimTime::ZERO,
-            generation: [0; 5],
+            generation: [0; 4],
             links,
             rng,
             tx_power,
@@ -256,11 +246,7 @@ impl Dcf {
             self.events.push_back(DcfEvent::QueueDrop { msdu });
             return false;
         }
-        let radio_free = !self.current.as_ref().is_some_and(|c| c.data);
         self.data.push_back(msdu);
-        if self.data.len() == 1 && radio_free {
-            self.start_load(now);
-        }
         self.request_access(now);
         true
     }
@@ -352,7 +338,6 @@ impl Dcf {
                 }
             }
             MacTimer::NavEnd => self.handle_medium(now, phy_busy),
-            MacTimer::Loaded => self.request_access(now),
         }
     }
 
@@ -457,22 +442,8 @@ impl Dcf {
 
     // ------------------------------------------------------------ internals
 
-    fn has_work(&self, now: SimTime) -> bool {
-        self.current.is_some() || !self.mgmt.is_empty() || self.data_loaded(now)
-    }
-
-    /// Whether a data MSDU is queued and loaded into the radio by `now`.
-    fn data_loaded(&self, now: SimTime) -> bool {
-        !self.data.is_empty() && self.data_ready <= now
-    }
-
-    /// The radio's data buffer is free and a data MSDU waits: the host
-    /// starts loading it, done `tx_load` from now.
-    fn start_load(&mut self, now: SimTime) {
-        self.data_ready = now + self.cfg.tx_load;
-        if self.cfg.tx_load > SimTime::ZERO {
-            self.arm(self.data_ready, MacTimer::Loaded);
-        }
+    fn has_work(&self) -> bool {
+        self.current.is_some() || !self.mgmt.is_empty() || !self.data.is_empty()
     }
 
     fn ifs(&self) -> SimTime {
@@ -489,7 +460,7 @@ impl Dcf {
 
     /// Starts or resumes contention if there is something to send.
     fn request_access(&mut self, now: SimTime) {
-        if !self.has_work(now) || self.state != DcfState::Idle || self.response.is_some() {
+        if !self.has_work() || self.state != DcfState::Idle || self.response.is_some() {
             return;
         }
         if self.medium_busy {
@@ -524,11 +495,8 @@ impl Dcf {
     /// Takes the next MSDU (management first) with its retry chain, joining
     /// two data packets into a fast frame where enabled; false if none.
     fn next_msdu(&mut self, now: SimTime, ctx: &mut dyn TxContext) -> bool {
-        let loaded = self.data_loaded(now);
-        let (msdu, data) = match self.mgmt.pop_front() {
-            Some(m) => (m, false),
-            None if loaded => (self.data.pop_front().expect("a loaded MSDU"), true),
-            None => return false,
+        let Some(msdu) = self.mgmt.pop_front().or_else(|| self.data.pop_front()) else {
+            return false;
         };
         let chain_bytes = msdu.bytes + DATA_OVERHEAD;
         let chain = match (msdu.fixed, msdu.dst) {
@@ -557,7 +525,6 @@ impl Dcf {
             seq,
             attempt: 0,
             rts,
-            data,
         });
         true
     }
@@ -773,9 +740,6 @@ impl Dcf {
         }
         self.cw = self.timing.cw_min;
         self.draw_backoff();
-        if cur.data && !self.data.is_empty() {
-            self.start_load(now);
-        }
         let delay = now - cur.msdu.enqueued;
         self.events.push_back(DcfEvent::Done {
             msdu: cur.msdu,
@@ -836,7 +800,6 @@ mod tests {
             rate: rate.clone(),
             modes: Standard::G.modes(),
             fast_frames: None,
-            tx_load: SimTime::ZERO,
         };
         let air = Air {
             standard: Standard::G,
@@ -1272,83 +1235,6 @@ mod tests {
         );
     }
 
-    /// A DCF whose host takes `load` to load each data frame into the radio.
-    fn loading_dcf(load: SimTime) -> Dcf {
-        let mut d = dcf(7, 10);
-        d.cfg.tx_load = load;
-        d
-    }
-
-    /// Fires the one timer armed, which must be `expected`; returns its time.
-    fn fire(d: &mut Dcf, expected: MacTimer) -> SimTime {
-        let armed = timers(d);
-        assert_eq!(
-            armed.iter().map(|t| t.0).collect::<Vec<_>>(),
-            vec![expected]
-        );
-        let at = armed[0].1;
-        d.handle_timeout(at, expected, false, false, &mut NoOracle);
-        at
-    }
-
-    #[test]
-    fn test_loading_each_data_frame_waits_for_the_host_but_not_its_retries() {
-        let load = us(1000);
-        let mut d = loading_dcf(load);
-        d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
-        d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
-        // Nothing contends until the first frame is in the radio.
-        assert_eq!(fire(&mut d, MacTimer::Loaded), load);
-        assert_eq!(fire(&mut d, MacTimer::AccessGrant), load);
-        let (first, _) = d.poll_transmit().unwrap();
-        // Unanswered: the retry goes after a backoff, without a new load.
-        d.handle_tx_end(us(1300), &first);
-        let timeout = fire(&mut d, MacTimer::ResponseTimeout);
-        let retry_at = fire(&mut d, MacTimer::AccessGrant);
-        assert!(retry_at < timeout + load);
-        let (retry, _) = d.poll_transmit().unwrap();
-        assert_eq!(retry.attempt, 1);
-        // Acknowledged at t: the second frame waits for its load, although
-        // DIFS and the backoff are over well before.
-        d.handle_tx_end(retry_at + us(300), &retry);
-        timers(&mut d); // its response timeout, made stale by the ACK
-        let t = retry_at + us(350);
-        let ack = frame_from(PEER, Dst::Node(ME), FrameKind::Ack, SimTime::ZERO);
-        d.handle_rx_end(t, &ack, g(24), true, Dbm(-60.0), Dbm(-95.0));
-        assert_eq!(fire(&mut d, MacTimer::Loaded), t + load);
-        assert_eq!(fire(&mut d, MacTimer::AccessGrant), t + load);
-        let (second, _) = d.poll_transmit().unwrap();
-        assert_eq!((second.seq, second.attempt), (first.seq + 1, 0));
-    }
-
-    #[test]
-    fn test_loading_a_data_frame_does_not_hold_up_management() {
-        let mut d = loading_dcf(us(1000));
-        d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
-        let probe = Msdu {
-            payload: Payload::Mgmt(MgmtBody::ProbeReq),
-            ..msdu(Dst::Broadcast, SimTime::ZERO)
-        };
-        d.enqueue_mgmt(SimTime::ZERO, probe, false);
-        let armed = timers(&mut d);
-        assert_eq!(
-            armed,
-            vec![
-                (MacTimer::Loaded, us(1000)),
-                (MacTimer::AccessGrant, timing().difs)
-            ]
-        );
-        d.handle_timeout(
-            timing().difs,
-            MacTimer::AccessGrant,
-            false,
-            false,
-            &mut NoOracle,
-        );
-        let (frame, _) = d.poll_transmit().unwrap();
-        assert_eq!(frame.kind, FrameKind::ProbeReq);
-    }
-
     #[test]
     fn test_idle_enqueue_beyond_the_limit_drops() {
         let mut d = dcf(7, 2);
@@ -1381,6 +1267,6 @@ mod tests {
         );
         assert_eq!(d.state(), DcfState::Idle);
         assert!(!d.is_current(MacTimer::ResponseTimeout, generation));
-        assert!(!d.has_work(SimTime::ZERO));
+        assert!(!d.has_work());
     }
 }

@@ -138,12 +138,6 @@ pub struct MacConfig {
     /// as one frame when that frame's airtime at the chosen rate stays within
     /// this limit; `None` disables aggregation.
     pub fast_frames: Option<SimTime>,
-    /// The host's time to load a data frame into a radio that holds one:
-    /// the next data frame may go out no earlier than this after the last
-    /// one finished (or after it queued, if later). Retries are sent from
-    /// the radio's copy and management frames from their own queue, so
-    /// neither waits. Zero: loading overlaps the air, as with DMA rings.
-    pub tx_load: SimTime,
 }
 
 /// Bytes an Atheros fast frame adds around its two subframes (the

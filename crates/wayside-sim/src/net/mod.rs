@@ -26,6 +26,8 @@
 //!
 //! An AP with `split_tcp` offers every TCP segment it would forward to its
 //! transport first ([`NetOutput::Intercept`], [`crate::sockets::split`]).
+//! An AP with a forwarding engine ([`forwarding`]) passes what arrives from
+//! its wired side through it first.
 //!
 //! When a station associates, its AP announces it on every wired link with
 //! a layer-2 update frame (IEEE 802.11F; hostapd sends one on association)
@@ -33,6 +35,7 @@
 
 pub mod arp;
 pub mod dhcp;
+pub mod forwarding;
 pub mod gpsr;
 pub mod route;
 
@@ -47,6 +50,7 @@ use crate::units::SimTime;
 use crate::wire::WireFrame;
 use arp::{Arp, ArpConfig, Expiry, Lookup};
 use dhcp::{ClientSend, ClientStep, DhcpClient};
+use forwarding::{Arrival, Forwarding, ForwardingConfig};
 use route::{AddressPlan, Bss, Hop, Port, Router, RouterOutput, Routing, View};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -62,6 +66,8 @@ pub enum NetTimer {
     Route,
     /// The silence after a gratuitous ARP ends.
     Announced,
+    /// The forwarding engine is done with its packet.
+    Forwarded,
 }
 
 /// What the network layer asks of the node around it.
@@ -114,6 +120,8 @@ pub struct Net {
     /// packets it held meanwhile.
     announcing: Option<SimTime>,
     held: Vec<Packet>,
+    /// An AP's forwarding engine for packets from its wired side.
+    forwarding: Option<Forwarding>,
     out: VecDeque<NetOutput>,
 }
 
@@ -128,6 +136,7 @@ pub struct NetSetup {
     pub ports: Vec<Port>,
     pub plan: Arc<AddressPlan>,
     pub router: Box<dyn Router>,
+    pub forwarding: Option<ForwardingConfig>,
 }
 
 /// The router of node `me`, moving as `gps` says, among `nodes` (id,
@@ -191,6 +200,7 @@ impl Net {
             links: 0,
             announcing: None,
             held: Vec::new(),
+            forwarding: s.forwarding.map(Forwarding::new),
             out: VecDeque::new(),
         }
     }
@@ -298,6 +308,15 @@ impl Net {
         }
     }
 
+    /// Arms the forwarding engine's timer for `at`.
+    fn forwarded_at(&mut self, at: SimTime) {
+        self.out.push_back(NetOutput::Timer {
+            timer: NetTimer::Forwarded,
+            at,
+            generation: 0,
+        });
+    }
+
     /// A group packet sent here (`local`) or arrived over a wire: out on
     /// the air as a broadcast frame, and, if sent here, over every wired link.
     fn multicast_send(&mut self, now: SimTime, p: Packet, local: bool, bss: &dyn Bss) {
@@ -344,7 +363,15 @@ impl Net {
                 self.bridged.push((station, link));
             }
             WireFrame::Ip(p) if p.dst == ALL_HOSTS => self.multicast_rx(now, p, false, bss),
-            WireFrame::Ip(p) => self.forward(now, p, bss),
+            WireFrame::Ip(p) if p.dst == self.me => self.forward(now, p, bss),
+            WireFrame::Ip(p) => match self.forwarding.as_mut().map(|f| f.arrive(now, p.clone())) {
+                None => self.forward(now, p, bss),
+                Some(Arrival::Started(at)) => self.forwarded_at(at),
+                Some(Arrival::Queued) => {}
+                Some(Arrival::Dropped(queued)) => {
+                    self.conn(p.dst, ConnEvent::ForwardDrop, queued as f64)
+                }
+            },
         }
     }
 
@@ -424,6 +451,16 @@ impl Net {
             NetTimer::Route => {
                 self.router.handle_timeout(now, generation);
                 self.pump_router(now);
+            }
+            NetTimer::Forwarded => {
+                let engine = self.forwarding.as_mut().expect("a forwarding engine");
+                let (p, next) = engine.done(now);
+                if let Some(at) = next {
+                    self.forwarded_at(at);
+                }
+                if let Some(p) = p {
+                    self.forward(now, p, bss);
+                }
             }
             NetTimer::Announced => {
                 self.announcing = None;

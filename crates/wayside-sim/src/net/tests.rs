@@ -54,6 +54,7 @@ fn net(
             ports,
             plan,
             router: Box::new(route::Infrastructure),
+            forwarding: None,
         },
     )
 }

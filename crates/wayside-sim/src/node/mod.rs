@@ -73,7 +73,6 @@ impl Node {
         );
         let mac = MacConfig {
             queue_limit: n.queue_limit,
-            tx_load: n.tx_load,
             rate,
             ..cfg.mac.clone()
         };
@@ -169,6 +168,7 @@ fn net_setup(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan
         }),
         ports,
         plan: Arc::clone(plan),
+        forwarding: n.forwarding,
         router: crate::net::router(
             n.routing,
             id,

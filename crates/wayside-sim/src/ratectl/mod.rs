@@ -12,6 +12,7 @@
 //! | `Amrr`       | 36 Mbps                           | `[r ×1, r−1 ×1, r−2 ×1, lowest ×1]`          |
 //! | `Rraa`       | 54 Mbps                           | RRAA's own per-attempt prediction, 7 tries   |
 //! | `Minstrel`   | lowest (1 Mbps) until first stats | `[max_tp, max_tp2, max_prob, lowest]`        |
+//! | `Arf`        | 54 Mbps (the highest)             | ARF's fallback, two tries a rate, 7 tries    |
 //! | `Ideal`      | what the true mean SNR supports   | `[r ×4, r−1 ×2, lowest ×2]`                  |
 //! | `EnvAware`   | the map's rate at the client's position, else lowest | `[r ×4, r−1 ×2, lowest ×2]` |
 //!
@@ -19,6 +20,7 @@
 //! al. (2007), Table 5.
 
 mod amrr;
+mod arf;
 mod common;
 mod envaware;
 mod fixed;
@@ -29,6 +31,7 @@ mod rraa;
 mod samplerate;
 
 pub use amrr::{Amrr, AmrrParams};
+pub use arf::{Arf, ArfParams};
 pub use envaware::{EnvAware, EnvAwareParams, SnrMap};
 pub use fixed::Fixed;
 pub use ideal::{Ideal, IdealParams};
@@ -181,6 +184,7 @@ pub enum RateControlKind {
     Amrr(Amrr),
     Rraa(Rraa),
     Minstrel(Minstrel),
+    Arf(Arf),
     Ideal(Ideal),
     EnvAware(EnvAware),
 }
@@ -194,6 +198,7 @@ macro_rules! dispatch {
             RateControlKind::Amrr($rc) => $e,
             RateControlKind::Rraa($rc) => $e,
             RateControlKind::Minstrel($rc) => $e,
+            RateControlKind::Arf($rc) => $e,
             RateControlKind::Ideal($rc) => $e,
             RateControlKind::EnvAware($rc) => $e,
         }
@@ -238,6 +243,7 @@ macro_rules! with_params {
             RateControlSpec::Amrr($p) => $e,
             RateControlSpec::Rraa($p) => $e,
             RateControlSpec::Minstrel($p) => $e,
+            RateControlSpec::Arf($p) => $e,
             RateControlSpec::Ideal($p) => $e,
             RateControlSpec::EnvAware($p) => $e,
         }
@@ -260,6 +266,7 @@ pub enum RateControlSpec {
     Amrr(AmrrParams),
     Rraa(RraaParams),
     Minstrel(MinstrelParams),
+    Arf(ArfParams),
     Ideal(IdealParams),
     EnvAware(EnvAwareParams),
 }
@@ -274,6 +281,7 @@ impl RateControlSpec {
             RateControlSpec::Amrr(_) => "amrr",
             RateControlSpec::Rraa(_) => "rraa",
             RateControlSpec::Minstrel(_) => "minstrel",
+            RateControlSpec::Arf(_) => "arf",
             RateControlSpec::Ideal(_) => "ideal",
             RateControlSpec::EnvAware(_) => "environment-aware",
         }
@@ -328,6 +336,7 @@ impl RateControlSpec {
             RateControlSpec::Minstrel(p) => {
                 RateControlKind::Minstrel(Minstrel::new(modes, p.clone(), rng))
             }
+            RateControlSpec::Arf(p) => RateControlKind::Arf(Arf::new(modes, p.clone())),
             RateControlSpec::Ideal(p) => RateControlKind::Ideal(Ideal::new(modes, p.clone())),
             RateControlSpec::EnvAware(p) => {
                 RateControlKind::EnvAware(EnvAware::new(modes, p.clone()))
@@ -426,6 +435,7 @@ mod tests {
             RateControlSpec::Amrr(AmrrParams::default()),
             RateControlSpec::Rraa(RraaParams::default()),
             RateControlSpec::Minstrel(MinstrelParams::default()),
+            RateControlSpec::Arf(ArfParams::default()),
             RateControlSpec::Ideal(IdealParams::default()),
             RateControlSpec::EnvAware(EnvAwareParams::default()),
         ];

@@ -17,12 +17,13 @@ use crate::mac::{Dst, MacConfig};
 use crate::mobility::nasch::{Highway, Vehicle};
 use crate::mobility::{MobilityModel, Trajectory, Vec2, Waypoint};
 use crate::net::arp::{ArpConfig, ArpProfile};
+use crate::net::forwarding::ForwardingConfig;
 use crate::obstacles::{read_sumo_polygons, sommer_at, Obstacle, Obstacles, PER_METRE, PER_WALL};
 use crate::pcap::PcapConfig;
 use crate::phy::error::{ClosedForm, ErrorModel, ErrorModelKind};
 use crate::phy::mode::{Mode, Preamble, Standard};
 use crate::ratectl::{
-    AmrrParams, EnvAwareParams, IdealParams, InitialRssi, MinstrelParams, OnoeParams,
+    AmrrParams, ArfParams, EnvAwareParams, IdealParams, InitialRssi, MinstrelParams, OnoeParams,
     RateControlSpec, RetryChain, RraaParams, SampleRateParams, SnrMap, Stage, MAX_STAGES,
 };
 use crate::rng::Stream;
@@ -248,6 +249,7 @@ impl RateContext {
             RateControlSection::Minstrel(NoOptions {}) => {
                 RateControlSpec::Minstrel(MinstrelParams::default())
             }
+            RateControlSection::Arf(NoOptions {}) => RateControlSpec::Arf(ArfParams::default()),
             RateControlSection::Ideal(o) => RateControlSpec::Ideal(self.ideal(key, o.min_success)?),
             RateControlSection::EnvAware(o) => {
                 let d = EnvAwareParams::default();
@@ -1066,7 +1068,6 @@ impl Scenario {
             rate,
             modes: rates.standard.modes(),
             fast_frames: mac.fast_frames.then_some(fast_frame_airtime),
-            tx_load: SimTime::ZERO,
         })
     }
 
@@ -1144,7 +1145,7 @@ impl Scenario {
                     channel: n.channel.unwrap_or(channel_no),
                     tcp: group.tcp.clone(),
                     queue_limit: n.queue_limit.unwrap_or(self.mac.queue_limit) as usize,
-                    tx_load: group.tx_load,
+                    forwarding: group.forwarding,
                     dhcp: n.dhcp,
                     dhcp_server: n.dhcp_server,
                     // Each node its own (an environment-aware map is per node).
@@ -1368,20 +1369,39 @@ impl Scenario {
                 "1 to 1000000 frames",
             )?;
         }
-        if n.tx_load.is_some() && !n.radio {
-            return err(format!(
-                "{}: a node without a radio has no frames to load; remove it",
-                key("tx_load")
-            ));
-        }
-        let tx_load = n
-            .tx_load
-            .map(|t| time_in(&key("tx_load"), t, 0.0, 0.1, "0 to 100 ms"))
-            .transpose()?
-            .unwrap_or(SimTime::ZERO);
+        let forwarding = match n.forwarding {
+            None => None,
+            Some(f) => {
+                only(
+                    &key("forwarding"),
+                    Role::Ap,
+                    n.role,
+                    "forwards from its wired side",
+                )?;
+                let per_packet = time_in(
+                    &key("forwarding.per_packet"),
+                    f.per_packet,
+                    0.0,
+                    1.0,
+                    "0 to 1 s",
+                )?;
+                check_range(
+                    &key("forwarding.queue_limit"),
+                    f.queue_limit as f64,
+                    &f.queue_limit.to_string(),
+                    0.0,
+                    1e6,
+                    "0 to 1000000 packets",
+                )?;
+                Some(ForwardingConfig {
+                    per_packet,
+                    queue_limit: f.queue_limit as usize,
+                })
+            }
+        };
         let [appear, disappear] = window;
         Ok(NodeGroup {
-            tx_load,
+            forwarding,
             tx_power,
             tcp,
             arp,
@@ -2090,7 +2110,7 @@ impl Scenario {
 /// What the nodes of one `[[node]]` section share once lowered.
 struct NodeGroup {
     tx_power: Dbm,
-    tx_load: SimTime,
+    forwarding: Option<ForwardingConfig>,
     tcp: TcpConfig,
     arp: ArpConfig,
     /// Its rate control (its own, else the `[mac]` default) learns per position.

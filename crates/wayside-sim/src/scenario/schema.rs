@@ -585,6 +585,16 @@ pub struct ChainStage {
     pub tries: u32,
 }
 
+/// `[[node]] forwarding`: an AP's forwarding engine from its wired side.
+#[derive(Deserialize, Debug, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardingSection {
+    /// Processing time per packet.
+    pub per_packet: TimeQ,
+    /// Packets waiting beside the one in process.
+    pub queue_limit: u64,
+}
+
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct MacSection {
@@ -752,6 +762,7 @@ rate_control_sections! {
     "amrr" => Amrr(NoOptions), example "";
     "rraa" => Rraa(NoOptions), example "";
     "minstrel" => Minstrel(NoOptions), example "";
+    "arf" => Arf(NoOptions), example "";
     "ideal" => Ideal(IdealOptions), example "min_success = 0.9";
     "environment-aware" => EnvAware(EnvAwareOptions), example "training_passes = 3";
     "fixed" => Fixed(FixedOptions), example "rate = \"11 Mbps\"";
@@ -1010,10 +1021,10 @@ pub struct NodeSection {
     /// This node's transmit queue, frames (default: mac.queue_limit).
     #[serde(default)]
     pub queue_limit: Option<u64>,
-    /// Its host's time to load each data frame into a radio that holds
-    /// one (default 0: loading overlaps the air). See docs/models.md.
+    /// An AP's forwarding engine for packets from its wired side (default:
+    /// none, forwarding at once). See docs/models.md.
     #[serde(default)]
-    pub tx_load: Option<TimeQ>,
+    pub forwarding: Option<ForwardingSection>,
     /// A station that gets its address by DHCP from its AP (default: static).
     #[serde(default)]
     pub dhcp: bool,
