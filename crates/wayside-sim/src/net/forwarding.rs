@@ -74,7 +74,8 @@ impl Forwarding {
 mod tests {
     use super::*;
     use crate::ids::NodeId;
-    use crate::packet::{Body, Datagram};
+    use crate::packet::Body;
+    use crate::transport::udp::Datagram;
 
     fn packet(seq: u64) -> Packet {
         Packet::new(
