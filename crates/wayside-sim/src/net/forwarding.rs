@@ -3,7 +3,8 @@
 //! `per_packet` for each, one at a time, before the packet goes on to
 //! routing, ARP and the MAC. It runs beside the radio, so its cost and the
 //! air's overlap: a stream from the wire goes at the slower of the two.
-//! Packets from the air do not pass through it.
+//! Packets from the air, group packets and packets for the AP itself do not
+//! pass through it.
 //!
 //! Ott & Kutscher's Cisco Aironet 340 needs one (§IV-A): from the wired side
 //! it delivered at most about 380 packets/s, whatever their size, while its
