@@ -161,11 +161,13 @@ def udp_throughput_mbps(
     """A UDP flow's effective throughput, Mbit/s of payload, from the first
     to the last datagram received (Ott & Kutscher 2004, Tables II and IV:
     "effective throughput ... as observed by the rtpspy tool"). One flow, as
-    for `udp_loss`; NaN if fewer than two datagrams arrived."""
+    for `udp_loss`; NaN if the datagrams received span no time."""
     t = _udp_flow(result, receiver, app, sender)
-    if t.height < 2:
+    if t.is_empty():
         return math.nan
     seconds = (int(t["time_ns"].max()) - int(t["time_ns"].min())) / 1e9
+    if seconds <= 0:
+        return math.nan
     return float(t["bytes"].cast(pl.UInt64).sum()) * 8 / seconds / 1e6
 
 

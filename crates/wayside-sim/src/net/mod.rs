@@ -364,14 +364,19 @@ impl Net {
             }
             WireFrame::Ip(p) if p.dst == ALL_HOSTS => self.multicast_rx(now, p, false, bss),
             WireFrame::Ip(p) if p.dst == self.me => self.forward(now, p, bss),
-            WireFrame::Ip(p) => match self.forwarding.as_mut().map(|f| f.arrive(now, p.clone())) {
-                None => self.forward(now, p, bss),
-                Some(Arrival::Started(at)) => self.forwarded_at(at),
-                Some(Arrival::Queued) => {}
-                Some(Arrival::Dropped(queued)) => {
-                    self.conn(p.dst, ConnEvent::ForwardDrop, queued as f64)
+            WireFrame::Ip(p) => {
+                let Some(engine) = self.forwarding.as_mut() else {
+                    return self.forward(now, p, bss);
+                };
+                let dst = p.dst;
+                match engine.arrive(now, p) {
+                    Arrival::Started(at) => self.forwarded_at(at),
+                    Arrival::Queued => {}
+                    Arrival::Dropped(queued) => {
+                        self.conn(dst, ConnEvent::ForwardDrop, queued as f64)
+                    }
                 }
-            },
+            }
         }
     }
 

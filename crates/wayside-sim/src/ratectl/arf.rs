@@ -237,9 +237,10 @@ mod tests {
     fn the_timer_steps_up_despite_scattered_failures() {
         let mut a = arf();
         let p = a.params.clone();
-        a.state.change(1, false); // at 2 Mbps
-                                  // Failure, success, alternating: never ten successes in a row, never
-                                  // two failures; the fifteenth attempt (a success) is the timer's.
+        // At 2 Mbps, failure and success alternate: never ten successes in a
+        // row, never two failures; the fifteenth attempt (a success) is the
+        // timer's.
+        a.state.change(1, false);
         for i in 0..14 {
             a.state.attempt(i % 2 == 1, 3, &p);
         }
