@@ -100,6 +100,10 @@ ConnEvent {
     /// AP: a packet from the wired side found its forwarding engine's queue
     /// full and was dropped (value: packets queued; peer: its destination).
     ForwardDrop => "forward-drop",
+    /// A frame put on a wired link found that direction's queue full and
+    /// was dropped (value: the link's queue limit; peer: the packet's
+    /// destination, or the far end for a layer-2 update).
+    WireDrop => "wire-drop",
     /// Request-response client: a multicast trigger heard (value: its sequence number).
     TriggerHeard => "trigger-heard",
     /// Request-response client: an exchange completed (value: seconds from request to the whole response).

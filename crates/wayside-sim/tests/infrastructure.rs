@@ -188,7 +188,7 @@ fn drive_thru_car_stays_with_its_ap_through_the_island_and_never_hands_over() {
         let selected = events(&out, "car", ConnEvent::ApSelected);
         // Whatever joins failed in the far fringe, the association the car
         // holds on reaching the APs lasts until it is past both.
-        let held = assoc.iter().filter(|a| x(a.0) < 0.0).last();
+        let held = assoc.iter().rfind(|a| x(a.0) < 0.0);
         let held = held.unwrap_or_else(|| panic!("{speed}: {assoc:?}")).0;
         let gone = left
             .iter()
@@ -250,6 +250,38 @@ fn an_ap_forwarding_engine_caps_what_comes_from_the_wire_not_what_goes_to_it() {
     let up = ["app.0.enabled=false", "app.1.enabled=true"];
     let (rate, loss) = lab_flow("fixed", 1, &[up[0], up[1], &engine(4.0)]);
     assert!((rate - 500.0).abs() < 5.0 && loss == 0.0, "{rate}/s {loss}");
+}
+
+#[test]
+fn a_full_wired_link_traces_every_packet_it_drops() {
+    // 1000 datagrams/s of 1250 B offered to a 1 Mbit/s link with a 10-frame
+    // queue: about nine in ten are dropped there, each a `wire-drop` at the
+    // sender naming the datagram's destination. The rest cross the link and
+    // the AP (which passes 377/s) to a station 3 m away; together they
+    // account for every datagram sent.
+    let o = ["link.0.bandwidth=\"1 Mbps\"", "link.0.queue_limit=10"];
+    let out = run(wayside_sim::scenario::builtin("drivethru-lab").unwrap(), &o);
+    let drops = events(&out, "fixed", ConnEvent::WireDrop);
+    let e = &out.trace.events;
+    let mobile = out.node_names.iter().position(|n| n == "mobile").unwrap() as u32;
+    assert!(
+        (0..e.len())
+            .filter(|&i| e.event[i] == ConnEvent::WireDrop as u8)
+            .all(|i| e.peer[i] == mobile && e.value[i] == 10.0),
+        "a drop names another peer or limit"
+    );
+    let t = &out.trace.transport;
+    let got = (0..t.len()).filter(|&i| t.node[i] == mobile).count();
+    // One datagram each millisecond from the start to the end (20 s).
+    let start = events(&out, "fixed", ConnEvent::AppStart)[0].0;
+    let sent = ((20.0 - start) * 1e3).ceil() as usize;
+    assert!(drops.len() * 10 > sent * 8, "{} of {sent}", drops.len());
+    // Datagrams still queued or in flight at the end are the only gap.
+    let accounted = drops.len() + got;
+    assert!(
+        accounted <= sent && sent - accounted <= 15,
+        "{accounted} of {sent}"
+    );
 }
 
 #[test]

@@ -110,6 +110,28 @@ struct Current {
     rts: bool,
 }
 
+/// A data MSDU waiting for the channel.
+#[derive(Clone, Debug)]
+struct Queued {
+    msdu: Msdu,
+    /// It arrived with at least [`FF_TXQ_MIN`] frames ahead of it, so
+    /// madwifi would have staged it to wait for a fast-frame partner
+    /// (`athff_can_aggregate`); an MSDU that found a shorter queue goes
+    /// out alone.
+    stageable: bool,
+}
+
+/// madwifi's `ATH_FF_TXQMIN` (`if_athvar.h`): the transmit queue depth from
+/// which a packet is held back to be joined with the next one.
+const FF_TXQ_MIN: usize = 2;
+
+/// What madwifi's airtime estimate for a fast frame
+/// (`athff_approx_txtime`) adds to our two MSDUs: each packet counted as
+/// an Ethernet frame (6 bytes more than IP with LLC/SNAP), plus 32 bytes of
+/// 802.11 header and FCS, 10 of fast-frame header and padding, 16 for two
+/// LLC tunnel headers and 14 for one 802.3 tunnel header.
+const FF_ESTIMATE_EXTRA: u32 = 2 * 6 + 32 + 10 + 16 + 14;
+
 /// The radio settings airtime computations need.
 #[derive(Clone, Copy, Debug)]
 pub struct Air {
@@ -127,7 +149,7 @@ pub struct Dcf {
     air: Air,
     me: NodeId,
     state: DcfState,
-    data: VecDeque<Msdu>,
+    data: VecDeque<Queued>,
     mgmt: VecDeque<Msdu>,
     current: Option<Current>,
     cw: u32,
@@ -246,7 +268,11 @@ impl Dcf {
             self.events.push_back(DcfEvent::QueueDrop { msdu });
             return false;
         }
-        self.data.push_back(msdu);
+        let ahead = self.data.len() + usize::from(self.current.is_some());
+        self.data.push_back(Queued {
+            msdu,
+            stageable: ahead >= FF_TXQ_MIN,
+        });
         self.request_access(now);
         true
     }
@@ -269,7 +295,7 @@ impl Dcf {
         let dropped: Vec<Msdu> = self
             .mgmt
             .drain(..)
-            .chain(self.data.drain(..))
+            .chain(self.data.drain(..).map(|q| q.msdu))
             .chain(self.current.take().map(|c| c.msdu))
             .collect();
         self.state = DcfState::Idle;
@@ -495,8 +521,12 @@ impl Dcf {
     /// Takes the next MSDU (management first) with its retry chain, joining
     /// two data packets into a fast frame where enabled; false if none.
     fn next_msdu(&mut self, now: SimTime, ctx: &mut dyn TxContext) -> bool {
-        let Some(msdu) = self.mgmt.pop_front().or_else(|| self.data.pop_front()) else {
-            return false;
+        let (msdu, stageable) = match self.mgmt.pop_front() {
+            Some(m) => (m, false),
+            None => match self.data.pop_front() {
+                Some(q) => (q.msdu, q.stageable),
+                None => return false,
+            },
         };
         let chain_bytes = msdu.bytes + DATA_OVERHEAD;
         let chain = match (msdu.fixed, msdu.dst) {
@@ -513,7 +543,11 @@ impl Dcf {
                 .links
                 .retry_chain(now, d, chain_bytes, self.tx_power, ctx),
         };
-        let msdu = self.join_fast_frame(msdu, &chain);
+        let msdu = if stageable {
+            self.join_fast_frame(msdu, &chain)
+        } else {
+            msdu
+        };
         let seq = self.next_seq;
         self.next_seq = (self.next_seq + 1) % 4096;
         let rts =
@@ -530,19 +564,25 @@ impl Dcf {
     }
 
     /// `msdu` joined with the next queued packet to the same receiver into
-    /// an Atheros fast frame, if enabled and the result's airtime at the
-    /// chain's first rate stays within the limit; else `msdu` itself.
+    /// an Atheros fast frame, if enabled and madwifi's estimate of the
+    /// joined frame's airtime at the chain's first rate (long PLCP at the
+    /// DSSS rates, as `ath_hal_computetxtime` is asked) stays within the
+    /// limit (the best-effort TXOP); else `msdu` itself.
     fn join_fast_frame(&mut self, msdu: Msdu, chain: &RetryChain) -> Msdu {
         let (Some(limit), Payload::Packet(_), Dst::Node(_), None) =
             (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed)
         else {
             return msdu;
         };
-        let Some(Msdu {
-            payload: Payload::Packet(_),
-            dst,
-            fixed: None,
-            bytes,
+        let Some(Queued {
+            msdu:
+                Msdu {
+                    payload: Payload::Packet(_),
+                    dst,
+                    fixed: None,
+                    bytes,
+                    ..
+                },
             ..
         }) = self.data.front()
         else {
@@ -551,17 +591,21 @@ impl Dcf {
         if *dst != msdu.dst {
             return msdu;
         }
-        let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
-        let airtime = chain.stages[0].mode.airtime(
-            joined + DATA_OVERHEAD,
-            self.air.preamble,
+        let estimate = chain.stages[0].mode.airtime(
+            msdu.bytes + bytes + FF_ESTIMATE_EXTRA,
+            Preamble::Long,
             self.air.standard,
         );
-        if airtime > limit {
+        if estimate > limit {
             return msdu;
         }
-        let Some(Msdu {
-            payload: Payload::Packet(b),
+        let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
+        let Some(Queued {
+            msdu:
+                Msdu {
+                    payload: Payload::Packet(b),
+                    ..
+                },
             ..
         }) = self.data.pop_front()
         else {
@@ -757,6 +801,7 @@ mod tests {
     use super::*;
     use crate::mac::mgmt::MgmtBody;
     use crate::mobility::Vec2;
+    use crate::packet::{ArpOp, Body, Packet};
     use crate::ratectl::RateControlSpec;
     use crate::units::{Bitrate, Db};
 
@@ -784,8 +829,13 @@ mod tests {
 
     /// A DCF at 54 Mbps with `tries` attempts per frame and `queue_limit`.
     fn dcf(tries: u8, queue_limit: usize) -> Dcf {
+        dcf_at(g(54), tries, queue_limit, None)
+    }
+
+    /// A DCF at `mode`, with fast frames up to this airtime if given.
+    fn dcf_at(mode: Mode, tries: u8, queue_limit: usize, fast_frames: Option<SimTime>) -> Dcf {
         let chain = RetryChain {
-            stages: vec![Stage { mode: g(54), tries }],
+            stages: vec![Stage { mode, tries }],
         };
         let rate = RateControlSpec::Fixed {
             short: chain.clone(),
@@ -799,7 +849,7 @@ mod tests {
             rts_threshold: 2347,
             rate: rate.clone(),
             modes: Standard::G.modes(),
-            fast_frames: None,
+            fast_frames,
         };
         let air = Air {
             standard: Standard::G,
@@ -870,6 +920,44 @@ mod tests {
             payload: Payload::Raw,
             report: None,
         }
+    }
+
+    /// The sizes of the MSDUs a DCF at `mbps`, fast frames gated at
+    /// madwifi's 2.048 ms TXOP, takes one after another from `n` packets
+    /// of `bytes` (LLC/SNAP included) queued at once.
+    fn msdus_taken(mbps: u64, bytes: u32, n: usize) -> Vec<u32> {
+        let mut d = dcf_at(g(mbps), 7, 100, Some(us(2048)));
+        for _ in 0..n {
+            let arp = Body::Arp { op: ArpOp::Request };
+            let packet = Msdu {
+                bytes,
+                payload: Payload::Packet(Packet::new(ME, PEER, arp)),
+                ..msdu(Dst::Node(PEER), SimTime::ZERO)
+            };
+            d.enqueue(SimTime::ZERO, packet);
+        }
+        let mut taken = Vec::new();
+        while d.next_msdu(SimTime::ZERO, &mut NoOracle) {
+            taken.push(d.current.take().expect("a frame taken").msdu.bytes);
+        }
+        taken
+    }
+
+    #[test]
+    fn fast_frames_pair_as_madwifi_gates_them() {
+        // Only a packet that found two frames ahead of it is held for a
+        // partner (ATH_FF_TXQMIN): the first two of four go alone.
+        let pair = 2 * 1508 + FAST_FRAME_OVERHEAD;
+        assert_eq!(msdus_taken(18, 1508, 4), vec![1508, 1508, pair]);
+        assert_eq!(msdus_taken(18, 1508, 5), vec![1508, 1508, pair, 1508]);
+        // Two 1500-byte packets at 12 Mbps: madwifi's estimate (3100 bytes)
+        // takes 2.10 ms, over the best-effort TXOP; at 18 Mbps 1.41 ms.
+        assert_eq!(msdus_taken(12, 1508, 4), vec![1508; 4]);
+        // Two TCP ACKs pair even at 1 Mbps: 1.63 ms with the long PLCP.
+        assert_eq!(
+            msdus_taken(1, 48, 4),
+            vec![48, 48, 2 * 48 + FAST_FRAME_OVERHEAD]
+        );
     }
 
     #[test]

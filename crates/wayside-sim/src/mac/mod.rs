@@ -135,8 +135,9 @@ pub struct MacConfig {
     /// The standard's modes, ascending (rate control chooses among them).
     pub modes: &'static [Mode],
     /// Atheros fast frames: two queued packets to the same receiver go out
-    /// as one frame when that frame's airtime at the chosen rate stays within
-    /// this limit; `None` disables aggregation.
+    /// as one frame when madwifi's estimate of that frame's airtime at the
+    /// chosen rate stays within this limit (the best-effort TXOP); `None`
+    /// disables aggregation.
     pub fast_frames: Option<SimTime>,
 }
 

@@ -74,20 +74,29 @@ impl Node {
         self.pump_net(env, now);
     }
 
-    /// Puts `frame` on wired link `link`; a full queue drops it.
+    /// Puts `frame` on wired link `link`; a full queue drops it (traced as
+    /// `wire-drop`).
     fn wire_send(&mut self, env: &mut Env, now: SimTime, link: usize, frame: WireFrame) {
         let node = self.id;
-        if let Some((to, at)) = env.wires[link].send(now, node, frame.bytes()) {
-            env.queue.schedule(
-                at,
-                node.0,
-                Event::WireArrive {
-                    node: to,
-                    link: link as u32,
-                    frame: Box::new(frame),
-                },
-            );
-        }
+        let Some((to, at)) = env.wires[link].send(now, node, frame.bytes()) else {
+            let wire = &env.wires[link];
+            let peer = match &frame {
+                WireFrame::Ip(p) => p.dst,
+                WireFrame::L2Update { .. } => wire.far_end(node),
+            };
+            let limit = wire.queue_limit as f64;
+            env.conn_event(now, node, peer.0, ConnEvent::WireDrop, limit);
+            return;
+        };
+        env.queue.schedule(
+            at,
+            node.0,
+            Event::WireArrive {
+                node: to,
+                link: link as u32,
+                frame: Box::new(frame),
+            },
+        );
     }
 
     pub fn on_wire_arrive(&mut self, env: &mut Env, now: SimTime, link: usize, frame: WireFrame) {

@@ -261,7 +261,7 @@ mod tests {
             let rates: Vec<f64> = chain
                 .stages
                 .iter()
-                .flat_map(|st| std::iter::repeat(st.mode.rate.mbps()).take(st.tries as usize))
+                .flat_map(|st| std::iter::repeat_n(st.mode.rate.mbps(), st.tries as usize))
                 .collect();
             let last = rates[s.attempts as usize - 1];
             let now = a.current().rate.mbps();
