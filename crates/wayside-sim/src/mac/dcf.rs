@@ -40,14 +40,18 @@ pub enum MacTimer {
     SifsResponse,
     /// The network allocation vector has expired.
     NavEnd,
+    /// SIFS after an acknowledged frame inside a TXOP: the next frame may
+    /// follow without contending.
+    TxopNext,
 }
 
 impl MacTimer {
-    const ALL: [MacTimer; 4] = [
+    const ALL: [MacTimer; 5] = [
         MacTimer::AccessGrant,
         MacTimer::ResponseTimeout,
         MacTimer::SifsResponse,
         MacTimer::NavEnd,
+        MacTimer::TxopNext,
     ];
     fn slot(self) -> usize {
         self as usize
@@ -164,7 +168,11 @@ pub struct Dcf {
     response: Option<(Frame, Mode)>,
     next_seq: u16,
     last_seq: Vec<(NodeId, u16)>,
-    generation: [u32; 4],
+    generation: [u32; 5],
+    /// The end of the TXOP this station holds, if it bursts and holds one.
+    txop_until: Option<SimTime>,
+    /// `TxopNext` is armed: contention waits for it.
+    burst_pending: bool,
     links: Links,
     rng: Stream,
     tx_power: Dbm,
@@ -201,7 +209,9 @@ impl Dcf {
             response: None,
             next_seq: 0,
             last_seq: Vec::new(),
-            generation: [0; 4],
+            generation: [0; 5],
+            txop_until: None,
+            burst_pending: false,
             links,
             rng,
             tx_power,
@@ -301,6 +311,8 @@ impl Dcf {
         self.state = DcfState::Idle;
         self.response = None;
         self.nav_until = SimTime::ZERO;
+        self.txop_until = None;
+        self.burst_pending = false;
         for t in MacTimer::ALL {
             self.cancel(t);
         }
@@ -364,6 +376,7 @@ impl Dcf {
                 }
             }
             MacTimer::NavEnd => self.handle_medium(now, phy_busy),
+            MacTimer::TxopNext => self.txop_next(now, ctx),
         }
     }
 
@@ -486,7 +499,11 @@ impl Dcf {
 
     /// Starts or resumes contention if there is something to send.
     fn request_access(&mut self, now: SimTime) {
-        if !self.has_work() || self.state != DcfState::Idle || self.response.is_some() {
+        if !self.has_work()
+            || self.state != DcfState::Idle
+            || self.response.is_some()
+            || self.burst_pending
+        {
             return;
         }
         if self.medium_busy {
@@ -515,7 +532,40 @@ impl Dcf {
         } else {
             self.data_frame()
         };
+        self.txop_until = self
+            .cfg
+            .txop_bursting
+            .filter(|_| self.bursts_current())
+            .map(|limit| now + limit);
         self.transmits.push_back(frame);
+    }
+
+    /// Whether the frame in progress may be part of a burst: unicast data
+    /// from the data queue, without RTS/CTS.
+    fn bursts_current(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|c| !c.rts && c.msdu.fixed.is_none() && matches!(c.msdu.dst, Dst::Node(_)))
+    }
+
+    /// SIFS after an acknowledged frame in a TXOP: the next frame goes now
+    /// if its exchange (data, SIFS, ACK) ends within the TXOP; else the
+    /// TXOP ends and the station contends for it.
+    fn txop_next(&mut self, now: SimTime, ctx: &mut dyn TxContext) {
+        self.burst_pending = false;
+        let until = self.txop_until.take();
+        let next = self.current.is_some() || self.next_msdu(now, ctx);
+        if let (true, Some(until)) = (next && self.bursts_current(), until) {
+            let (frame, mode) = self.data_frame();
+            let airtime = mode.airtime(frame.psdu_bytes, self.air.preamble, self.air.standard);
+            if now + airtime + frame.duration <= until {
+                self.txop_until = Some(until);
+                self.transmits.push_back((frame, mode));
+                return;
+            }
+        }
+        self.draw_backoff();
+        self.request_access(now);
     }
 
     /// Takes the next MSDU (management first) with its retry chain, joining
@@ -550,8 +600,11 @@ impl Dcf {
         };
         let seq = self.next_seq;
         self.next_seq = (self.next_seq + 1) % 4096;
-        let rts =
-            matches!(msdu.dst, Dst::Node(_)) && msdu.bytes + DATA_OVERHEAD > self.cfg.rts_threshold;
+        // madwifi (`ath_tx_start`) sends no RTS by length to a peer that
+        // takes fast frames: a fast frame always exceeds the threshold.
+        let rts = matches!(msdu.dst, Dst::Node(_))
+            && msdu.bytes + DATA_OVERHEAD > self.cfg.rts_threshold
+            && self.cfg.fast_frames.is_none();
         self.current = Some(Current {
             msdu,
             chain,
@@ -747,6 +800,7 @@ impl Dcf {
         self.events
             .push_back(DcfEvent::Response(TxOutcome::Unacked));
         self.state = DcfState::Idle;
+        self.txop_until = None;
         self.cancel(MacTimer::ResponseTimeout);
         let cur = self
             .current
@@ -783,7 +837,6 @@ impl Dcf {
             self.links.report(d, &status);
         }
         self.cw = self.timing.cw_min;
-        self.draw_backoff();
         let delay = now - cur.msdu.enqueued;
         self.events.push_back(DcfEvent::Done {
             msdu: cur.msdu,
@@ -792,6 +845,16 @@ impl Dcf {
             attempts,
             delay,
         });
+        let burst = self
+            .txop_until
+            .is_some_and(|until| delivered && now + self.timing.sifs < until);
+        if burst && self.has_work() {
+            self.burst_pending = true;
+            self.arm(now + self.timing.sifs, MacTimer::TxopNext);
+            return;
+        }
+        self.txop_until = None;
+        self.draw_backoff();
         self.request_access(now);
     }
 }
@@ -850,6 +913,7 @@ mod tests {
             rate: rate.clone(),
             modes: Standard::G.modes(),
             fast_frames,
+            txop_bursting: None,
         };
         let air = Air {
             standard: Standard::G,
@@ -958,6 +1022,85 @@ mod tests {
             msdus_taken(1, 48, 4),
             vec![48, 48, 2 * 48 + FAST_FRAME_OVERHEAD]
         );
+    }
+
+    #[test]
+    fn no_rts_by_length_where_fast_frames_are_on() {
+        // madwifi asks for RTS on frames over the threshold only to peers
+        // that cannot take fast frames (a fast frame always exceeds it).
+        let first = |fast_frames| {
+            let mut d = dcf_at(g(54), 7, 10, fast_frames);
+            let big = Msdu {
+                bytes: 3000,
+                ..msdu(Dst::Node(PEER), SimTime::ZERO)
+            };
+            d.enqueue(SimTime::ZERO, big);
+            let (t, at) = timers(&mut d)[0];
+            d.handle_timeout(at, t, false, false, &mut NoOracle);
+            d.poll_transmit().expect("a frame on the air").0.kind
+        };
+        assert_eq!(first(None), FrameKind::Rts);
+        assert_eq!(first(Some(us(2048))), FrameKind::Data);
+    }
+
+    /// A DCF at 54 Mbps bursting within `txop_us` with three 1500-byte
+    /// MSDUs queued; sends the first and has it acknowledged at `acked`.
+    fn bursting(txop_us: u64, acked: SimTime) -> Dcf {
+        let mut d = dcf_at(g(54), 7, 10, None);
+        d.cfg.txop_bursting = Some(us(txop_us));
+        let (frame, _) = sent_one(&mut d);
+        for _ in 0..2 {
+            d.enqueue(us(1), msdu(Dst::Node(PEER), us(1)));
+        }
+        timers(&mut d);
+        d.handle_tx_end(acked - us(50), &frame);
+        let ack = frame_from(PEER, Dst::Node(ME), FrameKind::Ack, SimTime::ZERO);
+        d.handle_rx_end(acked, &ack, g(24), true, Dbm(-60.0), Dbm(-95.0));
+        d
+    }
+
+    /// `TxopNext` fires at `at`.
+    fn txop_next(d: &mut Dcf, at: SimTime) {
+        d.handle_timeout(at, MacTimer::TxopNext, false, false, &mut NoOracle);
+    }
+
+    #[test]
+    fn within_a_txop_the_next_frame_follows_a_sifs_after_the_ack() {
+        // Granted at DIFS (28 us); the 1528-byte frame at 54 Mbps takes
+        // 254 us, its exchange with SIFS and ACK about 300 us.
+        let acked = us(400);
+        let mut d = bursting(2048, acked);
+        let sifs = timing().sifs;
+        let armed = timers(&mut d);
+        assert!(
+            armed.contains(&(MacTimer::TxopNext, acked + sifs)),
+            "{armed:?}"
+        );
+        d.handle_medium(acked, false);
+        assert!(
+            !armed
+                .iter()
+                .chain(&timers(&mut d))
+                .any(|t| t.0 == MacTimer::AccessGrant),
+            "no contention meanwhile"
+        );
+        txop_next(&mut d, acked + sifs);
+        let (next, _) = d.poll_transmit().expect("the second frame, at once");
+        assert_eq!((next.kind, next.dst), (FrameKind::Data, Dst::Node(PEER)));
+        assert!(d.txop_until.is_some());
+    }
+
+    #[test]
+    fn a_frame_that_would_overrun_the_txop_waits_for_the_channel() {
+        // A 600 us TXOP: after the first exchange (ACK at 400 us) the next
+        // one would end past 628 us, so the station contends again.
+        let acked = us(400);
+        let mut d = bursting(600, acked);
+        let sifs = timing().sifs;
+        txop_next(&mut d, acked + sifs);
+        assert!(d.poll_transmit().is_none());
+        assert!(d.txop_until.is_none() && d.backoff.is_some());
+        assert!(matches!(d.state(), DcfState::Contending { .. }));
     }
 
     #[test]

@@ -139,6 +139,10 @@ pub struct MacConfig {
     /// chosen rate stays within this limit (the best-effort TXOP); `None`
     /// disables aggregation.
     pub fast_frames: Option<SimTime>,
+    /// TXOP bursting: after winning the channel the station sends further
+    /// unicast data frames a SIFS apart while each exchange ends within
+    /// this time from the grant; `None`: one frame per channel access.
+    pub txop_bursting: Option<SimTime>,
 }
 
 /// Bytes an Atheros fast frame adds around its two subframes (the

@@ -1047,9 +1047,13 @@ impl Scenario {
             1e6,
             "1 to 1000000 frames",
         )?;
-        let ff = mac.fast_frame_airtime;
-        let fast_frame_airtime =
-            time_in("mac.fast_frame_airtime", ff, 1e-5, 0.05, "10 us to 50 ms")?;
+        let txop_limit = time_in(
+            "mac.txop_limit",
+            mac.txop_limit,
+            1e-5,
+            0.05,
+            "10 us to 50 ms",
+        )?;
         // At most one of them is given (see `rate_context`).
         let rate = match (mac.rate, &mac.rate_control) {
             (Some(r), _) => rates.fixed(Some(rate_mode(rates.standard, "mac.rate", r)?)),
@@ -1067,7 +1071,8 @@ impl Scenario {
             rts_threshold: rates.rts_threshold,
             rate,
             modes: rates.standard.modes(),
-            fast_frames: mac.fast_frames.then_some(fast_frame_airtime),
+            fast_frames: mac.fast_frames.then_some(txop_limit),
+            txop_bursting: mac.txop_bursting.then_some(txop_limit),
         })
     }
 

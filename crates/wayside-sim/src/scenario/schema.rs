@@ -617,11 +617,16 @@ pub struct MacSection {
     pub rate_control: Option<RateControlSection>,
     /// Atheros fast frames (madwifi's `ff`): aggregate two packets to the
     /// same receiver when madwifi's estimate of the frame's airtime stays
-    /// within `fast_frame_airtime`, the best-effort TXOP limit.
+    /// within `txop_limit`.
     #[serde(default)]
     pub fast_frames: bool,
-    #[serde(default = "default_ff_airtime")]
-    pub fast_frame_airtime: TimeQ,
+    /// TXOP bursting: after winning the channel, send further unicast data
+    /// frames a SIFS apart for up to `txop_limit`.
+    #[serde(default)]
+    pub txop_bursting: bool,
+    /// The best-effort TXOP limit that fast frames must fit and bursts last.
+    #[serde(default = "default_txop_limit")]
+    pub txop_limit: TimeQ,
 }
 
 /// The best-effort TXOP limit madwifi 0.9 runs with: net80211's WME
@@ -629,7 +634,7 @@ pub struct MacSection {
 /// advertises it to its stations) gives best effort 64 × 32 µs when
 /// bursting is on, and madwifi turns bursting on wherever the chip has it
 /// (the AR5212).
-fn default_ff_airtime() -> TimeQ {
+fn default_txop_limit() -> TimeQ {
     TimeQ(2.048e-3)
 }
 
@@ -657,7 +662,8 @@ impl Default for MacSection {
             retry_chain: None,
             rate_control: None,
             fast_frames: false,
-            fast_frame_airtime: default_ff_airtime(),
+            txop_bursting: false,
+            txop_limit: default_txop_limit(),
         }
     }
 }
