@@ -208,19 +208,14 @@ fn drive_thru_car_stays_with_its_ap_through_the_island_and_never_hands_over() {
     }
 }
 
+const LAB: &str = include_str!("../../../scenarios/drivethru-lab.toml");
+
 /// Datagrams per second `receiver` got from application `app` in
 /// drivethru-lab between its first and last arrival, and the fraction of
 /// the sequence range lost, with `overrides`.
 fn lab_flow(receiver: &str, app: u32, overrides: &[&str]) -> (f64, f64) {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let out = wayside_sim::run_scenario(
-        wayside_sim::scenario::builtin("drivethru-lab").unwrap(),
-        &o,
-        Some(1),
-        0,
-    )
-    .unwrap();
-    let rx = out.node_names.iter().position(|n| n == receiver).unwrap() as u32;
+    let out = common::run(LAB, overrides, 1);
+    let rx = common::id(&out, receiver);
     let t = &out.trace.transport;
     let got: Vec<usize> = (0..t.len())
         .filter(|&i| t.node[i] == rx && t.app[i] == app)
@@ -260,10 +255,10 @@ fn a_full_wired_link_traces_every_packet_it_drops() {
     // the AP (which passes 377/s) to a station 3 m away; together they
     // account for every datagram sent.
     let o = ["link.0.bandwidth=\"1 Mbps\"", "link.0.queue_limit=10"];
-    let out = run(wayside_sim::scenario::builtin("drivethru-lab").unwrap(), &o);
+    let out = run(LAB, &o);
     let drops = events(&out, "fixed", ConnEvent::WireDrop);
     let e = &out.trace.events;
-    let mobile = out.node_names.iter().position(|n| n == "mobile").unwrap() as u32;
+    let mobile = common::id(&out, "mobile");
     assert!(
         (0..e.len())
             .filter(|&i| e.event[i] == ConnEvent::WireDrop as u8)
@@ -291,18 +286,8 @@ fn through_a_forwarding_engine_tcp_from_the_wire_beats_an_overloading_udp_stream
     // packet rate, and its window keeps the engine's queue from overflowing.
     let (udp_rate, _) = lab_flow("mobile", 0, &[]);
     let udp_mbps = udp_rate * 1250.0 * 8.0 / 1e6;
-    let o: Vec<String> = ["app.0.enabled=false", "app.2.enabled=true"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let out = wayside_sim::run_scenario(
-        wayside_sim::scenario::builtin("drivethru-lab").unwrap(),
-        &o,
-        Some(1),
-        0,
-    )
-    .unwrap();
-    let rx = out.node_names.iter().position(|n| n == "mobile").unwrap() as u32;
+    let out = common::run(LAB, &["app.0.enabled=false", "app.2.enabled=true"], 1);
+    let rx = common::id(&out, "mobile");
     let t = &out.trace.transport;
     let late: Vec<usize> = (0..t.len())
         .filter(|&i| t.node[i] == rx && t.time_ns[i] >= 10_000_000_000)

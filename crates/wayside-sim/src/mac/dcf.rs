@@ -553,9 +553,10 @@ impl Dcf {
     /// TXOP ends and the station contends for it.
     fn txop_next(&mut self, now: SimTime, ctx: &mut dyn TxContext) {
         self.burst_pending = false;
-        let until = self.txop_until.take();
-        let next = self.current.is_some() || self.next_msdu(now, ctx);
-        if let (true, Some(until)) = (next && self.bursts_current(), until) {
+        if self.current.is_none() {
+            self.next_msdu(now, ctx);
+        }
+        if let Some(until) = self.txop_until.take().filter(|_| self.bursts_current()) {
             let (frame, mode) = self.data_frame();
             let airtime = mode.airtime(frame.psdu_bytes, self.air.preamble, self.air.standard);
             if now + airtime + frame.duration <= until {
