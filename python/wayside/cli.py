@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -190,6 +191,10 @@ def validate(
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the table to DIR/validation.json and DIR/validation.csv."),
     executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
     details: bool = typer.Option(False, "--details", help="Under each target: its source, allowed range, runs, and why it missed."),
+    seed_sets: int = typer.Option(
+        1, "--seed-sets", min=1, max=20,
+        help="Measure every target on this many disjoint sets of seeds (set j: the file's seeds shifted by j x runs) and show in how many each passes.",
+    ),
 ) -> None:
     """Reproduce the papers' published figures (validation/*.toml): run each
     target's scenario, measure, compare with the paper within its tolerance.
@@ -209,30 +214,42 @@ def validate(
         return
     started = time.perf_counter()
     with Progress(
-        TextColumn("running"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=errors, transient=True, disable=not errors.is_terminal,
     ) as bar:
-        task = bar.add_task("runs", total=None)
+        task = bar.add_task("running", total=None)
         simulations = [0]
+        total_simulations = 0
 
         def progress(done: int, total: int) -> None:
             simulations[0] = total
             bar.update(task, completed=done, total=total)
 
+        sets = []
         try:
-            rows = v.run_targets(chosen, runs=runs, jobs=n_jobs, progress=progress, executor=executor)
+            for j in range(seed_sets):
+                bar.reset(task, total=None, description=f"set {j + 1}/{seed_sets}" if seed_sets > 1 else "running")
+                set_rows = v.run_targets(v.seed_set(chosen, j, runs), runs=runs, jobs=n_jobs, progress=progress, executor=executor)
+                for r in set_rows:
+                    r.seed_set = j
+                sets.append(set_rows)
+                total_simulations += simulations[0]
         except jobs.ExecutorError as e:
             fail(str(e))
             return
     wall = time.perf_counter() - started
-    _print_validation(rows, details)
+    rows = [r for set_rows in sets for r in set_rows]
     code = v.exit_code(rows)
     n_runs = sum(r.runs for r in rows if r.kind == "value")
-    console.print(v.tally(rows), highlight=False, soft_wrap=True)
-    console.print(
-        f"{len(chosen)} targets, {n_runs} measured runs from {simulations[0]} simulations, wall {wall:.1f} s",
-        highlight=False, soft_wrap=True,
-    )
+    if seed_sets == 1:
+        _print_validation(v.render(rows, details))
+        summary = v.tally(rows)
+    else:
+        _print_validation(v.render_sets(sets, details))
+        summary = v.tally_sets(sets)
+    for text in (summary, f"{len(chosen)} targets{f' x {seed_sets} seed sets' if seed_sets > 1 else ''}, "
+                 f"{n_runs} measured runs from {total_simulations} simulations, wall {wall:.1f} s"):
+        console.print(escape(textwrap.fill(text, v.WIDTH, subsequent_indent="  ")), highlight=False, soft_wrap=True)
     if out is not None:
         try:
             for path in v.write_outputs(rows, out):
@@ -488,11 +505,11 @@ def gps(
         console.print(f"wrote {escape(str(path))}", soft_wrap=True, highlight=False)
 
 
-def _print_validation(rows, details: bool) -> None:
-    from wayside.validate import render
-
-    style = {"PASS": "green", "MISS": "bold red", "ERROR": "bold magenta"}
-    for line, status in render(rows, details):
+def _print_validation(lines: list[tuple[str, str]]) -> None:
+    """Prints `wayside.validate.render` or `render_sets` output, the result
+    column coloured by status."""
+    style = {"PASS": "green", "MISS": "bold red", "ERROR": "bold magenta", "SOME": "yellow"}
+    for line, status in lines:
         if status:
             head, tail = line[:8], line[8:]
             console.print(f"[{style[status]}]{escape(head)}[/]{escape(tail)}", highlight=False, soft_wrap=True)

@@ -69,7 +69,7 @@ point close to the best?", e.g. a packet size against every other).
 Command line::
 
     wayside validate [TARGETS...] [--runs N] [--jobs J] [--only NAME] [--out DIR]
-                     [--executor E] [--details]
+                     [--executor E] [--details] [--seed-sets K]
 
 TARGETS are validation files, directories, or paper names (file stems in
 validation/); default: every file in validation/. `--runs N` replaces every
@@ -79,7 +79,11 @@ cluster instead, see `wayside.jobs`); `--only` selects targets by name, "paper/n
 "name [point]" (globs, repeatable); `--out DIR` also writes
 DIR/validation.json and DIR/validation.csv. Runs with the same scenario,
 overrides and seed are simulated once and measured for every target that
-wants them.
+wants them. `--seed-sets K` measures everything K times on disjoint seeds
+(`seed_set`: set j shifts every target's seeds by j × its runs) and shows,
+per row, in how many sets it passed and the range of its values over the
+sets (`render_sets`, `tally_sets`); the files then hold every set's rows,
+told apart by `seed_set`.
 
 Calibration: a scenario lists the targets it was fitted to in its
 top-level `calibrated_on` ("paper/target", globs allowed). Those rows are
@@ -224,6 +228,7 @@ class Row:
     kind: str = "value"  # "value", "ratio" (of two grid points), or "monotone": the grid's trend (then `shown` holds the sequence)
     shown: str = ""
     calibrated: bool = False  # the scenario was calibrated on this target: shown, never counted as reproduced
+    seed_set: int = 0  # which set of seeds measured it (`seed_sets`)
 
     @property
     def deviation(self) -> float | None:
@@ -541,6 +546,13 @@ def select(targets: list[Target], only: Sequence[str]) -> list[Target]:
 
 
 # ---------------------------------------------------------------- running
+
+
+def seed_set(targets: Sequence[Target], index: int, runs: int | None = None) -> list[Target]:
+    """The targets moved to seed set `index`: set j runs seeds
+    base_seed + j·n .. base_seed + (j + 1)·n − 1, n being the target's runs
+    (or `runs`), so that the sets share no seed and set 0 is the file's own."""
+    return [replace(t, base_seed=t.base_seed + index * (runs if runs is not None else t.runs)) for t in targets]
 
 
 def resolve_scenario(spec: str, file: str) -> str:
@@ -901,6 +913,94 @@ def render(rows: Sequence[Row], details: bool = False) -> list[tuple[str, str]]:
                 if details:
                     out.extend((line, "") for line in _details(r))
     return out
+
+
+def _range(values: Sequence[float | None], unit: str) -> str:
+    """The span of a row's measured values over the seed sets, "lo..hi unit"."""
+    got = [v for v in values if v is not None and not math.isnan(v)]
+    if not got:
+        return "undefined"
+    lo, hi = fmt(min(got)), fmt(max(got))
+    return (lo if lo == hi else f"{lo}..{hi}") + (f" {unit}" if unit else "")
+
+
+def _aligned(sets: Sequence[Sequence[Row]]) -> list[tuple[Row, ...]]:
+    """The rows of every seed set side by side (the same targets in the same
+    order in every set)."""
+    first = [(r.paper, r.target, r.point) for r in sets[0]]
+    for rows in sets[1:]:
+        if [(r.paper, r.target, r.point) for r in rows] != first:
+            raise ValueError("seed sets measured different targets")
+    return list(zip(*sets))
+
+
+def _set_status(group: Sequence[Row]) -> str:
+    """ERROR if any set erred, else PASS if every set passed, MISS if none
+    did, SOME in between; "" for a point measured only."""
+    statuses = [r.status for r in group]
+    if MEASURED in statuses:
+        return ""
+    if "ERROR" in statuses:
+        return "ERROR"
+    passed = statuses.count("PASS")
+    return "PASS" if passed == len(group) else "MISS" if passed == 0 else "SOME"
+
+
+def render_sets(sets: Sequence[Sequence[Row]], details: bool = False) -> list[tuple[str, str]]:
+    """The same targets measured on several seed sets (`seed_set`), as
+    (line, status) pairs of at most WIDTH columns: per row, in how many sets
+    it passed (or held, for a row its scenario was calibrated on), the range
+    of its measured values over the sets and the paper's value. `details`
+    adds each set's value. `status` is `_set_status` on a row's first line,
+    "" otherwise."""
+    out: list[tuple[str, str]] = []
+    n = len(sets)
+    groups = _aligned(sets)
+    for paper in dict.fromkeys(g[0].paper for g in groups):
+        mine = [g for g in groups if g[0].paper == paper]
+        out.append((paper[:WIDTH], ""))
+        for calibrated in (False, True):
+            group = [g for g in mine if g[0].calibrated == calibrated]
+            if not group:
+                continue
+            if calibrated:
+                out.append(("  calibrated on (not counted), held in:", ""))
+            else:
+                out.append((_line("sets", "target", f"{'measured':>20} {'paper':>11}", span=True)[0], ""))
+            for g in group:
+                r = g[0]
+                name = f"{r.target} [{r.point}]" if r.point else r.target
+                status = _set_status(g)
+                passed = sum(x.status == "PASS" for x in g)
+                shown = f"{passed}/{n}" if status and status != "ERROR" else status
+                measured = "" if r.kind == "monotone" else _range([x.measured for x in g], r.unit)
+                paper_v = "" if r.kind == "monotone" else _value(r.expected, r.unit)
+                lines = _line(shown, name, f"{measured:>20} {paper_v:>11}", span=True)
+                out.append((lines[0], status))
+                out.extend((line, "") for line in lines[1:])
+                if details:
+                    each = ", ".join(x.shown if x.kind == "monotone" else fmt(x.measured) for x in g)
+                    facts = [f"per set: {each}"] + ([f"allowed: {r.allowed}; runs per set: {r.runs}"] if r.allowed else [])
+                    out.extend((line, "") for f in facts for line in textwrap.wrap(
+                        f, WIDTH, initial_indent=" " * 8, subsequent_indent=" " * 10, break_on_hyphens=False))
+    return out
+
+
+def tally_sets(sets: Sequence[Sequence[Row]]) -> str:
+    """The summary over seed sets: independent rows that passed in every set,
+    in some, in none (and those with errors); calibration rows held in every
+    set or not, never counted as passes."""
+    n = len(sets)
+    groups = [g for g in _aligned(sets) if _set_status(g)]
+    own = [_set_status(g) for g in groups if not g[0].calibrated]
+    cal = [_set_status(g) for g in groups if g[0].calibrated]
+    text = (f"of {len(own)} independent: {own.count('PASS')} pass in all {n} seed sets, "
+            f"{own.count('SOME')} in some, {own.count('MISS')} in none")
+    if own.count("ERROR"):
+        text += f", {own.count('ERROR')} with errors"
+    if cal:
+        text += f"; calibrated on {len(cal)} (not counted): {cal.count('PASS')} held in all sets, {len(cal) - cal.count('PASS')} not"
+    return text
 
 
 def write_outputs(rows: Sequence[Row], directory: str | Path) -> list[Path]:
