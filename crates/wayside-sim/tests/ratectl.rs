@@ -9,6 +9,11 @@ use wayside_sim::{run_scenario, RunOutput};
 const AP: u32 = 0;
 const CAR: u32 = 1;
 const ENV_AP: &str = "node.ap.rate_control={algorithm=\"environment-aware\", training_passes=2}";
+/// The map tests need a connection that starts where the trained map has
+/// seen more than 1 Mbps work. With the scenario's dual-band scan the car
+/// of seeds 4 and 6 joins so far out (seed 4: first data at -557 m) that
+/// only 1 Mbps works there; with the 2.4 GHz scan it joins nearer (-395 m).
+const SCAN_24: &str = "management.scan_channels=[1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10]";
 
 fn run(overrides: &[&str], seed: u64) -> RunOutput {
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
@@ -66,16 +71,19 @@ fn every_data_attempt_has_an_outcome_and_acks_match_the_mac() {
 #[test]
 fn trained_map_sets_the_initial_rate_and_training_is_deterministic() {
     let untrained = run(
-        &["node.ap.rate_control={algorithm=\"environment-aware\"}"],
+        &[
+            "node.ap.rate_control={algorithm=\"environment-aware\"}",
+            SCAN_24,
+        ],
         4,
     );
-    let trained = run(&[ENV_AP], 4);
+    let trained = run(&[ENV_AP, SCAN_24], 4);
     let first = |out: &RunOutput| out.trace.frames.rate_mbps[data_tx(out, AP, CAR)[0]];
     // No map: start at the lowest rate. With the map the connection starts
     // at what the road supports there.
     assert_eq!(first(&untrained), 1.0);
     assert!(first(&trained) > 1.0, "{}", first(&trained));
-    let again = run(&[ENV_AP], 4);
+    let again = run(&[ENV_AP, SCAN_24], 4);
     assert_eq!(again.trace.frames.rate_mbps, trained.trace.frames.rate_mbps);
     assert_eq!(again.trace.frames.time_ns, trained.trace.frames.time_ns);
 }
@@ -86,7 +94,7 @@ fn a_station_with_beacon_hints_uses_the_aps_map_for_its_own_frames() {
     let first_ack_rate = |out: &RunOutput| out.trace.frames.rate_mbps[data_tx(out, CAR, AP)[0]];
     // TCP ACKs from the car: with the trained AP's hints at a rate the road
     // supports; from an untrained AP (empty map) at the lowest.
-    let with_map = run(&[ENV_AP, hints], 6);
+    let with_map = run(&[ENV_AP, hints, SCAN_24], 6);
     assert!(
         first_ack_rate(&with_map) > 1.0,
         "{}",
@@ -96,6 +104,7 @@ fn a_station_with_beacon_hints_uses_the_aps_map_for_its_own_frames() {
         &[
             "node.ap.rate_control={algorithm=\"environment-aware\"}",
             hints,
+            SCAN_24,
         ],
         6,
     );

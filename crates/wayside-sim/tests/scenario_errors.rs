@@ -167,3 +167,33 @@ fn malformed_documents_and_overrides() {
         "{e}"
     );
 }
+
+#[test]
+fn scan_channels_take_the_other_band_only_on_a_dual_band_radio() {
+    // drive-by is 802.11g: its station may list a dual-band card's 5 GHz
+    // channels, but not a number that is no channel there.
+    let o = |s: &str| vec![s.to_string()];
+    let text = builtin("drive-by").unwrap();
+    assert!(load(
+        text,
+        &o("management.scan_channels=[1, 36, 149, 6]"),
+        None,
+        0
+    )
+    .is_ok());
+    let e = with(&["management.scan_channels=[1, 38]"]);
+    assert!(
+        e.contains("scan_channels[1]") && e.contains("38") && e.contains("149 + 4k"),
+        "{e}"
+    );
+    // An 802.11a radio has no other band to list.
+    let a = "name = \"a\"\nduration = \"1 s\"\n[radio]\nstandard = \"802.11a\"\nchannel = 36\n\
+             [management]\nscan_channels = [36, 300]\n\
+             [[node]]\nname = \"ap\"\nrole = \"ap\"\n\
+             [[node]]\nname = \"sta\"\nrole = \"sta\"\nposition = [10, 0]\n";
+    let e = error_of(a, &[]);
+    assert!(
+        e.contains("scan_channels[1]") && !e.contains("dual-band"),
+        "{e}"
+    );
+}

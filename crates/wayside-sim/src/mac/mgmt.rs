@@ -47,6 +47,14 @@
 //! scanning since long before the AP came into range, so a station starts
 //! its first pass at a time drawn uniformly over one pass over empty
 //! channels (`scan_phase`).
+//!
+//! A dual-band (a/b/g) card in madwifi's default mode (`AUTO`) scans both
+//! bands in one pass (`sta_start` walks the scan table through the 2.4 and
+//! 5 GHz lists). In a 2.4 GHz scenario its 5 GHz channels are
+//! `listen_only`: the station dwells there the longest dwell and hears
+//! nothing, since no node of the scenario can be there, and sends no probe,
+//! which would need the 802.11a PHY its b/g radio does not model (the DFS
+//! channels are scanned passively by the driver anyway).
 //! - `tuned`: the same selection, but 200 ms management timeouts and up to
 //!   four retransmissions.
 //!
@@ -179,6 +187,10 @@ pub struct MgmtConfig {
     pub scan_dwell: SimTime,
     /// Send a probe request on entering each channel.
     pub active_scan: bool,
+    /// Scan channels the station only listens on, whatever `active_scan`
+    /// says: a dual-band card's channels in the band the scenario's radios
+    /// do not use (see the module doc).
+    pub listen_only: Vec<u32>,
     /// A station starts scanning at a random time within one pass over the
     /// channel list at the longest dwell (see the module doc), not at zero.
     pub scan_phase: bool,
@@ -628,7 +640,7 @@ impl Mgmt {
     fn scan_channel(&mut self, now: SimTime, index: usize) {
         self.sta().state = StaState::Scanning { index, since: now };
         self.channel = self.cfg.scan_channels[index];
-        if self.cfg.active_scan {
+        if self.cfg.active_scan && !self.cfg.listen_only.contains(&self.channel) {
             self.send(Dst::Broadcast, MgmtBody::ProbeReq, true);
         }
         self.arm(now + self.cfg.scan_dwell, MgmtTimer::ScanDwell);
@@ -778,6 +790,7 @@ mod tests {
         MgmtConfig {
             beacon_interval: SimTime::from_ms(100),
             scan_channels: vec![1, 6, 11],
+            listen_only: Vec::new(),
             scan_dwell: SimTime::from_ms(100),
             active_scan: true,
             scan_phase: false,
@@ -866,6 +879,23 @@ mod tests {
         m.handle_timeout(ms(100), MgmtTimer::ScanDwell, None);
         assert_eq!(m.channel(), 6);
         assert_eq!(timers(&mut m), vec![(MgmtTimer::ScanDwell, ms(200))]);
+    }
+
+    #[test]
+    fn test_scanning_listens_only_on_the_other_band_and_dwells_there_in_full() {
+        let mut m = station_with(MgmtConfig {
+            scan_channels: vec![1, 36, 6],
+            listen_only: vec![36],
+            ..cfg(DriverProfile::Madwifi)
+        });
+        drain(&mut m);
+        m.handle_timeout(ms(100), MgmtTimer::ScanDwell, None);
+        assert_eq!(m.channel(), 36);
+        assert_eq!(sent(&mut m), vec![]);
+        assert_eq!(timers(&mut m), vec![(MgmtTimer::ScanDwell, ms(200))]);
+        m.handle_timeout(ms(200), MgmtTimer::ScanDwell, None);
+        assert_eq!(m.channel(), 6);
+        assert_eq!(sent(&mut m), vec![(Dst::Broadcast, MgmtBody::ProbeReq)]);
     }
 
     #[test]

@@ -85,6 +85,13 @@ const MAX_OBSTACLES: usize = 200_000;
 /// Most corners of one building's outline.
 const MAX_OUTLINE: usize = 10_000;
 
+/// A 20 MHz 5 GHz channel a dual-band card may scan: 36-64 and 100-144
+/// (multiples of 4), 149-165 (149 + 4k).
+fn is_5ghz_channel(c: u32) -> bool {
+    matches!(c, 36..=64 | 100..=144) && c.is_multiple_of(4)
+        || matches!(c, 149..=165) && (c - 149).is_multiple_of(4)
+}
+
 pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError(msg.into()))
 }
@@ -1565,15 +1572,27 @@ impl Scenario {
             MAX_DURATION_S,
             "10 ms to 24 h",
         )?;
+        let mut listen_only = Vec::new();
         let scan_channels = match &m.scan_channels {
             Some(chs) if chs.is_empty() => {
                 return err("management.scan_channels: give at least one channel")
             }
             Some(chs) => {
                 for (i, &c) in chs.iter().enumerate() {
-                    standard.default_channel_frequency(c).map_err(|e| {
-                        ScenarioError(format!("management.scan_channels[{i}]: {e}"))
-                    })?;
+                    let dual_band = matches!(standard, Standard::B | Standard::G);
+                    match standard.default_channel_frequency(c) {
+                        Ok(_) => {}
+                        Err(_) if dual_band && is_5ghz_channel(c) => listen_only.push(c),
+                        Err(e) => {
+                            let also = if dual_band {
+                                ", or a dual-band card's 5 GHz channel (36-64, \
+                                 100-144: multiples of 4; 149-165: 149 + 4k)"
+                            } else {
+                                ""
+                            };
+                            return err(format!("management.scan_channels[{i}]: {e}{also}"));
+                        }
+                    }
                 }
                 chs.clone()
             }
@@ -1588,6 +1607,7 @@ impl Scenario {
         Ok(MgmtConfig {
             beacon_interval,
             scan_channels,
+            listen_only,
             scan_dwell,
             active_scan: m.active_scan,
             scan_phase: true,
