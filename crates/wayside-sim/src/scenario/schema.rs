@@ -145,6 +145,7 @@ pub struct ManagementSection {
     #[serde(default = "default_beacon")]
     pub beacon_interval: TimeQ,
     /// Channels a station scans, in order; default: every channel of the standard's band commonly used (b/g: 1–11, in madwifi's order 1, 6, 11, 7, 2–5, 8–10).
+    /// A b/g station may also list a dual-band card's 5 GHz channels, on which it only listens.
     #[serde(default)]
     pub scan_channels: Option<Vec<u32>>,
     #[serde(default = "default_dwell")]
