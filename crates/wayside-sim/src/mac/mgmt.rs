@@ -47,6 +47,8 @@
 //! scanning since long before the AP came into range, so a station starts
 //! its first pass at a time drawn uniformly over one pass over empty
 //! channels (`scan_phase`).
+//! - `tuned`: the same selection, but 200 ms management timeouts and up to
+//!   four retransmissions.
 //!
 //! A dual-band (a/b/g) card in madwifi's default mode (`AUTO`) scans both
 //! bands in one pass (`sta_start` walks the scan table through the 2.4 and
@@ -55,8 +57,6 @@
 //! nothing, since no node of the scenario can be there, and sends no probe,
 //! which would need the 802.11a PHY its b/g radio does not model (the DFS
 //! channels are scanned passively by the driver anyway).
-//! - `tuned`: the same selection, but 200 ms management timeouts and up to
-//!   four retransmissions.
 //!
 //! An associated station remembers when it heard its AP's beacons (the last
 //! [`BEACON_HISTORY`]) so that applications can wait for the production
