@@ -229,6 +229,7 @@ def validate(
         try:
             for j in range(seed_sets):
                 bar.reset(task, total=None, description=f"set {j + 1}/{seed_sets}" if seed_sets > 1 else "running")
+                simulations[0] = 0  # a set whose targets all fail to resolve runs none
                 set_rows = v.run_targets(v.seed_set(chosen, j, runs), runs=runs, jobs=n_jobs, progress=progress, executor=executor)
                 for r in set_rows:
                     r.seed_set = j
@@ -258,8 +259,7 @@ def validate(
             fail(f"--out {out}: cannot be written ({e.strerror or e})")
     for r in rows:
         if r.status == "ERROR":
-            name = f"{r.target} [{r.point}]" if r.point else r.target
-            errors.print(f"[bold red]error:[/] {escape(r.paper)}/{escape(name)}: {escape(r.detail)}", highlight=False, soft_wrap=True)
+            errors.print(f"[bold red]error:[/] {escape(r.paper)}/{escape(r.name)}: {escape(r.detail)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=code)
 
 

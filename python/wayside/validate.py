@@ -112,7 +112,7 @@ import textwrap
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from wayside import metrics as metrics_module
 from wayside.jobs import ProgressFn, run_jobs
@@ -229,6 +229,11 @@ class Row:
     shown: str = ""
     calibrated: bool = False  # the scenario was calibrated on this target: shown, never counted as reproduced
     seed_set: int = 0  # which set of seeds measured it (`seed_sets`)
+
+    @property
+    def name(self) -> str:
+        """The target, with its grid point in brackets."""
+        return f"{self.target} [{self.point}]" if self.point else self.target
 
     @property
     def deviation(self) -> float | None:
@@ -864,6 +869,12 @@ def _line(status: str, name: str, measured: str, paper: str = "", dev: str = "",
     return [*heads, f"{values.strip():>{WIDTH}}"]
 
 
+def _wrapped(facts: Iterable[str]) -> list[str]:
+    """Detail lines under a row: indented, wrapped at WIDTH."""
+    return [line for f in facts for line in textwrap.wrap(f, WIDTH, initial_indent=" " * 8,
+                                                             subsequent_indent=" " * 10, break_on_hyphens=False)]
+
+
 def _details(r: Row) -> list[str]:
     facts = [f"source: {r.source}", f"scenario: {r.scenario}; metric: {r.metric}"]
     if r.allowed:
@@ -872,8 +883,24 @@ def _details(r: Row) -> list[str]:
         facts.append(f"measured: {r.shown}")
     if r.detail:
         facts.append(("error: " if r.status == "ERROR" else "why: ") + r.detail)
-    return [line for f in facts for line in textwrap.wrap(f, WIDTH, initial_indent=" " * 8,
-                                                             subsequent_indent=" " * 10, break_on_hyphens=False)]
+    return _wrapped(facts)
+
+
+def _sections(items: Sequence[Any], first: Callable[[Any], Row]) -> Iterable[tuple[str, Any]]:
+    """`items` (rows, or groups of rows whose `first` row speaks for them) in
+    the table's order: per paper its title, then its independent items, then
+    those its scenarios were calibrated on. Yields ("paper", title),
+    ("calibrated", None) before the calibrated items, and ("item", item);
+    the independent items come after ("independent", None)."""
+    for paper in dict.fromkeys(first(i).paper for i in items):
+        yield "paper", paper
+        mine = [i for i in items if first(i).paper == paper]
+        for calibrated in (False, True):
+            group = [i for i in mine if first(i).calibrated == calibrated]
+            if group:
+                yield ("calibrated" if calibrated else "independent"), None
+                for i in group:
+                    yield "item", i
 
 
 def render(rows: Sequence[Row], details: bool = False) -> list[tuple[str, str]]:
@@ -886,32 +913,28 @@ def render(rows: Sequence[Row], details: bool = False) -> list[tuple[str, str]]:
     (and for a point measured only for its target's ratio or trend)."""
     out: list[tuple[str, str]] = []
     shown_as = {"PASS": "held", "MISS": "DRIFT", "ERROR": "ERROR"}
-    for paper in dict.fromkeys(r.paper for r in rows):
-        mine = [r for r in rows if r.paper == paper]
-        out.append((paper[:WIDTH], ""))
-        for calibrated in (False, True):
-            group = [r for r in mine if r.calibrated == calibrated]
-            if not group:
-                continue
-            if calibrated:
-                out.append(("  calibrated on (not counted as reproduced):", ""))
+    for kind, item in _sections(rows, lambda r: r):
+        if kind == "paper":
+            out.append((item[:WIDTH], ""))
+        elif kind == "calibrated":
+            out.append(("  calibrated on (not counted as reproduced):", ""))
+        elif kind == "independent":
+            out.append((_line("", "target", "measured", "paper", "vs paper")[0], ""))
+        else:
+            r = item
+            if r.kind == "monotone":
+                measured, paper_v = r.shown, ""
             else:
-                out.append((_line("", "target", "measured", "paper", "vs paper")[0], ""))
-            for r in group:
-                name = f"{r.target} [{r.point}]" if r.point else r.target
-                if r.kind == "monotone":
-                    measured, paper_v = r.shown, ""
-                else:
-                    measured, paper_v = _value(r.measured, r.unit), _value(r.expected, r.unit)
-                if r.status == MEASURED:
-                    status = ""
-                else:
-                    status = shown_as[r.status] if calibrated else r.status
-                lines = _line(status, name, measured, paper_v, _deviation(r.deviation), span=r.kind == "monotone")
-                out.append((lines[0], status and r.status))
-                out.extend((line, "") for line in lines[1:])
-                if details:
-                    out.extend((line, "") for line in _details(r))
+                measured, paper_v = _value(r.measured, r.unit), _value(r.expected, r.unit)
+            if r.status == MEASURED:
+                status = ""
+            else:
+                status = shown_as[r.status] if r.calibrated else r.status
+            lines = _line(status, r.name, measured, paper_v, _deviation(r.deviation), span=r.kind == "monotone")
+            out.append((lines[0], status and r.status))
+            out.extend((line, "") for line in lines[1:])
+            if details:
+                out.extend((line, "") for line in _details(r))
     return out
 
 
@@ -955,34 +978,27 @@ def render_sets(sets: Sequence[Sequence[Row]], details: bool = False) -> list[tu
     "" otherwise."""
     out: list[tuple[str, str]] = []
     n = len(sets)
-    groups = _aligned(sets)
-    for paper in dict.fromkeys(g[0].paper for g in groups):
-        mine = [g for g in groups if g[0].paper == paper]
-        out.append((paper[:WIDTH], ""))
-        for calibrated in (False, True):
-            group = [g for g in mine if g[0].calibrated == calibrated]
-            if not group:
-                continue
-            if calibrated:
-                out.append(("  calibrated on (not counted), held in:", ""))
-            else:
-                out.append((_line("sets", "target", f"{'measured':>20} {'paper':>11}", span=True)[0], ""))
-            for g in group:
-                r = g[0]
-                name = f"{r.target} [{r.point}]" if r.point else r.target
-                status = _set_status(g)
-                passed = sum(x.status == "PASS" for x in g)
-                shown = f"{passed}/{n}" if status and status != "ERROR" else status
-                measured = "" if r.kind == "monotone" else _range([x.measured for x in g], r.unit)
-                paper_v = "" if r.kind == "monotone" else _value(r.expected, r.unit)
-                lines = _line(shown, name, f"{measured:>20} {paper_v:>11}", span=True)
-                out.append((lines[0], status))
-                out.extend((line, "") for line in lines[1:])
-                if details:
-                    each = ", ".join(x.shown if x.kind == "monotone" else fmt(x.measured) for x in g)
-                    facts = [f"per set: {each}"] + ([f"allowed: {r.allowed}; runs per set: {r.runs}"] if r.allowed else [])
-                    out.extend((line, "") for f in facts for line in textwrap.wrap(
-                        f, WIDTH, initial_indent=" " * 8, subsequent_indent=" " * 10, break_on_hyphens=False))
+    for kind, item in _sections(_aligned(sets), lambda g: g[0]):
+        if kind == "paper":
+            out.append((item[:WIDTH], ""))
+        elif kind == "calibrated":
+            out.append(("  calibrated on (not counted), held in:", ""))
+        elif kind == "independent":
+            out.append((_line("sets", "target", f"{'measured':>20} {'paper':>11}", span=True)[0], ""))
+        else:
+            g, r = item, item[0]
+            status = _set_status(g)
+            passed = sum(x.status == "PASS" for x in g)
+            shown = f"{passed}/{n}" if status and status != "ERROR" else status
+            measured = "" if r.kind == "monotone" else _range([x.measured for x in g], r.unit)
+            paper_v = "" if r.kind == "monotone" else _value(r.expected, r.unit)
+            lines = _line(shown, r.name, f"{measured:>20} {paper_v:>11}", span=True)
+            out.append((lines[0], status))
+            out.extend((line, "") for line in lines[1:])
+            if details:
+                each = ", ".join(x.shown if x.kind == "monotone" else fmt(x.measured) for x in g)
+                facts = [f"per set: {each}"] + ([f"allowed: {r.allowed}; runs per set: {r.runs}"] if r.allowed else [])
+                out.extend((line, "") for line in _wrapped(facts))
     return out
 
 

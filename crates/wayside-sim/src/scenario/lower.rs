@@ -1578,8 +1578,8 @@ impl Scenario {
                 return err("management.scan_channels: give at least one channel")
             }
             Some(chs) => {
+                let dual_band = matches!(standard, Standard::B | Standard::G);
                 for (i, &c) in chs.iter().enumerate() {
-                    let dual_band = matches!(standard, Standard::B | Standard::G);
                     match standard.default_channel_frequency(c) {
                         Ok(_) => {}
                         Err(_) if dual_band && is_5ghz_channel(c) => listen_only.push(c),
