@@ -14,7 +14,9 @@ own static scenario, `wayside.staticlab`), the phases (§6.1: production
 where the supremum exceeds 3 Mb/s, entry and exit out to where the supremum
 connection starts and ends), per run the setup-delay breakdown (§6.2,
 Figure 14) and the data lost to setup delay and to an early end against the
-supremum (§6.2.8, §6.4.2), and the receiver's ACK-rate penalty (§6.3.2).
+supremum (§6.2.8, §6.4.2), the gap between the mean and the supremum
+goodput in the middle of the production phase and the receiver's ACK-rate
+penalty (§6.3.2).
 
 Definitions (ours where the paper leaves room):
 - usable: the first delivery from which the receiver gets at least the
@@ -30,6 +32,10 @@ Definitions (ours where the paper leaves room):
   at its first attempt), AP selection (before the first selection, and from a
   failed attempt to the next selection) — and "other" when none covers it
   (successful exchanges, TCP handshake, slow start);
+- production gap: 1 − (mean goodput over runs) / (supremum goodput), summed
+  over the bins of the middle half of the production phase (between a
+  quarter and three quarters of its length); the paper reads 25% off
+  Figure 5(c) for "the middle of the production phase";
 - ACK-rate penalty: from the static profile, the TCP ACKs' airtime per Mbit
   at each rate A(r) and the static goodput G(r); with the sender's data-rate
   shares p and the receiver's ACK-rate shares q over the production phase,
@@ -401,6 +407,7 @@ class Analysis:
     supremum_mb: float
     potential_mb: float
     phases: Phases | None
+    production_gap: float
     ack_penalty: float
     profile: list[RateProfile]
 
@@ -438,6 +445,19 @@ def _lost_fraction(bins: pl.DataFrame, bin_m: float, cut_m: float | None, before
     start = bins["start_m"].to_numpy()
     frac = np.clip((cut_m - start) / bin_m, 0, 1) if before else np.clip((start + bin_m - cut_m) / bin_m, 0, 1)
     return float((sup * frac).sum() / total)
+
+
+def production_gap(bins: pl.DataFrame, p: Phases, bin_m: float = BIN_M) -> float:
+    """§6.3.2: how far the mean goodput over runs falls below the supremum
+    in the middle half of the production phase `p` (bins whose centre lies
+    between a quarter and three quarters of its length), as a share of the
+    supremum. NaN if no bin lies there."""
+    span = p.production_end_m - p.production_start_m
+    lo, hi = p.production_start_m + span / 4, p.production_end_m - span / 4
+    centre = pl.col("start_m") + bin_m / 2
+    mid = bins.filter((centre >= lo) & (centre <= hi))
+    sup = float(mid["sup_mbps"].sum())
+    return 1 - float(mid["mean_mbps"].sum()) / sup if sup > 0 else math.nan
 
 
 def ack_rate_penalty(rates: pl.DataFrame, profile: Sequence[RateProfile], lo_m: float, hi_m: float, bin_m: float = BIN_M) -> float:
@@ -528,7 +548,8 @@ def analyze(digests: Sequence[RunDigest], profile: Sequence[RateProfile], bin_m:
     ])
     run_goodput = run_bins.select("run", "bin", "start_m", "goodput_mbps").join(sender_rate, on=["run", "bin"], how="left").sort("run", "bin")
     penalty = ack_rate_penalty(rates, profile, phases.production_start_m, phases.production_end_m, bin_m) if phases else math.nan
-    return Analysis(bins, per_run, rates, run_goodput, supremum_mb, potential_mb, phases, penalty, list(profile))
+    gap = production_gap(bins, phases, bin_m) if phases else math.nan
+    return Analysis(bins, per_run, rates, run_goodput, supremum_mb, potential_mb, phases, gap, penalty, list(profile))
 
 
 def run_dirs(root: str | Path) -> list[Path]:

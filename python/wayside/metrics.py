@@ -42,6 +42,7 @@ __all__ = [
     "min_srtt_at_loss_ms",
     "penalizing_losses",
     "phase_boundary_m",
+    "production_gap",
     "quantile",
     "resume_delay_s",
     "rto_doublings",
@@ -472,6 +473,14 @@ def exit_loss(results: Sequence[Any], quantile: float = 0.5, static: str = "stat
     the run's last useful packet), at `quantile` over runs (0.5: median,
     paper 2.1%; 0.85: paper 3.0%)."""
     return _quantile(_drive_by(results, static).per_run["exit_loss"].to_list(), quantile, "quantile")
+
+
+@across_digests
+def production_gap(results: Sequence[Any], static: str = "static-lab") -> float:
+    """Hadaller et al. (2007) §6.3.2: share by which the mean goodput over
+    runs falls below the supremum in the middle half of the production
+    phase (see wayside.driveby; paper: 25%, read off Figure 5(c))."""
+    return _drive_by(results, static).production_gap
 
 
 @across_digests

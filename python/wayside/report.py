@@ -300,6 +300,7 @@ def comparisons(a: Analysis) -> list[Comparison]:
         _vs("last useful packet, median position (Fig. 22)", 398, quantile(r["end_m"].to_list(), 0.5), " m", 0.25),
         _vs("data lost to an early end, median (§6.4.2)", 0.021, quantile(r["exit_loss"].to_list(), 0.5), "%", 2, scale=100, kind="factor"),
         _vs("data lost to an early end, worst 15% (§6.4.2)", 0.030, quantile(r["exit_loss"].to_list(), 0.85), "%", 2, scale=100, kind="factor"),
+        _vs_range("mid-production mean below supremum (§6.3.2)", 0.20, 0.30, a.production_gap, "%", scale=100),
         _vs_range("receiver's ACK-rate penalty (§6.3.2)", 0.16, 0.23, a.ack_penalty, "%", scale=100),
     ]
     return out
@@ -365,6 +366,7 @@ def _section(title: str, group: Group, a: Analysis) -> str:
         ("setup delay, s (mean ± 95%)", _mean_ci(r["setup_delay_s"].to_list())),
         ("usable at, m (median)", _f(quantile(r["usable_m"].to_list(), 0.5), "{:.0f}")),
         ("ended at, m (median)", _f(quantile(r["end_m"].to_list(), 0.5), "{:.0f}")),
+        ("mid-production mean below supremum", _f(a.production_gap, "{:.1%}")),
         ("ACK-rate penalty", _f(a.ack_penalty, "{:.1%}")),
     ]
     parts.append("<h3>Summary</h3>" + _table(["", "value"], [(html.escape(k), v) for k, v in summary]))

@@ -237,6 +237,18 @@ def test_ack_rate_penalty_from_airtime_per_mbit():
     assert math.isnan(driveby.ack_rate_penalty(rates, PROFILE, 200, 300))
 
 
+def test_production_gap_over_the_middle_half_of_the_phase():
+    # Production from -200 to +200 m: its middle half is -100..+100 m, the bins centred at -90..+90.
+    start = [float(x) for x in range(-200, 200, 20)]
+    sup = [10.0] * len(start)
+    mean = [2.0 if abs(s + 10) > 100 else 8.0 for s in start]  # the shoulders far below, the middle at 80%
+    bins = pl.DataFrame({"start_m": start, "sup_mbps": sup, "mean_mbps": mean})
+    p = driveby.Phases(-400.0, -200.0, 200.0, 400.0)
+    assert driveby.production_gap(bins, p) == pytest.approx(0.2)
+    # A phase with no bin in its middle has no gap.
+    assert math.isnan(driveby.production_gap(bins, driveby.Phases(500.0, 600.0, 620.0, 700.0)))
+
+
 # ---------------------------------------------------------------- a real run
 
 SHORT = ('duration="45 s"', "node.car.position=[-500, 0]")
@@ -307,7 +319,7 @@ def test_drive_by_metrics_take_results_or_digests(highway: RunResult):
     d = driveby.digest(highway, name="seed3")
     cases = [(metrics.setup_loss, {}), (metrics.exit_loss, {"quantile": 0.85}), (metrics.setup_delay_s, {}),
              (metrics.phase_boundary_m, {"boundary": "production-start"}), (metrics.supremum_over_median, {}),
-             (metrics.ack_rate_penalty, {})]
+             (metrics.ack_rate_penalty, {}), (metrics.production_gap, {})]
     for fn, args in cases:
         assert metrics.run_input(fn) == "digest"
         a, b = fn([highway], **args), fn([d], **args)
