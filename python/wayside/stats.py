@@ -54,8 +54,8 @@ def paired_gain(base: Mapping[Hashable, float], other: Mapping[Hashable, float],
     """The gain of `other` over `base` (values per run, keyed by seed or run
     name; keys in both with finite values are paired), with a percentile
     bootstrap interval from RESAMPLES resamples of the pairs. Deterministic
-    for a given `seed`."""
-    keys = [k for k in base if k in other and math.isfinite(base[k]) and math.isfinite(other[k])]
+    for a given `seed`, whatever order the runs came in."""
+    keys = sorted(k for k in base if k in other and math.isfinite(base[k]) and math.isfinite(other[k]))
     b = np.array([base[k] for k in keys], dtype=float)
     o = np.array([other[k] for k in keys], dtype=float)
     n = len(keys)
