@@ -8,11 +8,15 @@
 //!
 //! # The map ([`SnrMap`])
 //! A square grid of `bin` (10 m) cells over the road plane. Each cell keeps
-//! the mean, in dB, of the *link gain over noise* — SNR of a frame heard
-//! intact from the client minus the client's transmit power — observed while
-//! the client was in that cell. The gain is reciprocal (same path loss and
-//! shadowing both ways, equal noise floors assumed), so the SNR of the AP's
-//! own frames there is estimated as gain + the AP's transmit power.
+//! the *link gain over noise* — SNR of a frame heard intact from the client
+//! minus the client's transmit power — of every frame heard while the
+//! client was in that cell: their mean, and how many fell in each 1 dB
+//! step. The spread is what fading (and the position within the cell) does
+//! to one frame there; §8 asks the AP to learn "how rapidly the signal
+//! quality changes" as well as its pattern. The gain is reciprocal (same
+//! path loss and shadowing both ways, equal noise floors assumed), so the
+//! SNR of the AP's own frames there is estimated as gain + the AP's
+//! transmit power.
 //!
 //! **Assumptions**: the client carries its GPS position and its transmit
 //! power in its frames (as a vendor element; 802.11h's TPC report carries
@@ -22,24 +26,35 @@
 //! transfer). Positions are exact (GPS error is well below a 10 m cell).
 //!
 //! # Rules
-//! - **Map rate**: if the client's cell has at least `min_samples` (3)
-//!   observations — else the nearest cells that do, up to `reach` (3) cells
-//!   away, taking the lowest among equally near ones — the base rate is the
-//!   highest rate whose frame success at (estimated SNR − `margin`) reaches
-//!   `min_success` — the rule of [`super::Ideal`], with the map's estimate
-//!   in place of the true SNR. (Where a connection starts, the client
-//!   has sent little on earlier passes: its association frames, and then
-//!   nothing until the transfer starts a second or two later, so the cells
-//!   just before the first data are often empty.)
+//! - **Map rate**: the cell that speaks for the client's position is its
+//!   own if it has at least `min_samples` (3) observations, else the
+//!   nearest cells that do, up to `reach` (3) cells away, the one with the
+//!   lowest mean among equally near ones. (Where a connection starts, the
+//!   client has sent little on earlier passes: its association frames, and
+//!   then nothing until the transfer starts a second or two later, so the
+//!   cells just before the first data are often empty.) Each rate's
+//!   first-attempt success is predicted as the mean, over the cell's
+//!   observations, of the error model's success for this frame at
+//!   (observed gain + own transmit power − `margin`); the map rate is the
+//!   one whose retry chain delivers the most frames per unit of airtime
+//!   (the standard's timing, backoff doubling per try), taking the tries as
+//!   independent. Under fading this is not the highest rate that nearly
+//!   always works: a rate that gets three first attempts in four through
+//!   may carry more.
 //! - **Fallback**: with no usable cell (first pass, or a cell never
 //!   visited) the base rate is the rate last used, starting at the lowest
 //!   (§8: initial parameters suitable for marginal coverage).
-//! - **Short-term correction**: `down_after` (2) consecutive frames whose
-//!   first attempt failed lower the rate one step, `up_after` (10)
-//!   consecutive frames whose first attempt succeeded raise it one step.
-//!   Under the map the steps move a correction relative to the map rate
-//!   that never goes above it (the map is the ceiling, failures show where
-//!   it is wrong); in fallback they move the rate itself.
+//! - **Short-term correction**: a run of frames whose first attempt failed
+//!   lowers the rate one step — a run that would happen less than 1% of
+//!   the time if the map's prediction held (at least `down_after` (2), at
+//!   most 8: 2 for a rate predicted to get 90% through, 4 for 75%, 7 for
+//!   50%) — and `up_after` (10) consecutive first-attempt successes raise
+//!   it one step. Under the map the steps move a correction relative to
+//!   the map rate that never goes above it (the map is the ceiling,
+//!   failures show where it is wrong) and that starts again at 0 in every
+//!   new cell (10 m: half a second at 80 km/h), so a wrong cell does not
+//!   drag the rate down for the rest of the pass; in fallback the steps
+//!   move the rate itself.
 //! - **Learning**: every frame heard intact from the client adds one
 //!   observation to this pass's map ([`EnvAware::observed`]); the next pass
 //!   starts from the prior map merged with what every link observed.
@@ -49,7 +64,7 @@
 //!   same estimate, for its frames (TCP ACKs) to the AP. A station does not
 //!   learn (the AP, its peer, does not move).
 //!
-//! **Retry chain**: `[r × 4, r−1 × 2, lowest × 2]`, as [`super::Ideal`].
+//! **Retry chain**: `[r × 4, r−1 × 2, lowest × 2]`, as [`super::Ideal`]'s.
 //!
 //! # Earlier passes
 //! `training_passes` = N runs the scenario N times before the measured run,
@@ -61,20 +76,39 @@
 //! deterministic call: a sweep over seeds needs no ordering between runs
 //! and no files, and (seed, run) alone reproduces the result.
 
-use super::ideal::{rate_lower_lowest, Ideal, IdealParams};
+use super::common::{index_of, standard_of, tx_time_us, Estimate};
+use super::ideal::rate_lower_lowest;
 use super::{RateControl, RetryChain, RxObservation, TxRequest, TxStatus};
 use crate::mobility::Vec2;
-use crate::phy::mode::Mode;
+use crate::phy::error::{ErrorModel, ErrorModelKind};
+use crate::phy::mode::{Mode, Standard};
 use crate::units::{Db, Meters};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// Mean link gain over noise (SNR − sender's transmit power, dB) per grid cell.
+/// Link gain over noise (SNR − sender's transmit power, dB) per grid cell:
+/// the mean, and how the observations spread (1 dB steps), which is what
+/// fading does to a frame there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SnrMap {
     bin: Meters,
-    /// Cell → (sum of gains in dB, samples).
-    cells: BTreeMap<(i64, i64), (f64, u32)>,
+    cells: BTreeMap<(i64, i64), Cell>,
+}
+
+/// One cell's observations.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Cell {
+    /// Sum of the gains in dB.
+    sum: f64,
+    samples: u32,
+    /// Observations per 1 dB step (key k: gains in [k, k + 1) dB).
+    steps: BTreeMap<i32, u32>,
+}
+
+impl Cell {
+    fn mean(&self) -> f64 {
+        self.sum / f64::from(self.samples)
+    }
 }
 
 impl SnrMap {
@@ -96,21 +130,22 @@ impl SnrMap {
     /// Adds one observation of `gain` at `p`.
     pub fn add(&mut self, p: Vec2, gain: Db) {
         let c = self.cell(p);
-        let e = self.cells.entry(c).or_insert((0.0, 0));
-        e.0 += gain.0;
-        e.1 += 1;
+        let e = self.cells.entry(c).or_default();
+        e.sum += gain.0;
+        e.samples += 1;
+        *e.steps.entry(gain.0.floor() as i32).or_insert(0) += 1;
     }
 
-    /// The estimate at `p`: the mean of its cell if that has `min_samples`,
-    /// else of the nearest cells (ring by ring, up to `reach` cells away)
-    /// that have them — the lowest mean among those equally near.
-    pub fn estimate(&self, p: Vec2, min_samples: u32, reach: u32) -> Option<Db> {
+    /// The cell that speaks for `p`: its own if that has `min_samples`,
+    /// else the nearest cells (ring by ring, up to `reach` cells away) that
+    /// have them — the one with the lowest mean among those equally near.
+    fn lookup(&self, p: Vec2, min_samples: u32, reach: u32) -> Option<((i64, i64), &Cell)> {
         let (cx, cy) = self.cell(p);
         let usable = |c: (i64, i64)| {
             self.cells
                 .get(&c)
-                .filter(|e| e.1 >= min_samples.max(1))
-                .map(|e| e.0 / f64::from(e.1))
+                .filter(|e| e.samples >= min_samples.max(1))
+                .map(|e| (c, e))
         };
         (0..=i64::from(reach)).find_map(|d| {
             let ring = (-d..=d).flat_map(|i| {
@@ -121,17 +156,27 @@ impl SnrMap {
                     (cx + d, cy + i),
                 ]
             });
-            ring.filter_map(usable).reduce(f64::min).map(Db)
+            ring.filter_map(usable)
+                .reduce(|a, b| if b.1.mean() < a.1.mean() { b } else { a })
         })
+    }
+
+    /// The mean gain of the cell that speaks for `p` (see `lookup`).
+    pub fn estimate(&self, p: Vec2, min_samples: u32, reach: u32) -> Option<Db> {
+        self.lookup(p, min_samples, reach)
+            .map(|(_, c)| Db(c.mean()))
     }
 
     /// Adds every observation of `other` (same cell size) to this map.
     pub fn merge(&mut self, other: &SnrMap) {
         assert_eq!(self.bin, other.bin, "maps with different cell sizes");
-        for (c, (sum, n)) in &other.cells {
-            let e = self.cells.entry(*c).or_insert((0.0, 0));
-            e.0 += sum;
-            e.1 += n;
+        for (c, o) in &other.cells {
+            let e = self.cells.entry(*c).or_default();
+            e.sum += o.sum;
+            e.samples += o.samples;
+            for (k, n) in &o.steps {
+                *e.steps.entry(*k).or_insert(0) += n;
+            }
         }
     }
 
@@ -151,10 +196,12 @@ pub struct EnvAwareParams {
     pub min_samples: u32,
     /// How many cells away an empty cell may borrow an estimate from.
     pub reach: u32,
-    /// Subtracted from the map's SNR estimate before choosing.
+    /// Subtracted from every SNR the map predicts before choosing.
     pub margin: Db,
-    /// Frame success probability the chosen rate must reach; error model.
-    pub ideal: IdealParams,
+    /// Tries at the chosen rate, the next lower one and the lowest.
+    pub tries: [u8; 3],
+    /// How the success of an attempt is predicted from its SNR.
+    pub error_model: ErrorModelKind,
     /// Consecutive first-attempt failures that lower the rate one step.
     pub down_after: u32,
     /// Consecutive first-attempt successes that raise it one step.
@@ -193,7 +240,8 @@ impl Default for EnvAwareParams {
             min_samples: 3,
             reach: 3,
             margin: Db(0.0),
-            ideal: IdealParams::default(),
+            tries: [4, 2, 2],
+            error_model: ErrorModelKind::default(),
             down_after: 2,
             up_after: 10,
             beacon_hints: false,
@@ -202,21 +250,55 @@ impl Default for EnvAwareParams {
     }
 }
 
+/// A map cell's choice for one frame size and transmit power: the rate and
+/// every rate's predicted first-attempt success there.
+#[derive(Clone, Debug)]
+struct Choice {
+    rate: usize,
+    success: Vec<f64>,
+}
+
+/// Least consecutive first-attempt failures that lower the rate: the run
+/// that would happen less than 1% of the time if the map's success
+/// prediction `p` held (at least `floor`, at most [`MAX_DOWN_AFTER`]).
+fn down_after(p: f64, floor: u32) -> u32 {
+    let k = if p >= 1.0 {
+        1.0
+    } else if p <= 0.0 {
+        f64::INFINITY
+    } else {
+        (0.01f64.ln() / (1.0 - p).ln()).ceil()
+    };
+    (k.min(f64::from(MAX_DOWN_AFTER)) as u32).max(floor.max(1))
+}
+
+/// Cap on [`down_after`]: a map whose first attempts fail this often in a
+/// row is wrong whatever it predicted.
+const MAX_DOWN_AFTER: u32 = 8;
+
+/// Cells, frame sizes and powers a choice is cached for.
+type ChoiceKey = ((i64, i64), u32, i64);
+
 #[derive(Clone, Debug)]
 pub struct EnvAware {
     modes: &'static [Mode],
+    standard: Standard,
     params: EnvAwareParams,
-    oracle: Ideal,
     /// This pass's observations.
     seen: SnrMap,
     /// The map an AP advertised in its beacons (stations with hints).
     hint: Option<Arc<SnrMap>>,
-    /// Correction to the map rate, in rate steps (≤ 0).
+    /// Choices made from the map in use (it does not change within a pass).
+    choices: HashMap<ChoiceKey, Choice>,
+    /// The cell the last choice came from.
+    cell: Option<(i64, i64)>,
+    /// Correction to the map rate in that cell, in rate steps (≤ 0).
     adjust: i64,
     /// Rate used when the map has nothing.
     fallback: usize,
-    /// Whether the last chain came from the map.
-    from_map: bool,
+    /// Predicted first-attempt success of the last chain's rate, if it came
+    /// from the map.
+    predicted: Option<f64>,
     successes: u32,
     failures: u32,
 }
@@ -229,27 +311,39 @@ impl EnvAware {
         );
         EnvAware {
             modes,
-            oracle: Ideal::new(modes, params.ideal.clone()),
+            standard: standard_of(modes),
             seen: SnrMap::new(params.bin),
             hint: None,
+            choices: HashMap::new(),
+            cell: None,
             adjust: 0,
             fallback: 0,
-            from_map: false,
+            predicted: None,
             successes: 0,
             failures: 0,
             params,
         }
     }
 
-    /// The link gain the map predicts for this frame, if any.
-    fn gain(&self, req: &TxRequest) -> Option<Db> {
+    /// The map's choice for this frame, if the map covers the position. A
+    /// new cell starts without a correction.
+    fn choice(&mut self, req: &TxRequest) -> Option<&Choice> {
         let (min, reach) = (self.params.min_samples, self.params.reach);
-        match &self.hint {
-            Some(h) => h.estimate(req.position, min, reach),
-            None => req
-                .peer_position
-                .and_then(|p| self.params.map.estimate(p, min, reach)),
+        let (map, at) = match &self.hint {
+            Some(h) => (h, req.position),
+            None => (&self.params.map, req.peer_position?),
+        };
+        let (cell_key, cell) = map.lookup(at, min, reach)?;
+        if self.cell != Some(cell_key) {
+            self.cell = Some(cell_key);
+            self.adjust = 0;
         }
+        let key = (cell_key, req.bytes, (req.tx_power.0 * 100.0).round() as i64);
+        if !self.choices.contains_key(&key) {
+            let c = choose(self.modes, self.standard, &self.params, cell, req);
+            self.choices.insert(key, c);
+        }
+        self.choices.get(&key)
     }
 
     fn top(&self) -> i64 {
@@ -257,11 +351,65 @@ impl EnvAware {
     }
 }
 
+/// The rate with the most frames delivered per unit of airtime through the
+/// whole retry chain, each try succeeding with the rate's success averaged
+/// over the cell's observations (each step's gain plus this node's transmit
+/// power, less the margin, as the SNR), independently of the others.
+fn choose(
+    modes: &'static [Mode],
+    standard: Standard,
+    params: &EnvAwareParams,
+    cell: &Cell,
+    req: &TxRequest,
+) -> Choice {
+    let bits = 8 * u64::from(req.bytes);
+    let n = f64::from(cell.samples);
+    let offset = req.tx_power.0 - params.margin.0 + 0.5; // a step's middle
+    let success: Vec<f64> = modes
+        .iter()
+        .map(|m| {
+            let at = |(k, c): (&i32, &u32)| {
+                f64::from(*c)
+                    * params
+                        .error_model
+                        .chunk_success(m, Db(f64::from(*k) + offset), bits)
+            };
+            cell.steps.iter().map(at).sum::<f64>() / n
+        })
+        .collect();
+    let delivered_per_us = |r: usize| {
+        let chain = rate_lower_lowest(modes, r, params.tries);
+        let time = |mode, tries| tx_time_us(Estimate::Standard, standard, mode, req.bytes, tries);
+        let (mut left, mut us, mut tries) = (1.0, time(modes[r], 0), 0);
+        for stage in &chain.stages {
+            let p = success[index_of(modes, stage.mode).unwrap_or(0)];
+            for _ in 0..stage.tries {
+                us += left * (time(stage.mode, tries + 1) - time(stage.mode, tries));
+                left *= 1.0 - p;
+                tries += 1;
+            }
+        }
+        (1.0 - left) / us
+    };
+    let rate = (0..modes.len())
+        .map(|r| (r, delivered_per_us(r)))
+        .fold((0, f64::NEG_INFINITY), |best, (r, s)| {
+            if s > best.1 {
+                (r, s)
+            } else {
+                best
+            }
+        })
+        .0;
+    Choice { rate, success }
+}
+
 impl RateControl for EnvAware {
     /// A map advertised by the AP in a beacon (used only with `beacon_hints`).
     fn hint(&mut self, map: &Arc<SnrMap>) {
-        if self.params.beacon_hints {
+        if self.params.beacon_hints && !self.hint.as_ref().is_some_and(|h| Arc::ptr_eq(h, map)) {
             self.hint = Some(Arc::clone(map));
+            self.choices.clear();
         }
     }
     /// This pass's observations.
@@ -269,21 +417,20 @@ impl RateControl for EnvAware {
         Some(&self.seen)
     }
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain {
-        let r = match self.gain(req) {
-            Some(g) => {
-                let snr = Db(g.0 + req.tx_power.0 - self.params.margin.0);
-                let base = self.oracle.pick(snr, req.bytes) as i64;
+        let r = match self.choice(req).map(|c| (c.rate as i64, c.success.clone())) {
+            Some((base, success)) => {
                 self.adjust = self.adjust.clamp(-base, 0);
-                self.from_map = true;
-                (base + self.adjust) as usize
+                let r = (base + self.adjust) as usize;
+                self.predicted = Some(success[r]);
+                r
             }
             None => {
-                self.from_map = false;
+                self.predicted = None;
                 self.fallback
             }
         };
         self.fallback = r;
-        rate_lower_lowest(self.modes, r, self.params.ideal.tries)
+        rate_lower_lowest(self.modes, r, self.params.tries)
     }
 
     fn report(&mut self, status: &TxStatus) {
@@ -295,7 +442,11 @@ impl RateControl for EnvAware {
             self.failures += 1;
             self.successes = 0;
         }
-        let step = if self.failures >= self.params.down_after.max(1) {
+        let down = match self.predicted {
+            Some(p) => down_after(p, self.params.down_after),
+            None => self.params.down_after.max(1),
+        };
+        let step = if self.failures >= down {
             -1
         } else if self.successes >= self.params.up_after.max(1) {
             1
@@ -304,7 +455,7 @@ impl RateControl for EnvAware {
         };
         self.successes = 0;
         self.failures = 0;
-        if self.from_map {
+        if self.predicted.is_some() {
             self.adjust += step; // kept at or below the map rate when next used
         } else {
             self.fallback = (self.fallback as i64 + step).clamp(0, self.top()) as usize;
@@ -374,45 +525,115 @@ mod tests {
         assert_eq!(a.cells(), 3);
     }
 
-    #[test]
-    fn map_rate_is_the_highest_whose_threshold_the_estimate_clears() {
-        let g = Standard::G.modes();
-        for (i, want) in [(7, 7usize), (9, 9), (11, 11)] {
-            let snr = threshold(g, i) + 0.05;
-            let mut rc = EnvAware::new(
-                g,
-                EnvAwareParams {
-                    map: map_with(snr, 3),
-                    ..EnvAwareParams::default()
-                },
-            );
-            let ch = channel(g, vec![1.0; 12]);
-            assert_eq!(rc.retry_chain(&ch.request()).stages[0].mode, g[want]);
-            // The margin moves the choice below the threshold.
-            let p = EnvAwareParams {
-                map: map_with(snr, 3),
-                margin: Db(0.1),
-                ..EnvAwareParams::default()
-            };
-            assert!(
-                EnvAware::new(g, p).retry_chain(&ch.request()).stages[0]
-                    .mode
-                    .rate
-                    < g[want].rate
-            );
+    /// A map whose cell at x = 5 m heard the client at each of `snrs` (as
+    /// the AP's frames would arrive there).
+    fn map_of(snrs: &[f64]) -> Arc<SnrMap> {
+        let mut m = SnrMap::new(Meters(10.0));
+        for snr in snrs {
+            m.add(Vec2::new(5.0, 0.0), Db(snr - POWER.0));
         }
-        // The transmit power enters the estimate: 10 dB less power, lower rate.
-        let snr = threshold(g, 11) + 0.05;
+        Arc::new(m)
+    }
+
+    fn first_rate(params: EnvAwareParams, ch: &Channel) -> f64 {
+        EnvAware::new(Standard::G.modes(), params)
+            .retry_chain(&ch.request())
+            .stages[0]
+            .mode
+            .rate
+            .mbps()
+    }
+
+    #[test]
+    fn map_rate_delivers_the_most_per_airtime() {
+        let g = Standard::G.modes();
+        let ch = channel(g, vec![1.0; 12]);
+        let with = |map| EnvAwareParams {
+            map,
+            ..EnvAwareParams::default()
+        };
+        // Every rate gets through: the fastest.
+        assert_eq!(first_rate(with(map_of(&[40.0; 3])), &ch), 54.0);
+        // At the SNR where 54 Mbps gets half its first attempts through,
+        // 48 Mbps, which gets nearly all through, carries more.
+        let half = snr_threshold(&ErrorModelKind::default(), &g[11], 1528, 0.5).0;
+        let p48 = ErrorModelKind::default().chunk_success(&g[10], Db(half), 8 * 1528);
+        assert!(p48 > 0.95, "{p48}");
+        assert_eq!(first_rate(with(map_of(&[half; 3])), &ch), 48.0);
+        // The same cell heard 3 dB weaker, or with a 3 dB margin: lower.
+        let weaker = map_of(&[half - 3.0; 3]);
+        let lower = first_rate(with(weaker), &ch);
+        assert!(lower < 48.0, "{lower}");
+        let margin = EnvAwareParams {
+            margin: Db(3.0),
+            ..with(map_of(&[half; 3]))
+        };
+        assert_eq!(first_rate(margin, &ch), lower);
+        // The transmit power enters the estimate: 3 dB less, as 3 dB weaker.
+        let mut quiet = channel(g, vec![1.0; 12]);
+        quiet.tx_power = Dbm(POWER.0 - 3.0);
+        assert_eq!(first_rate(with(map_of(&[half; 3])), &quiet), lower);
+    }
+
+    #[test]
+    fn the_spread_of_a_cell_counts_not_only_its_mean() {
+        // Two cells with the same mean gain (20 dB at the AP's power): one
+        // heard always at it, where 54 Mbps never works, and one heard at
+        // 26 dB two times in three and in a deep fade otherwise: there 54
+        // Mbps gets two first attempts in three through and the chain's
+        // later tries most of the rest, which beats 48 Mbps every time.
+        let g = Standard::G.modes();
+        let ch = channel(g, vec![1.0; 12]);
+        let with = |map| EnvAwareParams {
+            map,
+            ..EnvAwareParams::default()
+        };
+        assert_eq!(first_rate(with(map_of(&[20.0; 6])), &ch), 48.0);
+        let fading = [26.0, 26.0, 26.0, 26.0, 8.0, 8.0];
+        assert_eq!(first_rate(with(map_of(&fading)), &ch), 54.0);
+        // It then expects failures: five in a row before it steps down.
+        let mut rc = EnvAware::new(g, with(map_of(&fading)));
+        let mut lossy = channel(g, vec![0.0; 12]);
+        let firsts: Vec<f64> = (0..6)
+            .map(|_| lossy.send(&mut rc).0.stages[0].mode.rate.mbps())
+            .collect();
+        assert_eq!(firsts, [54.0, 54.0, 54.0, 54.0, 54.0, 48.0]);
+    }
+
+    #[test]
+    fn failures_needed_to_step_down_follow_the_predicted_success() {
+        assert_eq!(down_after(0.99, 2), 2);
+        assert_eq!(down_after(0.9, 2), 2);
+        assert_eq!(down_after(0.75, 2), 4);
+        assert_eq!(down_after(0.5, 2), 7);
+        assert_eq!(down_after(0.2, 2), MAX_DOWN_AFTER);
+        assert_eq!(down_after(0.0, 2), MAX_DOWN_AFTER);
+        assert_eq!(down_after(1.0, 3), 3);
+    }
+
+    #[test]
+    fn a_new_cell_starts_without_the_last_cells_correction() {
+        let g = Standard::G.modes();
+        let mut m = SnrMap::new(Meters(10.0));
+        for x in [5.0, 15.0] {
+            for _ in 0..3 {
+                m.add(Vec2::new(x, 0.0), Db(40.0 - POWER.0));
+            }
+        }
         let mut rc = EnvAware::new(
             g,
             EnvAwareParams {
-                map: map_with(snr, 3),
+                map: Arc::new(m),
                 ..EnvAwareParams::default()
             },
         );
-        let mut ch = channel(g, vec![1.0; 12]);
-        ch.tx_power = Dbm(9.0);
-        assert!(rc.retry_chain(&ch.request()).stages[0].mode.rate < g[11].rate);
+        let mut ch = channel(g, Channel::cliff(g, 36.0));
+        let firsts: Vec<f64> = (0..6)
+            .map(|_| ch.send(&mut rc).0.stages[0].mode.rate.mbps())
+            .collect();
+        assert_eq!(firsts, [54.0, 54.0, 48.0, 48.0, 36.0, 36.0]);
+        ch.peer_position = Some(Vec2::new(13.0, 0.0));
+        assert_eq!(ch.send(&mut rc).0.stages[0].mode.rate.mbps(), 54.0);
     }
 
     #[test]

@@ -295,7 +295,7 @@ impl RateContext {
                     training_passes: o.training_passes.unwrap_or(d.training_passes),
                     bin,
                     margin: o.margin.map_or(d.margin, |m| m.0),
-                    ideal: self.ideal(key, o.min_success)?,
+                    error_model: self.error_model,
                     beacon_hints: o.beacon_hints.unwrap_or(d.beacon_hints),
                     map: Arc::new(SnrMap::new(bin)),
                     ..d

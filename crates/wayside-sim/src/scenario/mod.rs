@@ -104,7 +104,7 @@ mod tests {
         let e = error(&[r#"node.ap.rate_control={algorithm="onoe", min_success=0.5}"#]);
         assert_eq!(
             e,
-            "node[0].rate_control.min_success: only used with algorithm = \"ideal\" or \"environment-aware\"; \"onoe\" takes no options"
+            "node[0].rate_control.min_success: only used with algorithm = \"ideal\"; \"onoe\" takes no options"
         );
         let e = error(&[r#"mac.rate_control={algorithm="samplerate", rate="11 Mbps"}"#]);
         assert_eq!(e, "mac.rate_control.rate: only used with algorithm = \"fixed\"; \"samplerate\" takes preset, initial_rssi");
@@ -227,13 +227,7 @@ mod tests {
     fn the_options_of_each_algorithm_are_those_of_its_struct() {
         assert_eq!(
             schema::fields_of::<schema::EnvAwareOptions>(),
-            [
-                "min_success",
-                "training_passes",
-                "bin",
-                "margin",
-                "beacon_hints"
-            ]
+            ["training_passes", "bin", "margin", "beacon_hints"]
         );
         assert_eq!(schema::fields_of::<schema::FixedOptions>(), ["rate"]);
         assert!(schema::fields_of::<schema::NoOptions>().is_empty());

@@ -723,16 +723,13 @@ pub struct IdealOptions {
 #[derive(Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct EnvAwareOptions {
-    /// Least frame success probability at the estimated mean SNR (default 0.9).
-    #[serde(default)]
-    pub min_success: Option<f64>,
     /// Earlier passes simulated to fill the map (AP).
     #[serde(default)]
     pub training_passes: Option<u32>,
     /// Map cell size (default 10 m).
     #[serde(default)]
     pub bin: Option<LengthQ>,
-    /// Subtracted from the map's SNR estimate (default 0 dB).
+    /// Subtracted from every SNR the map predicts (default 0 dB).
     #[serde(default)]
     pub margin: Option<RatioQ>,
     /// Use the map the AP advertises in its beacons (station).
