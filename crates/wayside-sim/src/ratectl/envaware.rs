@@ -325,9 +325,9 @@ impl EnvAware {
         }
     }
 
-    /// The map's choice for this frame, if the map covers the position. A
-    /// new cell starts without a correction.
-    fn choice(&mut self, req: &TxRequest) -> Option<&Choice> {
+    /// The key of the map's choice for this frame in `choices`, if the map
+    /// covers the position. A new cell starts without a correction.
+    fn choice(&mut self, req: &TxRequest) -> Option<ChoiceKey> {
         let (min, reach) = (self.params.min_samples, self.params.reach);
         let (map, at) = match &self.hint {
             Some(h) => (h, req.position),
@@ -343,7 +343,7 @@ impl EnvAware {
             let c = choose(self.modes, self.standard, &self.params, cell, req);
             self.choices.insert(key, c);
         }
-        self.choices.get(&key)
+        Some(key)
     }
 
     fn top(&self) -> i64 {
@@ -417,11 +417,12 @@ impl RateControl for EnvAware {
         Some(&self.seen)
     }
     fn retry_chain(&mut self, req: &TxRequest) -> RetryChain {
-        let r = match self.choice(req).map(|c| (c.rate as i64, c.success.clone())) {
-            Some((base, success)) => {
-                self.adjust = self.adjust.clamp(-base, 0);
-                let r = (base + self.adjust) as usize;
-                self.predicted = Some(success[r]);
+        let r = match self.choice(req) {
+            Some(key) => {
+                let c = &self.choices[&key];
+                self.adjust = self.adjust.clamp(-(c.rate as i64), 0);
+                let r = (c.rate as i64 + self.adjust) as usize;
+                self.predicted = Some(c.success[r]);
                 r
             }
             None => {
