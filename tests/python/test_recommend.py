@@ -57,6 +57,7 @@ def test_a_recommendations_sweep_runs_every_point(tmp_path):
     ran = tomllib.loads((tmp_path / manifest["points"][-1]["runs"][0]["dir"] / "scenario.toml").read_text())
     assert ran["management"]["driver"] == "tuned"
     assert ran["management"]["selection_threshold"] == "-87 dBm"
+    assert ran["app"][0]["start"] == "on-production" and ran["app"][0]["production_rssi"] == "-87 dBm"
     assert ran["node"][1]["rate_control"]["algorithm"] == "environment-aware"
 
 
