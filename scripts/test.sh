@@ -28,5 +28,5 @@ if ! command -v tshark >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-g
     || echo "could not install tshark: the pcap readability test will be skipped" >&2
 fi
 
-cargo test --release --workspace
+cargo test --profile test-release --workspace
 python -m pytest -q tests/python
