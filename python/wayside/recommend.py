@@ -36,10 +36,11 @@ class Recommendation:
 # A splitting AP advertises a 1 MiB window to the server: with the stock
 # 64 KB the server's half is window-limited to ~10 Mb/s over its 50 ms RTT,
 # and the split could not show what it buys.
-# The selection floor is -87 dBm, the mean RSSI where hadaller-highway's
-# production phase begins (-320 m: 120.2 dB of path loss against 19 dBm and
-# two 7 dBi antennas); madwifi 0.9 has none, and the paper's rssi11g
-# (-71 dBm) would have the car associate deep in the production phase.
+# PRODUCTION_RSSI, the selection floor, is -87 dBm, the mean RSSI where
+# hadaller-highway's production phase begins (-320 m: 120.2 dB of path
+# loss against 19 dBm and two 7 dBi antennas); madwifi 0.9 has none, and
+# the paper's rssi11g (-71 dBm) would have the car associate deep in the
+# production phase.
 # Avoiding the fringe takes the same -87 dBm beside the share of beacons
 # heard: §7.1 asks for an RSSI threshold "combined with some degree of
 # signal filtering", and the beacons alone do not mark the production
@@ -49,16 +50,18 @@ class Recommendation:
 # Without backoff the retry counts go up to 100 (20 s at 200 ms), so that
 # the connection outlasts a fringe instead of giving up in 1.2 s (Linux's
 # 5 SYN retries).
+PRODUCTION_RSSI = "-87 dBm"
+
 RECOMMENDATIONS: tuple[Recommendation, ...] = (
     Recommendation(
         "avoid-fringe", "§7.1",
-        "start the transfer only once the car hears 90% of the AP's beacons over 1 s at -87 dBm filtered RSSI (production-phase detection)",
-        ('app.0.start="on-production"', 'app.0.production_rssi="-87 dBm"'),
+        f"start the transfer only once the car hears 90% of the AP's beacons over 1 s at {PRODUCTION_RSSI} filtered RSSI (production-phase detection)",
+        ('app.0.start="on-production"', f'app.0.production_rssi="{PRODUCTION_RSSI}"'),
     ),
     Recommendation(
         "higher-selection-rssi", "§7.3 (a)",
-        "select an AP only at -87 dBm filtered RSSI (madwifi 0.9 takes any AP heard)",
-        ('management.selection_threshold="-87 dBm"',),
+        f"select an AP only at {PRODUCTION_RSSI} filtered RSSI (madwifi 0.9 takes any AP heard)",
+        (f'management.selection_threshold="{PRODUCTION_RSSI}"',),
     ),
     Recommendation(
         "tuned-mac-management", "§7.3 (b)",

@@ -339,10 +339,9 @@ impl EnvAware {
             self.adjust = 0;
         }
         let key = (cell_key, req.bytes, (req.tx_power.0 * 100.0).round() as i64);
-        if !self.choices.contains_key(&key) {
-            let c = choose(self.modes, self.standard, &self.params, cell, req);
-            self.choices.insert(key, c);
-        }
+        self.choices
+            .entry(key)
+            .or_insert_with(|| choose(self.modes, self.standard, &self.params, cell, req));
         Some(key)
     }
 
