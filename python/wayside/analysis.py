@@ -57,7 +57,7 @@ def delivery_vs_distance(result: RunResult, sender: str, receiver: str | None, b
         return pl.DataFrame(schema={"rate_mbps": pl.Float32, "distance_m": pl.Float64, "sent": pl.UInt32, "received": pl.UInt32, "ratio": pl.Float64})
     heard = pos["receiver"].unique().sort()
     tx = tx.select("time_ns", "seq", "rate_mbps", "x", "y").join(pl.DataFrame({"receiver": heard}), how="cross")
-    tx = tx.sort("time_ns").join_asof(pos, on="time_ns", by="receiver", strategy="nearest")
+    tx = tx.sort("time_ns").join_asof(pos, on="time_ns", by="receiver", strategy="nearest", check_sortedness=False)
     tx = tx.with_columns(
         (((pl.col("x") - pl.col("rx_x")) ** 2 + (pl.col("y") - pl.col("rx_y")) ** 2).sqrt()).alias("distance")
     )
@@ -70,6 +70,7 @@ def delivery_vs_distance(result: RunResult, sender: str, receiver: str | None, b
         by="receiver",
         strategy="forward",
         tolerance=50_000_000,
+        check_sortedness=False,
     ).with_columns(
         ((pl.col("rx_seq") == pl.col("seq")) & (pl.col("rx_rate") == pl.col("rate_mbps"))).fill_null(False).alias("ok")
     )

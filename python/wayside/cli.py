@@ -22,6 +22,8 @@ from wayside.scenario import builtin_scenarios, load_scenario
 from wayside.stats import paired_gain
 from wayside.terminal import console, errors, fail
 
+MOST_NODES = 20  # rows of `wayside run`'s per-node table
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown", help=__doc__.splitlines()[0])
 app.add_typer(broadside.app, name="broadside", help="Run Broadside on real hosts: keygen, publish, serve, status, relay.")
 app.add_typer(epidemic_cli.app, name="epidemic", help="Epidemic dissemination on city traces: city, info, run, sweep, convert, district.")
@@ -102,9 +104,12 @@ def _print_summary(result, wall: float, events: bool = False) -> None:
     ]
     for title, _, _ in cols:
         table.add_column(title, justify="right" if title != "node" else "left")
-    for row in s.iter_rows(named=True):
+    for row in s.head(MOST_NODES).iter_rows(named=True):
         table.add_row(*[fmt(row[key]) for _, key, fmt in cols])
     console.print(table)
+    if s.height > MOST_NODES:
+        console.print(f"… and {s.height - MOST_NODES} more nodes (all of them: summary.json in the run directory)",
+                      highlight=False)
     if events:
         _print_connection(result)
     _print_cars(result)

@@ -51,9 +51,14 @@ def delivery_plot(delivery: pl.DataFrame, crossings: pl.DataFrame, path: Path, t
     return path
 
 
+# tab10 without its green and red, which mean delivered and lost in the view.
+_AP_PALETTE = [0, 1, 4, 5, 6, 8, 9, 7]
+
+
 def ap_colours(aps: list[str]) -> dict[str, str]:
+    """A colour per AP, the same in every figure and in the view."""
     cmap = plt.get_cmap("tab10")
-    return {ap: matplotlib.colors.to_hex(cmap(i % 10)) for i, ap in enumerate(aps)}
+    return {ap: matplotlib.colors.to_hex(cmap(_AP_PALETTE[i % len(_AP_PALETTE)])) for i, ap in enumerate(aps)}
 
 
 def time_space(result: RunResult, b: breakdown.Breakdown | None = None, title: str | None = None):

@@ -5,17 +5,20 @@ per car with the theoretical potential of the scenario's own road, data
 per car, and the time-space plot of the first run.
 
 The theoretical potential follows Hadaller et al. (2007) §5 on the user's
-road: per 20 m of road, the strongest AP's mean beacon RSSI heard by the
-cars gives the fastest rate whose sensitivity it meets (noise floor
-`driveby.NOISE_FLOOR_DBM`), and that rate its static TCP goodput, measured
-(`wayside.staticlab`) on a static twin of the scenario: its own radio, MAC
-and first AP and station, 5 m apart at a fixed rate.
+road: per 20 m of road, the strongest AP's mean RSSI at the cars (over
+every frame of that AP they received) gives the fastest rate whose
+sensitivity it meets (noise floor `driveby.NOISE_FLOOR_DBM`), and that
+rate its static TCP goodput, measured (`wayside.staticlab`) on a static
+twin of the scenario: its own radio, MAC and first AP and station, 5 m
+apart at a fixed rate. An AP is heard only where some car listened on its
+channel, so where no car heard any AP the potential is unknown (a gap).
 """
 
 from __future__ import annotations
 
 import copy
 import html
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,14 +52,14 @@ class RoadRuns:
     names: list[str]
     runs: list[breakdown.Breakdown]
     first: RunResult
-    rssi: pl.DataFrame  # per bin and AP: sum and count of beacon RSSI at the cars, over all runs
+    rssi: pl.DataFrame  # per bin and AP: sum and count of the AP's RSSI at the cars, over all runs
 
 
-def _beacon_rssi(result: RunResult) -> pl.DataFrame:
+def _ap_rssi(result: RunResult) -> pl.DataFrame:
+    """Per 20 m and AP: the RSSI of every frame of the AP a car received."""
     cars, aps = breakdown.stations(result), breakdown.access_points(result)
     f = trace(result, "frames").filter(
-        pl.col("node").is_in(cars) & pl.col("peer").is_in(aps) & (pl.col("event") == "rx") & (pl.col("kind") == "beacon")
-        & pl.col("rssi_dbm").is_not_nan())
+        pl.col("node").is_in(cars) & pl.col("peer").is_in(aps) & (pl.col("event") == "rx") & pl.col("rssi_dbm").is_not_nan())
     return f.group_by(((pl.col("x") // BIN_M) * BIN_M).cast(pl.Float64).alias("start_m"), pl.col("peer").alias("ap")).agg(
         pl.col("rssi_dbm").cast(pl.Float64).sum().alias("rssi_sum"), pl.len().alias("n"))
 
@@ -68,7 +71,7 @@ def load(dirs: Sequence[Path], step: Step) -> RoadRuns:
         r = RunResult.load(d)
         first = first or r
         runs.append(breakdown.breakdown(r, d.name, BIN_M))
-        rssi.append(_beacon_rssi(r))
+        rssi.append(_ap_rssi(r))
     summed = pl.concat(rssi).group_by("start_m", "ap").agg(pl.col("rssi_sum").sum(), pl.col("n").sum())
     return RoadRuns([d.name for d in dirs], runs, first, summed)
 
@@ -114,7 +117,7 @@ def potential(rr: RoadRuns, workers: int | None, step: Step) -> tuple[pl.DataFra
     if twin is None:
         return None, "no theoretical potential: the scenario has no AP and station to measure a static link between"
     if rr.rssi.is_empty():
-        return None, "no theoretical potential: no car heard a beacon"
+        return None, "no theoretical potential: no car heard an AP"
     step("static goodput per rate")
     try:
         profile = static_profile(twin, workers=workers)
@@ -128,11 +131,17 @@ def potential(rr: RoadRuns, workers: int | None, step: Step) -> tuple[pl.DataFra
     rates = [potential_rate(x, sens, NOISE_FLOOR_DBM) for x in best["rssi_dbm"].to_list()]
     out = best.with_columns(pl.Series("rate_mbps", rates, dtype=pl.Float64),
                             pl.Series("potential_mbps", [static.get(round(r, 3), 0.0) if r else 0.0 for r in rates]))
+    # Bins no car heard any AP in: unknown, kept as NaN so that plots break there.
+    every = pl.DataFrame({"start_m": np.arange(out["start_m"].min(), out["start_m"].max() + BIN_M, BIN_M)})
+    out = every.join(out, on="start_m", how="left").fill_null(math.nan)
     top = max(profile, key=lambda p: p.goodput_mbps)
-    note = (f"Theoretical potential: per 20 m, the strongest AP's mean beacon RSSI at the cars gives the fastest "
+    note = (f"Theoretical potential: per 20 m, the strongest AP's mean RSSI at the cars gives the fastest "
             f"{standard} rate whose sensitivity it meets (noise floor {NOISE_FLOOR_DBM:g} dBm), and that rate its static "
             f"TCP goodput on a twin of this scenario (its radio and first AP and station, 5 m apart; "
-            f"{top.goodput_mbps:.1f} Mb/s at {top.rate_mbps:g} Mb/s). One car alone on the road could at most get this.")
+            f"{top.goodput_mbps:.1f} Mb/s at {top.rate_mbps:g} Mb/s). One car alone on the road could at most get this. "
+            "An AP is heard only where a car listened on its channel: a car that stays with one AP hears no other "
+            "between scans, so the potential there is that AP's; where no car heard any AP it is unknown (a gap, "
+            "counted as 0 in the potential MB).")
     return out, note
 
 
@@ -140,7 +149,7 @@ def _potential_mb(along: pl.DataFrame, pot: pl.DataFrame | None) -> dict[str, fl
     """Per car: the potential over the road it drove, MB (mean over runs)."""
     if pot is None:
         return {}
-    j = along.join(pot.select("start_m", "potential_mbps"), on="start_m", how="left").fill_null(0.0)
+    j = along.join(pot.select("start_m", "potential_mbps"), on="start_m", how="left").fill_null(0.0).fill_nan(0.0)
     return {c: float(v) for c, v in j.group_by("car").agg((pl.col("potential_mbps") * pl.col("time_s")).sum() / 8).iter_rows()}
 
 

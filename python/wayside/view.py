@@ -47,7 +47,7 @@ def data(result: RunResult) -> dict[str, Any]:
     nodes = []
     for name in result.nodes:
         t = track.filter(pl.col("node") == name)
-        if t.is_empty():
+        if t.is_empty() or roles.get(name) == "host":
             continue  # no radio: nothing to place on the road
         times = t["time_s"].to_numpy()
         serving = breakdown.serving_ap(b.associations, name, times)
@@ -70,7 +70,7 @@ def data(result: RunResult) -> dict[str, Any]:
     events += [[_r(r["time_s"], 3), r["car"], r["to"], f"handover from {r['from']} (gap {r['gap_s']:.2f} s)"]
                for r in b.handovers.iter_rows(named=True)]
     events.sort(key=lambda e: e[0])
-    return {"name": str(result.scenario.get("name", "run")), "duration": result.duration_s, "slot": SLOT_S,
+    return {"name": str(result.scenario.get("name", "run")), "duration": _r(result.duration_s, 3), "slot": SLOT_S,
             "aps": [{"name": a, "colour": colours[a]} for a in aps], "nodes": nodes, "links": links, "drops": drop_rows,
             "events": events, "data_mb": {r["car"]: _r(r["received_mb"] + r["sent_mb"], 2) for r in b.cars.iter_rows(named=True)}}
 
@@ -111,7 +111,7 @@ canvas{background:#fff;border:1px solid #ddd;width:100%}
 #panes{display:flex;gap:14px;font-size:12px}
 #panes>div{flex:1;min-width:0}
 #log{height:190px;overflow:auto;border:1px solid #ddd;background:#fff;padding:4px;font-family:monospace}
-#log .now{background:#fff3c4}
+#log .now{background:#fff3c4}#log .future{color:#aaa}
 table{border-collapse:collapse}td,th{padding:1px 6px;border-bottom:1px solid #eee;text-align:right}
 td:first-child,th:first-child{text-align:left}
 .key span{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px;vertical-align:middle}
@@ -123,7 +123,7 @@ td:first-child,th:first-child{text-align:left}
 <canvas id="road" width="1400" height="330"></canvas>
 <div class="key" id="key"></div>
 <div id="panes"><div><b>vehicles now</b><table id="cars"></table></div>
-<div><b>events</b> (highlighted: the last second)<div id="log"></div></div></div>
+<div><b>events</b> (highlighted: the last second; grey: still to come)<div id="log"></div></div></div>
 <script type="application/json" id="data">__DATA__</script>
 <script>
 "use strict";
@@ -204,10 +204,12 @@ function draw(t) {
   D.events.forEach((e, k) => {
     const now = e[0] <= t && e[0] > t - 1;
     if (e[0] <= t) first = k;
-    log += `<div id="e${k}"${now ? ' class="now"' : ""}>${e[0].toFixed(2)} ${e[1]} ${e[3]} ${e[2]}</div>`;
+    const cls = now ? ' class="now"' : e[0] > t ? ' class="future"' : "";
+    log += `<div id="e${k}"${cls}>${e[0].toFixed(2)} ${e[1]} ${e[3]} ${e[2]}</div>`;
   });
   const box = document.getElementById("log"); box.innerHTML = log;
-  if (first !== null) box.scrollTop = Math.max(0, document.getElementById("e" + first).offsetTop - box.offsetTop - 150);
+  // Keep the latest past event in view, near the bottom of the box.
+  if (first !== null) box.scrollTop = Math.max(0, document.getElementById("e" + first).offsetTop - box.offsetTop - box.clientHeight + 40);
   document.body.dataset.state = JSON.stringify({t: t, cars: cars, links: shown});
 }
 let playing = false, last = null;

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wayside.stats import mean_ci, mean_interval, paired_gain
+from wayside.stats import MIN_RUNS, mean_ci, mean_interval, paired_gain
 
-runs = st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=2, max_size=30)
+# Enough runs for an interval (fewer get none: stats.MIN_RUNS).
+runs = st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=MIN_RUNS, max_size=30)
 
 
 @given(runs, st.floats(min_value=0.2, max_value=5.0))
