@@ -351,7 +351,7 @@ def sweep(
         gain = str(paired_gain(first, by_seed)) if p is not manifest["points"][0] else ""
         table.add_row(escape(p["label"] or "(scenario as is)"), f"{len(ok)}/{len(p['runs'])}", spread, gain)
     console.print(table)
-    console.print(f"data: application payload delivered, all {len(flows)} flows of a run\n"
+    console.print(f"data: application payload delivered, all {len(flows)} flow{'s' * (len(flows) != 1)} of a run\n"
                   "median MB per run, per flow:", highlight=False)
     ok_runs = runs_table.filter(pl.col("status") == "ok")
     for (label,), g in ok_runs.group_by("point", maintain_order=True):
@@ -442,9 +442,7 @@ def report(
     except (OSError, ValueError) as e:
         fail(f"{runs_dir}: cannot be reported on: {e}")
         return
-    size = path.stat().st_size / 1e6
-    console.print(f"report: [bold]{escape(str(path))}[/] ({size:.1f} MB, {time.perf_counter() - started:.1f} s)",
-                  soft_wrap=True)
+    _wrote("report", path, started)
 
 
 @app.command()
@@ -463,8 +461,13 @@ def view(
     except vw.ViewError as e:
         fail(str(e))
         return
+    _wrote("view", path, started)
+
+
+def _wrote(what: str, path: Path, started: float) -> None:
+    """Says which page was written, its size and how long it took."""
     size = path.stat().st_size / 1e6
-    console.print(f"view: [bold]{escape(str(path))}[/] ({size:.1f} MB, {time.perf_counter() - started:.1f} s)",
+    console.print(f"{what}: [bold]{escape(str(path))}[/] ({size:.1f} MB, {time.perf_counter() - started:.1f} s)",
                   soft_wrap=True)
 
 

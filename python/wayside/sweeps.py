@@ -1,7 +1,7 @@
 """`wayside sweep` and `wayside.sweep(...)`: many runs of one scenario —
 seeds times points of overrides — on local processes or a Dask cluster,
 each saved as a run directory (with its drive-by digest when the scenario
-has a bulk TCP flow between an AP and a station), plus a manifest.json that
+is a drive-by past one AP with a bulk TCP flow between it and the car), plus a manifest.json that
 `wayside report` reads, and a table of the data every run delivered, in all
 and per flow.
 
@@ -138,10 +138,12 @@ def execute_run(job: SweepJob) -> dict[str, Any]:
         result = run(job.scenario, seed=job.seed, overrides=list(job.overrides))
         directory = Path(job.directory)
         result.save(directory)
-        try:
-            d = driveby.digest(result, name=directory.name)
-        except ValueError:
-            d = None  # not a drive-by with a bulk TCP flow: nothing to digest
+        d = None  # digested only for a drive-by past one AP with a bulk TCP flow
+        if driveby.single_pass(result.scenario):
+            try:
+                d = driveby.digest(result, name=directory.name)
+            except ValueError:
+                pass
         if d is not None:
             (directory / driveby.DIGEST_FILE).write_text(d.to_json(), encoding="utf-8")
         flows = breakdown.flows(result)

@@ -216,6 +216,22 @@ def test_report_of_a_users_road_is_about_that_road(corridor_runs):
     assert "n=2, too few for a CI" in text and "±" not in re.sub(r"<p>.*?</p>", "", body)
     assert "Theoretical potential" in text and "potential MB" in text
     assert text.count("data:image/png;base64,") <= 3 + 3  # road figures + at most 3 TCP loss figures
+    # Three APs and eight cars are no single drive-by: no digest of car0 alone.
+    manifest = json.loads((out / "manifest.json").read_text())
+    for r in manifest["points"][0]["runs"]:
+        assert r["driveby_mb"] is None and not (out / r["dir"] / "driveby.json").exists()
+
+
+def test_report_progress_runs_to_its_total(corridor_runs):
+    from wayside import report
+
+    out, _ = corridor_runs
+    calls = []
+    report.render(out, progress=lambda what, done, total: calls.append((what, done, total)))
+    totals = {t for _, _, t in calls}
+    assert len(totals) == 1 and calls[-1] == ("done", *[totals.pop()] * 2)
+    assert [d for _, d, _ in calls] == sorted(d for _, d, _ in calls)
+    assert any(what.startswith("run seed") for what, _, _ in calls)
 
 
 def _chromium() -> str | None:
@@ -235,6 +251,11 @@ def test_view_replays_the_run_in_headless_chromium(corridor_runs, cli, tmp_path)
     text = (tmp_path / "view.html").read_text()
     assert not re.search(r"(src|href)\s*=", text) and "http" not in text.replace("http-equiv", "")
     assert (tmp_path / "view.html").stat().st_size < 5e6
+    data = json.loads(re.search(r'id="data">(.*?)</script>', text, re.S).group(1))
+    associated = {e[1] for e in data["events"] if e[3] == "associated"}
+    assert associated == {f"car{i}" for i in range(8)}
+    assert [n["name"] for n in data["nodes"] if n["role"] == "ap"] == ["ap1", "ap2", "ap3"]
+    assert "server" not in [n["name"] for n in data["nodes"]]  # no radio: not on the road
     browser = _chromium()
     if browser is None:
         pytest.skip("no Chromium: install the Debian package 'chromium' (scripts/test.sh does when run as root)")
