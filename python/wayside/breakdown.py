@@ -33,28 +33,40 @@ def access_points(result: RunResult) -> list[str]:
     return [n["name"] for n in result.scenario.get("node", []) if n.get("role") == "ap"]
 
 
-def tracks(result: RunResult) -> pl.DataFrame:
+Tracks = dict[str, pl.DataFrame]
+
+
+def tracks(result: RunResult) -> Tracks:
     """Where every node that recorded anything was: its first row in each
-    100 ms, and its last (columns node, time_s, x, y)."""
+    100 ms, and its last (per node, columns time_s, x, y)."""
     rows = pl.concat([table(result, name).select("time_ns", "node", "x", "y") for name in ("frames", "events")])
     rows = rows.filter(pl.col("x").is_not_nan())
     if rows.is_empty():
-        return pl.DataFrame(schema={"node": pl.Utf8, "time_s": pl.Float64, "x": pl.Float64, "y": pl.Float64})
+        return {}
     rows = rows.sort("node", "time_ns")
     last = rows.group_by("node").agg(pl.all().last())
     sampled = rows.with_columns((pl.col("time_ns") // SLOT_NS).alias("slot")).group_by("node", "slot").agg(
         pl.col("time_ns").first(), pl.col("x").first(), pl.col("y").first()).drop("slot")
     both = pl.concat([sampled, last.select(sampled.columns)]).unique(["node", "time_ns"], keep="first")
-    return both.sort("node", "time_ns").select(
+    both = both.sort("node", "time_ns").select(
         "node", (pl.col("time_ns") / 1e9).alias("time_s"), pl.col("x").cast(pl.Float64), pl.col("y").cast(pl.Float64))
+    return {k[0]: v.drop("node") for k, v in both.partition_by("node", as_dict=True, maintain_order=True).items()}
 
 
-def position_at(track: pl.DataFrame, node: str, times_s: np.ndarray) -> np.ndarray:
+def position_at(track: Tracks, node: str, times_s: np.ndarray) -> np.ndarray:
     """x of `node` at `times_s` (linear between its samples; NaN without any)."""
-    t = track.filter(pl.col("node") == node)
-    if t.is_empty():
+    t = track.get(node)
+    if t is None:
         return np.full(len(times_s), math.nan)
     return np.interp(times_s, t["time_s"].to_numpy(), t["x"].to_numpy())
+
+
+def _per_car(d: pl.DataFrame, cars: list[str]) -> dict[str, pl.DataFrame]:
+    """The deliveries to or from each car (split once, not filtered per car)."""
+    empty = d.clear()
+    to = d.partition_by("receiver", as_dict=True)
+    by = d.partition_by("sender", as_dict=True)
+    return {c: pl.concat([to.get((c,), empty), by.get((c,), empty)]).sort("time_s") for c in cars}
 
 
 def _delivered(result: RunResult) -> pl.DataFrame:
@@ -89,18 +101,20 @@ _ASSOC_SCHEMA = {"car": pl.Utf8, "ap": pl.Utf8, "start_s": pl.Float64, "end_s": 
                  "end_x": pl.Float64, "ended": pl.Utf8, "data_mb": pl.Float64}
 
 
-def associations(result: RunResult, track: pl.DataFrame | None = None) -> pl.DataFrame:
+def associations(result: RunResult, track: Tracks | None = None) -> pl.DataFrame:
     """One row per association of a station: car, ap, start_s, end_s,
     start_x, end_x, ended (disassociated, or end of run) and data_mb, the
     data to and from the car delivered while it lasted."""
     track = tracks(result) if track is None else track
     ev = table(result, "events").filter(pl.col("event").is_in(["associated", "disassociated"])).sort("time_ns")
-    d = _delivered(result)
+    cars = stations(result)
+    moved_by = _per_car(_delivered(result), cars)
+    events_by = ev.partition_by("node", as_dict=True)
     end_of_run = result.duration_s
     rows = []
-    for car in stations(result):
-        mine = ev.filter(pl.col("node") == car)
-        moved = d.filter((pl.col("receiver") == car) | (pl.col("sender") == car))
+    for car in cars:
+        mine = events_by.get((car,), ev.clear())
+        moved = moved_by[car]
         open_: tuple[str, float] | None = None
 
         def close(t: float, how: str) -> None:
@@ -140,26 +154,27 @@ def handovers(assocs: pl.DataFrame) -> pl.DataFrame:
                                       "to": pl.Utf8, "gap_s": pl.Float64})
 
 
-def cars(result: RunResult, assocs: pl.DataFrame | None = None, track: pl.DataFrame | None = None) -> pl.DataFrame:
+def cars(result: RunResult, assocs: pl.DataFrame | None = None, track: Tracks | None = None) -> pl.DataFrame:
     """Per station: data received and sent (MB), first and last data (time
     and x), associations, handovers and the APs that served it."""
     track = tracks(result) if track is None else track
     assocs = associations(result, track) if assocs is None else assocs
-    moves = handovers(assocs)
-    d = _delivered(result)
+    moves = dict(handovers(assocs).group_by("car").len().iter_rows())
+    names = stations(result)
+    moved_by = _per_car(_delivered(result), names)
+    assocs_by = assocs.partition_by("car", as_dict=True)
     rows = []
-    for car in stations(result):
-        got = d.filter(pl.col("receiver") == car)
-        sent = d.filter(pl.col("sender") == car)
-        both = pl.concat([got, sent])["time_s"]
-        first = float(both.min()) if len(both) else None
-        last = float(both.max()) if len(both) else None
+    for car in names:
+        both = moved_by[car]
+        got = both.filter(pl.col("receiver") == car)["bytes"].sum()
+        first = float(both["time_s"].min()) if both.height else None
+        last = float(both["time_s"].max()) if both.height else None
         xs = position_at(track, car, np.array([first or 0.0, last or 0.0]))
-        mine = assocs.filter(pl.col("car") == car)
-        rows.append({"car": car, "received_mb": float(got["bytes"].sum()) / 1e6, "sent_mb": float(sent["bytes"].sum()) / 1e6,
+        mine = assocs_by.get((car,), assocs.clear())
+        rows.append({"car": car, "received_mb": float(got) / 1e6, "sent_mb": float(both["bytes"].sum() - got) / 1e6,
                      "first_data_s": first, "first_data_x": float(xs[0]) if first is not None else None,
                      "last_data_s": last, "last_data_x": float(xs[1]) if last is not None else None,
-                     "associations": mine.height, "handovers": moves.filter(pl.col("car") == car).height,
+                     "associations": mine.height, "handovers": moves.get(car, 0),
                      "served_by": ", ".join(dict.fromkeys(mine["ap"].to_list()))})
     return pl.DataFrame(rows, schema={"car": pl.Utf8, "received_mb": pl.Float64, "sent_mb": pl.Float64,
                                       "first_data_s": pl.Float64, "first_data_x": pl.Float64, "last_data_s": pl.Float64,
@@ -193,16 +208,17 @@ def _channel(result: RunResult, node: str) -> int | None:
     return int(ch) if ch is not None else None
 
 
-def goodput_along_road(result: RunResult, bin_m: float = 20.0, track: pl.DataFrame | None = None) -> pl.DataFrame:
+def goodput_along_road(result: RunResult, bin_m: float = 20.0, track: Tracks | None = None) -> pl.DataFrame:
     """Per car and bin of road (by x): the time the car spent there and the
     data delivered to or from it there. Columns car, start_m, time_s,
     bytes, goodput_mbps."""
     track = tracks(result) if track is None else track
-    d = _delivered(result)
+    cars = stations(result)
+    moved_by = _per_car(_delivered(result), cars)
     frames = []
-    for car in stations(result):
-        t = track.filter(pl.col("node") == car)
-        if t.height < 2:
+    for car in cars:
+        t = track.get(car)
+        if t is None or t.height < 2:
             continue
         ts, xs = t["time_s"].to_numpy(), t["x"].to_numpy()
         # Time per bin from the track, sampled finely enough for any speed.
@@ -210,7 +226,7 @@ def goodput_along_road(result: RunResult, bin_m: float = 20.0, track: pl.DataFra
         gx = np.interp(grid, ts, xs)
         spent = pl.DataFrame({"bin": np.floor(gx / bin_m).astype(np.int64)}).group_by("bin").agg(
             (pl.len() * 0.05).alias("time_s"))
-        moved = d.filter((pl.col("receiver") == car) | (pl.col("sender") == car))
+        moved = moved_by[car]
         mx = np.interp(moved["time_s"].to_numpy(), ts, xs)
         got = pl.DataFrame({"bin": np.floor(mx / bin_m).astype(np.int64), "bytes": moved["bytes"].to_numpy()},
                            schema={"bin": pl.Int64, "bytes": pl.Int64}).group_by("bin").agg(pl.col("bytes").sum())

@@ -67,8 +67,7 @@ def time_space(result: RunResult, b: breakdown.Breakdown | None = None, title: s
     AP serving it (grey: none), with its frame drops by reason; (b) the
     drops of frames between cars and APs per 20 m of road, by reason."""
     track = breakdown.tracks(result)
-    span = track.group_by("node").agg((pl.col("x").max() - pl.col("x").min()).alias("span"))
-    moving = [n for n in result.nodes if n in set(span.filter(pl.col("span") >= MOVING_M)["node"].to_list())]
+    moving = [n for n in result.nodes if n in track and float(track[n]["x"].max() - track[n]["x"].min()) >= MOVING_M]
     if not moving:
         return None
     assocs = b.associations if b is not None else breakdown.associations(result, track)
@@ -77,8 +76,7 @@ def time_space(result: RunResult, b: breakdown.Breakdown | None = None, title: s
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(10, 8), gridspec_kw={"height_ratios": [3, 1.4]})
     segments, seg_colours = [], []
     for node in moving:
-        t = track.filter(pl.col("node") == node)
-        ts, xs = t["time_s"].to_numpy(), t["x"].to_numpy()
+        ts, xs = track[node]["time_s"].to_numpy(), track[node]["x"].to_numpy()
         serving = breakdown.serving_ap(assocs, node, ts)
         pts = np.column_stack([ts, xs])
         segments.extend(np.stack([pts[:-1], pts[1:]], axis=1))

@@ -46,8 +46,8 @@ def data(result: RunResult) -> dict[str, Any]:
     roles = {n["name"]: ("host" if n.get("radio") is False else n.get("role", "")) for n in result.scenario.get("node", [])}
     nodes = []
     for name in result.nodes:
-        t = track.filter(pl.col("node") == name)
-        if t.is_empty() or roles.get(name) == "host":
+        t = track.get(name)
+        if t is None or roles.get(name) == "host":
             continue  # no radio: nothing to place on the road
         times = t["time_s"].to_numpy()
         serving = breakdown.serving_ap(b.associations, name, times)
