@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,9 +303,18 @@ def run_sweep(scenario: str, runs: int = 5, grid: Mapping[str, Sequence[Any] | s
     under `out` (a temporary directory, removed afterwards, if None)."""
     import tempfile
 
+    from wayside.jobs import ExecutorError
+
     kwargs = dict(grid=_as_grid(grid), base_seed=seed, overrides=overrides, executor=executor, workers=workers,
                   zipped=_as_grid(zip))
-    if out is not None:
-        return runs_table(sweep(scenario, runs, out, **kwargs))
-    with tempfile.TemporaryDirectory(prefix="wayside-sweep-") as tmp:
-        return runs_table(sweep(scenario, runs, tmp, **kwargs))
+    try:
+        if out is not None:
+            return runs_table(sweep(scenario, runs, out, **kwargs))
+        with tempfile.TemporaryDirectory(prefix="wayside-sweep-") as tmp:
+            return runs_table(sweep(scenario, runs, tmp, **kwargs))
+    except ExecutorError as e:
+        main = sys.modules.get("__main__")
+        if executor == "local" and getattr(main, "__file__", None) and getattr(main, "__spec__", None) is None:
+            raise SweepError(f"{e}. The workers start by importing your script {main.__file__}: call wayside.sweep "
+                             "under `if __name__ == \"__main__\":` (or give workers=1)") from None
+        raise

@@ -289,3 +289,14 @@ def test_view_replays_the_run_in_headless_chromium(corridor_runs, cli, tmp_path)
 def test_view_errors_are_clear(cli, tmp_path):
     r = cli("view", tmp_path)
     assert r.returncode == 2 and "not a run directory" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_script_without_the_main_guard_is_told_why_the_sweep_failed(tmp_path):
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("import wayside\nwayside.sweep('hadaller-highway', runs=2, workers=2, "
+                      "overrides=['duration=\"5 s\"'])\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert 'if __name__ == "__main__":' in r.stderr and "SweepError" in r.stderr
