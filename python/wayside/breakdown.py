@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from wayside.driveby import usable_time
 from wayside.result import RunResult
 from wayside.traces import table
 
@@ -98,13 +99,31 @@ def flow_label(row: dict) -> str:
 
 
 _ASSOC_SCHEMA = {"car": pl.Utf8, "ap": pl.Utf8, "start_s": pl.Float64, "end_s": pl.Float64, "start_x": pl.Float64,
-                 "end_x": pl.Float64, "ended": pl.Utf8, "data_mb": pl.Float64}
+                 "end_x": pl.Float64, "ended": pl.Utf8, "data_mb": pl.Float64, "production_start_x": pl.Float64,
+                 "production_end_x": pl.Float64, "entry_mb": pl.Float64, "production_mb": pl.Float64,
+                 "exit_mb": pl.Float64}
+
+
+def production(times_s: np.ndarray, sizes: np.ndarray) -> tuple[float, float] | None:
+    """When the production phase of one association started and ended: the
+    first delivery from which the car gets at least the production goodput
+    (`driveby.PRODUCTION_MBPS`) over the next `driveby.USABLE_WINDOW_S`,
+    and the last delivery up to which it got that over the window before;
+    None if it never did (deliveries sorted by time)."""
+    start = usable_time(times_s, sizes)
+    if start is None:
+        return None
+    end = usable_time(-times_s[::-1], sizes[::-1])  # the same rule, backwards in time
+    return start, -end
 
 
 def associations(result: RunResult, track: Tracks | None = None) -> pl.DataFrame:
     """One row per association of a station: car, ap, start_s, end_s,
-    start_x, end_x, ended (disassociated, or end of run) and data_mb, the
-    data to and from the car delivered while it lasted."""
+    start_x, end_x, ended (disassociated, or end of run), data_mb (the
+    data to and from the car delivered while it lasted) and its phases, as
+    Hadaller et al. (2007) §6.1 split a pass but per association: where
+    production started and ended (`production`; NaN without one) and the
+    data in the entry, production and exit phases."""
     track = tracks(result) if track is None else track
     ev = table(result, "events").filter(pl.col("event").is_in(["associated", "disassociated"])).sort("time_ns")
     cars = stations(result)
@@ -119,10 +138,18 @@ def associations(result: RunResult, track: Tracks | None = None) -> pl.DataFrame
 
         def close(t: float, how: str) -> None:
             ap, t0 = open_
-            got = moved.filter((pl.col("time_s") >= t0) & (pl.col("time_s") < t))["bytes"].sum()
+            inside = moved.filter((pl.col("time_s") >= t0) & (pl.col("time_s") < t))
+            times, sizes = inside["time_s"].to_numpy(), inside["bytes"].to_numpy()
             x0, x1 = position_at(track, car, np.array([t0, t]))
+            phase = production(times, sizes)
+            p0, p1 = phase if phase else (math.nan, math.nan)
+            px = position_at(track, car, np.array([p0, p1])) if phase else (math.nan, math.nan)
+            parts = ([float(sizes[m].sum()) / 1e6 for m in (times < p0, (times >= p0) & (times <= p1), times > p1)]
+                     if phase else [math.nan] * 3)
             rows.append({"car": car, "ap": ap, "start_s": t0, "end_s": t, "start_x": float(x0), "end_x": float(x1),
-                         "ended": how, "data_mb": float(got) / 1e6})
+                         "ended": how, "data_mb": float(sizes.sum()) / 1e6, "production_start_x": float(px[0]),
+                         "production_end_x": float(px[1]), "entry_mb": parts[0], "production_mb": parts[1],
+                         "exit_mb": parts[2]})
 
         for r in mine.iter_rows(named=True):
             t = r["time_ns"] / 1e9

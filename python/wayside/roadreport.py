@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from wayside import _native, breakdown, plots  # noqa: E402
-from wayside.driveby import NOISE_FLOOR_DBM, potential_rate  # noqa: E402
+from wayside.driveby import NOISE_FLOOR_DBM, PRODUCTION_MBPS, potential_rate  # noqa: E402
 from wayside.htmlparts import figure, fmt, table  # noqa: E402
 from wayside.result import RunResult  # noqa: E402
 from wayside.stats import describe, paired_gain  # noqa: E402
@@ -216,13 +216,24 @@ def _ap_table(rr: RoadRuns) -> str:
 
 def _association_tables(rr: RoadRuns) -> str:
     a = rr.runs[0].associations
+
+    def phases(r: dict[str, Any]) -> str:
+        if r["production_mb"] != r["production_mb"]:  # NaN: never reached production
+            return "—"
+        return f"{r['production_start_x']:.0f} to {r['production_end_x']:.0f}"
+
     rows = [(html.escape(r["car"]), html.escape(r["ap"]), f"{r['start_s']:.1f} ({r['start_x']:.0f})",
-             f"{r['end_s']:.1f} ({r['end_x']:.0f})", html.escape(r["ended"]), fmt(r["data_mb"], "{:.2f}"))
+             f"{r['end_s']:.1f} ({r['end_x']:.0f})", html.escape(r["ended"]), fmt(r["data_mb"], "{:.2f}"), phases(r),
+             " / ".join(fmt(r[k], "{:.2f}") for k in ("entry_mb", "production_mb", "exit_mb")))
             for r in a.iter_rows(named=True)]
     shown, more = _more(rows)
     out = (f"<h3>Associations ({html.escape(rr.names[0])})</h3><p>Each car's associations in the first run: from and to "
-           "(time in s, x in m), how each ended, and the data moved while it lasted.</p>"
-           + table(["car", "AP", "from s (x m)", "to s (x m)", "ended", "MB"], shown) + more)
+           "(time in s, x in m), how each ended, the data moved while it lasted, and its phases: production from the "
+           f"first delivery after which the car got {PRODUCTION_MBPS:g} Mb/s "
+           "over the next second to the last before which it got that over the second before; entry before it, exit "
+           "after it (— : never reached production).</p>"
+           + table(["car", "AP", "from s (x m)", "to s (x m)", "ended", "MB", "production x (m)",
+                    "MB entry / production / exit"], shown) + more)
     moves = pl.concat([b.handovers.with_columns(pl.lit(n).alias("run")) for n, b in zip(rr.names, rr.runs)])
     if moves.is_empty():
         return out + "<p>No car changed AP in any run: there are no handovers.</p>"

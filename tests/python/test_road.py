@@ -67,6 +67,15 @@ def test_cars_associations_and_road_agree(corridor, parts):
         got = cars.filter(pl.col("car") == r["car"])["received_mb"][0]
         assert r["bytes"] / 1e6 == pytest.approx(got)
         assert r["time_s"] == pytest.approx(40.0, abs=0.2)
+    # Phases per association: entry, production and exit add up to the
+    # association's data, production lies inside it, and the fastest cars
+    # of this road still reach it.
+    phased = assocs.filter(pl.col("production_mb").is_not_nan())
+    assert phased.height >= 4
+    for r in phased.iter_rows(named=True):
+        assert r["entry_mb"] + r["production_mb"] + r["exit_mb"] == pytest.approx(r["data_mb"])
+        assert r["start_x"] - 1 <= r["production_start_x"] <= r["production_end_x"] <= r["end_x"] + 1
+        assert r["production_mb"] > 0
     # The data moved during associations is the car's data.
     per_assoc = assocs.group_by("car").agg(pl.col("data_mb").sum())
     for car, mb in per_assoc.iter_rows():
