@@ -6,7 +6,7 @@ drawing code, the styles): the page loads nothing from elsewhere.
 
 It reads the run directory's Parquet trace, and condenses it to what the
 page draws: each node's position every 100 ms, unicast frames per 100 ms
-and link (acknowledged or not, and dropped at the receiver by reason), and
+and link (acknowledged or not), data frames dropped at a receiver by reason, and
 the connection events of stations (beacons, selection, authentication,
 association, DHCP) and the handovers.
 """
@@ -57,8 +57,10 @@ def data(result: RunResult) -> dict[str, Any]:
     index = {n["name"]: i for i, n in enumerate(nodes)}
     frames = table(result, "frames")
     slot = (pl.col("time_ns") // int(SLOT_S * 1e9)).alias("slot")
-    sent = frames.filter((pl.col("event") == "tx") & (pl.col("peer") != "broadcast") & (pl.col("kind") != "ack")).group_by(
-        slot, "node", "peer").agg((pl.col("outcome") == "acked").sum().alias("ok"), (pl.col("outcome") != "acked").sum().alias("lost"))
+    # Unicast frames that wait for an acknowledgement (data, management, RTS):
+    # acknowledged or not.
+    sent = frames.filter((pl.col("event") == "tx") & pl.col("outcome").is_in(["acked", "unacked"])).group_by(
+        slot, "node", "peer").agg((pl.col("outcome") == "acked").sum().alias("ok"), (pl.col("outcome") == "unacked").sum().alias("lost"))
     links = [[int(s), index[a], index[p], int(ok), int(lost)] for s, a, p, ok, lost in sent.sort("slot", "node", "peer").iter_rows()
              if a in index and p in index]
     drops = frames.filter((pl.col("event") == "drop") & (pl.col("kind") == "data")).group_by(slot, "node", "reason").agg(
