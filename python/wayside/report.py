@@ -34,7 +34,7 @@ from wayside.htmlparts import png as _png  # noqa: E402
 from wayside.htmlparts import table as _table  # noqa: E402
 from wayside.metrics import quantile  # noqa: E402
 from wayside.result import RunResult  # noqa: E402
-from wayside.stats import mean_ci, paired_gain  # noqa: E402
+from wayside.stats import describe, paired_gain  # noqa: E402
 from wayside.sweeps import read_manifest  # noqa: E402
 
 
@@ -228,6 +228,10 @@ def fig18_19(a: Analysis) -> str:
 # ---------------------------------------------------------------- tables
 
 
+def _describe(values: Sequence[Any]) -> str:
+    return html.escape(describe(values))
+
+
 def _finite(values: Sequence[Any]) -> list[float]:
     return [float(v) for v in values if v is not None and not math.isnan(v)]
 
@@ -360,7 +364,7 @@ def _section(title: str, group: Group, a: Analysis, compare: bool) -> str:
         ("supremum data, MB", f"{a.supremum_mb:.1f}"),
         ("theoretical potential, MB", f"{a.potential_mb:.1f}"),
         ("median run / supremum", _f(statistics.median(data) / a.supremum_mb if data and a.supremum_mb else math.nan, "{:.0%}")),
-        ("setup delay, s (mean ± 95%)", _mean_ci(r["setup_delay_s"].to_list())),
+        ("setup delay, s (mean ± 95%)", _describe(r["setup_delay_s"].to_list())),
         ("usable at, m (median)", _f(quantile(r["usable_m"].to_list(), 0.5), "{:.0f}")),
         ("ended at, m (median)", _f(quantile(r["end_m"].to_list(), 0.5), "{:.0f}")),
         ("mid-production mean below supremum", _f(a.production_gap, "{:.1%}")),
@@ -448,9 +452,9 @@ def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[st
         gain = paired_gain(base, by_run(a))
         labels.append(label)
         gains.append(gain)
-        rows.append((html.escape(label), f"{r.height}", _mean_ci(data), _f(median, "{:.1f}"), html.escape(str(gain)),
+        rows.append((html.escape(label), f"{r.height}", _describe(data), _f(median, "{:.1f}"), html.escape(str(gain)),
                      _f(a.supremum_mb, "{:.1f}"), _f(quantile(r["usable_m"].to_list(), 0.5), "{:.0f}"),
-                     _mean_ci(r["setup_delay_s"].to_list())))
+                     _describe(r["setup_delay_s"].to_list())))
     fig, ax = plt.subplots(figsize=(8, max(2.6, 0.45 * len(labels) + 1.2)))
     y = np.arange(len(labels))[::-1]
     ax.barh(y, [g.value for g in gains], color="tab:blue")
@@ -473,13 +477,6 @@ def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[st
          "setup delay (s)"], rows)
         + f"<figure id='points'><img alt='{html.escape(caption)}' src='data:image/png;base64,{_png(fig)}'>"
         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def _mean_ci(values: Sequence[Any]) -> str:
-    m, half = mean_ci(_finite(values))
-    if math.isnan(m):
-        return "—"
-    return f"{m:.1f}" if math.isinf(half) else f"{m:.1f} ± {half:.1f}"
 
 
 _CSS = """
