@@ -20,7 +20,7 @@ use crate::mac::adhoc::Adhoc;
 use crate::mac::dcf::{Air, Dcf, DcfEvent, MacTimer};
 use crate::mac::links::{Links, TxContext};
 use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
-use crate::mac::{Dst, Frame, MacConfig, Msdu, Payload, SenderReport};
+use crate::mac::{Dst, Frame, Msdu, Payload, SenderReport};
 use crate::mobility::Vec2;
 use crate::net::dhcp::DhcpClient;
 use crate::net::route::{AddressPlan, Bss, Port};
@@ -62,20 +62,12 @@ impl Node {
         timing: &Timing,
         plan: &Arc<AddressPlan>,
     ) -> Node {
-        let rate = n
-            .rate_control
-            .clone()
-            .unwrap_or_else(|| cfg.mac.rate.clone());
         let links = Links::new(
-            rate.clone(),
-            cfg.mac.modes,
+            n.mac.rate.clone(),
+            n.mac.modes,
             (cfg.seed, cfg.run, n.name.clone()),
         );
-        let mac = MacConfig {
-            queue_limit: n.queue_limit,
-            rate,
-            ..cfg.mac.clone()
-        };
+        let mac = n.mac.clone();
         let air = Air {
             standard: cfg.radio.standard,
             preamble: cfg.radio.preamble,

@@ -150,10 +150,9 @@ impl Scenario {
             &self.nodes,
             &NodeContext {
                 rates: &rates,
-                default_rate: &mac.rate,
+                mac: &mac,
                 channel: &channel,
                 channel_no,
-                queue_limit: self.mac.queue_limit,
                 timing: standard.timing(self.radio.b_compatible),
                 beacon_interval: self.management.beacon_interval.time(),
                 duration,
@@ -182,7 +181,6 @@ impl Scenario {
             run,
             channel,
             radio,
-            mac,
             nodes,
             sources,
         })
@@ -221,9 +219,9 @@ mod tests {
         let spec = |rc: &str| {
             let o = vec![format!("node.ap.rate_control={rc}")];
             let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0).unwrap();
-            cfg.nodes[0].rate_control.clone()
+            cfg.nodes[0].mac.rate.clone()
         };
-        let want = |p: SampleRateParams| Some(RateControlSpec::SampleRate(p));
+        let want = RateControlSpec::SampleRate;
         assert_eq!(
             spec(r#"{algorithm="samplerate", preset="tuned"}"#),
             want(SampleRateParams::tuned_preset())
@@ -380,10 +378,7 @@ mod tests {
             )];
             let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(
-                cfg.nodes[0].rate_control.as_ref().map(|s| s.name()),
-                Some(*name)
-            );
+            assert_eq!(cfg.nodes[0].mac.rate.name(), *name);
         }
     }
 

@@ -20,13 +20,13 @@ use super::mobility::{check_mobility, highway, trajectory, MobilitySection};
 use super::rate_control::{check_rate_role, RateContext, RateControlSection};
 use crate::channel::ChannelConfig;
 use crate::config::{NodeConfig, Role};
+use crate::mac::MacConfig;
 use crate::mobility::nasch::Vehicle;
 use crate::mobility::{MobilityModel, Trajectory, Vec2};
 use crate::net::arp::{ArpConfig, ArpProfile};
 use crate::net::forwarding::ForwardingConfig;
 use crate::phy::error::ErrorModel;
 use crate::phy::mode::Timing;
-use crate::ratectl::RateControlSpec;
 use crate::rng::Stream;
 use crate::transport::tcp::{TcpConfig, TcpProfile};
 use crate::units::{Db, Dbm, Meters, SimTime};
@@ -36,14 +36,13 @@ use serde::Deserialize;
 pub(super) struct NodeContext<'a> {
     /// What `[mac]` fixes for rate control.
     pub(super) rates: &'a RateContext,
-    /// `[mac]`'s rate control, for a node without its own.
-    pub(super) default_rate: &'a RateControlSpec,
+    /// `[mac]` lowered: every node's MAC but for its own queue limit and
+    /// rate control.
+    pub(super) mac: &'a MacConfig,
     /// The channel model (a node's `range` is defined over it).
     pub(super) channel: &'a ChannelConfig,
     /// The channel radios use unless they name one.
     pub(super) channel_no: u32,
-    /// `mac.queue_limit`, for a node without its own.
-    pub(super) queue_limit: u64,
     /// The standard's timing (an IBSS's beacon window).
     pub(super) timing: Timing,
     /// `management.beacon_interval` (an IBSS beacons at it).
@@ -445,16 +444,19 @@ pub(super) fn lower_nodes(
                 role: n.role,
                 channel: n.channel.unwrap_or(cx.channel_no),
                 tcp: group.tcp.clone(),
-                queue_limit: n.queue_limit.unwrap_or(cx.queue_limit) as usize,
+                mac: MacConfig {
+                    queue_limit: n.queue_limit.map_or(cx.mac.queue_limit, |q| q as usize),
+                    // Each node its own (an environment-aware map is per
+                    // node); the `[mac]` default is one for all that take it.
+                    rate: match &n.rate_control {
+                        Some(rc) => cx.rates.spec(&format!("node[{i}].rate_control"), rc)?,
+                        None => cx.mac.rate.clone(),
+                    },
+                    ..cx.mac.clone()
+                },
                 forwarding: group.forwarding,
                 dhcp: n.dhcp,
                 dhcp_server: n.dhcp_server,
-                // Each node its own (an environment-aware map is per node).
-                rate_control: n
-                    .rate_control
-                    .as_ref()
-                    .map(|rc| cx.rates.spec(&format!("node[{i}].rate_control"), rc))
-                    .transpose()?,
                 split_tcp: n.split_tcp,
                 reports_position,
                 appear: m.appear,
@@ -485,7 +487,7 @@ pub(super) fn lower_nodes(
 
 /// Checks a `[[node]]` section and lowers what its nodes share.
 fn node_group(i: usize, n: &NodeSection, cx: &NodeContext) -> Result<NodeGroup, ScenarioError> {
-    let (rates, default, channel) = (cx.rates, cx.default_rate, cx.channel);
+    let (rates, default, channel) = (cx.rates, &cx.mac.rate, cx.channel);
     let key = |k: &str| format!("node[{i}].{k}");
     if n.name.trim().is_empty() || n.name.contains(['.', '=', '/']) || n.name == "broadcast" {
         return err(format!(
