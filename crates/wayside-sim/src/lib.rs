@@ -12,7 +12,6 @@ pub mod medium;
 pub mod mobility;
 pub mod net;
 pub mod node;
-pub mod obstacles;
 pub mod packet;
 pub mod pcap;
 pub mod phy;

@@ -1,7 +1,7 @@
 //! `[environment]` and `[[obstacle]]`: the channel every link shares (path
 //! loss, shadowing, fading, noise) and the buildings on the lines of sight,
-//! parsed and lowered into a [`ChannelConfig`] ([`crate::channel`],
-//! [`crate::obstacles`]).
+//! parsed and lowered into a [`ChannelConfig`]: the chain of loss stages
+//! this scenario asks for ([`crate::channel`]).
 //!
 //! ```toml
 //! [environment]
@@ -14,9 +14,13 @@
 //! ```
 
 use super::common::{check_range, err, one, zero_db, LengthQ, PowerQ, RatioQ, ScenarioError};
-use crate::channel::{ChannelConfig, FadingKind, PathLoss};
+use crate::channel::building_entry::sommer_at;
+use crate::channel::obstacles::{read_sumo_polygons, Obstacle, Obstacles, PER_METRE, PER_WALL};
+use crate::channel::{
+    Chain, ChannelConfig, FadingKind, FrozenShadowing, PathLoss, PathLossStage, RunShadowing,
+    Stage, SPEED_OF_LIGHT,
+};
 use crate::mobility::Vec2;
-use crate::obstacles::{read_sumo_polygons, sommer_at, Obstacle, Obstacles, PER_METRE, PER_WALL};
 use crate::units::{Db, Dbm, Hertz, Meters};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -79,7 +83,7 @@ pub struct Environment {
     pub building_loss: BuildingLossName,
 }
 
-/// `environment.building_loss` ([`crate::obstacles::sommer_at`]).
+/// `environment.building_loss` ([`crate::channel::building_entry::sommer_at`]).
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum BuildingLossName {
@@ -126,7 +130,7 @@ impl Default for Environment {
 }
 
 /// A building: its outline, and its losses (defaults: Sommer et al. 2011,
-/// as Veins ships them; [`crate::obstacles`]).
+/// as Veins ships them; [`crate::channel::obstacles`]).
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ObstacleSection {
@@ -278,17 +282,33 @@ impl Environment {
             60.0,
             "0 dB to 60 dB",
         )?;
+        // The chain, in order; what the section does not ask for is left out.
+        let mut chain: Vec<Arc<dyn Stage>> = vec![Arc::new(PathLossStage {
+            model: path_loss,
+            wavelength: SPEED_OF_LIGHT / frequency.0,
+        })];
+        let buildings = lower_obstacles(obstacles, self.building_loss, frequency)?;
+        if !buildings.is_empty() {
+            chain.push(Arc::new(buildings));
+        }
+        if s > 0.0 {
+            chain.push(Arc::new(FrozenShadowing {
+                sigma: env.shadowing_sigma.0,
+                decorrelation: env.shadowing_decorrelation.0,
+                environment_seed: env.seed,
+            }));
+        }
+        if r > 0.0 {
+            chain.push(Arc::new(RunShadowing {
+                sigma: env.run_shadowing_sigma.0,
+            }));
+        }
         Ok(ChannelConfig {
-            path_loss,
+            chain: Chain::new(chain),
             system_loss,
-            shadowing_sigma: env.shadowing_sigma.0,
-            run_shadowing_sigma: env.run_shadowing_sigma.0,
-            decorrelation: env.shadowing_decorrelation.0,
             fading,
             frequency,
             noise_floor: env.noise_floor.0,
-            environment_seed: env.seed,
-            obstacles: Arc::new(lower_obstacles(obstacles, self.building_loss, frequency)?),
         })
     }
 }

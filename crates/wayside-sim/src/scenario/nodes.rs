@@ -239,9 +239,7 @@ fn power_for_range(
             lo = mid;
         }
     }
-    let loss = channel
-        .path_loss
-        .loss(range, height, height, channel.wavelength());
+    let loss = channel.chain.clear_loss(range, height);
     Dbm(channel.noise_floor.0 + hi + loss.0 + channel.system_loss.0 - 2.0 * gain.0)
 }
 

@@ -1,25 +1,22 @@
-//! Obstacles in the channel: buildings as 2-D polygons that attenuate the
-//! line of sight between two antennas by a loss per wall crossed and per
-//! metre inside — the empirical model of Sommer et al., "A Computationally
+//! The obstacle stage: buildings as 2-D polygons that attenuate the line
+//! of sight between two antennas by a loss per wall crossed and per metre
+//! inside — the empirical model of Sommer et al., "A Computationally
 //! Inexpensive Empirical Model of IEEE 802.11p Radio Shadowing in Urban
 //! Environments" (WONS 2011), which Veins ships as
 //! `SimpleObstacleShadowing`. Their fit to 5.9 GHz measurements around
 //! brick buildings gave β = 9 dB per wall and γ = 0.4 dB per metre; those
 //! are the defaults here, and each polygon may set its own.
 //!
-//! Those defaults were fitted at 5.9 GHz. [`sommer_at`] carries them to
-//! another carrier frequency by the ratio of ITU-R P.2109's median
-//! building entry loss for traditional buildings at that frequency to its
-//! value at 5.9 GHz (a scenario asks for it with `environment.building_loss
-//! = "sommer-p2109"`): brick walls attenuate a little more at 5 GHz than at
-//! 2.4 GHz, 8.2 dB per wall at 2.412 GHz and 8.9 dB at 5.2 GHz.
+//! Those defaults were fitted at 5.9 GHz; [`super::building_entry`]
+//! carries them to another carrier frequency by ITU-R P.2109 (a scenario
+//! asks for it with `environment.building_loss = "sommer-p2109"`).
 //!
-//! It is a stage of the channel chain: the attenuation adds to the
-//! deterministic path loss ([`crate::channel::path_loss`]), before
-//! shadowing and fading. Lookups go through a uniform grid over the
-//! polygons' bounding boxes, walked cell by cell along the line of sight,
-//! so a link costs only the polygons near its line, whatever their number.
+//! In the chain it follows the path loss, before shadowing and fading.
+//! Lookups go through a uniform grid over the polygons' bounding boxes,
+//! walked cell by cell along the line of sight, so a link costs only the
+//! polygons near its line, whatever their number.
 
+use super::stage::{Endpoint, Stage};
 use crate::mobility::Vec2;
 use crate::units::{Db, Hertz};
 use quick_xml::events::Event;
@@ -32,27 +29,6 @@ pub const PER_METRE: Db = Db(0.4);
 /// The carrier frequency Sommer et al. fitted [`PER_WALL`] and
 /// [`PER_METRE`] at (IEEE 802.11p, 5.9 GHz).
 pub const SOMMER_FREQUENCY: Hertz = Hertz(5.9e9);
-
-/// ITU-R P.2109-1 (2019), Annex 1 §3: the median (50% of locations)
-/// building entry loss in dB of a traditional building, for a horizontal
-/// path, at `f`: 10·log10(10^(A/10) + 10^(B/10) + 10^(C/10)) with
-/// A = r + s·log f + t·(log f)², B = w + x·log f, C = −3 (f in GHz), and
-/// the Recommendation's coefficients for traditional buildings r = 12.64,
-/// s = 3.72, t = 0.96, w = 9.1, x = −3.0.
-pub fn p2109_median_loss(f: Hertz) -> Db {
-    let lf = (f.0 / 1e9).log10();
-    let a = 12.64 + 3.72 * lf + 0.96 * lf * lf;
-    let b = 9.1 - 3.0 * lf;
-    let c = -3.0;
-    Db(10.0 * (10f64.powf(a / 10.0) + 10f64.powf(b / 10.0) + 10f64.powf(c / 10.0)).log10())
-}
-
-/// Sommer et al.'s per-wall and per-metre losses carried from 5.9 GHz to
-/// `f` by P.2109's frequency dependence ([`p2109_median_loss`]).
-pub fn sommer_at(f: Hertz) -> (Db, Db) {
-    let r = p2109_median_loss(f).0 / p2109_median_loss(SOMMER_FREQUENCY).0;
-    (Db(PER_WALL.0 * r), Db(PER_METRE.0 * r))
-}
 
 /// Side of the grid cells the polygons are indexed in.
 const CELL: f64 = 50.0;
@@ -373,6 +349,11 @@ impl Obstacles {
         out
     }
 
+    /// Whether there are no buildings.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// The loss the obstacles put on the line of sight from `a` to `b`.
     pub fn attenuation(&self, a: Vec2, b: Vec2) -> Db {
         if self.list.is_empty() {
@@ -383,6 +364,13 @@ impl Obstacles {
             .into_iter()
             .map(|i| self.list[i as usize].attenuation(a, b))
             .sum())
+    }
+}
+
+/// On the line from `tx` to `rx`; a clear line costs nothing.
+impl Stage for Obstacles {
+    fn loss(&self, tx: &Endpoint, rx: &Endpoint) -> f64 {
+        self.attenuation(tx.position, rx.position).0
     }
 }
 
@@ -406,37 +394,6 @@ mod tests {
 
     fn close(a: Db, b: f64) -> bool {
         (a.0 - b).abs() < 1e-9
-    }
-
-    #[test]
-    fn p2109_median_loss_against_hand_computed_values() {
-        // At 2.412 GHz: log f = 0.38238, A = 12.64 + 1.42246 + 0.14037 =
-        // 14.20283, B = 9.1 - 1.14715 = 7.95285; 10^1.420283 + 10^0.795285
-        // + 10^-0.3 = 26.3195 + 6.2407 + 0.5012 = 33.0614, 15.1933 dB.
-        assert!((p2109_median_loss(Hertz(2.412e9)).0 - 15.1933).abs() < 1e-3);
-        // At 5.9 GHz: log f = 0.77085, A = 16.07801, B = 6.78744:
-        // 40.5323 + 4.7725 + 0.5012 = 45.8060, 16.6092 dB.
-        assert!((p2109_median_loss(Hertz(5.9e9)).0 - 16.6092).abs() < 1e-3);
-        // The loss rises with frequency over the WiFi bands.
-        assert!(p2109_median_loss(Hertz(5.2e9)).0 > p2109_median_loss(Hertz(2.412e9)).0);
-    }
-
-    #[test]
-    fn sommer_losses_are_theirs_at_5_9_ghz_and_scaled_elsewhere() {
-        let (w, m) = sommer_at(SOMMER_FREQUENCY);
-        assert!(close(w, 9.0) && close(m, 0.4), "{w:?} {m:?}");
-        // 2.412 GHz: 15.1933 / 16.6092 = 0.91475 of 9 dB and 0.4 dB/m.
-        let (w, m) = sommer_at(Hertz(2.412e9));
-        assert!(
-            (w.0 - 8.2328).abs() < 1e-3 && (m.0 - 0.36590).abs() < 1e-4,
-            "{w:?} {m:?}"
-        );
-        // 5.2 GHz (802.11a channel 40): 0.98613.
-        let (w, m) = sommer_at(Hertz(5.2e9));
-        assert!(
-            (w.0 - 8.8751).abs() < 1e-3 && (m.0 - 0.39445).abs() < 1e-4,
-            "{w:?} {m:?}"
-        );
     }
 
     #[test]
