@@ -64,7 +64,7 @@
 //! differentially, and CCK differentially encodes the phase of each symbol
 //! (§18.4.6.5).
 
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::obstacles::Obstacles;
 use crate::rng::Stream;
 use crate::units::{Db, Dbm, Hertz, Meters, SimTime};

@@ -7,10 +7,11 @@
 use crate::channel::{Endpoint, Fades};
 use crate::config::RadioConfig;
 use crate::event::{Event, EventQueue};
+use crate::geometry::Vec2;
 use crate::ids::{NodeId, TxId};
 use crate::mac::Frame;
 use crate::medium::{Antenna, Medium};
-use crate::mobility::{Mobility, MobilityModel, Vec2};
+use crate::mobility::{Mobility, MobilityModel};
 use crate::phy::mode::{ModClass, Mode};
 use crate::phy::state::Signal;
 use crate::script::{Script, Start};

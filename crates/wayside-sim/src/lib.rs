@@ -6,6 +6,7 @@ pub mod channel;
 pub mod config;
 pub mod env;
 pub mod event;
+pub mod geometry;
 pub mod ids;
 pub mod mac;
 pub mod medium;

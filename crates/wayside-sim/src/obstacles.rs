@@ -20,7 +20,7 @@
 //! polygons' bounding boxes, walked cell by cell along the line of sight,
 //! so a link costs only the polygons near its line, whatever their number.
 
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::units::{Db, Hertz};
 use quick_xml::events::Event;
 use quick_xml::Reader;

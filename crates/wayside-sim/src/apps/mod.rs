@@ -18,8 +18,8 @@ pub mod ip;
 pub mod reqresp;
 pub mod saturate;
 
-use crate::ids::NodeId;
-use crate::mac::{Dst, Msdu, Payload};
+use crate::ids::{Dst, NodeId};
+use crate::mac::{Msdu, Payload};
 use crate::packet::Packet;
 use crate::phy::mode::Mode;
 use crate::ratectl::Stage;

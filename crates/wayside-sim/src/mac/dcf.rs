@@ -18,10 +18,10 @@
 
 use super::links::{Links, TxContext};
 use super::{
-    Dst, Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
+    Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
     RTS_BYTES,
 };
-use crate::ids::NodeId;
+use crate::ids::{Dst, NodeId};
 use crate::phy::mode::{Mode, Preamble, Standard, Timing};
 use crate::ratectl::{RetryChain, Stage, TxStatus};
 use crate::rng::Stream;
@@ -863,8 +863,8 @@ impl Dcf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::Vec2;
     use crate::mac::mgmt::MgmtBody;
-    use crate::mobility::Vec2;
     use crate::packet::{ArpOp, Body, Packet};
     use crate::ratectl::RateControlSpec;
     use crate::units::{Bitrate, Db};

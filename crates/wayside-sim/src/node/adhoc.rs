@@ -6,10 +6,10 @@
 use super::Node;
 use crate::env::Env;
 use crate::event::Event;
-use crate::ids::NodeId;
+use crate::ids::{Dst, NodeId};
 use crate::mac::adhoc::{AdhocEvent, AdhocFrame, AdhocKind, AdhocTimer};
 use crate::mac::mgmt::MgmtBody;
-use crate::mac::{Dst, Frame};
+use crate::mac::Frame;
 use crate::trace::{ConnEvent, FrameKind};
 use crate::units::{Dbm, SimTime};
 

@@ -6,7 +6,7 @@
 //! (ranges, references between sections) is checked while lowering.
 
 use crate::config::Role;
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::phy::mode::Standard;
 use crate::transport::tcp::TcpProfile;
 use crate::units::{parse_quantity, Db, Dbm, Meters, Mps, Quantity, SimTime};
