@@ -29,7 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the experiment's script and capture", &["script", "pcap"]),
     ("configuration", &["config"]),
     ("events", &["event"]),
-    ("what surrounds a node", &["env"]),
+    ("the air around the radios", &["air"]),
     ("a node's stack", &["node"]),
     ("the world", &["world"]),
     ("scenarios and runs", &["scenario", "run"]),

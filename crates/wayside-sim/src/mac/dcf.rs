@@ -229,6 +229,16 @@ impl Dcf {
         &self.links
     }
 
+    /// The radio's standard, preamble and basic rate.
+    pub fn air(&self) -> &Air {
+        &self.air
+    }
+
+    /// The power this station transmits at.
+    pub fn tx_power(&self) -> Dbm {
+        self.tx_power
+    }
+
     pub fn links_mut(&mut self) -> &mut Links {
         &mut self.links
     }
