@@ -9,7 +9,7 @@ import json
 import tomllib
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import polars as pl
 import pyarrow as pa
@@ -33,7 +33,7 @@ class RunResult:
     ssthresh, srtt, rto, dupacks, in flight) and `transport` (data delivered
     to applications)."""
 
-    def __init__(self, raw: dict[str, Any]):
+    def __init__(self, raw: Mapping[str, Any]):
         self.resolved: str = raw["resolved"]
         self.nodes: list[str] = list(raw["nodes"])
         self.stats: dict[str, Any] = dict(raw["stats"])
