@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 import polars as pl
 
-from wayside import _native, movement
+from wayside import engine as _native, movement
 from wayside.jobs import ProgressFn, run_jobs
 
 # Figure 13's x axis: 1/256 to 1/8 of the vehicles (0.39% to 12.5%).

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from wayside import _native
+from wayside import engine as _native
 
 TraceError = _native.TraceError
 Trace = _native.Trace
