@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.markup import escape
@@ -100,14 +100,36 @@ def info(trace: Path = typer.Argument(..., help="Trace file."),
     console.print(f"read in {read_s:.2f} s", highlight=False)
 
 
+RULES_HELP = ("Transfer rules: paper (Zahn et al. §5.6: broadcast, resume, sampled), the-one (The ONE's "
+              "EpidemicRouter: one-at-a-time, restart, sampled), or SENDERS,PROGRESS,COMPLETION "
+              "(broadcast|one-at-a-time, resume|restart, sampled|link-at-end).")
+
+
+def _rules_option() -> Any:
+    return typer.Option("paper", "--rules", help=RULES_HELP)
+
+
+def _range_option() -> Any:
+    return typer.Option(150.0, "--range", help="Contact range, m (§5.6: 150).")
+
+
+def _transfer_option() -> Any:
+    return typer.Option(20.0, "--transfer", help="Contact time to move the file, s (§5.6: 20).")
+
+
 @app.command()
 def run(
     trace: Path = typer.Argument(..., help="Trace file."),
-    penetration: float = typer.Option(12.5, "--penetration", "-p", help="Vehicles carrying a device, percent."),
+    penetration: float = typer.Option(12.5, "--penetration", "-p", help="Vehicles carrying a device, percent (100: every vehicle, the seeds included)."),
     seeds: int = typer.Option(12, "--seeds", "-s", min=1, help="Seed devices (in addition)."),
     seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Random seed."),
     run_index: int = typer.Option(0, "--run", min=0, help="Run index."),
     window: Optional[str] = typer.Option(None, "--window", help="FROM,TO: keep this time window (s)."),
+    rules: str = _rules_option(),
+    range_m: float = _range_option(),
+    transfer_s: float = _transfer_option(),
+    roles: Optional[Path] = typer.Option(None, "--roles", help="Take the devices and seeds from this CSV (vehicle, role) instead of drawing them."),
+    save_roles: Optional[Path] = typer.Option(None, "--save-roles", help="Write the devices and seeds as CSV (vehicle, role)."),
     timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write the fraction complete over time (CSV)."),
 ) -> None:
     """One epidemic run: the fraction of devices with the file at the end."""
@@ -116,14 +138,23 @@ def run(
     t, read_s = _load(trace, _window(window))
     started = time.perf_counter()
     try:
-        o = epidemic.run(t, penetration / 100, seeds, seed, run_index)
+        given = epidemic.load_roles(roles) if roles else None
+        o = epidemic.run(t, penetration / 100, seeds, seed, run_index, rules, range_m, transfer_s, given)
     except epidemic.EpidemicError as e:
         fail(str(e))
         return
     sim_s = time.perf_counter() - started
-    console.print(f"{o.devices:,} devices of {o.vehicles:,} vehicles, {seeds} seeds: {o.complete:,} complete "
-                  f"({o.fraction * 100:.1f}%)", highlight=False)
+    drawn = f"given in {escape(str(roles))}" if roles else "drawn"
+    drawn += f" with seed {seed}, run {run_index}"
+    console.print(f"{o.devices:,} devices of {o.vehicles:,} vehicles and {o.seeds} seed{'s' * (o.seeds != 1)} ({drawn}); "
+                  f"rules {o.rules}, {range_m:g} m, {transfer_s:g} s", soft_wrap=True, highlight=False)
+    console.print(f"seeds: {escape(' '.join(o.seed_vehicles))}", soft_wrap=True, highlight=False)
+    console.print(f"{o.complete:,} devices complete ({o.fraction * 100:.1f}%); {o.broken:,} transfers broken off",
+                  highlight=False)
     console.print(f"read {read_s:.2f} s, simulate {sim_s:.3f} s", highlight=False)
+    if save_roles:
+        epidemic.save_roles(o, save_roles)
+        console.print(f"wrote the devices and seeds to {escape(str(save_roles))}", highlight=False)
     if timeline:
         o.timeline.write_csv(timeline)
 
@@ -139,6 +170,9 @@ def sweep(
     window: Optional[str] = typer.Option(None, "--window", help="FROM,TO: keep this time window (s)."),
     executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Local worker processes (default: the CPUs)."),
+    rules: str = _rules_option(),
+    range_m: float = _range_option(),
+    transfer_s: float = _transfer_option(),
 ) -> None:
     """The Figure 13 sweep: median, 5th and 95th percentiles per point, as a
     table, CSV and plot."""
@@ -147,7 +181,8 @@ def sweep(
     try:
         jobs.check_executor(executor)
         manifest = epidemic.sweep(trace, out, [p / 100 for p in penetration] or epidemic.PENETRATIONS,
-                                  seeds or epidemic.SEED_COUNTS, runs, seed, _window(window), executor, workers)
+                                  seeds or epidemic.SEED_COUNTS, runs, seed, _window(window), executor, workers,
+                                  rules=rules, range_m=range_m, transfer_s=transfer_s)
     except (epidemic.EpidemicError, jobs.ExecutorError, ValueError) as e:
         fail(str(e))
         return

@@ -14,4 +14,6 @@ pub mod fcd;
 pub mod grid;
 mod input;
 pub mod one;
+pub mod roles;
+pub mod rules;
 pub mod trace;

@@ -10,7 +10,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use wayside_contact::district::{self, Area};
-use wayside_contact::epidemic::{self, Params};
+use wayside_contact::epidemic::{self, Params, Roles, Rules};
+use wayside_contact::rules::RulesError;
 use wayside_contact::trace::{self, Trace, TraceBuilder};
 use wayside_contact::{fcd, one};
 
@@ -231,11 +232,13 @@ fn trace_from_columns(
     Ok(PyTrace(Arc::new(t)))
 }
 
-/// One epidemic run (Zahn et al. 2009 §5.6); returns a dict with vehicles,
-/// devices, seeds (names), complete, fraction, and the timeline as buffers
-/// (times f64, complete u32).
+/// One epidemic run (Zahn et al. 2009 §5.6) under `rules` (`paper`,
+/// `the-one`, or `SENDERS,PROGRESS,COMPLETION`), the roles drawn or given
+/// as (device ids, seed ids); returns a dict with vehicles, devices,
+/// device_ids, seeds (ids), rules, complete, fraction, broken, and the
+/// timeline as buffers (times f64, complete u32).
 #[pyfunction]
-#[pyo3(signature = (trace, penetration, seeds, seed, run, range_m=epidemic::RANGE_M, transfer_s=epidemic::TRANSFER_S))]
+#[pyo3(signature = (trace, penetration, seeds, seed, run, range_m=epidemic::RANGE_M, transfer_s=epidemic::TRANSFER_S, rules="paper", roles=None))]
 #[allow(clippy::too_many_arguments)]
 fn epidemic_run<'py>(
     py: Python<'py>,
@@ -246,30 +249,45 @@ fn epidemic_run<'py>(
     run: u64,
     range_m: f64,
     transfer_s: f64,
+    rules: &str,
+    roles: Option<(Vec<String>, Vec<String>)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let t = trace.0.clone();
+    let rules: Rules = rules
+        .parse()
+        .map_err(|e: RulesError| PyValueError::new_err(e.0))?;
     let p = Params {
         penetration,
         seeds,
         range_m,
         transfer_s,
+        rules,
         seed,
         run,
     };
     let out = py
-        .detach(move || epidemic::run(&t, &p))
+        .detach(move || match roles {
+            None => epidemic::run(&t, &p),
+            Some((d, s)) => {
+                let r = Roles::from_ids(t.names(), &d, &s)?;
+                epidemic::run_roles(&t, r, &p)
+            }
+        })
         .map_err(|e| PyValueError::new_err(e.0))?;
+    let ids = |v: &[u32]| -> Vec<&str> {
+        v.iter()
+            .map(|&s| trace.0.names()[s as usize].as_str())
+            .collect()
+    };
     let d = PyDict::new(py);
     d.set_item("vehicles", out.vehicles)?;
-    d.set_item("devices", out.devices)?;
-    let names: Vec<&str> = out
-        .seeds
-        .iter()
-        .map(|&s| trace.0.names()[s as usize].as_str())
-        .collect();
-    d.set_item("seeds", names)?;
+    d.set_item("devices", out.devices())?;
+    d.set_item("device_ids", ids(&out.roles.devices))?;
+    d.set_item("seeds", ids(&out.roles.seeds))?;
+    d.set_item("rules", rules.to_string())?;
     d.set_item("complete", out.complete)?;
     d.set_item("fraction", out.fraction())?;
+    d.set_item("broken", out.broken)?;
     d.set_item("receiving_steps", out.receiving_steps)?;
     d.set_item(
         "times",
