@@ -463,10 +463,6 @@ mod tests {
     use crate::trace::TraceBuilder;
     use proptest::prelude::*;
 
-    fn names(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("v{i}")).collect()
-    }
-
     /// Feeds `e` one step at `time` with every vehicle at `pos[v]`.
     fn feed(e: &mut Epidemic, time: f64, pos: &[(f32, f32)]) {
         let vehicle: Vec<u32> = (0..pos.len() as u32).collect();

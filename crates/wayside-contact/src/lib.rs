@@ -9,6 +9,7 @@
 //! types.
 
 pub mod district;
+pub mod dtn;
 pub mod epidemic;
 pub mod fcd;
 pub mod grid;
