@@ -201,6 +201,60 @@ def sweep(
                   f"{escape(str(out / 'figure13.png'))}", soft_wrap=True, highlight=False)
 
 
+def _dtn_table(title: str, summary: dict) -> Table:
+    from wayside import epidemic_dtn as dtn
+
+    table = Table(title=title)
+    table.add_column("MessageStatsReport")
+    table.add_column("value", justify="right")
+    for k in dtn._REPORT_LINES:
+        table.add_row(k, dtn._fmt(summary[k]))
+    return table
+
+
+@app.command()
+def dtn(
+    trace: Path = typer.Argument(..., help="Trace file."),
+    router: str = typer.Option("epidemic", "--router", help="epidemic, spray-and-wait (binary), prophet, direct-delivery, first-contact."),
+    interval: str = typer.Option("25,35", "--interval", help="Seconds between messages, LO,HI (The ONE's Events1.interval)."),
+    size: str = typer.Option("500k,1M", "--size", help="Message size, LO,HI bytes; k, M, G suffixes (Events1.size)."),
+    hosts: Optional[str] = typer.Option(None, "--hosts", help="Source hosts LO,HI, HI excluded (default: every host)."),
+    to_hosts: Optional[str] = typer.Option(None, "--tohosts", help="Destination hosts LO,HI (default: the source range)."),
+    ttl: int = typer.Option(300, "--ttl", min=1, help="Message TTL, minutes (Group.msgTtl)."),
+    copies: int = typer.Option(6, "--copies", min=1, help="Spray-and-wait copies per message."),
+    buffer: str = typer.Option("5M", "--buffer", help="Buffer per host, bytes (Group.bufferSize)."),
+    speed: str = typer.Option("250k", "--speed", help="Link speed, bytes/s (transmitSpeed)."),
+    range_m: float = _range_option(),
+    queue: str = typer.Option("random", "--queue", help="Send queue: random (The ONE's default) or fifo."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Random seed."),
+    run_index: int = typer.Option(0, "--run", min=0, help="Run index."),
+    window: Optional[str] = typer.Option(None, "--window", help="FROM,TO: keep this time window (s)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write summary, messages and hosts as Parquet, and MessageStatsReport.txt."),
+) -> None:
+    """Route generated messages over a trace with one of The ONE's routers;
+    print its MessageStatsReport."""
+    from wayside import epidemic_dtn as d
+
+    t, read_s = _load(trace, _window(window))
+    started = time.perf_counter()
+    try:
+        gen = d.Generator(interval, size, hosts or f"0,{t.vehicles}", to_hosts)
+        s = d.Settings(router, (gen,), ttl, copies, d.PROPHET, range_m, d.amount(speed, "--speed"),
+                       int(d.amount(buffer, "--buffer")), queue, seed, run_index)
+        r = d.run(t, s)
+        sim_s = time.perf_counter() - started
+        end = t.stats()["end"]
+        if out:
+            d.write(r, out, trace.name, end)
+    except d.DtnError as e:
+        fail(str(e))
+        return
+    console.print(_dtn_table(f"{escape(trace.name)}: {router}, {t.vehicles:,} hosts", r.summary))
+    console.print(f"read {read_s:.2f} s, simulate {sim_s:.3f} s", highlight=False)
+    if out:
+        console.print(f"wrote {escape(str(out))}", highlight=False)
+
+
 @app.command()
 def convert(
     trace: Path = typer.Argument(..., help="Trace file."),

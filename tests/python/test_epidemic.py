@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import wayside
-from wayside import district, epidemic, movement
+from wayside import district, epidemic, epidemic_dtn, movement
 
 SMALL = Path(__file__).resolve().parents[2] / "traces" / "small-city.fcd.xml.gz"
 
@@ -227,3 +227,54 @@ def test_roles_are_printed_saved_and_given_back(small, cli, tmp_path):
     (tmp_path / "unknown.csv").write_text("vehicle,role\nnobody,seed\n" + f"{o.device_vehicles[0]},device\n")
     r = cli("epidemic", "run", SMALL, "--roles", tmp_path / "unknown.csv")
     assert r.returncode == 2 and "seed 'nobody': no vehicle of the trace" in r.stderr
+
+
+def _dtn(small, router: str, **kw) -> "epidemic_dtn.Result":
+    gen = epidemic_dtn.Generator(interval="5,10", size="100k,500k", hosts=f"0,{small.vehicles}")
+    return epidemic_dtn.run(small, epidemic_dtn.Settings(router=router, generators=(gen,), **kw))
+
+
+def test_the_ones_routers_on_the_small_trace(small, tmp_path):
+    runs = {r: _dtn(small, r) for r in epidemic_dtn.ROUTERS}
+    for name, r in runs.items():
+        s = r.summary
+        assert s["created"] == r.messages.height > 30, name
+        assert 0 < s["delivered"] <= s["created"] and s["relayed"] >= s["delivered"], name
+        assert s["delivery_prob"] == pytest.approx(s["delivered"] / s["created"])
+        assert r.messages["delivered_at"].is_not_null().sum() == s["delivered"]
+        assert r.hosts["delivered_to"].sum() == s["delivered"] and r.hosts["sent"].sum() == s["relayed"]
+    # Direct delivery: one hop, no relaying.
+    dd = runs["direct-delivery"].summary
+    assert (dd["hopcount_avg"], dd["overhead_ratio"]) == (1.0, 0.0)
+    # Binary spray-and-wait hands out at most copies - 1 copies a message.
+    snw = runs["spray-and-wait"]
+    # (plus the one delivery).
+    assert (snw.messages["relayed"] <= epidemic_dtn.COPIES).all()
+    assert snw.summary["relayed"] < runs["epidemic"].summary["relayed"]
+    # First contact keeps one copy: it never copies, only moves.
+    assert runs["first-contact"].summary["removed"] == runs["first-contact"].summary["relayed"]
+    # Deterministic; another run index draws other messages.
+    again = _dtn(small, "prophet")
+    assert again.summary == runs["prophet"].summary and again.messages.equals(runs["prophet"].messages)
+    assert not _dtn(small, "prophet", run=1).messages.equals(again.messages)
+    # Outputs: Parquet and The ONE's report.
+    epidemic_dtn.write(runs["epidemic"], tmp_path / "o", "small", 299.0)
+    assert pl.read_parquet(tmp_path / "o" / "hosts.parquet").height == small.vehicles
+    summary = pl.read_parquet(tmp_path / "o" / "summary.parquet")
+    assert summary["router"][0] == "epidemic" and summary["delivered"][0] == runs["epidemic"].summary["delivered"]
+    text = (tmp_path / "o" / "MessageStatsReport.txt").read_text()
+    assert text.startswith("Message stats for scenario small\nsim_time: 299.0000\ncreated: ")
+    assert f"delivery_prob: {runs['epidemic'].summary['delivery_prob']:.4f}" in text
+
+
+def test_cli_dtn_prints_the_report_and_rejects_bad_settings(cli, tmp_path):
+    r = cli("epidemic", "dtn", SMALL, "--router", "spray-and-wait", "--size", "100k", "--interval", "10,20",
+            "--out", tmp_path / "d")
+    assert r.returncode == 0, r.stderr
+    assert "delivery_prob" in r.stdout and (tmp_path / "d" / "messages.parquet").is_file()
+    r = cli("epidemic", "dtn", SMALL, "--router", "maxprop")
+    assert r.returncode == 2 and "allowed: epidemic, spray-and-wait" in r.stderr
+    r = cli("epidemic", "dtn", SMALL, "--size", "1X")
+    assert r.returncode == 2 and "size '1X'" in r.stderr
+    r = cli("epidemic", "dtn", SMALL, "--hosts", "0,100000")
+    assert r.returncode == 2 and "HI excluded" in r.stderr

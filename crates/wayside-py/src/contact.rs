@@ -10,6 +10,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use wayside_contact::district::{self, Area};
+use wayside_contact::dtn::message::Generator;
+use wayside_contact::dtn::router::{ProphetParams, Router};
+use wayside_contact::dtn::{self, Queue, Settings};
 use wayside_contact::epidemic::{self, Params, Roles, Rules};
 use wayside_contact::rules::RulesError;
 use wayside_contact::trace::{self, Trace, TraceBuilder};
@@ -303,6 +306,153 @@ fn epidemic_run<'py>(
     Ok(d)
 }
 
+/// A `MessageEventGenerator`: (interval lo, hi) s, (size lo, hi) B,
+/// (hosts lo, hi), optional (tohosts lo, hi), optional (time from, to) s,
+/// prefix.
+type GeneratorArgs = (
+    (u32, u32),
+    (u64, u64),
+    (u32, u32),
+    Option<(u32, u32)>,
+    Option<(f64, f64)>,
+    String,
+);
+
+/// One DTN run (The ONE's routing and message model, wayside-contact's
+/// `dtn` module): `router` is epidemic, spray-and-wait, prophet,
+/// direct-delivery or first-contact; `prophet` = (P_init, beta, gamma,
+/// seconds in a time unit). Returns a dict of the run's counts and summary,
+/// and per-message and per-host columns as lists.
+#[pyfunction]
+#[pyo3(signature = (trace, router, generators, ttl_min=None, copies=6, prophet=(0.75, 0.25, 0.98, 30.0), range_m=epidemic::RANGE_M, speed=250_000.0, buffer=5_000_000, queue="random", seed=1, run=0))]
+#[allow(clippy::too_many_arguments)]
+fn dtn_run<'py>(
+    py: Python<'py>,
+    trace: &PyTrace,
+    router: &str,
+    generators: Vec<GeneratorArgs>,
+    ttl_min: Option<u32>,
+    copies: u32,
+    prophet: (f64, f64, f64, f64),
+    range_m: f64,
+    speed: f64,
+    buffer: u64,
+    queue: &str,
+    seed: u64,
+    run: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let err = |m: String| PyValueError::new_err(m);
+    let router = match router {
+        "epidemic" => Router::Epidemic,
+        "spray-and-wait" => Router::SprayAndWait { copies },
+        "prophet" => Router::Prophet(ProphetParams {
+            p_init: prophet.0,
+            beta: prophet.1,
+            gamma: prophet.2,
+            time_unit_s: prophet.3,
+        }),
+        "direct-delivery" => Router::DirectDelivery,
+        "first-contact" => Router::FirstContact,
+        other => {
+            return Err(err(format!(
+                "router '{other}': allowed: epidemic, spray-and-wait, prophet, direct-delivery, first-contact"
+            )))
+        }
+    };
+    let queue = match queue {
+        "random" => Queue::Random,
+        "fifo" => Queue::Fifo,
+        other => return Err(err(format!("queue '{other}': allowed: random, fifo"))),
+    };
+    let t = trace.0.clone();
+    let end = t.times().last().copied().unwrap_or(0.0) + 1.0;
+    let mut messages = Vec::new();
+    for (interval, size, hosts, to_hosts, time, prefix) in generators {
+        let g = Generator {
+            interval,
+            size,
+            hosts,
+            to_hosts,
+            time,
+            prefix,
+        };
+        g.check(t.vehicles()).map_err(|e| err(e.0))?;
+        messages.extend(g.messages(end, ttl_min, seed, run));
+    }
+    messages.sort_by(|a, b| a.created.total_cmp(&b.created));
+    let created: Vec<(u32, u32, u64, f64)> = messages
+        .iter()
+        .map(|m| (m.from, m.to, m.size, m.created))
+        .collect();
+    let settings = Settings {
+        router,
+        range_m,
+        speed,
+        buffer,
+        queue,
+        seed,
+        run,
+    };
+    let st = py
+        .detach(move || dtn::run(&t, messages, settings))
+        .map_err(|e| err(e.0))?;
+    let m = st.summary();
+    let d = PyDict::new(py);
+    for (k, v) in [
+        ("created", st.created),
+        ("started", st.started),
+        ("relayed", st.relayed),
+        ("aborted", st.aborted),
+        ("dropped", st.dropped),
+        ("removed", st.removed),
+        ("delivered", st.delivered),
+    ] {
+        d.set_item(k, v)?;
+    }
+    for (k, v) in [
+        ("delivery_prob", m.delivery_prob),
+        ("overhead_ratio", m.overhead_ratio),
+        ("latency_avg", m.latency_avg),
+        ("latency_med", m.latency_med),
+        ("hopcount_avg", m.hopcount_avg),
+        ("hopcount_med", m.hopcount_med),
+        ("buffertime_avg", m.buffertime_avg),
+        ("buffertime_med", m.buffertime_med),
+    ] {
+        d.set_item(k, v)?;
+    }
+    let msgs = PyDict::new(py);
+    msgs.set_item("from", created.iter().map(|c| c.0).collect::<Vec<_>>())?;
+    msgs.set_item("to", created.iter().map(|c| c.1).collect::<Vec<_>>())?;
+    msgs.set_item("size", created.iter().map(|c| c.2).collect::<Vec<_>>())?;
+    msgs.set_item("created", created.iter().map(|c| c.3).collect::<Vec<_>>())?;
+    let fates = &st.messages;
+    msgs.set_item(
+        "delivered_at",
+        fates.iter().map(|f| f.delivered_at).collect::<Vec<_>>(),
+    )?;
+    msgs.set_item("hops", fates.iter().map(|f| f.hops).collect::<Vec<_>>())?;
+    msgs.set_item(
+        "relayed",
+        fates.iter().map(|f| f.relayed).collect::<Vec<_>>(),
+    )?;
+    d.set_item("messages", msgs)?;
+    let hosts = PyDict::new(py);
+    hosts.set_item("host", trace.0.names().to_vec())?;
+    let h = &st.hosts;
+    hosts.set_item("created", h.iter().map(|x| x.created).collect::<Vec<_>>())?;
+    hosts.set_item("sent", h.iter().map(|x| x.sent).collect::<Vec<_>>())?;
+    hosts.set_item("received", h.iter().map(|x| x.received).collect::<Vec<_>>())?;
+    hosts.set_item(
+        "delivered_to",
+        h.iter().map(|x| x.delivered_to).collect::<Vec<_>>(),
+    )?;
+    hosts.set_item("aborted", h.iter().map(|x| x.aborted).collect::<Vec<_>>())?;
+    hosts.set_item("dropped", h.iter().map(|x| x.dropped).collect::<Vec<_>>())?;
+    d.set_item("hosts", hosts)?;
+    Ok(d)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceError", m.py().get_type::<TraceError>())?;
     m.add_class::<PyTrace>()?;
@@ -310,5 +460,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_one, m)?)?;
     m.add_function(wrap_pyfunction!(trace_from_columns, m)?)?;
     m.add_function(wrap_pyfunction!(epidemic_run, m)?)?;
+    m.add_function(wrap_pyfunction!(dtn_run, m)?)?;
     Ok(())
 }

@@ -93,6 +93,8 @@ struct Transfer {
 #[derive(Debug, Default)]
 struct Host {
     buffer: Vec<Held>,
+    /// The messages in `buffer`, for quick look-up.
+    held: HashSet<u32>,
     used: u64,
     delivered: HashSet<u32>,
     links: Vec<u32>,
@@ -107,7 +109,7 @@ impl Host {
         self.sending.is_some() || self.receiving_from.is_some()
     }
     fn holds(&self, msg: u32) -> bool {
-        self.buffer.iter().any(|h| h.msg == msg)
+        self.held.contains(&msg)
     }
 }
 
@@ -129,6 +131,8 @@ pub struct Dtn {
     links: Vec<(u32, u32)>,
     grid: Grid,
     order: Vec<u32>,
+    /// Buffered copies, anywhere, per destination host.
+    for_dest: Vec<u32>,
     rng: Stream,
     now: f64,
     stats: Stats,
@@ -180,6 +184,7 @@ impl Dtn {
             points: Vec::new(),
             links: Vec::new(),
             order: (0..hosts as u32).collect(),
+            for_dest: vec![0; hosts],
             now: 0.0,
             stats,
         })
@@ -198,7 +203,9 @@ impl Dtn {
             let id = self.next_msg as u32;
             self.next_msg += 1;
             self.make_room(from, size);
+            self.for_dest[self.messages[id as usize].to as usize] += 1;
             let h = &mut self.hosts[from as usize];
+            h.held.insert(id);
             h.buffer.push(Held {
                 msg: id,
                 received: self.now,
@@ -330,7 +337,9 @@ impl Dtn {
                 copy.copies /= 2;
             }
             copy.received = self.now;
+            self.for_dest[m.to as usize] += 1;
             let r = &mut self.hosts[to as usize];
+            r.held.insert(copy.msg);
             r.buffer.push(copy);
             r.used += size;
         }
@@ -355,7 +364,9 @@ impl Dtn {
             return;
         };
         let c = host.buffer.remove(k);
+        host.held.remove(&msg);
         host.used -= self.messages[msg as usize].size;
+        self.for_dest[self.messages[msg as usize].to as usize] -= 1;
         self.stats.buffer_times.push(self.now - c.received);
         if dropped {
             self.stats.dropped += 1;
@@ -463,7 +474,7 @@ impl Dtn {
                 return;
             }
         }
-        for &p in &links {
+        for &p in links.iter().filter(|_| self.for_dest[h as usize] > 0) {
             let theirs: Vec<usize> = (0..self.hosts[p as usize].buffer.len())
                 .filter(|&k| self.messages[self.hosts[p as usize].buffer[k].msg as usize].to == h)
                 .collect();
