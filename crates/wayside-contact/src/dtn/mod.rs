@@ -234,15 +234,18 @@ impl Dtn {
         self.points
             .extend(st.x.iter().copied().zip(st.y.iter().copied()));
         self.grid.rebuild(self.points.iter().copied());
-        let mut now: Vec<(u32, u32)> = self
-            .grid
-            .pairs(self.s.range_m)
-            .into_iter()
-            .map(|(i, j)| {
-                let (a, b) = (self.present[i as usize], self.present[j as usize]);
-                (a.min(b), a.max(b))
-            })
-            .collect();
+        // Every pair in range once (from its lower grid index), by host.
+        let mut now: Vec<(u32, u32)> = Vec::with_capacity(self.links.len() + 16);
+        for (i, &p) in self.points.iter().enumerate() {
+            let a = self.present[i];
+            self.grid.find_within(p, self.s.range_m, |j| {
+                if j as usize > i {
+                    let b = self.present[j as usize];
+                    now.push((a.min(b), a.max(b)));
+                }
+                false
+            });
+        }
         now.sort_unstable();
         let old = std::mem::take(&mut self.links);
         let (mut i, mut j) = (0, 0);
@@ -474,7 +477,12 @@ impl Dtn {
                 return;
             }
         }
-        for &p in links.iter().filter(|_| self.for_dest[h as usize] > 0) {
+        let wanted = if self.for_dest[h as usize] > 0 {
+            &links[..]
+        } else {
+            &[]
+        };
+        for &p in wanted {
             let theirs: Vec<usize> = (0..self.hosts[p as usize].buffer.len())
                 .filter(|&k| self.messages[self.hosts[p as usize].buffer[k].msg as usize].to == h)
                 .collect();
