@@ -258,25 +258,71 @@ def dtn(
 @app.command()
 def convert(
     trace: Path = typer.Argument(..., help="Trace file."),
-    out: Path = typer.Argument(..., help="Output: .one or .txt (The ONE), or .parquet (ours)."),
+    out: Path = typer.Argument(..., help="Output: .one or .txt (The ONE; .gz compresses), or .parquet (ours)."),
     window: Optional[str] = typer.Option(None, "--window", help="FROM,TO: keep this time window (s)."),
     park: bool = typer.Option(True, "--park/--no-park", help="The ONE: park absent vehicles outside the area (The ONE knows only ids present at the first step)."),
+    penetration: Optional[float] = typer.Option(None, "--penetration", "-p", help="The ONE: only equipped vehicles are hosts, drawn as `run` draws them (percent)."),
+    seeds: int = typer.Option(12, "--seeds", "-s", min=1, help="With --penetration: seed devices."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1, help="Random seed (draws, and The ONE's rngSeed)."),
+    run_index: int = typer.Option(0, "--run", min=0, help="Run index of the draws."),
+    roles: Optional[Path] = typer.Option(None, "--roles", help="The ONE: the equipped vehicles from this CSV (vehicle, role)."),
+    router: str = typer.Option("epidemic", "--router", help="The ONE's router in the settings."),
+    range_m: float = _range_option(),
+    transfer_s: float = _transfer_option(),
 ) -> None:
-    """Convert a trace to The ONE's external movement format or our Parquet."""
-    from wayside import movement
+    """Convert a trace to our Parquet, or to a The ONE scenario: movement,
+    settings (with the seeds' file as message events), host map."""
+    from wayside import epidemic, epidemic_one, movement
 
     t, _ = _load(trace, _window(window))
-    name = out.name.lower()
+    name = out.name.lower().removesuffix(".gz")
     try:
-        if name.endswith((".one", ".txt")):
-            movement.write_one(t, out, park)
-        elif name.endswith(".parquet"):
+        if name.endswith(".parquet") and not out.name.lower().endswith(".gz"):
             movement.save_parquet(t, out)
-        else:
-            fail(f"{out}: unknown output format; allowed: .one, .txt (The ONE), .parquet")
-    except (movement.TraceError, OSError) as e:
+            console.print(f"wrote {escape(str(out))}: {t.vehicles:,} vehicles, {t.steps} steps", highlight=False)
+            return
+        if not name.endswith((".one", ".txt")):
+            fail(f"{out}: unknown output format; allowed: .one, .txt, .one.gz, .txt.gz (The ONE), .parquet")
+        if not park:
+            movement.write_one(t, out, park)
+            console.print(f"wrote {escape(str(out))}", highlight=False)
+            return
+        given = epidemic.load_roles(roles) if roles else None
+        if penetration is not None and given is None:
+            o = epidemic.run(t, penetration / 100, seeds, seed, run_index)
+            given = (list(o.device_vehicles), list(o.seed_vehicles))
+        paths = epidemic_one.export(t, out, given, router, range_m, transfer_s, seed=seed)
+    except (movement.TraceError, epidemic.EpidemicError, epidemic_one.OneError, OSError) as e:
         fail(str(e))
-    console.print(f"wrote {escape(str(out))}: {t.vehicles:,} vehicles, {t.steps} steps", highlight=False)
+        return
+    hosts = sum(1 for _ in open(paths["hosts"], encoding="utf-8")) - 1
+    console.print(f"wrote The ONE scenario, {hosts:,} hosts of {t.vehicles:,} vehicles:", highlight=False)
+    for k, p in paths.items():
+        console.print(f"  {k}: {escape(str(p))}", soft_wrap=True, highlight=False)
+
+
+@app.command()
+def one(
+    settings: Path = typer.Argument(..., help="A The ONE settings file with ExternalMovement."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**63 - 1, help="Random seed (default: MovementModel.rngSeed)."),
+    run_index: int = typer.Option(0, "--run", min=0, help="Run index."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write summary, messages and hosts as Parquet, and MessageStatsReport.txt."),
+) -> None:
+    """Run a The ONE settings file (external movement, one host group)
+    here; print its MessageStatsReport."""
+    from wayside import epidemic_dtn, epidemic_one
+
+    started = time.perf_counter()
+    try:
+        sc = epidemic_one.load_settings(settings, seed, run_index)
+        t, r = epidemic_one.run_settings(sc)
+        if out:
+            epidemic_dtn.write(r, out, sc.name, sc.end)
+    except (epidemic_one.OneError, epidemic_dtn.DtnError) as e:
+        fail(str(e))
+        return
+    console.print(_dtn_table(f"{escape(sc.name)}: {sc.settings.router}, {t.vehicles:,} hosts", r.summary))
+    console.print(f"{time.perf_counter() - started:.2f} s, reading included", highlight=False)
 
 
 @app.command()

@@ -92,6 +92,7 @@ class Settings:
     """One run's settings, The ONE's names in the comments."""
     router: str = "epidemic"                 # Group.router
     generators: tuple[Generator, ...] = field(default_factory=lambda: (Generator(),))  # EventsN.*
+    messages: tuple[tuple[int, int, int, float], ...] = ()  # given: from, to, size (B), created (s)
     ttl_min: int | None = TTL_MIN             # Group.msgTtl (minutes)
     copies: int = COPIES                      # SprayAndWaitRouter.nrofCopies (binary mode)
     prophet: tuple[float, float, float, float] = PROPHET  # P_init, beta, gamma, secondsInTimeUnit
@@ -123,7 +124,8 @@ def run(trace: movement.Trace, s: Settings) -> Result:
     """One run (the GIL is released while it runs)."""
     s.check()
     try:
-        d = _native.dtn_run(trace, s.router, [g.native() for g in s.generators], s.ttl_min, s.copies, s.prophet,
+        d = _native.dtn_run(trace, s.router, [g.native() for g in s.generators], s.ttl_min, list(s.messages),
+                            s.copies, s.prophet,
                             s.range_m, s.speed, s.buffer, s.queue, s.seed, s.run)
     except ValueError as e:
         raise DtnError(str(e)) from None
@@ -158,6 +160,7 @@ def write(r: Result, out: Path, scenario: str, sim_time: float) -> None:
         raise DtnError(f"--out {out}: cannot be created ({e.strerror or e})") from None
     settings = asdict(r.settings)
     settings["generators"] = [str(g) for g in r.settings.generators]
+    settings["messages"] = len(r.settings.messages)
     settings["prophet"] = list(r.settings.prophet)
     row = {**{k: v for k, v in settings.items()}, **r.summary}
     pl.DataFrame([row]).write_parquet(out / "summary.parquet")

@@ -64,6 +64,12 @@ def _from_table(path: Path, window: tuple[float, float] | None) -> Trace:
                     pl.col(x).cast(pl.Float64).alias("x"), pl.col(y).cast(pl.Float64).alias("y"))
           .filter(pl.col("v").is_not_null())  # SUMO writes a row for each empty time step
           .collect())
+    return from_frame(df, str(path), window)
+
+
+def from_frame(df: pl.DataFrame, label: str, window: tuple[float, float] | None = None) -> Trace:
+    """A trace from a DataFrame with the columns t, v (vehicle id), x, y in
+    time order; `label` names it in errors."""
     # Vehicle codes: dense ranks of the ids, so code i names the i-th sorted id.
     codes = (df["v"].rank("dense") - 1).cast(pl.UInt32).to_numpy()
     ids = df["v"].unique().sort().to_list()
@@ -72,7 +78,7 @@ def _from_table(path: Path, window: tuple[float, float] | None) -> Trace:
         return np.ascontiguousarray(np.asarray(s), dtype=dtype).tobytes()
 
     return _native.trace_from_columns(le(df["t"], "<f8"), le(codes, "<u4"), ids, le(df["x"], "<f8"), le(df["y"], "<f8"),
-                                      str(path), window)
+                                      label, window)
 
 
 def to_frame(trace: Trace) -> pl.DataFrame:

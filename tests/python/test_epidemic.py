@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import wayside
-from wayside import district, epidemic, epidemic_dtn, movement
+from wayside import district, epidemic, epidemic_dtn, epidemic_one, movement
 
 SMALL = Path(__file__).resolve().parents[2] / "traces" / "small-city.fcd.xml.gz"
 
@@ -278,3 +278,63 @@ def test_cli_dtn_prints_the_report_and_rejects_bad_settings(cli, tmp_path):
     assert r.returncode == 2 and "size '1X'" in r.stderr
     r = cli("epidemic", "dtn", SMALL, "--hosts", "0,100000")
     assert r.returncode == 2 and "HI excluded" in r.stderr
+
+
+def test_convert_writes_a_the_one_scenario_that_runs_here(small, cli, tmp_path):
+    out = tmp_path / "s.one.gz"
+    r = cli("epidemic", "convert", SMALL, out, "-p", "25", "-s", "3", "--seed", "4", "--router", "spray-and-wait")
+    assert r.returncode == 0, r.stderr
+    o = epidemic.run(small, 0.25, 3, seed=4)
+    hosts = pl.read_csv(tmp_path / "s.hosts.csv", schema_overrides={"vehicle": pl.String})
+    # Only the equipped vehicles are hosts, numbered as The ONE numbers them.
+    assert sorted(hosts.filter(pl.col("role") == "seed")["vehicle"]) == sorted(o.seed_vehicles)
+    assert hosts.height == o.devices + 3 and hosts["host"].to_list() == list(range(hosts.height))
+    assert gzip.decompress(out.read_bytes()).split(b"\n", 1)[0].count(b" ") == 5
+    settings = epidemic_one.parse(tmp_path / "s.settings.txt")
+    assert settings["Group.nrofHosts"] == str(hosts.height) and settings["Group.router"] == "SprayAndWaitRouter"
+    assert settings["ExternalMovement.file"] == str(tmp_path / "s.one")
+    assert "gunzip s.one.gz first" in (tmp_path / "s.settings.txt").read_text()
+    seeds = hosts.filter(pl.col("role") == "seed")["host"].to_list()
+    events = (tmp_path / "s.events.txt").read_text().splitlines()
+    assert [int(e.split()[3]) for e in events] == seeds and all(e.split()[2] == "F" for e in events)
+    # Read back as The ONE sees it (our gzip too), the hosts keep their numbers.
+    (tmp_path / "s.one").write_bytes(gzip.decompress(out.read_bytes()))
+    sc = epidemic_one.load_settings(tmp_path / "s.settings.txt")
+    assert (sc.settings.router, sc.settings.range_m, sc.settings.speed) == ("spray-and-wait", 150.0, 1e6)
+    assert [m[0] for m in sc.settings.messages] == seeds
+    trace, res = epidemic_one.run_settings(sc)
+    assert trace.names() == hosts["vehicle"].to_list()
+    assert res.summary["created"] == 3 and res.summary["relayed"] > 0
+    r = cli("epidemic", "one", tmp_path / "s.settings.txt", "--out", tmp_path / "o")
+    assert r.returncode == 0 and "delivery_prob" in r.stdout, r.stderr
+    assert (tmp_path / "o" / "MessageStatsReport.txt").is_file()
+
+
+def test_the_one_settings_with_a_generator_and_bad_settings(small, tmp_path):
+    movement.write_one(small, tmp_path / "m.one", park=True)
+    base = {"Scenario.name": "g", "Scenario.endTime": "299", "Scenario.nrofHostGroups": "1",
+            "Group.movementModel": "ExternalMovement", "ExternalMovement.file": str(tmp_path / "m.one"),
+            "Group.router": "EpidemicRouter", "Group1.router": "ProphetRouter", "Group.interface1": "bt",
+            "bt.transmitRange": "150", "bt.transmitSpeed": "250k", "Group.bufferSize": "5M", "Group.msgTtl": "300",
+            "Events.nrof": "1", "Events1.class": "MessageEventGenerator", "Events1.interval": "25,35",
+            "Events1.size": "500k,1M", "Events1.hosts": "0,519", "Events1.prefix": "M"}
+
+    def write(d: dict) -> Path:
+        p = tmp_path / "x.txt"
+        p.write_text("# comment\n" + "\n".join(f"{k} = {v}" for k, v in d.items()) + "\n")
+        return p
+
+    sc = epidemic_one.load_settings(write(base))
+    s = sc.settings
+    assert (s.router, s.speed, s.buffer, s.ttl_min, s.queue) == ("prophet", 250_000.0, 5_000_000, 300, "random")
+    assert s.generators[0].hosts == "0,519"
+    _, res = epidemic_one.run_settings(sc)
+    assert 5 <= res.summary["created"] <= 12
+    for key, value, msg in (("Scenario.nrofHostGroups", "2", "only one host group"),
+                            ("Group1.router", "MaxPropRouter", "allowed: EpidemicRouter"),
+                            ("Events1.class", "OneToEachMessageGenerator", "allowed: MessageEventGenerator"),
+                            ("Group.movementModel", "RandomWaypoint", "only ExternalMovement")):
+        with pytest.raises(epidemic_one.OneError, match=msg):
+            epidemic_one.load_settings(write({**base, key: value}))
+    with pytest.raises(epidemic_one.OneError, match="bt.transmitRange: missing"):
+        epidemic_one.load_settings(write({k: v for k, v in base.items() if k != "bt.transmitRange"}))

@@ -10,7 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use wayside_contact::district::{self, Area};
-use wayside_contact::dtn::message::Generator;
+use wayside_contact::dtn::message::{Generator, Message};
 use wayside_contact::dtn::router::{ProphetParams, Router};
 use wayside_contact::dtn::{self, Queue, Settings};
 use wayside_contact::epidemic::{self, Params, Roles, Rules};
@@ -179,12 +179,27 @@ fn read_fcd(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResu
     Ok(PyTrace(Arc::new(t)))
 }
 
-/// Reads The ONE's external movement format (plain or gzip).
+/// Reads The ONE's external movement format (plain or gzip); with
+/// `as_the_one`, as The ONE sees it (hosts are the ids of the first time
+/// instance, in file order, and stay where last placed).
 #[pyfunction]
-#[pyo3(signature = (path, window=None))]
-fn read_one(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResult<PyTrace> {
+#[pyo3(signature = (path, window=None, as_the_one=false))]
+fn read_one(
+    py: Python<'_>,
+    path: PathBuf,
+    window: Option<(f64, f64)>,
+    as_the_one: bool,
+) -> PyResult<PyTrace> {
+    if as_the_one && window.is_some() {
+        return Err(PyValueError::new_err(
+            "a time window cannot be cut from a trace read as The ONE sees it",
+        ));
+    }
     let t = py
-        .detach(move || one::read_file(&path, builder(window)))
+        .detach(move || match as_the_one {
+            true => one::read_file_as_the_one(&path),
+            false => one::read_file(&path, builder(window)),
+        })
         .map_err(trace_err)?;
     Ok(PyTrace(Arc::new(t)))
 }
@@ -321,10 +336,11 @@ type GeneratorArgs = (
 /// One DTN run (The ONE's routing and message model, wayside-contact's
 /// `dtn` module): `router` is epidemic, spray-and-wait, prophet,
 /// direct-delivery or first-contact; `prophet` = (P_init, beta, gamma,
-/// seconds in a time unit). Returns a dict of the run's counts and summary,
+/// seconds in a time unit); `messages` adds given messages (from, to,
+/// size, created) to the generated ones. Returns a dict of the run's counts and summary,
 /// and per-message and per-host columns as lists.
 #[pyfunction]
-#[pyo3(signature = (trace, router, generators, ttl_min=None, copies=6, prophet=(0.75, 0.25, 0.98, 30.0), range_m=epidemic::RANGE_M, speed=250_000.0, buffer=5_000_000, queue="random", seed=1, run=0))]
+#[pyo3(signature = (trace, router, generators, ttl_min=None, messages=vec![], copies=6, prophet=(0.75, 0.25, 0.98, 30.0), range_m=epidemic::RANGE_M, speed=250_000.0, buffer=5_000_000, queue="random", seed=1, run=0))]
 #[allow(clippy::too_many_arguments)]
 fn dtn_run<'py>(
     py: Python<'py>,
@@ -332,6 +348,7 @@ fn dtn_run<'py>(
     router: &str,
     generators: Vec<GeneratorArgs>,
     ttl_min: Option<u32>,
+    messages: Vec<(u32, u32, u64, f64)>,
     copies: u32,
     prophet: (f64, f64, f64, f64),
     range_m: f64,
@@ -366,7 +383,16 @@ fn dtn_run<'py>(
     };
     let t = trace.0.clone();
     let end = t.times().last().copied().unwrap_or(0.0) + 1.0;
-    let mut messages = Vec::new();
+    let mut messages: Vec<Message> = messages
+        .into_iter()
+        .map(|(from, to, size, created)| Message {
+            from,
+            to,
+            size,
+            created,
+            ttl_min,
+        })
+        .collect();
     for (interval, size, hosts, to_hosts, time, prefix) in generators {
         let g = Generator {
             interval,
