@@ -204,50 +204,92 @@ fn read_one(
     Ok(PyTrace(Arc::new(t)))
 }
 
-/// A trace from sample columns in time order: time (f64), vehicle (u32
-/// codes into `names`), x and y (f64), as little-endian buffers.
-#[pyfunction]
-#[pyo3(signature = (time, vehicle, names, x, y, label, window=None))]
-#[allow(clippy::too_many_arguments)]
-fn trace_from_columns(
-    py: Python<'_>,
-    time: &[u8],
-    vehicle: &[u8],
-    names: Vec<String>,
-    x: &[u8],
-    y: &[u8],
+/// A trace built from column batches in time order (e.g. the row groups
+/// of a Parquet file), so that no more than one batch is held outside
+/// the trace's own compact columns.
+#[pyclass(name = "TraceStream", module = "wayside._native")]
+pub struct PyTraceStream {
+    builder: Option<TraceBuilder>,
+    /// Builder index of each code of the current dictionary.
+    index: Vec<u32>,
     label: String,
-    window: Option<(f64, f64)>,
-) -> PyResult<PyTrace> {
-    let time = from_le("time", time, f64::from_le_bytes)?;
-    let vehicle = from_le("vehicle", vehicle, u32::from_le_bytes)?;
-    let x = from_le("x", x, f64::from_le_bytes)?;
-    let y = from_le("y", y, f64::from_le_bytes)?;
-    if [vehicle.len(), x.len(), y.len()]
-        .iter()
-        .any(|&n| n != time.len())
-    {
-        return Err(PyValueError::new_err(
-            "time, vehicle, x and y must have the same length",
-        ));
+    rows: usize,
+}
+
+#[pymethods]
+impl PyTraceStream {
+    /// `samples`, when known, reserves the columns at once.
+    #[new]
+    #[pyo3(signature = (label, window=None, samples=0))]
+    fn new(label: String, window: Option<(f64, f64)>, samples: usize) -> Self {
+        let mut b = builder(window);
+        b.reserve(samples);
+        PyTraceStream {
+            builder: Some(b),
+            index: Vec::new(),
+            label,
+            rows: 0,
+        }
     }
-    let t = py
-        .detach(move || {
-            let mut b = builder(window);
-            let ids: Vec<u32> = names.iter().map(|n| b.intern(n)).collect();
+
+    /// Adds a batch: time (f64), vehicle codes (u32) into `names` (given
+    /// when the dictionary changes, else the previous batch's), x and y
+    /// (f64), as little-endian buffers.
+    #[pyo3(signature = (time, vehicle, x, y, names=None))]
+    fn push(
+        &mut self,
+        py: Python<'_>,
+        time: &[u8],
+        vehicle: &[u8],
+        x: &[u8],
+        y: &[u8],
+        names: Option<Vec<String>>,
+    ) -> PyResult<()> {
+        let time = from_le("time", time, f64::from_le_bytes)?;
+        let vehicle = from_le("vehicle", vehicle, u32::from_le_bytes)?;
+        let x = from_le("x", x, f64::from_le_bytes)?;
+        let y = from_le("y", y, f64::from_le_bytes)?;
+        if [vehicle.len(), x.len(), y.len()]
+            .iter()
+            .any(|&n| n != time.len())
+        {
+            return Err(PyValueError::new_err(
+                "time, vehicle, x and y must have the same length",
+            ));
+        }
+        let Some(b) = self.builder.as_mut() else {
+            return Err(PyValueError::new_err("the stream is finished"));
+        };
+        let (label, first, index) = (&self.label, self.rows, &mut self.index);
+        py.detach(|| {
+            if let Some(names) = names {
+                *index = names.iter().map(|n| b.intern(n)).collect();
+            }
             for i in 0..time.len() {
-                let v = *ids.get(vehicle[i] as usize).ok_or_else(|| {
+                let row = first + i;
+                let v = *index.get(vehicle[i] as usize).ok_or_else(|| {
                     trace::TraceError(format!(
-                        "{label}, row {i}: vehicle code {} has no name",
+                        "{label}, row {row}: vehicle code {} has no name",
                         vehicle[i]
                     ))
                 })?;
-                b.push_index(time[i], v, x[i], y[i], &|| format!("{label}, row {i}"))?;
+                b.push_index(time[i], v, x[i], y[i], &|| format!("{label}, row {row}"))?;
             }
-            Ok(b.finish())
+            Ok(())
         })
         .map_err(trace_err)?;
-    Ok(PyTrace(Arc::new(t)))
+        self.rows += time.len();
+        Ok(())
+    }
+
+    /// The trace; the stream cannot be used afterwards.
+    fn finish(&mut self) -> PyResult<PyTrace> {
+        let b = self
+            .builder
+            .take()
+            .ok_or_else(|| PyValueError::new_err("the stream is finished"))?;
+        Ok(PyTrace(Arc::new(b.finish())))
+    }
 }
 
 /// One epidemic run (Zahn et al. 2009 §5.6) under `rules` (`paper`,
@@ -482,9 +524,9 @@ fn dtn_run<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceError", m.py().get_type::<TraceError>())?;
     m.add_class::<PyTrace>()?;
+    m.add_class::<PyTraceStream>()?;
     m.add_function(wrap_pyfunction!(read_fcd, m)?)?;
     m.add_function(wrap_pyfunction!(read_one, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_from_columns, m)?)?;
     m.add_function(wrap_pyfunction!(epidemic_run, m)?)?;
     m.add_function(wrap_pyfunction!(dtn_run, m)?)?;
     Ok(())
