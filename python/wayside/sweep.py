@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from wayside import _native
+from wayside import engine as _native
 from wayside.jobs import ProgressFn, run_jobs
 
 MANIFEST = "manifest.json"

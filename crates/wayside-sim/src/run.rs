@@ -50,7 +50,7 @@ pub fn run_scenario_pcap(
     let mut world = World::new(&cfg);
     world.set_priors(&learned);
     if let Some(dir) = pcap_dir {
-        world.env.capture = Some(
+        world.capture = Some(
             Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg))
                 .map_err(|e| ScenarioError(e.0))?,
         );

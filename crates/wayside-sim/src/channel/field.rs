@@ -2,7 +2,7 @@
 //! (see [`super::shadowing`]), kept as the seeded stream they come from
 //! until the link holds them.
 
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::rng::Stream;
 use crate::units::Db;
 use std::f64::consts::PI;

@@ -292,7 +292,7 @@ pub(crate) fn test_chain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mobility::Vec2;
+    use crate::geometry::Vec2;
     use std::sync::Arc;
 
     fn cfg(path_loss: PathLoss) -> ChannelConfig {

@@ -17,7 +17,7 @@
 //! polygons near its line, whatever their number.
 
 use super::stage::{Endpoint, Stage};
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::units::{Db, Hertz};
 use quick_xml::events::Event;
 use quick_xml::Reader;

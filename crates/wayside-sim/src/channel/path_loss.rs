@@ -184,7 +184,7 @@ mod tests {
             wavelength: LAMBDA,
         };
         let end = |x: f64, h: f64| Endpoint {
-            position: crate::mobility::Vec2::new(x, 0.0),
+            position: crate::geometry::Vec2::new(x, 0.0),
             height: Meters(h),
             antenna_gain: Db(7.0),
             odometer: Meters(0.0),

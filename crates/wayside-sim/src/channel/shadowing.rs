@@ -34,7 +34,7 @@
 
 use super::field::{ShadowingField, SHADOWING_CLIP};
 use super::stage::{Endpoint, LinkDraws, Stage};
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::rng::Stream;
 use crate::units::{Db, Meters};
 

@@ -7,7 +7,7 @@
 //! does not ask for are left out, not run at zero.
 
 use super::field::ShadowingField;
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::units::{Db, Meters};
 use std::fmt;
 use std::sync::Arc;

@@ -18,10 +18,10 @@
 
 use super::links::{Links, TxContext};
 use super::{
-    Dst, Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
+    Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
     RTS_BYTES,
 };
-use crate::ids::NodeId;
+use crate::ids::{Dst, NodeId};
 use crate::phy::mode::{Mode, Preamble, Standard, Timing};
 use crate::ratectl::{RetryChain, Stage, TxStatus};
 use crate::rng::Stream;
@@ -227,6 +227,16 @@ impl Dcf {
 
     pub fn links(&self) -> &Links {
         &self.links
+    }
+
+    /// The radio's standard, preamble and basic rate.
+    pub fn air(&self) -> &Air {
+        &self.air
+    }
+
+    /// The power this station transmits at.
+    pub fn tx_power(&self) -> Dbm {
+        self.tx_power
     }
 
     pub fn links_mut(&mut self) -> &mut Links {
@@ -863,8 +873,8 @@ impl Dcf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::Vec2;
     use crate::mac::mgmt::MgmtBody;
-    use crate::mobility::Vec2;
     use crate::packet::{ArpOp, Body, Packet};
     use crate::ratectl::RateControlSpec;
     use crate::units::{Bitrate, Db};

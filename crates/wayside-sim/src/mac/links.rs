@@ -6,8 +6,8 @@
 //! constant time. The DCF asks it for a retry chain before each unicast
 //! frame and reports each frame's outcome.
 
+use crate::geometry::Vec2;
 use crate::ids::NodeId;
-use crate::mobility::Vec2;
 use crate::ratectl::{
     RateControl, RateControlKind, RateControlSpec, RetryChain, RxObservation, SnrMap, TxRequest,
     TxStatus,

@@ -4,8 +4,8 @@
 //! lowering live in its own file.
 
 use crate::config::Role;
+use crate::geometry::Vec2;
 use crate::ids::NodeId;
-use crate::mobility::Vec2;
 use crate::phy::mode::{Mode, Standard};
 use crate::units::{parse_quantity, Bitrate, Db, Dbm, Meters, Mps, Quantity, SimTime};
 use serde::de::{self, Deserializer};

@@ -20,7 +20,7 @@ use crate::channel::{
     Chain, ChannelConfig, FadingKind, FrozenShadowing, PathLoss, PathLossStage, RunShadowing,
     Stage, SPEED_OF_LIGHT,
 };
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::units::{Db, Dbm, Hertz, Meters};
 use serde::Deserialize;
 use std::sync::Arc;

@@ -10,8 +10,9 @@
 use super::common::{
     check_point, check_range, err, zero_time, Point, ScenarioError, SpeedQ, TimeQ, MAX_DURATION_S,
 };
+use crate::geometry::Vec2;
 use crate::mobility::nasch::Highway;
-use crate::mobility::{Trajectory, Vec2, Waypoint};
+use crate::mobility::{Trajectory, Waypoint};
 use serde::Deserialize;
 
 #[derive(Deserialize, Debug, Clone)]

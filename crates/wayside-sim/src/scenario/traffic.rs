@@ -15,7 +15,7 @@ use super::common::{
     TimeQ, MAX_DURATION_S,
 };
 use crate::apps::{SourceConfig, SourceKind};
-use crate::mac::Dst;
+use crate::ids::Dst;
 use crate::phy::mode::Standard;
 use crate::units::SimTime;
 use serde::Deserialize;

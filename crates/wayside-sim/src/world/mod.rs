@@ -1,22 +1,28 @@
-//! The world: the nodes' stacks in an arena, what surrounds them
-//! ([`Env`]: the event queue, their bodies, the radio medium, the wired
+//! The world: the nodes' stacks in an arena, what surrounds them (the
+//! air: their bodies and the radio medium; the event queue, the wired
 //! links, the experiment's script and the trace), and the event loop that
-//! hands each event to the node it is for ([`crate::node`]).
+//! hands each event to the node it is for ([`crate::node`]) and applies
+//! what the node wants done ([`effects`]).
 
+mod effects;
+
+use crate::air::{Air, Body};
 use crate::apps::broadside::BroadsideEnd;
 use crate::config::SimConfig;
-use crate::env::{Body, Env};
 use crate::event::{Event, EventQueue};
-use crate::ids::NodeId;
+use crate::ids::{NodeId, TxId};
 use crate::medium::{Medium, RadioLimits};
 use crate::mobility::Mobility;
 use crate::net::route::AddressPlan;
+use crate::node::effects::Effects;
 use crate::node::Node;
+use crate::pcap::Capture;
 use crate::ratectl::SnrMap;
 use crate::rng::Stream;
 use crate::script::Script;
 use crate::trace::{ConnEvent, Trace};
 use crate::units::{Db, Dbm, Meters, SimTime};
+use crate::wire::WiredLink;
 use std::sync::Arc;
 
 /// Counters a run reports besides its trace.
@@ -29,7 +35,22 @@ pub struct RunStats {
 
 pub struct World {
     nodes: Vec<Node>,
-    pub(crate) env: Env,
+    air: Air,
+    queue: EventQueue,
+    trace: Trace,
+    wires: Vec<WiredLink>,
+    script: Script,
+    /// The pcap files the frame rows also go to, if any.
+    pub(crate) capture: Option<Capture>,
+    /// The node that records every frame it hears, if any.
+    sniffer: Option<NodeId>,
+    /// Each node's `frames` row of the transmission now awaiting its ACK or
+    /// CTS, to fill in its outcome.
+    awaiting: Vec<Option<usize>>,
+    /// What the node handling the current event wants done (reused).
+    effects: Effects,
+    /// Scratch: the radios a transmission reaches, with their delays.
+    reached: Vec<(NodeId, SimTime)>,
     duration: SimTime,
 }
 
@@ -44,17 +65,14 @@ impl World {
                 mobility: n.mobility.clone(),
                 antenna_height: n.antenna_height,
                 antenna_gain: n.antenna_gain,
-                tx_power: n.tx_power,
                 radio: n.radio,
-                channel: n.channel,
-                on: n.appear == SimTime::ZERO,
             })
             .collect();
         let plan = Arc::new(AddressPlan::new(
             cfg.nodes.iter().map(|n| n.radio).collect(),
             cfg.nodes.iter().map(|n| n.dhcp).collect(),
         ));
-        let nodes = cfg
+        let nodes: Vec<Node> = cfg
             .nodes
             .iter()
             .enumerate()
@@ -77,30 +95,37 @@ impl World {
             cfg.mgmt.beacon_interval,
             Stream::new("run", cfg.seed, cfg.run, "script"),
         );
-        let env = Env::new(
-            EventQueue::new(),
-            bodies,
-            medium,
-            cfg.radio.clone(),
-            cfg.wires.clone(),
-            script,
-            cfg.pcap.sniffer,
-        );
         let mut w = World {
+            awaiting: vec![None; nodes.len()],
             nodes,
-            env,
+            air: Air {
+                bodies,
+                medium,
+                radio: cfg.radio.clone(),
+            },
+            queue: EventQueue::new(),
+            trace: Trace::default(),
+            wires: cfg.wires.clone(),
+            script,
+            capture: None,
+            sniffer: cfg.pcap.sniffer,
+            effects: Effects::default(),
+            reached: Vec::new(),
             duration: cfg.duration,
         };
-        for n in &mut w.nodes {
+        for i in 0..w.nodes.len() {
+            let n = &mut w.nodes[i];
             n.apps.listen(&mut n.sockets);
             n.apps.start_sources();
-            n.pump_apps(&mut w.env, SimTime::ZERO);
+            n.pump_apps(&mut w.effects, SimTime::ZERO);
+            w.apply(NodeId(i as u32), SimTime::ZERO);
         }
-        for s in w.env.script.timed() {
-            w.env.schedule_start(s);
+        for s in w.script.timed() {
+            w.schedule_start(s);
         }
-        for n in &mut w.nodes {
-            n.power_schedule(&mut w.env);
+        for i in 0..w.nodes.len() {
+            w.nodes[i].power_schedule(&mut w.effects);
+            w.apply(NodeId(i as u32), SimTime::ZERO);
         }
         w
     }
@@ -144,77 +169,85 @@ impl World {
             .iter_mut()
             .flat_map(|n| n.apps.finish_broadside())
             .collect();
-        let env = self.env;
         let stats = RunStats {
-            events: env.queue.processed(),
-            transmissions: env.medium.transmissions(),
+            events: self.queue.processed(),
+            transmissions: self.air.medium.transmissions(),
             simulated: self.duration,
         };
-        (env.trace, stats, env.capture, ends)
+        (self.trace, stats, self.capture, ends)
     }
 
     /// Processes events up to the configured duration.
     pub(crate) fn run_events(&mut self) {
-        while let Some(t) = self.env.queue.peek_time() {
+        while let Some(t) = self.queue.peek_time() {
             if t > self.duration {
                 break;
             }
-            let (now, ev) = self.env.queue.pop().expect("peeked");
-            self.dispatch(now, ev);
+            let (now, ev) = self.queue.pop().expect("peeked");
+            let (node, tx) = self.dispatch(now, ev);
+            self.apply(node, now);
+            if let Some(tx) = tx {
+                self.air.medium.release(tx);
+            }
         }
     }
 
-    fn dispatch(&mut self, now: SimTime, ev: Event) {
-        let env = &mut self.env;
+    /// Hands `ev` to the node it is for, which leaves what it wants done
+    /// in the effects. Returns the node, and the transmission the event
+    /// referred to (the medium releases it once the effects are applied).
+    fn dispatch(&mut self, now: SimTime, ev: Event) -> (NodeId, Option<TxId>) {
+        let (air, fx) = (&mut self.air, &mut self.effects);
+        let node = ev.node();
+        let n = &mut self.nodes[node.index()];
         // A radio that is off hears nothing and its timers are void.
-        let off = |env: &Env, n: NodeId| !env.bodies[n.index()].on;
+        let on = n.radio().is_some();
         match ev {
-            Event::RxStart { node, tx } | Event::RxEnd { node, tx } | Event::TxEnd { node, tx }
-                if off(env, node) =>
+            Event::RxStart { tx, .. } | Event::RxEnd { tx, .. } | Event::TxEnd { tx, .. }
+                if !on =>
             {
-                env.medium.release(tx)
+                return (node, Some(tx))
             }
-            Event::Mac { node, .. }
-            | Event::Mgmt { node, .. }
-            | Event::Adhoc { node, .. }
-            | Event::Net { node, .. }
-            | Event::WireArrive { node, .. }
-                if off(env, node) => {}
-            Event::RxStart { node, tx } => self.nodes[node.index()].on_rx_start(env, now, tx),
-            Event::RxEnd { node, tx } => self.nodes[node.index()].on_rx_end(env, now, tx),
-            Event::TxEnd { node, tx } => self.nodes[node.index()].on_tx_end(env, now, tx),
+            Event::Mac { .. }
+            | Event::Mgmt { .. }
+            | Event::Adhoc { .. }
+            | Event::Net { .. }
+            | Event::WireArrive { .. }
+                if !on => {}
+            Event::RxStart { tx, .. } => {
+                n.on_rx_start(air, fx, now, tx);
+                return (node, Some(tx));
+            }
+            Event::RxEnd { tx, .. } => {
+                n.on_rx_end(air, fx, now, tx);
+                return (node, Some(tx));
+            }
+            Event::TxEnd { tx, .. } => {
+                n.on_tx_end(fx, now, &air.medium.tx(tx).frame);
+                return (node, Some(tx));
+            }
             Event::Mac {
-                node,
-                timer,
-                generation,
-            } => self.nodes[node.index()].on_mac_timer(env, now, timer, generation),
-            Event::Traffic { node, source } => self.nodes[node.index()].on_emit(env, now, source),
+                timer, generation, ..
+            } => n.on_mac_timer(air, fx, now, timer, generation),
+            Event::Traffic { source, .. } => n.on_emit(fx, now, source),
             Event::Mgmt {
-                node,
-                timer,
-                generation,
-            } => self.nodes[node.index()].on_mgmt_timer(env, now, timer, generation),
+                timer, generation, ..
+            } => n.on_mgmt_timer(fx, now, timer, generation),
             Event::Adhoc {
-                node,
-                timer,
-                generation,
-            } => self.nodes[node.index()].on_adhoc_timer(env, now, timer, generation),
+                timer, generation, ..
+            } => n.on_adhoc_timer(fx, now, timer, generation),
             Event::Net {
-                node,
-                timer,
-                generation,
-            } => self.nodes[node.index()].on_net_timer(env, now, timer, generation),
-            Event::WireArrive { node, link, frame } => {
-                self.nodes[node.index()].on_wire_arrive(env, now, link as usize, *frame)
+                timer, generation, ..
+            } => n.on_net_timer(fx, now, timer, generation),
+            Event::WireArrive { link, frame, .. } => {
+                n.on_wire_arrive(fx, now, link as usize, *frame)
             }
             Event::Tcp {
-                node,
-                socket,
-                generation,
-            } => self.nodes[node.index()].on_tcp_timer(env, now, socket, generation),
-            Event::App { node, app } => self.nodes[node.index()].on_app(env, now, app),
-            Event::Power { node, on } => self.nodes[node.index()].on_power(env, now, on),
+                socket, generation, ..
+            } => n.on_tcp_timer(fx, now, socket, generation),
+            Event::App { app, .. } => n.on_app(fx, now, app),
+            Event::Power { on, .. } => n.on_power(fx, now, on),
         }
+        (node, None)
     }
 
     /// At the end of a run: each receiving socket's last data byte, in time
@@ -230,8 +263,7 @@ impl World {
         }
         last.sort_by_key(|&(t, node, peer, _)| (t, node.0, peer.0));
         for (t, node, peer, bytes) in last {
-            self.env
-                .conn_event(t, node, peer.0, ConnEvent::LastData, bytes as f64);
+            self.conn_event(t, node, peer.0, ConnEvent::LastData, bytes as f64);
         }
     }
 }

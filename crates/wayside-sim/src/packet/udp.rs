@@ -1,7 +1,7 @@
-//! UDP (RFC 768): the datagram header the simulator needs for airtime, and
-//! the payload bytes where an application needs them (a protocol hosted
-//! unchanged, such as Broadside). UDP has no state; applications own their
-//! sockets' behaviour.
+//! The UDP datagram (RFC 768): the header the simulator needs for airtime,
+//! and the payload bytes where an application needs them (a protocol
+//! hosted unchanged, such as Broadside). UDP has no state; applications own
+//! their sockets' behaviour.
 
 use std::sync::Arc;
 

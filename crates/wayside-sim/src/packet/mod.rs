@@ -1,12 +1,17 @@
 //! The packets the layers above the MAC exchange: IP packets with TCP, UDP
-//! or DHCP inside, and ARP packets. They carry headers and lengths, the
-//! fields the models act on; the MAC carries them in frames and the wired
-//! links as they are.
+//! or DHCP inside ([`tcp`], [`udp`]), and ARP packets. They carry headers
+//! and lengths, the fields the models act on; the MAC carries them in
+//! frames and the wired links as they are. A neutral floor: it imports no
+//! layer, so the MAC can carry what transport sends without importing it.
 
+mod tcp;
+mod udp;
+
+pub use tcp::{Flags, Segment, MAX_SACK_BLOCKS};
+pub use udp::Datagram;
+
+use crate::geometry::Vec2;
 use crate::ids::NodeId;
-use crate::mobility::Vec2;
-use crate::transport::tcp::Segment;
-use crate::transport::udp::Datagram;
 use crate::units::SimTime;
 use std::sync::Arc;
 
