@@ -107,7 +107,7 @@ fn synthetic(n: usize, steps: usize, penetration: f64) {
          {} devices complete; peak RSS so far {:.0} MiB",
         city.side / 1000.0,
         penetration * 100.0,
-        out.devices,
+        out.devices(),
         wall * 1e3 / steps as f64,
         gen_s * 1e3 / steps as f64,
         heap as f64 / (1 << 20) as f64,
@@ -188,7 +188,7 @@ fn city(path: &Path) {
     let sim_s = s.elapsed().as_secs_f64();
     println!(
         "  one run, 12.5% ({} devices), 12 seeds: simulate {:.3} s ({:.0} steps/s); {:.1}% complete; peak RSS {:.0} MiB",
-        out.devices,
+        out.devices(),
         sim_s,
         st.steps as f64 / sim_s,
         out.fraction() * 100.0,

@@ -6,7 +6,7 @@ packet level, run Broadside on real hosts, and analyze what was lost.
 >>> pl.DataFrame(result.frames).head()
 """
 
-from wayside._native import ScenarioError
+from wayside.engine import ScenarioError
 from wayside.result import RunResult
 from wayside.runner import run
 from wayside.scenario import builtin_scenarios, load_scenario

@@ -1,23 +1,183 @@
-"""Typed interface of the compiled extension (crates/wayside-py)."""
+"""Typed interface of the compiled extension (crates/wayside-py). Only
+`wayside.engine` imports it; the rest of wayside goes through that module."""
 
-from typing import Any
+from os import PathLike
+from typing import TypedDict, final
+
+from typing_extensions import CapsuleType
+
+__all__ = [
+    "ScenarioError",
+    "Table",
+    "Trace",
+    "TraceError",
+    "broadside_cli",
+    "builtin_names",
+    "builtin_text",
+    "epidemic_run",
+    "rate_thresholds",
+    "read_fcd",
+    "read_one",
+    "resolve",
+    "run",
+    "trace_from_columns",
+]
+
+_Path = str | PathLike[str]
 
 class ScenarioError(ValueError):
     """A scenario that cannot be used; the message names the key, the value and what is allowed."""
 
+class TraceError(ValueError):
+    """A trace that cannot be read or used; the message names the place and what is allowed."""
+
+# ---------------------------------------------------------------- scenarios
+
+@final
+class Table:
+    """One trace table as a single Arrow record batch; `pyarrow`, `polars`
+    and `pandas` import it without a copy through the PyCapsule interface."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> CapsuleType:
+        """An "arrow_array_stream" PyCapsule of the table's one batch (each
+        call exports the same buffers again). `requested_schema` is not
+        applied: the table keeps its own schema."""
+
+class _RunStats(TypedDict):
+    events: int
+    transmissions: int
+    simulated_s: float
+
+class _RunTables(TypedDict):
+    frames: Table
+    mac: Table
+    events: Table
+    tcp: Table
+    transport: Table
+
+class _RunOutput(TypedDict):
+    resolved: str
+    nodes: list[str]
+    stats: _RunStats
+    tables: _RunTables
+    pcaps: list[str]
+
 def run(
-    scenario: str, overrides: list[str] = ..., seed: int | None = ..., run: int = ..., pcap: str | None = ...
-) -> dict[str, Any]:
-    """Runs a scenario (TOML text) once. Keys: resolved, nodes, stats, tables
-    (name -> list of (column, kind, little-endian bytes[, dictionary])),
-    pcaps (the capture files written into the directory `pcap`, if given)."""
+    scenario: str,
+    overrides: list[str] = ...,
+    seed: int | None = ...,
+    run: int = ...,
+    pcap: _Path | None = ...,
+) -> _RunOutput:
+    """Runs a scenario (TOML text) once: the resolved scenario, node names,
+    counters, the trace tables and the capture files written into the
+    directory `pcap`, if given. Raises ScenarioError."""
 
 def resolve(scenario: str, overrides: list[str] = ...) -> str:
     """Validates a scenario and returns it resolved (TOML), overrides applied."""
 
-def builtin_names() -> list[str]: ...
-def builtin_text(name: str) -> str | None: ...
+def builtin_names() -> list[str]:
+    """Names of the built-in scenarios."""
+
+def builtin_text(name: str) -> str | None:
+    """Text of a built-in scenario, or None."""
+
+# ---------------------------------------------------------------- PHY
+
 def rate_thresholds(
     standard: str, psdu_bytes: int, implementation_loss_db: float = ...
 ) -> list[tuple[float, float, float]]:
-    """Per rate: (Mbps, SINR dB for 50% frame success, minimum sensitivity dBm)."""
+    """Per rate: (Mbps, SINR dB for 50% frame success, minimum sensitivity dBm).
+    Raises ValueError for an unknown standard."""
+
+# ---------------------------------------------------------------- Broadside
+
+def broadside_cli(args: list[str]) -> int:
+    """Runs the Broadside node's command line (without the program name);
+    returns its exit code."""
+
+# ---------------------------------------------------------------- traces and the epidemic
+
+class _TraceStats(TypedDict, total=False):
+    vehicles: int
+    steps: int
+    samples: int
+    start: float
+    end: float
+    peak_present: int
+    mean_moving_speed: float
+    mean_presence: float
+    heap_bytes: int
+    bounds: tuple[float, float, float, float]  # min x, min y, max x, max y; absent when empty
+
+class _DistrictStay(TypedDict):
+    name: str
+    appear: float
+    disappear: float
+    depart: float
+    start: tuple[float, float]
+    waypoints: list[tuple[float, float, float, float]]  # x, y, speed, pause
+
+@final
+class Trace:
+    """A vehicle trace held in Rust (compact columns)."""
+
+    @property
+    def vehicles(self) -> int: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def samples(self) -> int: ...
+    def names(self) -> list[str]: ...
+    def stats(self) -> _TraceStats:
+        """Summary figures (speed in m/s, presence in s)."""
+    def columns(self) -> tuple[bytes, bytes, bytes, bytes]:
+        """Sample columns as little-endian buffers: time f64, vehicle u32, x f32, y f32."""
+    def write_one(self, path: _Path, park: bool = ...) -> None:
+        """Writes the trace in The ONE's external movement format."""
+    def district(
+        self, area: tuple[float, float, float, float], start: float, end: float
+    ) -> list[_DistrictStay]:
+        """A district cut: one entry per stay of a vehicle in the area
+        (min x, min y, max x, max y) and window."""
+
+def read_fcd(path: _Path, window: tuple[float, float] | None = ...) -> Trace:
+    """Reads SUMO FCD XML (plain or gzip), keeping `window` = (from, to) if
+    given (times shifted so that `from` is 0). Raises TraceError."""
+
+def read_one(path: _Path, window: tuple[float, float] | None = ...) -> Trace:
+    """Reads The ONE's external movement format (plain or gzip). Raises TraceError."""
+
+def trace_from_columns(
+    time: bytes,
+    vehicle: bytes,
+    names: list[str],
+    x: bytes,
+    y: bytes,
+    label: str,
+    window: tuple[float, float] | None = ...,
+) -> Trace:
+    """A trace from sample columns in time order, as little-endian buffers:
+    time f64, vehicle u32 (codes into `names`), x and y f64. Raises TraceError."""
+
+class _EpidemicOutput(TypedDict):
+    vehicles: int
+    devices: int
+    seeds: list[str]
+    complete: int
+    fraction: float
+    receiving_steps: int
+    times: bytes  # little-endian f64
+    complete_over_time: bytes  # little-endian u32
+
+def epidemic_run(
+    trace: Trace,
+    penetration: float,
+    seeds: int,
+    seed: int,
+    run: int,
+    range_m: float = ...,
+    transfer_s: float = ...,
+) -> _EpidemicOutput:
+    """One epidemic run (Zahn et al. 2009 §5.6). Raises ValueError."""
+

@@ -9,7 +9,7 @@ import re
 
 import polars as pl
 
-from wayside import _native
+from wayside import engine as _native
 from wayside.result import RunResult
 
 MAC_OVERHEAD_BYTES = 28

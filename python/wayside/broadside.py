@@ -28,7 +28,7 @@ from typing import Callable, List, Optional
 
 import typer
 
-from wayside import _native
+from wayside import engine
 
 PROG = "wayside broadside"
 
@@ -44,7 +44,7 @@ _FORWARD = {"allow_extra_args": True, "ignore_unknown_options": True, "help_opti
 
 
 def _native_cli() -> Optional[Callable[[List[str]], int]]:
-    return getattr(_native, "broadside_cli", None)
+    return getattr(engine, "broadside_cli", None)
 
 
 def run(args: List[str]) -> int:

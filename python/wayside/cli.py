@@ -17,7 +17,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from wayside import _native, broadside, epidemic_cli
+from wayside import broadside, engine as _native, epidemic_cli
 from wayside.scenario import builtin_scenarios, load_scenario
 from wayside.stats import paired_gain
 from wayside.terminal import console, errors, fail
@@ -207,7 +207,7 @@ def show(
 @app.command()
 def validate(
     targets: Optional[List[str]] = typer.Argument(
-        None, metavar="[TARGETS]...", show_default=False, help="Validation files, directories, or paper names in validation/ (default: every file in validation/)."
+        None, metavar="[TARGETS]...", show_default=False, help="Validation files or directories (paths), or names of the papers whose files ship with wayside (default: every shipped file)."
     ),
     runs: Optional[int] = typer.Option(None, "--runs", min=1, help="Runs per target (and grid point), replacing each file's runs."),
     n_jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Parallel worker processes (default: the number of CPUs)."),
@@ -220,8 +220,9 @@ def validate(
         help="Measure every target on this many disjoint sets of seeds (set j: the file's seeds shifted by j x runs) and show in how many each passes.",
     ),
 ) -> None:
-    """Reproduce the papers' published figures (validation/*.toml): run each
-    target's scenario, measure, compare with the paper within its tolerance.
+    """Reproduce the papers' published figures (the validation files shipped
+    with wayside, or your own): run each target's scenario, measure, compare
+    with the paper within its tolerance.
     Exit code 0 if all pass, 1 if any misses, 2 on bad input or errors."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -242,23 +243,14 @@ def validate(
         console=errors, transient=True, disable=not errors.is_terminal,
     ) as bar:
         task = bar.add_task("running", total=None)
-        simulations = [0]
-        total_simulations = 0
 
-        def progress(done: int, total: int) -> None:
-            simulations[0] = total
-            bar.update(task, completed=done, total=total)
+        def starting(j: int) -> None:
+            bar.reset(task, total=None, description=f"set {j + 1}/{seed_sets}" if seed_sets > 1 else "running")
 
-        sets = []
         try:
-            for j in range(seed_sets):
-                bar.reset(task, total=None, description=f"set {j + 1}/{seed_sets}" if seed_sets > 1 else "running")
-                simulations[0] = 0  # a set whose targets all fail to resolve runs none
-                set_rows = v.run_targets(v.seed_set(chosen, j, runs), runs=runs, jobs=n_jobs, progress=progress, executor=executor)
-                for r in set_rows:
-                    r.seed_set = j
-                sets.append(set_rows)
-                total_simulations += simulations[0]
+            sets, total_simulations = v.run_seed_sets(
+                chosen, seed_sets, runs=runs, jobs=n_jobs, executor=executor, starting=starting,
+                progress=lambda done, total: bar.update(task, completed=done, total=total))
         except jobs.ExecutorError as e:
             fail(str(e))
             return

@@ -56,7 +56,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from wayside import _native
+from wayside import engine as _native
 from wayside.traces import table
 from wayside.result import RunResult
 from wayside.staticlab import RateProfile

@@ -3,7 +3,8 @@ sweep of Zahn et al. (2009) §5.6: the fraction of devices holding a file
 after the trace (15 minutes), against the fraction of vehicles carrying a
 device, for 4, 12 and 24 seeds, 20 runs a point, median with 5th and 95th
 percentiles. The model itself is in Rust (wayside-contact's `epidemic`
-module, which cites §5.6 rule by rule); this module runs it, fans runs out
+module, which cites §5.6 rule by rule, and its `rules` module: §5.6's
+transfer rules or The ONE's); this module runs it, fans runs out
 to local processes or a Dask cluster (`wayside.jobs`), and tabulates and
 plots the outcome.
 
@@ -27,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 import polars as pl
 
-from wayside import _native, movement
+from wayside import engine as _native, movement
 from wayside.jobs import ProgressFn, run_jobs
 
 # Figure 13's x axis: 1/256 to 1/8 of the vehicles (0.39% to 12.5%).
@@ -35,6 +36,12 @@ PENETRATIONS = (1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8)
 SEED_COUNTS = (4, 12, 24)
 RUNS = 20
 MANIFEST = "manifest.json"
+# §5.6: "within 150 meters for 20 seconds".
+RANGE_M = 150.0
+TRANSFER_S = 20.0
+# Transfer rules: §5.6's, The ONE's, or SENDERS,PROGRESS,COMPLETION (see
+# wayside-contact's `rules` module).
+RULES = ("paper", "the-one")
 
 
 class EpidemicError(ValueError):
@@ -53,23 +60,61 @@ class Outcome:
     fraction: float
     seed_vehicles: tuple[str, ...]
     timeline: pl.DataFrame  # time (s), complete, fraction
+    device_vehicles: tuple[str, ...] = ()
+    rules: str = "paper"
+    broken: int = 0
 
     def row(self) -> dict[str, Any]:
         return {"penetration": self.penetration, "seeds": self.seeds, "seed": self.seed, "run": self.run,
-                "vehicles": self.vehicles, "devices": self.devices, "complete": self.complete, "fraction": self.fraction}
+                "vehicles": self.vehicles, "devices": self.devices, "complete": self.complete, "fraction": self.fraction,
+                "broken": self.broken}
+
+    def roles(self) -> pl.DataFrame:
+        """The equipped vehicles: vehicle id and role (device or seed), the
+        table that `save_roles` writes and `load_roles` reads."""
+        return pl.DataFrame({"vehicle": [*self.device_vehicles, *self.seed_vehicles],
+                             "role": ["device"] * len(self.device_vehicles) + ["seed"] * len(self.seed_vehicles)})
 
 
-def run(trace: movement.Trace, penetration: float, seeds: int, seed: int = 1, run_index: int = 0) -> Outcome:
-    """One run on a loaded trace (the GIL is released while it runs)."""
+Roles = tuple[list[str], list[str]]  # device ids, seed ids
+
+
+def run(trace: movement.Trace, penetration: float, seeds: int, seed: int = 1, run_index: int = 0,
+        rules: str = "paper", range_m: float = RANGE_M, transfer_s: float = TRANSFER_S,
+        roles: Roles | None = None) -> Outcome:
+    """One run on a loaded trace (the GIL is released while it runs). With
+    `roles`, the devices and seeds are given rather than drawn."""
     try:
-        d = _native.epidemic_run(trace, penetration, seeds, seed, run_index)
+        d = _native.epidemic_run(trace, penetration, seeds, seed, run_index, range_m, transfer_s, rules, roles)
     except ValueError as e:
         raise EpidemicError(str(e)) from None
     times = np.frombuffer(d["times"], "<f8")
     done = np.frombuffer(d["complete_over_time"], "<u4")
     timeline = pl.DataFrame({"time": times, "complete": done, "fraction": done / d["devices"]})
-    return Outcome(penetration, seeds, seed, run_index, d["vehicles"], d["devices"], d["complete"], d["fraction"],
-                   tuple(d["seeds"]), timeline)
+    return Outcome(penetration, len(d["seeds"]), seed, run_index, d["vehicles"], d["devices"], d["complete"],
+                   d["fraction"], tuple(d["seeds"]), timeline, tuple(d["device_ids"]), d["rules"], d["broken"])
+
+
+def save_roles(outcome: Outcome, path: str | Path) -> None:
+    """Writes the run's equipped vehicles as CSV (vehicle, role)."""
+    outcome.roles().write_csv(path)
+
+
+def load_roles(path: str | Path) -> Roles:
+    """Reads a roles CSV (vehicle, role: device or seed), as `save_roles`
+    writes; the ids must be the trace's."""
+    try:
+        df = pl.read_csv(path, schema_overrides={"vehicle": pl.String, "role": pl.String})
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise EpidemicError(f"{path}: cannot be read as a roles table ({e})") from None
+    if df.columns[:2] != ["vehicle", "role"]:
+        raise EpidemicError(f"{path}: needs the columns vehicle, role; it has {', '.join(df.columns)}")
+    bad = df.filter(~pl.col("role").is_in(["device", "seed"]) | pl.col("role").is_null() | pl.col("vehicle").is_null())
+    if bad.height:
+        r = bad.row(0, named=True)
+        raise EpidemicError(f"{path}: vehicle {r['vehicle']!r} has role {r['role']!r}; allowed: device, seed")
+    ids = {role: df.filter(pl.col("role") == role)["vehicle"].to_list() for role in ("device", "seed")}
+    return ids["device"], ids["seed"]
 
 
 @functools.lru_cache(maxsize=2)
@@ -92,6 +137,9 @@ class PointJob:
     seeds: int
     seed: int
     runs: int
+    rules: str = "paper"
+    range_m: float = RANGE_M
+    transfer_s: float = TRANSFER_S
 
 
 def execute_point(job: PointJob) -> dict[str, Any]:
@@ -100,12 +148,14 @@ def execute_point(job: PointJob) -> dict[str, Any]:
     started = time.perf_counter()
     trace = load_cached(job.trace, job.window)
     read_s = time.perf_counter() - started
-    rows = [run(trace, job.penetration, job.seeds, job.seed, r).row() for r in range(job.runs)]
+    rows = [run(trace, job.penetration, job.seeds, job.seed, r, job.rules, job.range_m, job.transfer_s).row()
+            for r in range(job.runs)]
     return {"rows": rows, "read_s": read_s, "wall_s": time.perf_counter() - started}
 
 
 def plan(trace: str | Path, penetrations: Sequence[float] = PENETRATIONS, seed_counts: Sequence[int] = SEED_COUNTS,
-         runs: int = RUNS, seed: int = 1, window: tuple[float, float] | None = None) -> list[PointJob]:
+         runs: int = RUNS, seed: int = 1, window: tuple[float, float] | None = None, rules: str = "paper",
+         range_m: float = RANGE_M, transfer_s: float = TRANSFER_S) -> list[PointJob]:
     """The jobs of a sweep, every point checked on the trace first."""
     if runs < 1:
         raise EpidemicError(f"--runs {runs}: give at least 1")
@@ -114,8 +164,8 @@ def plan(trace: str | Path, penetrations: Sequence[float] = PENETRATIONS, seed_c
     jobs = []
     for s in seed_counts:
         for p in penetrations:
-            run(t, p, s, seed, 0)  # raises a clear error for an impossible point
-            jobs.append(PointJob(str(path.resolve()), window, p, s, seed, runs))
+            run(t, p, s, seed, 0, rules, range_m, transfer_s)  # raises a clear error for an impossible point
+            jobs.append(PointJob(str(path.resolve()), window, p, s, seed, runs, rules, range_m, transfer_s))
     return jobs
 
 
@@ -131,13 +181,7 @@ def summarize(runs: pl.DataFrame) -> pl.DataFrame:
             .sort("seeds", "penetration"))
 
 
-def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+def _draw(ax: Any, summary: pl.DataFrame, title: str) -> None:
     for (s,), g in summary.group_by("seeds", maintain_order=True):
         x = g["penetration"].to_numpy() * 100
         m, lo, hi = (g[c].to_numpy() * 100 for c in ("median", "p5", "p95"))
@@ -150,6 +194,22 @@ def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(title, fontsize=9)
+
+
+def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
+    plot_panels({title: summary}, out)
+
+
+def plot_panels(panels: dict[str, pl.DataFrame], out: Path) -> None:
+    """Figure 13 summaries side by side, one panel each (title: summary)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False, sharey=True)
+    for ax, (title, summary) in zip(axes[0], panels.items()):
+        _draw(ax, summary, title)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -158,11 +218,12 @@ def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
 def sweep(trace: str | Path, out: str | Path, penetrations: Sequence[float] = PENETRATIONS,
           seed_counts: Sequence[int] = SEED_COUNTS, runs: int = RUNS, seed: int = 1,
           window: tuple[float, float] | None = None, executor: str = "local", workers: int | None = None,
-          progress: ProgressFn | None = None) -> dict[str, Any]:
+          progress: ProgressFn | None = None, rules: str = "paper", range_m: float = RANGE_M,
+          transfer_s: float = TRANSFER_S) -> dict[str, Any]:
     """The Figure 13 sweep (see the module doc); returns the manifest."""
     out = Path(out)
     started = time.perf_counter()
-    jobs = plan(trace, penetrations, seed_counts, runs, seed, window)
+    jobs = plan(trace, penetrations, seed_counts, runs, seed, window, rules, range_m, transfer_s)
     stats = load_cached(str(trace), window).stats()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -178,11 +239,13 @@ def sweep(trace: str | Path, out: str | Path, penetrations: Sequence[float] = PE
     summary = summarize(table)
     summary.write_csv(out / "figure13.csv")
     plot(summary, out / "figure13.png",
-         f"{Path(trace).name}: {stats['vehicles']} vehicles, {stats['steps']} steps, {runs} runs a point")
+         f"{Path(trace).name}: {stats['vehicles']} vehicles, {stats['steps']} steps, {runs} runs a point, "
+         f"rules {rules}")
     manifest = {
         "trace": str(trace), "window": window, "vehicles": stats["vehicles"], "steps": stats["steps"],
         "mean_moving_speed_kmh": stats["mean_moving_speed"] * 3.6, "penetrations": list(penetrations),
         "seed_counts": list(seed_counts), "runs": runs, "seed": seed, "executor": executor,
+        "rules": rules, "range_m": range_m, "transfer_s": transfer_s,
         "wall_s": time.perf_counter() - started, "trace_reads_s": read_s,
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

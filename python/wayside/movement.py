@@ -2,19 +2,21 @@
 the CSV and Parquet that SUMO writes when `--fcd-output` ends in .csv or
 .parquet) and The ONE's external movement format, and writing the latter
 and our own Parquet. A trace lives in Rust as compact columns (`_native.Trace`); the
-XML and ONE readers stream the file, and CSV/Parquet go through polars'
-columnar readers, so no trace is ever held as Python objects.
+XML and ONE readers stream the file, Parquet streams batch by batch through
+pyarrow (`_native.TraceStream`), and CSV goes through polars' columnar
+reader, so no trace is ever held as Python objects.
 """
 
 from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from wayside import _native
+from wayside import engine as _native
 
 TraceError = _native.TraceError
 Trace = _native.Trace
@@ -47,32 +49,75 @@ def load(path: str | Path, window: tuple[float, float] | None = None) -> Trace:
     return _from_table(path, window)
 
 
-def _from_table(path: Path, window: tuple[float, float] | None) -> Trace:
-    if path.name.lower().endswith(".parquet"):
-        lf = pl.scan_parquet(path)
-    else:
-        with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as f:
-            head = f.readline().decode("utf-8", "replace")
-        sep = max(";,\t", key=head.count)
-        lf = pl.scan_csv(path, separator=sep, infer_schema_length=10_000)
-    names = lf.collect_schema().names()
+def _columns(path: Path, names: list[str]) -> tuple[str, str, str, str]:
     cols = next((c for c in _COLUMNS if all(n in names for n in c)), None)
     if cols is None:
         raise TraceError(f"{path}: needs the columns {', '.join(_COLUMNS[0])} (SUMO) or {', '.join(_COLUMNS[1])}; it has {', '.join(names[:8])}")
-    t, v, x, y = cols
+    return cols
+
+
+def _le(a: Any, dtype: str) -> bytes:
+    return np.ascontiguousarray(np.asarray(a), dtype=dtype).tobytes()
+
+
+def _from_parquet(path: Path, window: tuple[float, float] | None) -> Trace:
+    """Streams a Parquet trace batch by batch into Rust: memory is the
+    trace's compact columns plus one batch."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    # The system allocator gives freed batches back (pyarrow's default pool
+    # keeps them: 100 MB more on the city), and one batch is read at a time.
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        f = pq.ParquetFile(path, memory_map=False, pre_buffer=False)
+        cols = _columns(path, f.schema_arrow.names)
+        # Reserve for every row unless a window will drop some.
+        stream = _native.TraceStream(str(path), window, 0 if window else f.metadata.num_rows)
+        last = None
+        for batch in f.iter_batches(batch_size=1 << 16, columns=list(cols), use_threads=False):
+            t, v, x, y = (batch.column(c) for c in cols)
+            if v.null_count:  # SUMO writes a row for each empty time step
+                keep = pc.is_valid(v)
+                t, v, x, y = (pc.filter(c, keep) for c in (t, v, x, y))
+            if not pa.types.is_dictionary(v.type):
+                v = pc.dictionary_encode(v.cast(pa.string()))
+            names = v.dictionary.cast(pa.string())
+            given = None if last is not None and names.equals(last) else names.to_pylist()
+            last = names
+            stream.push(_le(t.cast(pa.float64()), "<f8"), _le(v.indices.cast(pa.uint32()), "<u4"),
+                        _le(x.cast(pa.float64()), "<f8"), _le(y.cast(pa.float64()), "<f8"), given)
+    finally:
+        pa.set_memory_pool(previous)
+    return stream.finish()
+
+
+def _from_table(path: Path, window: tuple[float, float] | None) -> Trace:
+    if path.name.lower().endswith(".parquet"):
+        return _from_parquet(path, window)
+    with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as f:
+        head = f.readline().decode("utf-8", "replace")
+    sep = max(";,\t", key=head.count)
+    lf = pl.scan_csv(path, separator=sep, infer_schema_length=10_000)
+    t, v, x, y = _columns(path, lf.collect_schema().names())
     df = (lf.select(pl.col(t).cast(pl.Float64).alias("t"), pl.col(v).cast(pl.String).alias("v"),
                     pl.col(x).cast(pl.Float64).alias("x"), pl.col(y).cast(pl.Float64).alias("y"))
           .filter(pl.col("v").is_not_null())  # SUMO writes a row for each empty time step
           .collect())
+    return from_frame(df, str(path), window)
+
+
+def from_frame(df: pl.DataFrame, label: str, window: tuple[float, float] | None = None) -> Trace:
+    """A trace from a DataFrame with the columns t, v (vehicle id), x, y in
+    time order; `label` names it in errors."""
     # Vehicle codes: dense ranks of the ids, so code i names the i-th sorted id.
     codes = (df["v"].rank("dense") - 1).cast(pl.UInt32).to_numpy()
     ids = df["v"].unique().sort().to_list()
-
-    def le(s: pl.Series | np.ndarray, dtype: str) -> bytes:
-        return np.ascontiguousarray(np.asarray(s), dtype=dtype).tobytes()
-
-    return _native.trace_from_columns(le(df["t"], "<f8"), le(codes, "<u4"), ids, le(df["x"], "<f8"), le(df["y"], "<f8"),
-                                      str(path), window)
+    stream = _native.TraceStream(label, window)
+    stream.push(_le(df["t"], "<f8"), _le(codes, "<u4"), _le(df["x"], "<f8"), _le(df["y"], "<f8"), ids)
+    return stream.finish()
 
 
 def to_frame(trace: Trace) -> pl.DataFrame:

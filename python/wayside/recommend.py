@@ -17,7 +17,7 @@ import textwrap
 import tomllib
 from dataclasses import dataclass
 
-from wayside import _native
+from wayside import engine
 from wayside.jobs import ProgressFn
 
 
@@ -111,8 +111,8 @@ def applicable(scenario_text: str, base: tuple[str, ...] = ()) -> tuple[list[Rec
     skipped: list[tuple[str, str]] = []
     for r in RECOMMENDATIONS:
         try:
-            _native.resolve(scenario_text, list(base + r.overrides))
-        except _native.ScenarioError as e:
+            engine.resolve(scenario_text, list(base + r.overrides))
+        except engine.ScenarioError as e:
             skipped.append((r.name, str(e)))
             continue
         if r.name == "split-tcp" and not _has_remote_sender(scenario_text):

@@ -1,4 +1,5 @@
-"""A run's results: trace tables as Arrow (load straight into polars or
+"""A run's results: trace tables as Arrow (taken from the engine through the
+Arrow C stream interface without a copy; load straight into polars or
 pandas), per-node summaries, per-second summaries, and saving to a run
 directory as Parquet."""
 
@@ -8,44 +9,20 @@ import json
 import tomllib
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-_PRIMITIVE = {
-    "u8": pa.uint8(),
-    "u16": pa.uint16(),
-    "u32": pa.uint32(),
-    "u64": pa.uint64(),
-    "f32": pa.float32(),
-    "f64": pa.float64(),
-}
-
 TABLES = ("frames", "mac", "events", "tcp", "transport")
 
 
-def _column(kind: str, payload: bytes, extra: Any, n: int, node_names: pa.Array) -> pa.Array:
-    if kind in _PRIMITIVE:
-        return pa.Array.from_buffers(_PRIMITIVE[kind], n, [None, pa.py_buffer(payload)])
-    if kind == "node":
-        idx = pa.Array.from_buffers(pa.uint32(), n, [None, pa.py_buffer(payload)])
-        return pa.DictionaryArray.from_arrays(idx, node_names)
-    if kind == "category":
-        idx = pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(payload)])
-        return pa.DictionaryArray.from_arrays(idx, pa.array(extra, pa.string()))
-    raise ValueError(f"unknown column kind {kind}")
-
-
-def _table(columns: list[tuple], node_names: pa.Array) -> pa.Table:
-    if not columns:
-        return pa.table({})
-    first = columns[0]
-    width = pa.array([0], _PRIMITIVE.get(first[1], pa.uint32())).type.byte_width
-    n = len(first[2]) // width
-    arrays = [_column(c[1], c[2], c[3] if len(c) > 3 else None, n, node_names) for c in columns]
-    return pa.table(arrays, names=[c[0] for c in columns])
+def from_stream(table: Any) -> pa.Table:
+    """A trace table from the engine as a `pyarrow.Table`, imported through
+    the Arrow C stream interface (`__arrow_c_stream__`): the table keeps the
+    engine's buffers, nothing is copied."""
+    return pa.RecordBatchReader.from_stream(table).read_all()
 
 
 class RunResult:
@@ -56,17 +33,16 @@ class RunResult:
     ssthresh, srtt, rto, dupacks, in flight) and `transport` (data delivered
     to applications)."""
 
-    def __init__(self, raw: dict[str, Any]):
+    def __init__(self, raw: Mapping[str, Any]):
         self.resolved: str = raw["resolved"]
         self.nodes: list[str] = list(raw["nodes"])
         self.stats: dict[str, Any] = dict(raw["stats"])
-        names = pa.array(self.nodes + ["broadcast"], pa.string())
         tables = raw["tables"]
-        self.frames: pa.Table = _table(tables["frames"], names)
-        self.mac: pa.Table = _table(tables["mac"], names)
-        self.events: pa.Table = _table(tables["events"], names)
-        self.tcp: pa.Table = _table(tables["tcp"], names)
-        self.transport: pa.Table = _table(tables["transport"], names)
+        self.frames: pa.Table = from_stream(tables["frames"])
+        self.mac: pa.Table = from_stream(tables["mac"])
+        self.events: pa.Table = from_stream(tables["events"])
+        self.tcp: pa.Table = from_stream(tables["tcp"])
+        self.transport: pa.Table = from_stream(tables["transport"])
 
     @classmethod
     def load(cls, directory: str | Path) -> "RunResult":

@@ -31,7 +31,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from wayside import _native, breakdown, plots  # noqa: E402
+from wayside import breakdown, plots  # noqa: E402
+from wayside import engine as _native  # noqa: E402
 from wayside.driveby import NOISE_FLOOR_DBM, PRODUCTION_MBPS, potential_rate  # noqa: E402
 from wayside.htmlparts import figure, fmt, table  # noqa: E402
 from wayside.result import RunResult  # noqa: E402

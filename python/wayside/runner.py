@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from wayside import _native
+from wayside import engine
 from wayside.result import RunResult
 from wayside.scenario import scenario_text
 
@@ -30,8 +30,8 @@ def run(
     directory that cannot be written.
     """
     if seed is not None and not (0 <= seed < 2**64):
-        raise _native.ScenarioError(f"seed: {seed} is out of range; allowed: 0 to 2^64-1")
+        raise engine.ScenarioError(f"seed: {seed} is out of range; allowed: 0 to 2^64-1")
     if not (0 <= run < 2**64):
-        raise _native.ScenarioError(f"run: {run} is out of range; allowed: 0 to 2^64-1")
-    raw = _native.run(scenario_text(scenario), list(overrides), seed, run, None if pcap is None else str(pcap))
+        raise engine.ScenarioError(f"run: {run} is out of range; allowed: 0 to 2^64-1")
+    raw = engine.run(scenario_text(scenario), list(overrides), seed, run, None if pcap is None else str(pcap))
     return RunResult(raw)

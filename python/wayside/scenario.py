@@ -9,12 +9,12 @@ from typing import Any, Mapping, Sequence
 
 import tomli_w
 
-from wayside import _native
+from wayside import engine
 
 
 def builtin_scenarios() -> list[str]:
     """Names of the scenarios compiled into wayside."""
-    return list(_native.builtin_names())
+    return list(engine.builtin_names())
 
 
 def scenario_text(scenario: str | Path | Mapping[str, Any]) -> str:
@@ -22,7 +22,7 @@ def scenario_text(scenario: str | Path | Mapping[str, Any]) -> str:
     if isinstance(scenario, Mapping):
         return tomli_w.dumps(dict(scenario))
     name = str(scenario)
-    text = _native.builtin_text(name)
+    text = engine.builtin_text(name)
     if text is not None:
         return text
     path = Path(name)
@@ -30,10 +30,10 @@ def scenario_text(scenario: str | Path | Mapping[str, Any]) -> str:
         if path.is_file():
             return _paths_from(path.read_text(encoding="utf-8"), path.parent)
     except UnicodeDecodeError as e:
-        raise _native.ScenarioError(f"scenario file {name}: not UTF-8 text ({e.reason})") from None
+        raise engine.ScenarioError(f"scenario file {name}: not UTF-8 text ({e.reason})") from None
     except OSError as e:
-        raise _native.ScenarioError(f"scenario file {name}: cannot be read ({e.strerror or e})") from None
-    raise _native.ScenarioError(
+        raise engine.ScenarioError(f"scenario file {name}: cannot be read ({e.strerror or e})") from None
+    raise engine.ScenarioError(
         f"scenario '{name}': no such built-in scenario or file; built-in: {', '.join(builtin_scenarios())}"
     )
 
@@ -61,5 +61,5 @@ def load_scenario(
     scenario: str | Path | Mapping[str, Any], overrides: Sequence[str] = ()
 ) -> dict[str, Any]:
     """Validates a scenario with `overrides` applied and returns it as a dict."""
-    resolved = _native.resolve(scenario_text(scenario), list(overrides))
+    resolved = engine.resolve(scenario_text(scenario), list(overrides))
     return tomllib.loads(resolved)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
-from wayside import _native
+from wayside import engine
 from wayside.jobs import run_jobs
 
 SKIP_S = 1.0
@@ -54,7 +54,7 @@ def cache_dir() -> Path:
 @lru_cache(maxsize=1)
 def _engine_hash() -> str:
     h = hashlib.sha256()
-    with open(_native.__file__, "rb") as f:
+    with open(engine.LIBRARY, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -64,7 +64,7 @@ def _rates(scenario: str) -> list[float]:
     from wayside.scenario import load_scenario
 
     standard = load_scenario(scenario)["radio"]["standard"]
-    return [m for m, _, _ in _native.rate_thresholds(standard, 1500)]
+    return [m for m, _, _ in engine.rate_thresholds(standard, 1500)]
 
 
 def _rate_text(rate: float) -> str:
@@ -123,7 +123,7 @@ def static_profile(scenario: str = "static-lab", seed: int = 1, workers: int | N
     from wayside.scenario import scenario_text
 
     text = scenario_text(scenario)
-    resolved = [_native.resolve(text, [f'mac.rate="{_rate_text(r)}"']) for r in rates]
+    resolved = [engine.resolve(text, [f'mac.rate="{_rate_text(r)}"']) for r in rates]
     key = hashlib.sha256(json.dumps([resolved, seed, _engine_hash(), METHOD]).encode()).hexdigest()[:24]
     path = cache_dir() / f"static-{key}.json"
     if use_cache and path.is_file():

@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
-from wayside import _native
+from wayside import engine as _native
 from wayside.jobs import ProgressFn, run_jobs
 
 MANIFEST = "manifest.json"

@@ -44,7 +44,7 @@ def fake_native(monkeypatch):
         calls.append(list(args))
         return 3 if "fail" in args else 0
 
-    monkeypatch.setattr(broadside._native, "broadside_cli", fake, raising=False)
+    monkeypatch.setattr(broadside.engine, "broadside_cli", fake, raising=False)
     return calls
 
 
@@ -60,7 +60,7 @@ def test_every_command_forwards_its_arguments_and_exit_code(fake_native, command
 
 
 def test_missing_native_cli_is_a_clear_error(monkeypatch):
-    monkeypatch.delattr(broadside._native, "broadside_cli", raising=False)
+    monkeypatch.delattr(broadside.engine, "broadside_cli", raising=False)
     assert broadside.run(["status", "."]) == 2
 
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import wayside
-from wayside import district, epidemic, movement
+from wayside import district, epidemic, epidemic_dtn, epidemic_one, movement
 
 SMALL = Path(__file__).resolve().parents[2] / "traces" / "small-city.fcd.xml.gz"
 
@@ -174,3 +174,181 @@ def test_cli_run_sweep_and_errors(cli, tmp_path):
     assert r.returncode == 2 and "allowed: local, or dask://HOST:PORT" in r.stderr
     r = cli("epidemic", "district", SMALL, "--area", "1,2,3")
     assert r.returncode == 2 and "MIN_X,MIN_Y,MAX_X,MAX_Y" in r.stderr
+
+
+def test_every_vehicle_equipped_with_one_seed(small, cli):
+    o = epidemic.run(small, 1.0, 1)
+    assert (o.devices, len(o.seed_vehicles)) == (small.vehicles - 1, 1)
+    assert not set(o.seed_vehicles) & set(o.device_vehicles)
+    r = cli("epidemic", "run", SMALL, "-p", "100", "-s", "1")
+    assert r.returncode == 0, r.stderr
+    assert f"{small.vehicles - 1} devices of {small.vehicles} vehicles and 1 seed " in r.stdout
+
+
+def test_the_ones_rules_never_reach_more_devices_than_the_papers(small):
+    # One transfer at a time with restarts has, at every step, a subset of
+    # the holders of broadcast with resumed progress (the Rust property
+    # test proves it on random traces; here on the city's district).
+    paper = epidemic.run(small, 0.5, 4, seed=2)
+    one = epidemic.run(small, 0.5, 4, seed=2, rules="the-one")
+    assert paper.device_vehicles == one.device_vehicles and one.rules == "one-at-a-time,restart,sampled"
+    assert (paper.timeline["complete"] >= one.timeline["complete"]).all()
+    assert one.complete < paper.complete and one.broken > paper.broken
+    # Spelled out, the same rules give the same run.
+    spelled = epidemic.run(small, 0.5, 4, seed=2, rules="one-at-a-time,restart,sampled")
+    assert spelled.timeline.equals(one.timeline)
+    # A longer range reaches more devices; a longer transfer fewer.
+    assert epidemic.run(small, 0.5, 4, seed=2, range_m=300).complete > paper.complete
+    assert epidemic.run(small, 0.5, 4, seed=2, transfer_s=60).complete < paper.complete
+    with pytest.raises(epidemic.EpidemicError, match="allowed: resume, restart"):
+        epidemic.run(small, 0.5, 4, rules="broadcast,keep,sampled")
+
+
+def test_roles_are_printed_saved_and_given_back(small, cli, tmp_path):
+    saved = tmp_path / "roles.csv"
+    r = cli("epidemic", "run", SMALL, "-p", "25", "-s", "3", "--seed", "9", "--save-roles", saved,
+            "--rules", "the-one", "--range", "120", "--transfer", "15")
+    assert r.returncode == 0, r.stderr
+    o = epidemic.run(small, 0.25, 3, seed=9, rules="the-one", range_m=120, transfer_s=15)
+    assert f"seeds: {' '.join(o.seed_vehicles)}" in r.stdout and "drawn with seed 9, run 0" in r.stdout
+    roles = epidemic.load_roles(saved)
+    assert (tuple(roles[0]), tuple(roles[1])) == (o.device_vehicles, o.seed_vehicles)
+    # Given back, the roles reproduce the run whatever the penetration and
+    # seed count (the seed still drives the order in which holders choose).
+    again = epidemic.run(small, 0.01, 1, seed=9, rules="the-one", range_m=120, transfer_s=15, roles=roles)
+    assert again.timeline.equals(o.timeline) and again.seed_vehicles == o.seed_vehicles
+    r = cli("epidemic", "run", SMALL, "--roles", saved, "--seed", "9", "--rules", "the-one", "--range", "120",
+            "--transfer", "15")
+    assert r.returncode == 0 and f"{o.complete:,} devices complete" in r.stdout, r.stderr
+    # Bad tables are clear errors.
+    (tmp_path / "bad.csv").write_text("vehicle,role\nx,driver\n")
+    r = cli("epidemic", "run", SMALL, "--roles", tmp_path / "bad.csv")
+    assert r.returncode == 2 and "role 'driver'; allowed: device, seed" in r.stderr
+    (tmp_path / "unknown.csv").write_text("vehicle,role\nnobody,seed\n" + f"{o.device_vehicles[0]},device\n")
+    r = cli("epidemic", "run", SMALL, "--roles", tmp_path / "unknown.csv")
+    assert r.returncode == 2 and "seed 'nobody': no vehicle of the trace" in r.stderr
+
+
+def _dtn(small, router: str, **kw) -> "epidemic_dtn.Result":
+    gen = epidemic_dtn.Generator(interval="5,10", size="100k,500k", hosts=f"0,{small.vehicles}")
+    return epidemic_dtn.run(small, epidemic_dtn.Settings(router=router, generators=(gen,), **kw))
+
+
+def test_the_ones_routers_on_the_small_trace(small, tmp_path):
+    runs = {r: _dtn(small, r) for r in epidemic_dtn.ROUTERS}
+    for name, r in runs.items():
+        s = r.summary
+        assert s["created"] == r.messages.height > 30, name
+        assert 0 < s["delivered"] <= s["created"] and s["relayed"] >= s["delivered"], name
+        assert s["delivery_prob"] == pytest.approx(s["delivered"] / s["created"])
+        assert r.messages["delivered_at"].is_not_null().sum() == s["delivered"]
+        assert r.hosts["delivered_to"].sum() == s["delivered"] and r.hosts["sent"].sum() == s["relayed"]
+    # Direct delivery: one hop, no relaying.
+    dd = runs["direct-delivery"].summary
+    assert (dd["hopcount_avg"], dd["overhead_ratio"]) == (1.0, 0.0)
+    # Binary spray-and-wait hands out at most copies - 1 copies a message.
+    snw = runs["spray-and-wait"]
+    # (plus the one delivery).
+    assert (snw.messages["relayed"] <= epidemic_dtn.COPIES).all()
+    assert snw.summary["relayed"] < runs["epidemic"].summary["relayed"]
+    # First contact keeps one copy: it never copies, only moves.
+    assert runs["first-contact"].summary["removed"] == runs["first-contact"].summary["relayed"]
+    # Deterministic; another run index draws other messages.
+    again = _dtn(small, "prophet")
+    assert again.summary == runs["prophet"].summary and again.messages.equals(runs["prophet"].messages)
+    assert not _dtn(small, "prophet", run=1).messages.equals(again.messages)
+    # Outputs: Parquet and The ONE's report.
+    epidemic_dtn.write(runs["epidemic"], tmp_path / "o", "small", 299.0)
+    assert pl.read_parquet(tmp_path / "o" / "hosts.parquet").height == small.vehicles
+    summary = pl.read_parquet(tmp_path / "o" / "summary.parquet")
+    assert summary["router"][0] == "epidemic" and summary["delivered"][0] == runs["epidemic"].summary["delivered"]
+    text = (tmp_path / "o" / "MessageStatsReport.txt").read_text()
+    assert text.startswith("Message stats for scenario small\nsim_time: 299.0000\ncreated: ")
+    assert f"delivery_prob: {runs['epidemic'].summary['delivery_prob']:.4f}" in text
+
+
+def test_cli_dtn_prints_the_report_and_rejects_bad_settings(cli, tmp_path):
+    r = cli("epidemic", "dtn", SMALL, "--router", "spray-and-wait", "--size", "100k", "--interval", "10,20",
+            "--out", tmp_path / "d")
+    assert r.returncode == 0, r.stderr
+    assert "delivery_prob" in r.stdout and (tmp_path / "d" / "messages.parquet").is_file()
+    r = cli("epidemic", "dtn", SMALL, "--router", "maxprop")
+    assert r.returncode == 2 and "allowed: epidemic, spray-and-wait" in r.stderr
+    r = cli("epidemic", "dtn", SMALL, "--size", "1X")
+    assert r.returncode == 2 and "size '1X'" in r.stderr
+    r = cli("epidemic", "dtn", SMALL, "--hosts", "0,100000")
+    assert r.returncode == 2 and "HI excluded" in r.stderr
+
+
+def test_convert_writes_a_the_one_scenario_that_runs_here(small, cli, tmp_path):
+    out = tmp_path / "s.one.gz"
+    r = cli("epidemic", "convert", SMALL, out, "-p", "25", "-s", "3", "--seed", "4", "--router", "spray-and-wait")
+    assert r.returncode == 0, r.stderr
+    o = epidemic.run(small, 0.25, 3, seed=4)
+    hosts = pl.read_csv(tmp_path / "s.hosts.csv", schema_overrides={"vehicle": pl.String})
+    # Only the equipped vehicles are hosts, numbered as The ONE numbers them.
+    assert sorted(hosts.filter(pl.col("role") == "seed")["vehicle"]) == sorted(o.seed_vehicles)
+    assert hosts.height == o.devices + 3 and hosts["host"].to_list() == list(range(hosts.height))
+    assert gzip.decompress(out.read_bytes()).split(b"\n", 1)[0].count(b" ") == 5
+    settings = epidemic_one.parse(tmp_path / "s.settings.txt")
+    assert settings["Group.nrofHosts"] == str(hosts.height) and settings["Group.router"] == "SprayAndWaitRouter"
+    assert settings["ExternalMovement.file"] == str(tmp_path / "s.one")
+    assert "gunzip s.one.gz first" in (tmp_path / "s.settings.txt").read_text()
+    seeds = hosts.filter(pl.col("role") == "seed")["host"].to_list()
+    events = (tmp_path / "s.events.txt").read_text().splitlines()
+    assert [int(e.split()[3]) for e in events] == seeds and all(e.split()[2] == "F" for e in events)
+    # Read back as The ONE sees it (our gzip too), the hosts keep their numbers.
+    (tmp_path / "s.one").write_bytes(gzip.decompress(out.read_bytes()))
+    sc = epidemic_one.load_settings(tmp_path / "s.settings.txt")
+    assert (sc.settings.router, sc.settings.range_m, sc.settings.speed) == ("spray-and-wait", 150.0, 1e6)
+    assert [m[0] for m in sc.settings.messages] == seeds
+    trace, res = epidemic_one.run_settings(sc)
+    assert trace.names() == hosts["vehicle"].to_list()
+    assert res.summary["created"] == 3 and res.summary["relayed"] > 0
+    r = cli("epidemic", "one", tmp_path / "s.settings.txt", "--out", tmp_path / "o")
+    assert r.returncode == 0 and "delivery_prob" in r.stdout, r.stderr
+    assert (tmp_path / "o" / "MessageStatsReport.txt").is_file()
+
+
+def test_the_one_settings_with_a_generator_and_bad_settings(small, tmp_path):
+    movement.write_one(small, tmp_path / "m.one", park=True)
+    base = {"Scenario.name": "g", "Scenario.endTime": "299", "Scenario.nrofHostGroups": "1",
+            "Group.movementModel": "ExternalMovement", "ExternalMovement.file": str(tmp_path / "m.one"),
+            "Group.router": "EpidemicRouter", "Group1.router": "ProphetRouter", "Group.interface1": "bt",
+            "bt.transmitRange": "150", "bt.transmitSpeed": "250k", "Group.bufferSize": "5M", "Group.msgTtl": "300",
+            "Events.nrof": "1", "Events1.class": "MessageEventGenerator", "Events1.interval": "25,35",
+            "Events1.size": "500k,1M", "Events1.hosts": "0,519", "Events1.prefix": "M"}
+
+    def write(d: dict) -> Path:
+        p = tmp_path / "x.txt"
+        p.write_text("# comment\n" + "\n".join(f"{k} = {v}" for k, v in d.items()) + "\n")
+        return p
+
+    sc = epidemic_one.load_settings(write(base))
+    s = sc.settings
+    assert (s.router, s.speed, s.buffer, s.ttl_min, s.queue) == ("prophet", 250_000.0, 5_000_000, 300, "random")
+    assert s.generators[0].hosts == "0,519"
+    _, res = epidemic_one.run_settings(sc)
+    assert 5 <= res.summary["created"] <= 12
+    for key, value, msg in (("Scenario.nrofHostGroups", "2", "only one host group"),
+                            ("Group1.router", "MaxPropRouter", "allowed: EpidemicRouter"),
+                            ("Events1.class", "OneToEachMessageGenerator", "allowed: MessageEventGenerator"),
+                            ("Group.movementModel", "RandomWaypoint", "only ExternalMovement")):
+        with pytest.raises(epidemic_one.OneError, match=msg):
+            epidemic_one.load_settings(write({**base, key: value}))
+    with pytest.raises(epidemic_one.OneError, match="bt.transmitRange: missing"):
+        epidemic_one.load_settings(write({k: v for k, v in base.items() if k != "bt.transmitRange"}))
+
+
+def test_sweeps_under_both_rules_side_by_side(cli, tmp_path):
+    for rules in ("paper", "the-one"):
+        epidemic.sweep(SMALL, tmp_path / rules, penetrations=(1 / 8, 1 / 2), seed_counts=(4,), runs=3, workers=1,
+                       rules=rules)
+    paper, one = (pl.read_parquet(tmp_path / r / "runs.parquet") for r in ("paper", "the-one"))
+    # Same roles run by run, and The ONE's rules never reach more devices.
+    assert paper["devices"].equals(one["devices"]) and (one["complete"] <= paper["complete"]).all()
+    assert (one["complete"] < paper["complete"]).any()
+    r = cli("epidemic", "compare", tmp_path / "paper", tmp_path / "the-one", "--out", tmp_path / "c.png")
+    assert r.returncode == 0 and (tmp_path / "c.png").stat().st_size > 20_000, r.stderr
+    r = cli("epidemic", "compare", tmp_path / "nothing")
+    assert r.returncode == 2 and "not a sweep's output" in r.stderr

@@ -609,3 +609,48 @@ def test_cli_seed_sets_run_each_set_and_write_them_all(cli, tmp_path):
         ("udp-volume", 0), ("udp-volume-wrong", 0), ("udp-volume", 1), ("udp-volume-wrong", 1)]
     p = cli("validate", path, "--seed-sets", "0")
     assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+# ---------------------------------------------------------------- shipped files and the user's own
+
+
+def test_the_shipped_papers_run_from_any_directory(cli, tmp_path):
+    p = cli("validate", "ott-kutscher-2004", "--only", "lab-mobile-sender-throughput", "--runs", "1", "--jobs", "1",
+            cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    assert p.stdout.startswith("ott-kutscher-2004\n")
+    assert "lab-mobile-sender-throughput" in p.stdout and "1 targets, 1 measured runs" in p.stdout
+    assert [f.stem for f in V.find_files(["ott-kutscher-2004"])] == ["ott-kutscher-2004"]
+    assert V.find_files([]) == sorted(V.SHIPPED.glob("*.toml")) and len(V.find_files([])) >= 6
+
+
+def test_every_shipped_target_runs_a_scenario_built_into_the_engine():
+    # Nothing outside the package is needed once it is installed.
+    for f in V.find_files([]):
+        for t in V.load_file(f):
+            assert wayside.engine.builtin_text(t.scenario) is not None, f"{f.name}: {t.name}: {t.scenario}"
+
+
+def test_a_users_own_files_by_path_find_their_scenario_from_anywhere(cli, tmp_path):
+    # mine/bss.toml is the scenario, mine/targets/tiny.toml names it as
+    # "bss.toml": found beside the file's directory, not in the working one.
+    mine = tmp_path / "mine"
+    (mine / "targets").mkdir(parents=True)
+    write_validation(mine, [UDP_OK]).rename(mine / "targets" / "tiny.toml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = cli("validate", "../mine/targets/tiny.toml", "--jobs", "1", cwd=elsewhere)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.startswith("tiny\n") and "1 pass, 0 miss, 0 error of 1 independent" in p.stdout
+    p = cli("validate", "mine/targets", "--jobs", "1", cwd=tmp_path)  # a directory of the user's files
+    assert p.returncode == 0 and "udp-volume" in p.stdout
+
+
+def test_seed_sets_shift_the_seeds_and_count_the_simulations(tmp_path):
+    targets = V.load_file(write_validation(tmp_path, [{**UDP_OK, "runs": 2}]))
+    started = []
+    sets, simulations = V.run_seed_sets(targets, 2, jobs=1, starting=started.append)
+    assert started == [0, 1] and simulations == 4
+    assert [[r.seed_set for r in rows] for rows in sets] == [[0], [1]]
+    alone = V.run_targets(V.seed_set(targets, 1), jobs=1)
+    assert sets[1][0].values == alone[0].values  # set 1 is seeds 3 and 4

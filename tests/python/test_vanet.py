@@ -33,7 +33,7 @@ def test_collisions_are_a_subset_of_drops_and_grow_with_density(sparse, dense):
     c10, c30 = vanet.collisions(sparse), vanet.collisions(dense)
     assert 0 < c10 < drops
     # Three times the beaconing vehicles: more collisions (the paper's
-    # tenfold is a validation target, validation/chen-vanet.toml).
+    # tenfold is a validation target, wayside/validation/chen-vanet.toml).
     assert c30 > c10, (c10, c30)
 
 

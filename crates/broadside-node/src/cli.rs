@@ -82,7 +82,7 @@ struct ServeArgs {
     #[arg(long)]
     create: bool,
     /// Stop after this many seconds (default: run until SIGTERM or SIGINT).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     duration: Option<f64>,
     #[command(flatten)]
     settings: Settings,
@@ -103,13 +103,13 @@ struct RelayArgs {
     #[arg(long)]
     b: SocketAddr,
     /// Random loss probability per packet.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     loss: f64,
     /// Gilbert–Elliott loss instead: P_GB,P_BG,LOSS_GOOD,LOSS_BAD.
     #[arg(long)]
     burst: Option<String>,
     /// One-way delay in milliseconds.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     delay_ms: f64,
     /// Bytes per second per direction (default: unlimited).
     #[arg(long)]
@@ -121,7 +121,7 @@ struct RelayArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Stop after this many seconds (default: run until killed).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     duration: Option<f64>,
 }
 
@@ -318,6 +318,11 @@ fn run(cli: Cli) -> Result<(), NodeError> {
                         ))
                     })?,
             };
+            // Checked first, so that a failed publish creates no store.
+            crate::store::check_publish(&name, block_size)?;
+            std::fs::File::open(&file).map_err(|e| {
+                NodeError::Usage(format!("cannot read {}: {e}", file.display()))
+            })?;
             let mut s = DiskStore::open_for_publish(&store)?;
             let c = s.publish_blocks(&key, &file, &name, block_size)?;
             print_out(&format!(

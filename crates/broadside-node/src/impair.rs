@@ -39,22 +39,26 @@ pub enum LossModel {
 impl LossModel {
     /// Checks that every probability is in 0..=1.
     pub fn check(&self) -> Result<(), NodeError> {
-        let probs: Vec<f64> = match *self {
-            LossModel::Random(p) => vec![p],
+        let (what, probs): (&str, Vec<f64>) = match *self {
+            LossModel::Random(p) => ("--loss", vec![p]),
             LossModel::GilbertElliott {
                 p_gb,
                 p_bg,
                 loss_good,
                 loss_bad,
-            } => vec![p_gb, p_bg, loss_good, loss_bad],
+            } => (
+                "--burst P_GB,P_BG,LOSS_GOOD,LOSS_BAD",
+                vec![p_gb, p_bg, loss_good, loss_bad],
+            ),
         };
         if probs.iter().all(|p| (0.0..=1.0).contains(p)) {
-            Ok(())
-        } else {
-            Err(NodeError::Usage(format!(
-                "loss model {self:?}: probabilities must be in 0..=1"
-            )))
+            return Ok(());
         }
+        let given: Vec<String> = probs.iter().map(|p| p.to_string()).collect();
+        Err(NodeError::Usage(format!(
+            "invalid {what} {}: a loss probability must be in 0..=1",
+            given.join(",")
+        )))
     }
 
     /// Long-run fraction of packets lost.

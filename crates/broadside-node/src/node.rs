@@ -392,11 +392,12 @@ impl Node {
         store: &mut DiskStore,
     ) -> Result<Endpoint<SocketAddr>, NodeError> {
         let (certs, issues) = store.load(trusted)?;
-        for i in issues {
-            warn!("store: {}: {}", i.path.display(), i.problem);
-        }
         let mut e = Endpoint::new(opts.config.clone(), trusted.clone(), certs, Instant::ZERO)
             .map_err(|e| NodeError::Usage(e.to_string()))?;
+        for i in issues {
+            warn!("store: {}: {}", i.path.display(), i.problem);
+            i.refetch.into_iter().for_each(|f| e.want(f));
+        }
         opts.subscribe.iter().for_each(|&k| e.subscribe(k));
         Ok(e)
     }
@@ -485,8 +486,10 @@ impl Node {
         }
     }
 
-    /// Adds versions published into the store since it was loaded.
+    /// Adds versions published into the store since it was loaded, and
+    /// has the store remove what killed publishers left.
     fn rescan(&mut self) {
+        self.store.tidy();
         for (name, inst) in self.store.current_instances() {
             let held = self
                 .endpoint
@@ -509,6 +512,7 @@ impl Node {
                 }
                 Err(i) => {
                     warn!("store: {}: {}", i.path.display(), i.problem);
+                    i.refetch.into_iter().for_each(|f| self.endpoint.want(f));
                     self.refused.insert(key);
                 }
             }

@@ -2,9 +2,10 @@
 //! thread, so that the node's loop (which also receives the next file)
 //! does not wait for it:
 //!
-//! - `fdatasync` of partial files while they still arrive, so that the
-//!   `fdatasync` a commit needs finds little left to write (purely a
-//!   matter of speed: durability comes from the commit's own sync);
+//! - `fdatasync` of partial files while they still arrive, each followed
+//!   by the write of the receive vector it makes true (a vector never
+//!   names bytes not yet durable), so that the commit's own sync finds
+//!   little left to write;
 //! - commits of received files (their syncs cost milliseconds each), whose
 //!   results the store hands back to the node;
 //! - removal of superseded version directories (freeing a large file's
@@ -14,7 +15,6 @@
 //! Dropping a [`Writeback`] waits for the queued work, so a store reopened
 //! in the same process never races with it.
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Sender};
 use std::thread::JoinHandle;
@@ -39,15 +39,13 @@ impl Writeback {
         let _ = tx.send(Box::new(job));
     }
 
-    /// Queues a sync of `file`'s data written so far (a clone of the
-    /// handle: the caller keeps writing). Errors are left to the commit's
-    /// own sync, which reports them.
-    pub fn sync_soon(&mut self, file: &File) {
-        if let Ok(f) = file.try_clone() {
-            self.run(move || {
-                let _ = f.sync_data();
-            });
-        }
+    /// Waits until the work queued so far is done.
+    pub fn wait(&mut self) {
+        let (tx, rx) = channel();
+        self.run(move || {
+            let _ = tx.send(());
+        });
+        let _ = rx.recv();
     }
 
     /// Queues the removal of directory `dir` and everything in it (a

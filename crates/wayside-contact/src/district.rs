@@ -10,7 +10,8 @@
 //! path, named `ID~1` (then `~2`, …). Times are relative to the window's
 //! start and positions to the area's south-west corner.
 
-use wayside_sim::mobility::{Trajectory, Vec2, Waypoint};
+use wayside_sim::geometry::Vec2;
+use wayside_sim::mobility::{Trajectory, Waypoint};
 use wayside_sim::units::{Mps, SimTime};
 
 use crate::trace::Trace;

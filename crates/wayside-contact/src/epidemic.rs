@@ -1,40 +1,41 @@
 //! Contact-level epidemic dissemination of one file among vehicles, after
-//! Zahn et al. (2009) §5.6 (Broadside, Figure 13).
+//! Zahn et al. (2009) §5.6 (Broadside, Figure 13), under a choice of
+//! transfer rules (`rules`: §5.6's or The ONE's).
 //!
 //! The model, each rule from §5.6:
 //! - A fraction of the vehicles carry a device ("penetration"); a further
-//!   set of vehicles carry seed devices pre-loaded with the file. Both are
-//!   drawn at random among the vehicles of the trace (present at some
-//!   time, not necessarily throughout).
+//!   set of vehicles carry seed devices pre-loaded with the file (`roles`:
+//!   drawn, or given).
 //! - Two devices are in contact while within 150 m. A transfer needs 20 s of
 //!   contact, at a constant per-second rate: k seconds of contact move k/20
 //!   of the file.
-//! - Partial progress is kept and resumes with any holder of the complete
-//!   file; a device becomes a source only once complete ("conservatively").
+//! - A device becomes a source only once complete ("conservatively").
 //!
 //! Where §5.6 is silent: a device receives at most at the one rate whatever
 //! the number of holders around it (the receiver's radio is the
-//! bottleneck), a holder serves every device in range at once, and a
-//! contact sampled at one trace step lasts until the next step (the
-//! trace's sampling interval, 1 s for the paper's trace and SUMO's default).
-//! A device completed during an interval serves from the next step on.
+//! bottleneck), and a contact sampled at one trace step lasts until the
+//! next step (the trace's sampling interval, 1 s for the paper's trace and
+//! SUMO's default). A device completed during an interval serves from the
+//! next step on (from the step after under `Completion::LinkAtEnd`).
 //!
-//! Randomness: who is equipped and who is a seed come from per-vehicle
-//! streams keyed by the vehicle's id (`rng::Stream`, domain "run", names
-//! `epidemic/device/ID` and `epidemic/seed/ID`): the devices are the
-//! vehicles with the smallest draws, so the same (seed, run) equips a
-//! superset of vehicles at a higher penetration, and nothing depends on
-//! the order of the trace.
+//! Under `Senders::OneAtATime`, idle holders (in an order shuffled at
+//! every step, as The ONE shuffles its hosts' update order) each start a
+//! transfer to the nearest idle device in range that lacks the file. The
+//! ONE takes the longest-standing link instead; we do not track links.
 
 use wayside_sim::rng::Stream;
 
 use crate::grid::Grid;
+pub use crate::roles::{Roles, RolesError};
+pub use crate::rules::{Completion, Progress, Rules, Senders};
 use crate::trace::{Step, Trace};
 
 /// Contact range, m (§5.6: "within 150 meters").
 pub const RANGE_M: f64 = 150.0;
 /// Contact time to move the whole file, s (§5.6: "for 20 seconds").
 pub const TRANSFER_S: f64 = 20.0;
+
+const NONE: u32 = u32::MAX;
 
 /// Parameters of one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +46,7 @@ pub struct Params {
     pub seeds: usize,
     pub range_m: f64,
     pub transfer_s: f64,
+    pub rules: Rules,
     pub seed: u64,
     pub run: u64,
 }
@@ -57,6 +59,7 @@ impl Params {
             seeds,
             range_m: RANGE_M,
             transfer_s: TRANSFER_S,
+            rules: Rules::PAPER,
             seed,
             run,
         }
@@ -67,6 +70,12 @@ impl Params {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct EpidemicError(pub String);
+
+impl From<RolesError> for EpidemicError {
+    fn from(e: RolesError) -> Self {
+        EpidemicError(e.0)
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
@@ -79,10 +88,8 @@ enum Role {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
     pub vehicles: usize,
-    /// Equipped vehicles, seeds excluded.
-    pub devices: usize,
-    /// Indices (into the trace's vehicles) of the seeds.
-    pub seeds: Vec<u32>,
+    /// The devices and seeds of the run.
+    pub roles: Roles,
     /// Devices (seeds excluded) holding the whole file at the end.
     pub complete: usize,
     /// Time of every trace step, and devices complete by then.
@@ -90,12 +97,18 @@ pub struct Outcome {
     pub complete_over_time: Vec<u32>,
     /// Device-steps in which a device was receiving.
     pub receiving_steps: u64,
+    /// Transfers broken off before the file was through.
+    pub broken: u64,
 }
 
 impl Outcome {
+    /// Devices, seeds excluded.
+    pub fn devices(&self) -> usize {
+        self.roles.devices.len()
+    }
     /// Fraction of devices (seeds excluded) complete at the end.
     pub fn fraction(&self) -> f64 {
-        self.complete as f64 / self.devices as f64
+        self.complete as f64 / self.devices() as f64
     }
 }
 
@@ -105,31 +118,36 @@ impl Outcome {
 pub struct Epidemic {
     range: f64,
     transfer: f64,
+    rules: Rules,
+    seed: u64,
+    run: u64,
+    roles: Roles,
     role: Vec<Role>,
     /// Seconds of contact received per vehicle (devices only).
     progress: Vec<f64>,
     complete: Vec<bool>,
-    devices: usize,
-    seeds: Vec<u32>,
+    /// Under `OneAtATime`: the device a holder sends to, or the holder a
+    /// device receives from (`NONE` when idle).
+    peer: Vec<u32>,
+    /// Position at the current step, and the step it was seen at.
+    pos: Vec<(f32, f32)>,
+    seen: Vec<u32>,
     completed: u32,
     grid: Grid,
-    holders: Vec<(f32, f32)>,
+    holders: Vec<(u32, (f32, f32))>,
     candidates: Vec<(u32, (f32, f32))>,
     /// Devices in contact at the previous step, credited at the next one.
     receiving: Vec<u32>,
+    scratch: Vec<u32>,
+    step_no: u32,
     last_time: Option<f64>,
     times: Vec<f64>,
     over_time: Vec<u32>,
     receiving_steps: u64,
+    broken: u64,
 }
 
-fn check(p: &Params, vehicles: usize) -> Result<(usize, usize), EpidemicError> {
-    if !(0.0..=1.0).contains(&p.penetration) {
-        return Err(EpidemicError(format!(
-            "penetration {}: give a fraction from 0 to 1 (e.g. 0.125 for 12.5%)",
-            p.penetration
-        )));
-    }
+fn check(p: &Params) -> Result<(), EpidemicError> {
     if !(p.range_m > 0.0 && p.range_m.is_finite() && p.transfer_s > 0.0 && p.transfer_s.is_finite())
     {
         return Err(EpidemicError(format!(
@@ -137,149 +155,253 @@ fn check(p: &Params, vehicles: usize) -> Result<(usize, usize), EpidemicError> {
             p.range_m, p.transfer_s
         )));
     }
-    let devices = (p.penetration * vehicles as f64).round() as usize;
-    if devices == 0 {
-        return Err(EpidemicError(format!(
-            "penetration {}% of {vehicles} vehicles equips no vehicle: give at least {:.3}%",
-            p.penetration * 100.0,
-            50.0 / vehicles.max(1) as f64
-        )));
-    }
-    if p.seeds == 0 || devices + p.seeds > vehicles {
-        return Err(EpidemicError(format!(
-            "{} seeds with {devices} devices: the trace has {vehicles} vehicles; give 1 to {} seeds",
-            p.seeds,
-            vehicles.saturating_sub(devices)
-        )));
-    }
-    Ok((devices, p.seeds))
-}
-
-/// Indices of the `k` entries of `eligible` with the smallest draws from
-/// each vehicle's stream `prefix/ID`, sorted by index.
-fn smallest_draws(
-    names: &[String],
-    eligible: &[u32],
-    k: usize,
-    p: &Params,
-    prefix: &str,
-) -> Vec<u32> {
-    let mut draws: Vec<(f64, u32)> = eligible
-        .iter()
-        .map(|&v| {
-            (
-                Stream::new(
-                    "run",
-                    p.seed,
-                    p.run,
-                    &format!("{prefix}/{}", names[v as usize]),
-                )
-                .uniform(),
-                v,
-            )
-        })
-        .collect();
-    draws.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let mut chosen: Vec<u32> = draws[..k].iter().map(|d| d.1).collect();
-    chosen.sort_unstable();
-    chosen
+    Ok(())
 }
 
 impl Epidemic {
     /// Draws the devices and seeds among the vehicles `names` (every vehicle
     /// of the trace).
     pub fn new(names: &[String], p: &Params) -> Result<Self, EpidemicError> {
-        let n = names.len();
-        let (devices, seeds) = check(p, n)?;
-        let all: Vec<u32> = (0..n as u32).collect();
-        let mut role = vec![Role::Unequipped; n];
-        for v in smallest_draws(names, &all, devices, p, "epidemic/device") {
-            role[v as usize] = Role::Device;
+        check(p)?;
+        let roles = Roles::draw(names, p.penetration, p.seeds, p.seed, p.run)?;
+        Self::with_roles(names.len(), roles, p)
+    }
+
+    /// A run with the given roles (indices into the trace's `vehicles`);
+    /// `p.penetration` and `p.seeds` are not used.
+    pub fn with_roles(vehicles: usize, roles: Roles, p: &Params) -> Result<Self, EpidemicError> {
+        check(p)?;
+        if let Some(&v) = roles
+            .devices
+            .iter()
+            .chain(&roles.seeds)
+            .find(|&&v| v as usize >= vehicles)
+        {
+            return Err(EpidemicError(format!(
+                "vehicle index {v}: the trace has {vehicles} vehicles"
+            )));
         }
-        let rest: Vec<u32> = all
-            .into_iter()
-            .filter(|&v| role[v as usize] == Role::Unequipped)
-            .collect();
-        let seeds = smallest_draws(names, &rest, seeds, p, "epidemic/seed");
-        let mut complete = vec![false; n];
-        for &s in &seeds {
+        let mut role = vec![Role::Unequipped; vehicles];
+        let mut complete = vec![false; vehicles];
+        for &d in &roles.devices {
+            role[d as usize] = Role::Device;
+        }
+        for &s in &roles.seeds {
             role[s as usize] = Role::Seed;
             complete[s as usize] = true;
         }
         Ok(Epidemic {
             range: p.range_m,
             transfer: p.transfer_s,
+            rules: p.rules,
+            seed: p.seed,
+            run: p.run,
+            roles,
             role,
-            progress: vec![0.0; n],
+            progress: vec![0.0; vehicles],
             complete,
-            devices,
-            seeds,
+            peer: vec![NONE; vehicles],
+            pos: vec![(0.0, 0.0); vehicles],
+            seen: vec![NONE; vehicles],
             completed: 0,
             grid: Grid::new(p.range_m),
             holders: Vec::new(),
             candidates: Vec::new(),
             receiving: Vec::new(),
+            scratch: Vec::new(),
+            step_no: 0,
             last_time: None,
             times: Vec::new(),
             over_time: Vec::new(),
             receiving_steps: 0,
+            broken: 0,
         })
+    }
+
+    fn finish_transfer(&mut self, v: usize) {
+        self.complete[v] = true;
+        self.completed += 1;
+        let s = std::mem::replace(&mut self.peer[v], NONE);
+        if s != NONE {
+            self.peer[s as usize] = NONE;
+        }
+    }
+
+    /// A contact of `v` broke before the file was through.
+    fn break_off(&mut self, v: usize) {
+        self.broken += 1;
+        if self.rules.progress == Progress::Restart {
+            self.progress[v] = 0.0;
+        }
+        let s = std::mem::replace(&mut self.peer[v], NONE);
+        if s != NONE {
+            self.peer[s as usize] = NONE;
+        }
+    }
+
+    fn in_range(&self, a: usize, b: usize) -> bool {
+        let (p, q) = (self.pos[a], self.pos[b]);
+        let (dx, dy) = (p.0 as f64 - q.0 as f64, p.1 as f64 - q.1 as f64);
+        self.seen[a] == self.step_no
+            && self.seen[b] == self.step_no
+            && dx * dx + dy * dy <= self.range * self.range
     }
 
     /// Advances to the trace step `s` (times must increase).
     pub fn step(&mut self, s: Step<'_>) {
+        self.step_no += 1;
         // Credit the contacts seen at the previous step for the interval since.
+        let mut due = std::mem::take(&mut self.scratch);
+        due.clear();
         if let Some(t0) = self.last_time {
             let dt = s.time - t0;
             debug_assert!(dt > 0.0, "trace steps must increase in time");
             for &v in &self.receiving {
                 let v = v as usize;
                 self.progress[v] += dt;
-                // Complete at 20 s of contact; the tolerance absorbs the
+                // Due at 20 s of contact; the tolerance absorbs the
                 // rounding of fractional sampling intervals.
                 if self.progress[v] >= self.transfer * (1.0 - 1e-9) {
-                    self.complete[v] = true;
-                    self.completed += 1;
+                    due.push(v as u32);
                 }
             }
             self.receiving_steps += self.receiving.len() as u64;
         }
+        let sampled = self.rules.completion == Completion::Sampled;
+        if sampled {
+            for &v in &due {
+                self.finish_transfer(v as usize);
+            }
+        }
         self.last_time = Some(s.time);
-        self.times.push(s.time);
-        self.over_time.push(self.completed);
 
-        // Contacts at this step: devices still missing the file, within
-        // range of a holder of the whole file.
+        // Who is where: holders of the whole file, devices missing it.
         self.holders.clear();
         self.candidates.clear();
         for k in 0..s.vehicle.len() {
             let v = s.vehicle[k] as usize;
-            match (self.role[v], self.complete[v]) {
-                (Role::Unequipped, _) => {}
-                (_, true) => self.holders.push((s.x[k], s.y[k])),
-                (_, false) => self.candidates.push((v as u32, (s.x[k], s.y[k]))),
+            if self.role[v] == Role::Unequipped {
+                continue;
+            }
+            let p = (s.x[k], s.y[k]);
+            self.pos[v] = p;
+            self.seen[v] = self.step_no;
+            if self.complete[v] {
+                self.holders.push((v as u32, p));
+            } else {
+                self.candidates.push((v as u32, p));
             }
         }
-        self.receiving.clear();
-        in_contact(
-            &mut self.grid,
-            &self.holders,
-            &self.candidates,
-            self.range,
-            &mut self.receiving,
+        let previous = std::mem::take(&mut self.receiving);
+        match self.rules.senders {
+            Senders::Broadcast => {
+                let holders: Vec<(f32, f32)> = self.holders.iter().map(|h| h.1).collect();
+                in_contact(
+                    &mut self.grid,
+                    &holders,
+                    &self.candidates,
+                    self.range,
+                    &mut self.receiving,
+                );
+                self.receiving.sort_unstable();
+                // Devices credited last step and out of contact now.
+                for &v in &previous {
+                    if !self.complete[v as usize] && self.receiving.binary_search(&v).is_err() {
+                        self.break_off(v as usize);
+                    }
+                }
+            }
+            Senders::OneAtATime => {
+                for &v in &previous {
+                    let v = v as usize;
+                    if self.complete[v] {
+                        continue;
+                    }
+                    let s = self.peer[v] as usize;
+                    if self.in_range(v, s) {
+                        self.receiving.push(v as u32);
+                    } else {
+                        self.break_off(v);
+                    }
+                }
+                self.pair_idle();
+            }
+        }
+        if !sampled {
+            for &v in &due {
+                let v = v as usize;
+                if self.receiving.contains(&(v as u32)) {
+                    self.finish_transfer(v);
+                }
+            }
+            let complete = &self.complete;
+            self.receiving.retain(|&v| !complete[v as usize]);
+        }
+        self.receiving.sort_unstable();
+        self.scratch = due;
+        self.times.push(s.time);
+        self.over_time.push(self.completed);
+    }
+
+    /// Idle holders, in an order shuffled for this step, each start a
+    /// transfer to the nearest idle device in range that lacks the file.
+    fn pair_idle(&mut self) {
+        let peer = &self.peer;
+        let idle: Vec<(u32, (f32, f32))> = self
+            .candidates
+            .iter()
+            .copied()
+            .filter(|c| peer[c.0 as usize] == NONE)
+            .collect();
+        let mut senders: Vec<(u32, (f32, f32))> = self
+            .holders
+            .iter()
+            .copied()
+            .filter(|h| peer[h.0 as usize] == NONE)
+            .collect();
+        if idle.is_empty() || senders.is_empty() {
+            return;
+        }
+        let mut rng = Stream::new(
+            "run",
+            self.seed,
+            self.run,
+            &format!("epidemic/order/{}", self.step_no),
         );
+        for i in (1..senders.len()).rev() {
+            senders.swap(i, rng.integer_inclusive(i as u32) as usize);
+        }
+        self.grid.rebuild(idle.iter().map(|c| c.1));
+        for (h, p) in senders {
+            let mut best: Option<(f64, u32)> = None;
+            self.grid.find_within(p, self.range, |j| {
+                let (v, q) = idle[j as usize];
+                if self.peer[v as usize] == NONE {
+                    let d = (p.0 as f64 - q.0 as f64).hypot(p.1 as f64 - q.1 as f64);
+                    if best.is_none_or(|b| (d, v) < b) {
+                        best = Some((d, v));
+                    }
+                }
+                false
+            });
+            if let Some((_, v)) = best {
+                self.peer[v as usize] = h;
+                self.peer[h as usize] = v;
+                self.receiving.push(v);
+            }
+        }
     }
 
     /// The outcome; contacts seen at the last step end with the trace.
     pub fn finish(self) -> Outcome {
         Outcome {
             vehicles: self.role.len(),
-            devices: self.devices,
-            seeds: self.seeds,
+            roles: self.roles,
             complete: self.completed as usize,
             times: self.times,
             complete_over_time: self.over_time,
             receiving_steps: self.receiving_steps,
+            broken: self.broken,
         }
     }
 
@@ -288,10 +410,11 @@ impl Epidemic {
         self.role.capacity()
             + self.progress.capacity() * 8
             + self.complete.capacity()
-            + self.seeds.capacity() * 4
-            + self.holders.capacity() * 8
-            + self.candidates.capacity() * 12
-            + self.receiving.capacity() * 4
+            + (self.peer.capacity() + self.seen.capacity()) * 4
+            + self.pos.capacity() * 8
+            + (self.roles.devices.capacity() + self.roles.seeds.capacity()) * 4
+            + (self.holders.capacity() + self.candidates.capacity()) * 12
+            + (self.receiving.capacity() + self.scratch.capacity()) * 4
             + (self.times.capacity() + self.over_time.capacity()) * 12
             + self.grid.len() * 20
     }
@@ -317,9 +440,17 @@ pub fn in_contact(
     }
 }
 
-/// One run over a whole trace.
+/// One run over a whole trace, roles drawn.
 pub fn run(trace: &Trace, p: &Params) -> Result<Outcome, EpidemicError> {
-    let mut e = Epidemic::new(trace.names(), p)?;
+    run_with(trace, Epidemic::new(trace.names(), p)?)
+}
+
+/// One run over a whole trace with the given roles.
+pub fn run_roles(trace: &Trace, roles: Roles, p: &Params) -> Result<Outcome, EpidemicError> {
+    run_with(trace, Epidemic::with_roles(trace.vehicles(), roles, p)?)
+}
+
+fn run_with(trace: &Trace, mut e: Epidemic) -> Result<Outcome, EpidemicError> {
     for s in trace.iter() {
         e.step(s);
     }
@@ -331,10 +462,6 @@ mod tests {
     use super::*;
     use crate::trace::TraceBuilder;
     use proptest::prelude::*;
-
-    fn names(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("v{i}")).collect()
-    }
 
     /// Feeds `e` one step at `time` with every vehicle at `pos[v]`.
     fn feed(e: &mut Epidemic, time: f64, pos: &[(f32, f32)]) {
@@ -348,22 +475,22 @@ mod tests {
         });
     }
 
-    /// All vehicles equipped (penetration 1 leaves no room for seeds, so
-    /// the roles are set by hand): vehicle 0 the seed.
-    fn all_devices(n: usize) -> Epidemic {
-        let mut e = Epidemic::new(&names(n + 1), &Params::paper(0.5, 1, 1, 0)).unwrap();
-        e.role = vec![Role::Device; n];
-        e.role[0] = Role::Seed;
-        e.complete = vec![false; n];
-        e.complete[0] = true;
-        e.progress = vec![0.0; n];
-        e.devices = n - 1;
-        e
+    /// Every vehicle a device, vehicle 0 the seed, under `rules`.
+    fn all_devices(n: usize, rules: Rules) -> Epidemic {
+        let roles = Roles {
+            devices: (1..n as u32).collect(),
+            seeds: vec![0],
+        };
+        let p = Params {
+            rules,
+            ..Params::paper(1.0, 1, 1, 0)
+        };
+        Epidemic::with_roles(n, roles, &p).unwrap()
     }
 
     #[test]
     fn twenty_seconds_in_range_move_the_file_and_progress_resumes_with_another_holder() {
-        let mut e = all_devices(3);
+        let mut e = all_devices(3, Rules::PAPER);
         // 12 s next to the seed, then apart; then 8 s next to another holder.
         for t in 0..12 {
             feed(&mut e, t as f64, &[(0.0, 0.0), (149.0, 0.0), (5000.0, 0.0)]);
@@ -385,7 +512,7 @@ mod tests {
 
     #[test]
     fn a_device_serves_only_once_complete() {
-        let mut e = all_devices(3);
+        let mut e = all_devices(3, Rules::PAPER);
         // 0 (seed) — 1 at 100 m — 2 at 200 m from 1 and 300 m from the seed.
         for t in 0..=20 {
             feed(&mut e, t as f64, &[(0.0, 0.0), (100.0, 0.0), (250.0, 0.0)]);
@@ -396,39 +523,100 @@ mod tests {
         assert_eq!(out.complete_over_time[20], 1);
     }
 
-    #[test]
-    fn roles_are_deterministic_nested_across_penetrations_and_independent_of_order() {
-        let n = names(1000);
-        let a = Epidemic::new(&n, &Params::paper(0.05, 4, 7, 3)).unwrap();
-        let b = Epidemic::new(&n, &Params::paper(0.05, 4, 7, 3)).unwrap();
-        assert_eq!(a.role, b.role);
-        assert_eq!(a.devices, 50);
-        assert_eq!(a.seeds.len(), 4);
-        let big = Epidemic::new(&n, &Params::paper(0.10, 4, 7, 3)).unwrap();
-        assert!((0..1000).all(|v| a.role[v] != Role::Device || big.role[v] == Role::Device));
-        let other_run = Epidemic::new(&n, &Params::paper(0.05, 4, 7, 4)).unwrap();
-        assert_ne!(a.role, other_run.role);
-        let mut rev = n.clone();
-        rev.reverse();
-        let r = Epidemic::new(&rev, &Params::paper(0.05, 4, 7, 3)).unwrap();
-        assert!((0..1000).all(|v| r.role[999 - v] == a.role[v]));
+    /// Vehicle 1 next to the seed for the samples `0..=last`, then far.
+    fn leave_after(last: u32, rules: Rules) -> Outcome {
+        let mut e = all_devices(2, rules);
+        for t in 0..=25u32 {
+            let x = if t <= last { 100.0 } else { 1000.0 };
+            feed(&mut e, t as f64, &[(0.0, 0.0), (x, 0.0)]);
+        }
+        e.finish()
     }
 
     #[test]
-    fn impossible_parameters_are_clear_errors() {
-        let n = names(100);
-        let e = Epidemic::new(&n, &Params::paper(0.001, 4, 1, 0))
-            .unwrap_err()
-            .0;
-        assert!(e.contains("equips no vehicle"), "{e}");
-        let e = Epidemic::new(&n, &Params::paper(0.9, 24, 1, 0))
-            .unwrap_err()
-            .0;
-        assert!(e.contains("give 1 to 10 seeds"), "{e}");
-        let e = Epidemic::new(&n, &Params::paper(1.5, 4, 1, 0))
-            .unwrap_err()
-            .0;
-        assert!(e.contains("from 0 to 1"), "{e}");
+    fn the_one_completes_a_transfer_whose_link_goes_down_at_its_last_step() {
+        // Measured in The ONE (c973bfb, EpidemicRouter, 1 s steps, 150 m,
+        // 20 s a message): a transfer started at 1 s with the link down at
+        // 21 s is delivered at 21 s; with the link down at 20 s, aborted.
+        let done = |o: &Outcome| o.complete_over_time[20];
+        assert_eq!(done(&leave_after(19, Rules::THE_ONE)), 1);
+        assert_eq!(leave_after(18, Rules::THE_ONE).complete, 0);
+        // Requiring the link at the end needs one more sample.
+        let at_end = Rules {
+            completion: Completion::LinkAtEnd,
+            ..Rules::THE_ONE
+        };
+        assert_eq!(leave_after(19, at_end).complete, 0);
+        assert_eq!(done(&leave_after(20, at_end)), 1);
+    }
+
+    #[test]
+    fn restart_loses_a_broken_transfer_and_resume_keeps_it() {
+        // 12 s in range, 3 s apart, 8 s in range again.
+        let run = |rules: Rules| {
+            let mut e = all_devices(2, rules);
+            for t in 0..40u32 {
+                let near = t < 12 || (15..23).contains(&t);
+                feed(
+                    &mut e,
+                    t as f64,
+                    &[(0.0, 0.0), (if near { 100.0 } else { 900.0 }, 0.0)],
+                );
+            }
+            e.finish()
+        };
+        let keep = run(Rules::PAPER);
+        assert_eq!(
+            (
+                keep.complete,
+                keep.complete_over_time[22],
+                keep.complete_over_time[23]
+            ),
+            (1, 0, 1)
+        );
+        assert_eq!(keep.broken, 1);
+        let lose = run(Rules {
+            progress: Progress::Restart,
+            ..Rules::PAPER
+        });
+        assert_eq!((lose.complete, lose.broken), (0, 2));
+    }
+
+    #[test]
+    fn one_transfer_at_a_time_serves_devices_in_turn() {
+        // The seed with two devices in range: broadcast completes both at
+        // 20 s; one at a time, the nearest first, then the other from
+        // either holder.
+        let run = |rules: Rules| {
+            let mut e = all_devices(3, rules);
+            for t in 0..=45u32 {
+                feed(&mut e, t as f64, &[(0.0, 0.0), (50.0, 0.0), (100.0, 0.0)]);
+            }
+            e.finish()
+        };
+        let b = run(Rules::PAPER);
+        assert_eq!((b.complete_over_time[19], b.complete_over_time[20]), (0, 2));
+        let one = run(Rules::THE_ONE);
+        let c = &one.complete_over_time;
+        assert_eq!((c[19], c[20], c[39], c[40]), (0, 1, 1, 2));
+        assert_eq!(one.receiving_steps, 40);
+    }
+
+    #[test]
+    fn given_roles_reproduce_a_drawn_run_and_are_checked() {
+        let n: Vec<String> = (0..50).map(|i| format!("v{i}")).collect();
+        let p = Params::paper(0.2, 3, 5, 1);
+        let drawn = Epidemic::new(&n, &p).unwrap().finish();
+        let given = Epidemic::with_roles(50, drawn.roles.clone(), &p)
+            .unwrap()
+            .finish();
+        assert_eq!(drawn, given);
+        let bad = Roles {
+            devices: vec![1, 50],
+            seeds: vec![0],
+        };
+        let e = Epidemic::with_roles(50, bad, &p).unwrap_err().0;
+        assert!(e.contains("index 50"), "{e}");
     }
 
     /// A random small trace: vehicles on a 1 km square moving a few metres a
@@ -492,6 +680,40 @@ mod tests {
             prop_assume!(trace.vehicles() >= 4);
             let p = Params::paper(0.5, 1, seed, 0);
             prop_assert_eq!(run(&trace, &p).unwrap(), run(&trace, &p).unwrap());
+            let p = Params { rules: Rules::THE_ONE, ..p };
+            prop_assert_eq!(run(&trace, &p).unwrap(), run(&trace, &p).unwrap());
+        }
+
+        /// Broadcast with resumed progress reaches every device no later
+        /// than one transfer at a time with restarts: its holders are a
+        /// superset at every step (induction on the steps).
+        #[test]
+        fn the_papers_rules_dominate_the_ones(trace in small_trace(), seed in 0u64..1000) {
+            prop_assume!(trace.vehicles() >= 4);
+            let p = Params::paper(0.5, 1, seed, 0);
+            let paper = run(&trace, &p).unwrap();
+            let one = run(&trace, &Params { rules: Rules::THE_ONE, ..p }).unwrap();
+            for (a, b) in paper.complete_over_time.iter().zip(&one.complete_over_time) {
+                prop_assert!(a >= b);
+            }
+        }
+
+        /// One at a time: every transfer pairs two hosts, each in one
+        /// transfer only.
+        #[test]
+        fn one_at_a_time_pairs_are_exclusive(trace in small_trace(), seed in 0u64..1000) {
+            prop_assume!(trace.vehicles() >= 4);
+            let p = Params { rules: Rules::THE_ONE, ..Params::paper(0.5, 2, seed, 0) };
+            let mut e = Epidemic::new(trace.names(), &p).unwrap();
+            for s in trace.iter() {
+                e.step(s);
+                for &r in &e.receiving {
+                    let h = e.peer[r as usize];
+                    prop_assert!(h != NONE && e.peer[h as usize] == r && e.complete[h as usize]);
+                }
+                let busy = e.peer.iter().filter(|&&q| q != NONE).count();
+                prop_assert_eq!(busy, 2 * e.receiving.len());
+            }
         }
     }
 }

@@ -9,9 +9,12 @@
 //! types.
 
 pub mod district;
+pub mod dtn;
 pub mod epidemic;
 pub mod fcd;
 pub mod grid;
 mod input;
 pub mod one;
+pub mod roles;
+pub mod rules;
 pub mod trace;

@@ -17,6 +17,7 @@
 //! sample tells this reader where the lot starts, so that reading the file
 //! back gives the trace that was written.
 
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -125,12 +126,64 @@ pub fn read_file(path: &Path, builder: TraceBuilder) -> Result<Trace, TraceError
     read(input::open(path)?, &path.display().to_string(), builder)
 }
 
-/// Reads The ONE's format from `src`; samples in a parking lot marked by
-/// [`write`] count as absences. `name` labels error messages.
-pub fn read(src: impl BufRead, name: &str, mut builder: TraceBuilder) -> Result<Trace, TraceError> {
-    let mut lot_x = f64::INFINITY;
-    let mut lines = src.lines();
-    let header = match lines.next() {
+/// Reads a trace file as The ONE's `ExternalMovement` sees it: the hosts
+/// are the ids of the first time instance, in file order (vehicle `i` is
+/// The ONE's host `i`); a host stays where it was last placed, parking
+/// lot included, so every host is present at every step; later ids are
+/// skipped, as The ONE skips them.
+pub fn read_file_as_the_one(path: &Path) -> Result<Trace, TraceError> {
+    let name = path.display().to_string();
+    let mut lines = input::open(path)?.lines().enumerate();
+    let mut b = TraceBuilder::new();
+    let mut index: HashMap<String, u32> = HashMap::new();
+    let mut pos: Vec<(f64, f64)> = Vec::new();
+    let mut listed: Vec<bool> = Vec::new();
+    let mut now: Option<f64> = None;
+    let mut first = true;
+    let flush = |b: &mut TraceBuilder, t: f64, pos: &[(f64, f64)], listed: &mut [bool]| {
+        for (v, &(x, y)) in pos.iter().enumerate() {
+            if !std::mem::take(&mut listed[v]) {
+                b.push_index(t, v as u32, x, y, &|| name.clone())?;
+            }
+        }
+        Ok::<(), TraceError>(())
+    };
+    header(lines.next().map(|(_, l)| l), &name)?;
+    for (i, line) in lines {
+        let no = i + 1;
+        let Some((t, id, x, y)) = sample(line, &name, no)? else {
+            continue;
+        };
+        if now != Some(t) {
+            if let Some(t0) = now {
+                flush(&mut b, t0, &pos, &mut listed)?;
+                first = false;
+            }
+            now = Some(t);
+        }
+        let v = match index.get(&id) {
+            Some(&v) => v,
+            None if first => {
+                let v = b.intern(&id);
+                index.insert(id, v);
+                pos.push((x, y));
+                listed.push(false);
+                v
+            }
+            None => continue,
+        };
+        pos[v as usize] = (x, y);
+        listed[v as usize] = true;
+        b.push_index(t, v, x, y, &|| format!("{name}, line {no}"))?;
+    }
+    if let Some(t0) = now {
+        flush(&mut b, t0, &pos, &mut listed)?;
+    }
+    Ok(b.finish())
+}
+
+fn header(line: Option<std::io::Result<String>>, name: &str) -> Result<(), TraceError> {
+    let header = match line {
         Some(l) => l.map_err(|e| TraceError(format!("{name}: cannot be read ({e})")))?,
         None => {
             return Err(TraceError(format!(
@@ -144,39 +197,62 @@ pub fn read(src: impl BufRead, name: &str, mut builder: TraceBuilder) -> Result<
             "{name}, line 1: '{header}' is not a header: write 'minTime maxTime minX maxX minY maxY' (6 or 8 numbers)"
         )));
     }
-    for (i, line) in lines.enumerate() {
-        let no = i + 2;
+    Ok(())
+}
+
+/// One data line: `time id x y`, or `None` for a blank or comment line.
+fn sample(
+    line: std::io::Result<String>,
+    name: &str,
+    no: usize,
+) -> Result<Option<(f64, String, f64, f64)>, TraceError> {
+    let line = line.map_err(|e| TraceError(format!("{name}, line {no}: cannot be read ({e})")))?;
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let nums = (f.len() == 4).then(|| {
+        (
+            f[0].parse::<f64>(),
+            f[2].parse::<f64>(),
+            f[3].parse::<f64>(),
+        )
+    });
+    let Some((Ok(t), Ok(x), Ok(y))) = nums else {
+        return Err(TraceError(format!(
+            "{name}, line {no}: '{line}' is not 'time id x y'"
+        )));
+    };
+    Ok(Some((t, f[1].to_string(), x, y)))
+}
+
+/// Reads The ONE's format from `src`; samples in a parking lot marked by
+/// [`write`] count as absences. `name` labels error messages.
+pub fn read(src: impl BufRead, name: &str, mut builder: TraceBuilder) -> Result<Trace, TraceError> {
+    let mut lot_x = f64::INFINITY;
+    let mut lines = src.lines().enumerate();
+    header(lines.next().map(|(_, l)| l), name)?;
+    for (i, line) in lines {
+        let no = i + 1;
         let line =
             line.map_err(|e| TraceError(format!("{name}, line {no}: cannot be read ({e})")))?;
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix(PARKING_MARK) {
-            lot_x = rest
-                .trim()
-                .parse()
-                .map_err(|_| TraceError(format!("{name}, line {no}: bad parking mark '{line}'")))?;
+        if let Some(rest) = line.trim().strip_prefix(PARKING_MARK) {
+            lot_x = rest.trim().parse().map_err(|_| {
+                TraceError(format!(
+                    "{name}, line {no}: bad parking mark '{}'",
+                    line.trim()
+                ))
+            })?;
             continue;
         }
-        if line.is_empty() || line.starts_with('#') {
+        let Some((t, id, x, y)) = sample(Ok(line), name, no)? else {
             continue;
-        }
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let nums = (f.len() == 4).then(|| {
-            (
-                f[0].parse::<f64>(),
-                f[2].parse::<f64>(),
-                f[3].parse::<f64>(),
-            )
-        });
-        let Some((Ok(t), Ok(x), Ok(y))) = nums else {
-            return Err(TraceError(format!(
-                "{name}, line {no}: '{line}' is not 'time id x y'"
-            )));
         };
-        let at = || format!("{name}, line {no}");
         if x >= lot_x {
             builder.empty_step(t);
         } else {
-            builder.push(t, f[1], x, y, &at)?;
+            builder.push(t, &id, x, y, &|| format!("{name}, line {no}"))?;
         }
     }
     Ok(builder.finish())
@@ -221,6 +297,24 @@ mod tests {
             let back = read(&out[..], "mem", TraceBuilder::new()).unwrap();
             same(&t, &back);
         }
+    }
+
+    #[test]
+    fn read_as_the_one_the_lot_is_a_place_and_hosts_keep_the_first_steps_order() {
+        let mut out = Vec::new();
+        write(&sample(), &mut out, true).unwrap();
+        let path = std::env::temp_dir().join(format!("one-{}.txt", std::process::id()));
+        std::fs::write(&path, &out).unwrap();
+        let t = read_file_as_the_one(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(t.names(), ["a", "b", "c"]);
+        assert!(
+            t.iter().all(|s| s.vehicle.len() == 3),
+            "every host at every step"
+        );
+        let s = t.step(3);
+        let b = s.vehicle.iter().position(|&v| v == 1).unwrap();
+        assert_eq!((s.x[b], s.y[b]), (1501.0, -6.5), "b back in its spot");
     }
 
     #[test]

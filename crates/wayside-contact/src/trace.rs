@@ -194,6 +194,14 @@ impl TraceBuilder {
         }
     }
 
+    /// Makes room for `samples` more samples at once (a reader that knows
+    /// the count avoids the doubling growth of the columns).
+    pub fn reserve(&mut self, samples: usize) {
+        self.trace.vehicle.reserve_exact(samples);
+        self.trace.x.reserve_exact(samples);
+        self.trace.y.reserve_exact(samples);
+    }
+
     /// The index of vehicle `id`, interning it on first sight.
     pub fn intern(&mut self, id: &str) -> u32 {
         if let Some(&i) = self.index.get(id) {

@@ -1,17 +1,16 @@
 //! Python bindings for wayside-sim. Thin: parse arguments, release the GIL
-//! for the run, hand the trace columns over as little-endian byte buffers
-//! that the Python side wraps as Arrow arrays without a per-row step.
+//! for the run, hand the trace tables over as Arrow streams (`arrow`).
 
+mod arrow;
 mod contact;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::PyDict;
 use wayside_sim::phy::error::{snr_threshold, ErrorModelKind};
 use wayside_sim::phy::mode::Standard;
 use wayside_sim::scenario;
-use wayside_sim::trace::Column;
 use wayside_sim::{run_scenario_pcap, RunOutput};
 
 // Named and placed as Python sees them, so that pickle finds the class
@@ -27,44 +26,6 @@ fn scenario_err(e: scenario::ScenarioError) -> PyErr {
     ScenarioError::new_err(e.0)
 }
 
-fn le_bytes<T: Copy, const N: usize>(v: &[T], to: fn(T) -> [u8; N]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * N);
-    for &x in v {
-        out.extend_from_slice(&to(x));
-    }
-    out
-}
-
-/// Encodes one column as (name, kind, payload[, dictionary]).
-fn column<'py>(
-    py: Python<'py>,
-    name: &str,
-    col: Column<'_>,
-    nodes: usize,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let b = |v: Vec<u8>| PyBytes::new(py, &v);
-    let t = match col {
-        Column::U8(v) => (name, "u8", b(v.to_vec())).into_pyobject(py)?,
-        Column::U16(v) => (name, "u16", b(le_bytes(v, u16::to_le_bytes))).into_pyobject(py)?,
-        Column::U32(v) => (name, "u32", b(le_bytes(v, u32::to_le_bytes))).into_pyobject(py)?,
-        Column::U64(v) => (name, "u64", b(le_bytes(v, u64::to_le_bytes))).into_pyobject(py)?,
-        Column::F32(v) => (name, "f32", b(le_bytes(v, f32::to_le_bytes))).into_pyobject(py)?,
-        Column::F64(v) => (name, "f64", b(le_bytes(v, f64::to_le_bytes))).into_pyobject(py)?,
-        Column::Node(v) => {
-            // u32::MAX (broadcast) becomes the index one past the last node.
-            let idx: Vec<u32> = v
-                .iter()
-                .map(|&i| if i == u32::MAX { nodes as u32 } else { i })
-                .collect();
-            (name, "node", b(le_bytes(&idx, u32::to_le_bytes))).into_pyobject(py)?
-        }
-        Column::Category(v, names) => {
-            (name, "category", b(v.to_vec()), names.to_vec()).into_pyobject(py)?
-        }
-    };
-    Ok(t)
-}
-
 fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("resolved", &out.resolved)?;
@@ -75,13 +36,9 @@ fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyD
     stats.set_item("simulated_s", out.stats.simulated.as_secs_f64())?;
     d.set_item("stats", stats)?;
     let tables = PyDict::new(py);
-    let n = out.node_names.len();
-    for (tname, cols) in out.trace.tables() {
-        let list = PyList::empty(py);
-        for (cname, col) in cols {
-            list.append(column(py, cname, col, n)?)?;
-        }
-        tables.set_item(tname, list)?;
+    let nodes = arrow::node_dictionary(&out.node_names);
+    for (tname, cols) in out.trace.into_tables() {
+        tables.set_item(tname, arrow::table(cols, &nodes)?)?;
     }
     d.set_item("tables", tables)?;
     let pcaps: Vec<String> = out.pcaps.iter().map(|p| p.display().to_string()).collect();
@@ -90,7 +47,7 @@ fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyD
 }
 
 /// Runs a scenario (TOML text) once; returns a dict with the resolved
-/// scenario, node names, counters, the trace columns and the pcap files
+/// scenario, node names, counters, the trace tables and the pcap files
 /// written into `pcap` (a directory), if given.
 #[pyfunction]
 #[pyo3(signature = (scenario, overrides=Vec::new(), seed=None, run=0, pcap=None))]
@@ -174,6 +131,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(rate_thresholds, m)?)?;
     m.add_function(wrap_pyfunction!(broadside_cli, m)?)?;
+    m.add_class::<arrow::Table>()?;
     contact::register(m)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! What a world is built from: the radio, channel, MAC and management
-//! settings shared by every node, and each node's own description. The
+//! What a world is built from: the radio, channel and management settings
+//! shared by every node, and each node's own description (its MAC among
+//! them). The
 //! scenario module lowers a scenario file into a [`SimConfig`].
 
 use crate::apps::ip::AppConfig;
@@ -48,16 +49,15 @@ pub struct NodeConfig {
     pub channel: u32,
     pub tcp: TcpConfig,
     pub arp: crate::net::arp::ArpConfig,
-    /// Transmit queue limit, frames.
-    pub queue_limit: usize,
+    /// Its MAC: the `[mac]` section's, with its own queue limit and rate
+    /// control where it gives them.
+    pub mac: MacConfig,
     /// An AP's forwarding engine from its wired side.
     pub forwarding: Option<crate::net::forwarding::ForwardingConfig>,
     /// Get an address by DHCP after association (stations only).
     pub dhcp: bool,
     /// Answer DHCP requests from associated stations (APs only).
     pub dhcp_server: bool,
-    /// This node's rate control (default: the MAC's).
-    pub rate_control: Option<crate::ratectl::RateControlSpec>,
     /// An AP that splits the TCP connections it forwards (I-TCP).
     pub split_tcp: bool,
     /// Its frames carry its position and transmit power (a cooperating
@@ -82,7 +82,6 @@ pub struct SimConfig {
     pub run: u64,
     pub channel: ChannelConfig,
     pub radio: RadioConfig,
-    pub mac: MacConfig,
     pub nodes: Vec<NodeConfig>,
     pub sources: Vec<crate::apps::SourceConfig>,
     pub mgmt: MgmtConfig,

@@ -68,6 +68,24 @@ pub enum Event {
 }
 
 impl Event {
+    /// The node the event is for.
+    pub fn node(&self) -> NodeId {
+        match *self {
+            Event::Mgmt { node, .. }
+            | Event::Adhoc { node, .. }
+            | Event::Net { node, .. }
+            | Event::WireArrive { node, .. }
+            | Event::Tcp { node, .. }
+            | Event::App { node, .. }
+            | Event::RxStart { node, .. }
+            | Event::RxEnd { node, .. }
+            | Event::TxEnd { node, .. }
+            | Event::Mac { node, .. }
+            | Event::Traffic { node, .. }
+            | Event::Power { node, .. } => node,
+        }
+    }
+
     /// Rank among events at the same instant: ends before starts, so that a
     /// signal that ends exactly when another begins does not interfere with it,
     /// and the medium is seen idle before the next access decision.

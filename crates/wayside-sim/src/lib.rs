@@ -1,18 +1,18 @@
 //! wayside-sim: a discrete-event, packet-level simulator for vehicular
 //! opportunistic communication. One module per layer; see DESIGN.md.
 
+pub mod air;
 pub mod apps;
 pub mod channel;
 pub mod config;
-pub mod env;
 pub mod event;
+pub mod geometry;
 pub mod ids;
 pub mod mac;
 pub mod medium;
 pub mod mobility;
 pub mod net;
 pub mod node;
-pub mod obstacles;
 pub mod packet;
 pub mod pcap;
 pub mod phy;

@@ -39,9 +39,9 @@
 //! leaves the 3×3 cells around where it was binned while it matters.
 
 use crate::channel::{path_loss, propagation_delay, ChannelConfig, Endpoint, Fades, Link};
+use crate::geometry::Vec2;
 use crate::ids::{NodeId, TxId};
 use crate::mac::Frame;
-use crate::mobility::Vec2;
 use crate::phy::mode::Mode;
 use crate::units::{Db, Dbm, Meters, MilliWatt, SimTime};
 use rustc_hash::FxHashMap;
@@ -390,7 +390,8 @@ impl Medium {
 mod tests {
     use super::*;
     use crate::channel::{test_channel, PathLoss};
-    use crate::mac::{Dst, Payload};
+    use crate::ids::Dst;
+    use crate::mac::Payload;
     use crate::phy::mode::Standard;
     use crate::trace::FrameKind;
 

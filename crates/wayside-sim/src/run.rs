@@ -50,7 +50,7 @@ pub fn run_scenario_pcap(
     let mut world = World::new(&cfg);
     world.set_priors(&learned);
     if let Some(dir) = pcap_dir {
-        world.env.capture = Some(
+        world.capture = Some(
             Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg))
                 .map_err(|e| ScenarioError(e.0))?,
         );
@@ -107,9 +107,10 @@ fn capture_air(cfg: &SimConfig) -> Air {
 /// k), so fading, backoff and traffic differ from the measured run's and
 /// from each other; each pass starts from what the passes before learned.
 fn train(cfg: &SimConfig) -> Vec<Option<Arc<SnrMap>>> {
-    let spec = |i: usize| cfg.nodes[i].rate_control.as_ref().unwrap_or(&cfg.mac.rate);
-    let passes = (0..cfg.nodes.len())
-        .map(|i| spec(i).training_passes())
+    let passes = cfg
+        .nodes
+        .iter()
+        .map(|n| n.mac.rate.training_passes())
         .max()
         .unwrap_or(0);
     let mut learned = vec![None; cfg.nodes.len()];

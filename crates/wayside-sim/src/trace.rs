@@ -5,6 +5,8 @@
 //! vectors so the bindings can hand them to Arrow without a per-row step;
 //! categorical columns are `u8` codes with a fixed dictionary.
 
+use std::borrow::Cow;
+
 /// Declares a categorical value: a `u8` code with a fixed, documented name.
 macro_rules! category {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
@@ -222,7 +224,11 @@ macro_rules! table {
                 self.time_ns.is_empty()
             }
             pub fn columns(&self) -> Vec<(&'static str, Column<'_>)> {
-                vec![ $( (stringify!($field), ($make)(&self.$field[..])) ),+ ]
+                vec![ $( (stringify!($field), ($make)(Cow::Borrowed(&self.$field[..]))) ),+ ]
+            }
+            /// The columns, owning their buffers (handed on without a copy).
+            pub fn into_columns(self) -> Vec<(&'static str, Column<'static>)> {
+                vec![ $( (stringify!($field), ($make)(Cow::Owned(self.$field))) ),+ ]
             }
         }
     };
@@ -360,19 +366,20 @@ table!(
     }
 );
 
-/// A borrowed column, typed for export.
-#[derive(Debug, Clone, Copy)]
+/// A column, typed for export: borrowed (`Trace::tables`) or owned
+/// (`Trace::into_tables`).
+#[derive(Debug, Clone)]
 pub enum Column<'a> {
-    U8(&'a [u8]),
-    U16(&'a [u16]),
-    U32(&'a [u32]),
-    U64(&'a [u64]),
-    F32(&'a [f32]),
-    F64(&'a [f64]),
+    U8(Cow<'a, [u8]>),
+    U16(Cow<'a, [u16]>),
+    U32(Cow<'a, [u32]>),
+    U64(Cow<'a, [u64]>),
+    F32(Cow<'a, [f32]>),
+    F64(Cow<'a, [f64]>),
     /// Node indices; the dictionary is the run's node names.
-    Node(&'a [u32]),
+    Node(Cow<'a, [u32]>),
     /// Category codes and their names.
-    Category(&'a [u8], &'static [&'static str]),
+    Category(Cow<'a, [u8]>, &'static [&'static str]),
 }
 
 /// Everything a run recorded.
@@ -394,6 +401,18 @@ impl Trace {
             ("events", self.events.columns()),
             ("tcp", self.tcp.columns()),
             ("transport", self.transport.columns()),
+        ]
+    }
+
+    /// Every table with its name, owning its columns: for handing the
+    /// buffers on (to Arrow) without a copy.
+    pub fn into_tables(self) -> Vec<(&'static str, Vec<(&'static str, Column<'static>)>)> {
+        vec![
+            ("frames", self.frames.into_columns()),
+            ("mac", self.mac.into_columns()),
+            ("events", self.events.into_columns()),
+            ("tcp", self.tcp.into_columns()),
+            ("transport", self.transport.into_columns()),
         ]
     }
 }

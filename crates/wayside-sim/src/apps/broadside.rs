@@ -37,13 +37,13 @@
 use super::broadside_ip::{Conns, TCP_DATAGRAM};
 use super::files::FileSet;
 use super::{AppOutput, Apps, Arrival};
-use crate::ids::NodeId;
-use crate::mac::{Dst, Msdu, Payload};
+use crate::ids::{Dst, NodeId};
+use crate::mac::{Msdu, Payload};
+use crate::packet::Datagram;
 use crate::packet::{Body, Packet, ALL_HOSTS, LLC_SNAP};
 use crate::rng::Stream;
 use crate::sockets::Sockets;
 use crate::trace::{ConnEvent, Proto};
-use crate::transport::udp::Datagram;
 use crate::units::SimTime;
 use broadside::{
     Config, Destination, Endpoint, Event, Instant, PeerAddr, ProviderKey, TrustedKeys,

@@ -12,10 +12,10 @@
 use super::broadside::{Host, Link};
 use super::{AppOutput, Apps, Arrival};
 use crate::ids::NodeId;
+use crate::packet::Datagram;
 use crate::packet::{Body, Packet, ALL_HOSTS};
 use crate::sockets::Sockets;
 use crate::trace::{ConnEvent, Proto};
-use crate::transport::udp::Datagram;
 use crate::units::{Dbm, SimTime};
 
 #[derive(Clone, Debug, PartialEq)]

@@ -18,8 +18,8 @@ pub mod ip;
 pub mod reqresp;
 pub mod saturate;
 
-use crate::ids::NodeId;
-use crate::mac::{Dst, Msdu, Payload};
+use crate::ids::{Dst, NodeId};
+use crate::mac::{Msdu, Payload};
 use crate::packet::Packet;
 use crate::phy::mode::Mode;
 use crate::ratectl::Stage;
@@ -56,7 +56,7 @@ struct Source {
 }
 
 /// Data that arrived at an application: one row of the `transport` trace.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Arrival {
     pub peer: NodeId,
     pub proto: Proto,
@@ -213,5 +213,120 @@ impl Apps {
             }
         }
         self.resume_blocked(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The frame sources, one (state, event) pair per test.
+    use super::*;
+    use crate::phy::mode::Standard;
+    use crate::units::Bitrate;
+
+    const ME: NodeId = NodeId(0);
+    const PEER: NodeId = NodeId(1);
+
+    fn source(kind: SourceKind, stop: SimTime) -> SourceConfig {
+        SourceConfig {
+            kind,
+            from: ME,
+            to: Dst::Node(PEER),
+            payload: 100,
+            start: SimTime::from_ms(20),
+            stop,
+        }
+    }
+
+    fn cbr() -> SourceKind {
+        SourceKind::Cbr {
+            interval: SimTime::from_ms(10),
+        }
+    }
+
+    fn outputs(a: &mut Apps) -> Vec<AppOutput> {
+        std::iter::from_fn(|| a.poll()).collect()
+    }
+
+    /// The MSDUs among `out`, as (bytes, fixed stage's rate in Mbps).
+    fn frames(out: &[AppOutput]) -> Vec<(u32, Option<f64>)> {
+        out.iter()
+            .filter_map(|o| match o {
+                AppOutput::Frame(m) => {
+                    assert_eq!((m.dst, m.source), (Dst::Node(PEER), Some(0)));
+                    Some((m.bytes, m.fixed.map(|s| s.mode.rate.mbps())))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn wakes(out: &[AppOutput]) -> Vec<SimTime> {
+        out.iter()
+            .filter_map(|o| match o {
+                AppOutput::Emit { source: 0, at } => Some(*at),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn test_idle_start_asks_to_emit_at_the_start() {
+        let mut a = Apps::new(ME, &[], &[source(cbr(), SimTime::MAX)], (1, 0), false);
+        a.start_sources();
+        assert_eq!(wakes(&outputs(&mut a)), vec![SimTime::from_ms(20)]);
+    }
+
+    #[test]
+    fn test_idle_start_of_another_node_asks_nothing() {
+        let other = SourceConfig {
+            from: PEER,
+            ..source(cbr(), SimTime::MAX)
+        };
+        let mut a = Apps::new(ME, &[], &[other], (1, 0), false);
+        a.start_sources();
+        assert!(outputs(&mut a).is_empty());
+    }
+
+    #[test]
+    fn test_running_cbr_emit_sends_one_frame_and_wakes_an_interval_later() {
+        let mut a = Apps::new(ME, &[], &[source(cbr(), SimTime::MAX)], (1, 0), false);
+        a.handle_emit(SimTime::from_ms(20), 0);
+        let out = outputs(&mut a);
+        assert_eq!(frames(&out), vec![(100, None)]);
+        assert_eq!(wakes(&out), vec![SimTime::from_ms(30)]);
+    }
+
+    #[test]
+    fn test_running_sounder_emit_cycles_through_its_rates() {
+        let g = |mbps: u64| Standard::G.mode(Bitrate(mbps * 1_000_000)).unwrap();
+        let kind = SourceKind::Sounder {
+            interval: SimTime::from_ms(10),
+            modes: vec![g(6), g(54)],
+        };
+        let mut a = Apps::new(ME, &[], &[source(kind, SimTime::MAX)], (1, 0), false);
+        let mut sent = Vec::new();
+        for i in 0..3 {
+            a.handle_emit(SimTime::from_ms(20 + 10 * i), 0);
+            sent.extend(frames(&outputs(&mut a)));
+        }
+        let rates = [6.0, 54.0, 6.0].map(|r| (100, Some(r)));
+        assert_eq!(sent, rates.to_vec());
+    }
+
+    #[test]
+    fn test_stopped_emit_sends_nothing_and_stops_waking() {
+        let stop = SimTime::from_ms(30);
+        let mut a = Apps::new(ME, &[], &[source(cbr(), stop)], (1, 0), false);
+        a.handle_emit(stop, 0);
+        assert!(outputs(&mut a).is_empty());
+    }
+
+    #[test]
+    fn test_running_mac_done_of_a_cbr_frame_adds_nothing() {
+        let mut a = Apps::new(ME, &[], &[source(cbr(), SimTime::MAX)], (1, 0), false);
+        a.handle_emit(SimTime::from_ms(20), 0);
+        outputs(&mut a);
+        a.handle_mac_done(SimTime::from_ms(21), Some(0));
+        assert!(outputs(&mut a).is_empty());
     }
 }

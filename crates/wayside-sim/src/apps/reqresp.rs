@@ -17,11 +17,11 @@
 
 use super::ip::AppKind;
 use super::{AppOutput, Apps};
+use crate::packet::Datagram;
 use crate::packet::{Body, Packet, ALL_HOSTS};
 use crate::sockets::Sockets;
 use crate::trace::ConnEvent;
 use crate::transport::tcp::State;
-use crate::transport::udp::Datagram;
 use crate::units::SimTime;
 
 impl Apps {

@@ -13,8 +13,7 @@
 //! would be refused and it would never refill.
 
 use super::{Apps, SourceKind};
-use crate::ids::NodeId;
-use crate::mac::Dst;
+use crate::ids::{Dst, NodeId};
 use crate::units::SimTime;
 
 /// MSDUs a saturating source keeps at its MAC.

@@ -28,8 +28,7 @@
 //! no link, frames to or from a peer go nowhere, as a card reporting
 //! "media disconnected" neither sends nor indicates them.
 
-use crate::ids::NodeId;
-use crate::mac::Dst;
+use crate::ids::{Dst, NodeId};
 use crate::rng::Stream;
 use crate::trace::FrameKind;
 use crate::units::{Dbm, SimTime};

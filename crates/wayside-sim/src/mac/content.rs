@@ -53,8 +53,8 @@ fn broadside_content(data: &[u8]) -> MsduContent {
 mod tests {
     use super::*;
     use crate::ids::NodeId;
-    use crate::transport::tcp::{Flags, Segment};
-    use crate::transport::udp::Datagram;
+    use crate::packet::Datagram;
+    use crate::packet::{Flags, Segment};
     use crate::units::SimTime;
     use broadside::bitvec::BitVec;
     use broadside::id::Id160;
@@ -118,6 +118,7 @@ mod tests {
         };
         assert_eq!(raw.content(), MsduContent::BroadsideBeacon);
         let ack: Arc<[u8]> = Message::Ack {
+            auth: [0; 16],
             transfer: 3,
             vector: BitVec::new(100),
         }

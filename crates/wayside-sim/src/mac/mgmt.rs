@@ -67,8 +67,7 @@
 //! `beacon_miss_limit` beacons, which is why a second AP on another channel
 //! 100 m away never sees a handover.
 
-use crate::ids::NodeId;
-use crate::mac::Dst;
+use crate::ids::{Dst, NodeId};
 use crate::ratectl::SnrMap;
 use crate::rng::Stream;
 use crate::trace::{ConnEvent, FrameKind};

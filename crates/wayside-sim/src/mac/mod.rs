@@ -8,8 +8,8 @@ pub mod dcf;
 pub mod links;
 pub mod mgmt;
 
-use crate::ids::NodeId;
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
+use crate::ids::{Dst, NodeId};
 use crate::packet::Packet;
 use crate::phy::mode::Mode;
 use crate::ratectl::{RateControlSpec, Stage};
@@ -23,30 +23,6 @@ pub const DATA_OVERHEAD: u32 = 28;
 pub const ACK_BYTES: u32 = 14;
 pub const CTS_BYTES: u32 = 14;
 pub const RTS_BYTES: u32 = 20;
-
-/// Where a frame is going.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dst {
-    Node(NodeId),
-    Broadcast,
-}
-
-impl Dst {
-    /// Whether a radio at `n` should take this frame as its own.
-    pub fn is_for(self, n: NodeId) -> bool {
-        match self {
-            Dst::Node(d) => d == n,
-            Dst::Broadcast => true,
-        }
-    }
-    /// The node index recorded in traces; `u32::MAX` stands for broadcast.
-    pub fn trace_id(self) -> u32 {
-        match self {
-            Dst::Node(d) => d.0,
-            Dst::Broadcast => u32::MAX,
-        }
-    }
-}
 
 /// What an MSDU carries up the stack at the receiver.
 #[derive(Clone, Debug, PartialEq)]

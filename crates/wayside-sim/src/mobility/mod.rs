@@ -9,29 +9,8 @@
 
 pub mod nasch;
 
+use crate::geometry::Vec2;
 use crate::units::{Meters, Mps, SimTime};
-
-/// A point or vector in the road plane, metres.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Vec2 {
-    pub x: f64,
-    pub y: f64,
-}
-
-impl Vec2 {
-    pub const fn new(x: f64, y: f64) -> Self {
-        Vec2 { x, y }
-    }
-    pub fn dist(self, o: Vec2) -> Meters {
-        Meters(((self.x - o.x).powi(2) + (self.y - o.y).powi(2)).sqrt())
-    }
-    pub fn norm(self) -> f64 {
-        (self.x * self.x + self.y * self.y).sqrt()
-    }
-    fn lerp(self, o: Vec2, f: f64) -> Vec2 {
-        Vec2::new(self.x + (o.x - self.x) * f, self.y + (o.y - self.y) * f)
-    }
-}
 
 /// What the rest of the simulator asks of a mobility model.
 pub trait Mobility {

@@ -35,7 +35,8 @@
 //! source's place when it leaves — the paper's single source that "exits
 //! the road, at which point another source vehicle enters".
 
-use super::{Trajectory, Vec2};
+use super::Trajectory;
+use crate::geometry::Vec2;
 use crate::rng::Stream;
 use crate::units::SimTime;
 

@@ -221,7 +221,7 @@ impl Arp {
 mod tests {
     use super::*;
     use crate::packet::Body;
-    use crate::transport::udp::Datagram;
+    use crate::packet::Datagram;
 
     const ME: NodeId = NodeId(0);
     const PEER: NodeId = NodeId(1);

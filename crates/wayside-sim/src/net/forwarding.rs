@@ -76,7 +76,7 @@ mod tests {
     use super::*;
     use crate::ids::NodeId;
     use crate::packet::Body;
-    use crate::transport::udp::Datagram;
+    use crate::packet::Datagram;
 
     fn packet(seq: u64) -> Packet {
         Packet::new(

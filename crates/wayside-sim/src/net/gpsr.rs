@@ -20,8 +20,9 @@
 //! time (its GPS: its mobility model).
 
 use super::route::{Hop, Router, RouterOutput, View};
+use crate::geometry::Vec2;
 use crate::ids::NodeId;
-use crate::mobility::{Mobility, MobilityModel, Vec2};
+use crate::mobility::{Mobility, MobilityModel};
 use crate::packet::{Body, GeoHeader, Packet, WirePos, ALL_HOSTS};
 use crate::trace::ConnEvent;
 use crate::units::SimTime;

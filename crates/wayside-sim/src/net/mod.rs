@@ -39,10 +39,11 @@ pub mod forwarding;
 pub mod gpsr;
 pub mod route;
 
-use crate::ids::NodeId;
+use crate::geometry::Vec2;
+use crate::ids::{Dst, NodeId};
 use crate::mac::mgmt::Role;
-use crate::mac::{Dst, Msdu, Payload};
-use crate::mobility::{Mobility, MobilityModel, Vec2};
+use crate::mac::{Msdu, Payload};
+use crate::mobility::{Mobility, MobilityModel};
 use crate::packet::{ArpOp, Body, DhcpOp, Packet, ALL_HOSTS, LLC_SNAP};
 use crate::rng::Stream;
 use crate::trace::ConnEvent;

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::net::arp::ArpProfile;
+use crate::packet::Segment;
 use crate::packet::DEFAULT_TTL;
-use crate::transport::tcp::Segment;
 
 const AP: NodeId = NodeId(0);
 const STA: NodeId = NodeId(1);
@@ -402,7 +402,8 @@ fn split_ap_offers_forwarded_tcp_to_its_transport() {
 /// An ad hoc node at `x` on the road routing greedily towards the AP at
 /// x = 1000, its first beacon at its start.
 fn greedy(me: NodeId, x: f64) -> Net {
-    use crate::mobility::{MobilityModel, Trajectory, Vec2};
+    use crate::geometry::Vec2;
+    use crate::mobility::{MobilityModel, Trajectory};
     let gps = MobilityModel::Trajectory(Trajectory::fixed(Vec2::new(x, 0.0)));
     let router =
         crate::net::gpsr::Greedy::new(me, gps, vec![(AP, Vec2::new(1000.0, 0.0))], SimTime::ZERO);

@@ -2,26 +2,32 @@
 //! access ([`crate::mac::dcf`]) with its link adaptation, management, the
 //! network layer, sockets and applications (`host`). Each layer is a
 //! sans-IO state machine; every input to a layer is followed by draining
-//! that layer's outputs into the next one, or into the world around the
-//! node ([`Env`]: the medium, the event queue, the wired links, the trace).
-//! The pumps are here for the PHY, MAC and management, and in `host`
-//! for the network layer, sockets and applications.
+//! that layer's outputs into the next one, or into the node's
+//! [`Effects`]: what it wants done in the world around it (frames on the
+//! air, timers, trace rows, wired frames), which the world applies. The
+//! node reads the air ([`Air`]) only when a signal reaches its radio or its
+//! rate control asks for an oracle. The pumps are here for the PHY, MAC
+//! and management, and in `host` for the network layer, sockets and
+//! applications.
 
 mod adhoc;
+pub mod effects;
 mod host;
+#[cfg(test)]
+mod tests;
 
+use crate::air::Air;
 use crate::apps::broadside::RawDatagram;
 use crate::apps::Apps;
 use crate::config::{NodeConfig, SimConfig};
-use crate::env::Env;
 use crate::event::Event;
-use crate::ids::{NodeId, TxId};
+use crate::ids::{Dst, NodeId, TxId};
 use crate::mac::adhoc::Adhoc;
-use crate::mac::dcf::{Air, Dcf, DcfEvent, MacTimer};
-use crate::mac::links::{Links, TxContext};
+use crate::mac::dcf::{self, Dcf, DcfEvent, MacTimer};
+use crate::mac::links::{Links, Whereabouts};
 use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
-use crate::mac::{Dst, Frame, MacConfig, Msdu, Payload, SenderReport};
-use crate::mobility::Vec2;
+use crate::mac::{Frame, Msdu, Payload, SenderReport};
+use crate::mobility::Mobility;
 use crate::net::dhcp::DhcpClient;
 use crate::net::route::{AddressPlan, Bss, Port};
 use crate::net::{Net, NetSetup};
@@ -31,8 +37,9 @@ use crate::phy::state::{Phy, RxStart};
 use crate::ratectl::Stage;
 use crate::rng::Stream;
 use crate::sockets::Sockets;
-use crate::trace::{DropReason, FrameKind, MacEvent, MacRow, MsduContent, PhyEvent};
-use crate::units::{Db, Dbm, SimTime};
+use crate::trace::{DropReason, FrameKind, MacEvent, MsduContent, PhyEvent};
+use crate::units::{Dbm, SimTime};
+use effects::{Effect, Effects, MacRecord};
 use std::sync::Arc;
 
 /// One node's stack.
@@ -49,9 +56,11 @@ pub struct Node {
     pub net: Net,
     pub sockets: Sockets,
     pub apps: Apps,
-    /// Row of the `frames` trace recording the transmission now awaiting
-    /// its ACK or CTS, to fill in its outcome.
-    awaiting_row: Option<usize>,
+    /// The channel the radio is tuned to now.
+    channel: u32,
+    /// The radio is on: between the node's appearance and its
+    /// disappearance ([`NodeConfig::appear`]).
+    on: bool,
 }
 
 impl Node {
@@ -62,21 +71,13 @@ impl Node {
         timing: &Timing,
         plan: &Arc<AddressPlan>,
     ) -> Node {
-        let rate = n
-            .rate_control
-            .clone()
-            .unwrap_or_else(|| cfg.mac.rate.clone());
         let links = Links::new(
-            rate.clone(),
-            cfg.mac.modes,
+            n.mac.rate.clone(),
+            n.mac.modes,
             (cfg.seed, cfg.run, n.name.clone()),
         );
-        let mac = MacConfig {
-            queue_limit: n.queue_limit,
-            rate,
-            ..cfg.mac.clone()
-        };
-        let air = Air {
+        let mac = n.mac.clone();
+        let air = dcf::Air {
             standard: cfg.radio.standard,
             preamble: cfg.radio.preamble,
             basic: cfg.radio.basic_rate,
@@ -115,18 +116,14 @@ impl Node {
                 (cfg.seed, cfg.run),
                 n.adhoc.is_some(),
             ),
-            awaiting_row: None,
+            channel: n.channel,
+            on: n.appear == SimTime::ZERO,
         }
     }
 
-    /// Notes the `frames` row of a frame just sent: a unicast data,
-    /// management or RTS frame's outcome is decided by its response.
-    fn sent(&mut self, frame: &Frame, row: usize) {
-        if matches!(frame.dst, Dst::Node(_))
-            && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts)
-        {
-            self.awaiting_row = Some(row);
-        }
+    /// The channel the radio is tuned to, if it is on.
+    pub fn radio(&self) -> Option<u32> {
+        self.on.then_some(self.channel)
     }
 }
 
@@ -182,123 +179,110 @@ fn net_setup(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan
     }
 }
 
-/// What the DCF asks of the world when it builds a retry chain.
-struct Context<'a> {
-    me: NodeId,
-    now: SimTime,
-    env: &'a mut Env,
-}
-
-impl TxContext for Context<'_> {
-    fn position(&self) -> Vec2 {
-        self.env.position(self.me, self.now)
-    }
-    fn mean_snr(&mut self, peer: NodeId) -> Db {
-        self.env.mean_snr(self.me, peer, self.now)
-    }
-}
-
 impl Node {
-    /// Whether this node's radio is on.
-    fn on(&self, env: &Env) -> bool {
-        env.bodies[self.id.index()].on
-    }
-
     /// Puts `frame` on the air at `mode`, now.
-    fn transmit(&mut self, env: &mut Env, now: SimTime, frame: Frame, mode: Mode) {
-        let end = now + env.airtime(&frame, &mode);
+    fn transmit(&mut self, fx: &mut Effects, now: SimTime, frame: Frame, mode: Mode) {
+        let air = self.dcf.air();
+        let end = now + mode.airtime(frame.psdu_bytes, air.preamble, air.standard);
+        let channel = self.channel;
         if let Some(lost) = self.phy.start_tx(end) {
-            env.trace_drop(now, self.id, lost, DropReason::Transmitting);
+            let reason = DropReason::Transmitting;
+            fx.push(Effect::Lost {
+                id: lost,
+                reason,
+                channel,
+            });
         }
-        let row = env.trace_frame(
-            now,
-            self.id,
-            &frame,
-            &mode,
-            PhyEvent::Tx,
-            DropReason::None,
-            None,
-        );
-        self.sent(&frame, row);
-        env.transmit(now, end, self.id, frame, mode);
-        self.medium_update(env, now);
+        // A unicast data, management or RTS frame's outcome is decided by
+        // its response.
+        let awaits = matches!(frame.dst, Dst::Node(_))
+            && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts);
+        let tx_power = self.dcf.tx_power();
+        fx.push(Effect::Transmit {
+            frame,
+            mode,
+            end,
+            channel,
+            tx_power,
+            awaits,
+        });
+        self.medium_update(fx, now);
     }
 
     /// The first energy of transmission `id` reaches this radio.
-    pub fn on_rx_start(&mut self, env: &mut Env, now: SimTime, id: TxId) {
-        if env.medium.tx(id).channel != env.bodies[self.id.index()].channel {
-            env.medium.release(id); // the radio retuned while the signal was in flight
-            return;
+    pub fn on_rx_start(&mut self, air: &mut Air, fx: &mut Effects, now: SimTime, id: TxId) {
+        let channel = self.channel;
+        if air.medium.tx(id).channel != channel {
+            return; // the radio retuned while the signal was in flight
         }
-        let s = env.signal(id, self.id, now);
+        let s = air.signal(id, self.id, now);
         match self
             .phy
-            .rx_start(now, s, &env.radio.error_model, &mut self.phy_rng)
+            .rx_start(now, s, &air.radio.error_model, &mut self.phy_rng)
         {
-            RxStart::Locked => self.phy.fade_reception(env.fades(id, self.id)),
+            RxStart::Locked => self.phy.fade_reception(air.fades(id, self.id)),
             RxStart::Captured { lost } => {
-                self.phy.fade_reception(env.fades(id, self.id));
-                env.trace_drop(now, self.id, lost, DropReason::Captured)
+                self.phy.fade_reception(air.fades(id, self.id));
+                let reason = DropReason::Captured;
+                fx.push(Effect::Lost {
+                    id: lost,
+                    reason,
+                    channel,
+                });
             }
-            RxStart::Ignored(reason) => env.trace_drop(now, self.id, id, reason),
+            RxStart::Ignored(reason) => fx.push(Effect::Lost {
+                id,
+                reason,
+                channel,
+            }),
         }
-        self.medium_update(env, now);
-        env.medium.release(id);
+        self.medium_update(fx, now);
     }
 
     /// The last energy of transmission `id` leaves this radio.
-    pub fn on_rx_end(&mut self, env: &mut Env, now: SimTime, id: TxId) {
+    pub fn on_rx_end(&mut self, air: &Air, fx: &mut Effects, now: SimTime, id: TxId) {
         if let Some(end) = self
             .phy
-            .rx_end(now, id, &env.radio.error_model, &mut self.phy_rng)
+            .rx_end(now, id, &air.radio.error_model, &mut self.phy_rng)
         {
-            let t = env.medium.tx(id);
+            let t = air.medium.tx(id);
             let power = t.power_at(self.id).expect("arrival");
-            let mode = t.mode;
-            let noise = env.medium.channel().noise_floor;
+            let noise = air.medium.channel().noise_floor;
             self.dcf
-                .handle_rx_end(now, &t.frame, mode, end.ok, power.to_dbm(), noise);
-            if env.traced_at(self.id, id) {
-                let frame = env.medium.tx(id).frame.clone();
-                let (event, reason) = if end.ok {
-                    (PhyEvent::Rx, DropReason::None)
-                } else {
-                    (PhyEvent::Drop, DropReason::Error)
-                };
-                env.trace_frame(
-                    now,
-                    self.id,
-                    &frame,
-                    &mode,
-                    event,
-                    reason,
-                    Some((power.to_dbm(), end.snr, end.min_sinr)),
-                );
-            }
-            self.pump_mac(env, now);
+                .handle_rx_end(now, &t.frame, t.mode, end.ok, power.to_dbm(), noise);
+            let (event, reason) = if end.ok {
+                (PhyEvent::Rx, DropReason::None)
+            } else {
+                (PhyEvent::Drop, DropReason::Error)
+            };
+            fx.push(Effect::Heard {
+                id,
+                event,
+                reason,
+                signal: (power.to_dbm(), end.snr, end.min_sinr),
+                channel: self.channel,
+            });
+            self.pump_mac(fx, now);
         }
-        self.medium_update(env, now);
-        env.medium.release(id);
+        self.medium_update(fx, now);
     }
 
-    /// This radio finished sending transmission `id`.
-    pub fn on_tx_end(&mut self, env: &mut Env, now: SimTime, id: TxId) {
+    /// This radio finished sending `frame`.
+    pub fn on_tx_end(&mut self, fx: &mut Effects, now: SimTime, frame: &Frame) {
         self.phy.end_tx();
-        self.dcf.handle_tx_end(now, &env.medium.tx(id).frame);
-        self.pump_mac(env, now);
-        self.medium_update(env, now);
-        env.medium.release(id);
+        self.dcf.handle_tx_end(now, frame);
+        self.pump_mac(fx, now);
+        self.medium_update(fx, now);
     }
 
-    /// Drains the DCF: timers to the event queue, events to the trace and
-    /// the layers above, frames to the medium.
-    fn pump_mac(&mut self, env: &mut Env, now: SimTime) {
+    /// Drains the DCF: timers, trace rows and frames to the effects, events
+    /// to the layers above.
+    fn pump_mac(&mut self, fx: &mut Effects, now: SimTime) {
         let node = self.id;
         loop {
             if let Some((timer, at, generation)) = self.dcf.poll_timer() {
-                env.queue.schedule(
+                fx.schedule(
                     at,
-                    node.0,
                     Event::Mac {
                         node,
                         timer,
@@ -306,34 +290,32 @@ impl Node {
                     },
                 );
             } else if let Some(ev) = self.dcf.poll_event() {
-                self.mac_event(env, now, ev);
+                self.mac_event(fx, now, ev);
             } else if let Some((mut frame, mode)) = self.dcf.poll_transmit() {
                 if self.cfg.reports_position {
-                    let b = &env.bodies[node.index()];
                     frame.report = Some(SenderReport {
-                        position: b.position(now),
-                        tx_power: b.tx_power,
+                        position: self.cfg.mobility.position(now),
+                        tx_power: self.dcf.tx_power(),
                     });
                 }
-                self.transmit(env, now, frame, mode);
+                self.transmit(fx, now, frame, mode);
             } else {
                 return;
             }
         }
     }
 
-    fn mac_event(&mut self, env: &mut Env, now: SimTime, ev: DcfEvent) {
+    fn mac_event(&mut self, fx: &mut Effects, now: SimTime, ev: DcfEvent) {
         match ev {
             DcfEvent::QueueDrop { msdu } => {
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    let event = if self.on(env) {
+                    let event = if self.on {
                         MacEvent::QueueDrop
                     } else {
                         MacEvent::RadioOff
                     };
-                    self.mac_trace(
-                        env,
-                        now,
+                    Self::mac_trace(
+                        fx,
                         msdu.dst.trace_id(),
                         event,
                         0,
@@ -343,11 +325,7 @@ impl Node {
                     );
                 }
             }
-            DcfEvent::Response(outcome) => {
-                if let Some(row) = self.awaiting_row.take() {
-                    env.trace.frames.set_outcome(row, outcome);
-                }
-            }
+            DcfEvent::Response(outcome) => fx.push(Effect::Outcome(outcome)),
             DcfEvent::Done {
                 msdu,
                 seq,
@@ -361,9 +339,8 @@ impl Node {
                     MacEvent::Failed
                 };
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    self.mac_trace(
-                        env,
-                        now,
+                    Self::mac_trace(
+                        fx,
                         msdu.dst.trace_id(),
                         event,
                         seq,
@@ -373,12 +350,12 @@ impl Node {
                     );
                 }
                 self.apps.handle_mac_done(now, msdu.source);
-                self.pump_apps(env, now);
+                self.pump_apps(fx, now);
                 if let (false, Dst::Node(hop), Payload::Packet(p)) =
                     (delivered, msdu.dst, &msdu.payload)
                 {
                     self.net.handle_tx_failed(now, hop, p);
-                    self.pump_net(env, now);
+                    self.pump_net(fx, now);
                 }
             }
             DcfEvent::Received {
@@ -402,9 +379,8 @@ impl Node {
                     } else {
                         u32::from(frame.attempt) + 1
                     };
-                    self.mac_trace(
-                        env,
-                        now,
+                    Self::mac_trace(
+                        fx,
                         frame.src.0,
                         event,
                         frame.seq,
@@ -414,21 +390,21 @@ impl Node {
                     );
                 }
                 if !duplicate {
-                    self.mac_deliver(env, now, frame, rssi);
+                    self.mac_deliver(fx, now, frame, rssi);
                 }
             }
         }
     }
 
     /// Hands a received MSDU to management or the network layer.
-    fn mac_deliver(&mut self, env: &mut Env, now: SimTime, frame: Frame, rssi: Dbm) {
+    fn mac_deliver(&mut self, fx: &mut Effects, now: SimTime, frame: Frame, rssi: Dbm) {
         match frame.payload {
-            Payload::Mgmt(m) => self.mgmt_rx(env, now, frame.src, m, rssi),
-            Payload::Packet(p) => self.net_rx_air(env, now, frame.src, p),
+            Payload::Mgmt(m) => self.mgmt_rx(fx, now, frame.src, m, rssi),
+            Payload::Packet(p) => self.net_rx_air(fx, now, frame.src, p),
             Payload::FastFrame(pair) => {
                 let [a, b] = *pair;
-                self.net_rx_air(env, now, frame.src, a);
-                self.net_rx_air(env, now, frame.src, b);
+                self.net_rx_air(fx, now, frame.src, a);
+                self.net_rx_air(fx, now, frame.src, b);
             }
             Payload::Datagram { app, data, sent } => {
                 let room = self.dcf.queue_room();
@@ -439,8 +415,8 @@ impl Node {
                 };
                 self.apps
                     .handle_frame(now, frame.src, datagram, room, &mut self.sockets);
-                self.pump_apps(env, now);
-                self.pump_sockets(env, now);
+                self.pump_apps(fx, now);
+                self.pump_sockets(fx, now);
             }
             Payload::Raw => {}
         }
@@ -449,9 +425,7 @@ impl Node {
     /// A `mac` row; `msdu`: its bytes and what it carries.
     #[allow(clippy::too_many_arguments)]
     fn mac_trace(
-        &self,
-        env: &mut Env,
-        now: SimTime,
+        fx: &mut Effects,
         peer: u32,
         event: MacEvent,
         seq: u16,
@@ -460,52 +434,57 @@ impl Node {
         delay: SimTime,
     ) {
         let (bytes, content) = msdu;
-        let p = env.position(self.id, now);
-        env.trace.mac.push(MacRow {
-            time_ns: now.as_ns(),
-            node: self.id.0,
+        fx.push(Effect::Mac(MacRecord {
             peer,
             event,
             seq,
             bytes,
-            attempts: attempts.min(255) as u8,
-            delay_ns: delay.as_ns(),
-            x: p.x as f32,
-            y: p.y as f32,
             content,
-        });
+            attempts,
+            delay,
+        }));
     }
 
-    /// A MAC timer of `generation` fired.
-    pub fn on_mac_timer(&mut self, env: &mut Env, now: SimTime, timer: MacTimer, generation: u32) {
+    /// A MAC timer of `generation` fired. If it takes an MSDU whose chain
+    /// rate control chooses, the DCF is told where this node is and (for a
+    /// controller that needs it) the link's mean SNR, read from the air.
+    pub fn on_mac_timer(
+        &mut self,
+        air: &mut Air,
+        fx: &mut Effects,
+        now: SimTime,
+        timer: MacTimer,
+        generation: u32,
+    ) {
         if !self.dcf.is_current(timer, generation) {
             return;
         }
         let (receiving, busy) = (self.phy.receiving().is_some(), self.phy.busy());
-        let mut ctx = Context {
-            me: self.id,
-            now,
-            env,
-        };
-        self.dcf
-            .handle_timeout(now, timer, receiving, busy, &mut ctx);
-        self.pump_mac(env, now);
+        let known = self.dcf.chain_peer(timer).map(|peer| {
+            let oracle = self.dcf.links().needs_oracle();
+            let tx_power = self.dcf.tx_power();
+            Whereabouts {
+                mean_snr: oracle.then(|| air.mean_snr(self.id, peer, now, tx_power)),
+                position: air.position(self.id, now),
+            }
+        });
+        self.dcf.handle_timeout(now, timer, receiving, busy, known);
+        self.pump_mac(fx, now);
     }
 
     /// Re-evaluates carrier sense after anything that may have changed it.
-    fn medium_update(&mut self, env: &mut Env, now: SimTime) {
+    fn medium_update(&mut self, fx: &mut Effects, now: SimTime) {
         let busy = self.phy.busy();
         self.dcf.handle_medium(now, busy);
-        self.pump_mac(env, now);
+        self.pump_mac(fx, now);
     }
 
     /// Hands an MSDU to the MAC; false if the queue was full or the radio
     /// is off (the drop is traced).
-    fn mac_enqueue(&mut self, env: &mut Env, now: SimTime, msdu: Msdu) -> bool {
-        if !self.on(env) {
-            self.mac_trace(
-                env,
-                now,
+    fn mac_enqueue(&mut self, fx: &mut Effects, now: SimTime, msdu: Msdu) -> bool {
+        if !self.on {
+            Self::mac_trace(
+                fx,
                 msdu.dst.trace_id(),
                 MacEvent::RadioOff,
                 0,
@@ -516,9 +495,8 @@ impl Node {
             return false;
         }
         if self.adhoc.as_ref().is_some_and(|a| !a.admits(msdu.dst)) {
-            self.mac_trace(
-                env,
-                now,
+            Self::mac_trace(
+                fx,
                 msdu.dst.trace_id(),
                 MacEvent::NoLink,
                 0,
@@ -529,65 +507,62 @@ impl Node {
             return false;
         }
         let ok = self.dcf.enqueue(now, msdu);
-        self.pump_mac(env, now);
+        self.pump_mac(fx, now);
         ok
     }
 
     /// Tunes the radio to `channel`: what it was receiving is lost and its
     /// MAC starts afresh there.
-    fn retune(&mut self, env: &mut Env, now: SimTime, channel: u32) {
-        let body = &mut env.bodies[self.id.index()];
-        if body.channel == channel {
+    fn retune(&mut self, fx: &mut Effects, now: SimTime, channel: u32) {
+        if self.channel == channel {
             return;
         }
-        body.channel = channel;
+        self.channel = channel;
         self.phy.retune();
         self.dcf.flush();
-        self.pump_mac(env, now);
-        self.medium_update(env, now);
+        self.pump_mac(fx, now);
+        self.medium_update(fx, now);
     }
 
     /// Starts management and the router.
-    fn mgmt_start(&mut self, env: &mut Env, now: SimTime) {
+    fn mgmt_start(&mut self, fx: &mut Effects, now: SimTime) {
         self.mgmt.start(now);
-        self.pump_mgmt(env, now);
-        self.adhoc_start(env, now);
+        self.pump_mgmt(fx, now);
+        self.adhoc_start(fx, now);
         self.net.handle_start(now);
-        self.pump_net(env, now);
+        self.pump_net(fx, now);
     }
 
     /// Switches the radio on now, or at the node's appearance; schedules
     /// its disappearance.
-    pub fn power_schedule(&mut self, env: &mut Env) {
+    pub fn power_schedule(&mut self, fx: &mut Effects) {
         let (node, appear, disappear) = (self.id, self.cfg.appear, self.cfg.disappear);
         if appear == SimTime::ZERO {
-            self.mgmt_start(env, SimTime::ZERO);
+            self.mgmt_start(fx, SimTime::ZERO);
         } else {
-            env.queue
-                .schedule(appear, node.0, Event::Power { node, on: true });
+            fx.schedule(appear, Event::Power { node, on: true });
         }
         if disappear != SimTime::MAX {
-            env.queue
-                .schedule(disappear, node.0, Event::Power { node, on: false });
+            fx.schedule(disappear, Event::Power { node, on: false });
         }
     }
 
     /// The node appears (its radio comes on and management starts) or
     /// disappears (its radio goes off for good, dropping what it queued).
-    pub fn on_power(&mut self, env: &mut Env, now: SimTime, on: bool) {
-        env.bodies[self.id.index()].on = on;
+    pub fn on_power(&mut self, fx: &mut Effects, now: SimTime, on: bool) {
+        self.on = on;
         if on {
-            self.mgmt_start(env, now);
+            self.mgmt_start(fx, now);
         } else {
             self.dcf.flush();
-            self.pump_mac(env, now);
+            self.pump_mac(fx, now);
         }
     }
 
     /// A management timer of `generation` fired.
     pub fn on_mgmt_timer(
         &mut self,
-        env: &mut Env,
+        fx: &mut Effects,
         now: SimTime,
         timer: MgmtTimer,
         generation: u32,
@@ -597,24 +572,23 @@ impl Node {
         }
         let map = self.dcf.links().advertised().cloned();
         self.mgmt.handle_timeout(now, timer, map);
-        self.pump_mgmt(env, now);
+        self.pump_mgmt(fx, now);
     }
 
     /// A management frame from `from` arrived intact.
-    fn mgmt_rx(&mut self, env: &mut Env, now: SimTime, from: NodeId, body: MgmtBody, rssi: Dbm) {
+    fn mgmt_rx(&mut self, fx: &mut Effects, now: SimTime, from: NodeId, body: MgmtBody, rssi: Dbm) {
         if let MgmtBody::Adhoc(f) = body {
-            return self.adhoc_rx(env, now, from, f, rssi);
+            return self.adhoc_rx(fx, now, from, f, rssi);
         }
-        let channel = env.bodies[self.id.index()].channel;
-        self.mgmt.handle_frame(now, from, body, rssi, channel);
-        self.pump_mgmt(env, now);
+        self.mgmt.handle_frame(now, from, body, rssi, self.channel);
+        self.pump_mgmt(fx, now);
     }
 
     /// Hands a management frame to the MAC at the radio's basic rate. It
     /// bypasses the queue limit; `front` puts it ahead of queued data
     /// (beacons, probe requests).
-    fn send_mgmt(&mut self, env: &mut Env, now: SimTime, dst: Dst, body: MgmtBody, front: bool) {
-        let mode = env.radio.basic_rate;
+    fn send_mgmt(&mut self, fx: &mut Effects, now: SimTime, dst: Dst, body: MgmtBody, front: bool) {
+        let mode = self.dcf.air().basic;
         let tries = if dst == Dst::Broadcast { 1 } else { MGMT_TRIES };
         let fixed = Some(Stage { mode, tries });
         let msdu = Msdu {
@@ -626,41 +600,38 @@ impl Node {
             payload: Payload::Mgmt(body),
         };
         self.dcf.enqueue_mgmt(now, msdu, front);
-        self.pump_mac(env, now);
+        self.pump_mac(fx, now);
     }
 
     /// Drains management: the radio to the channel it wants, frames to the
     /// MAC, events to the trace and the network layer, timers to the event
     /// queue.
-    fn pump_mgmt(&mut self, env: &mut Env, now: SimTime) {
+    fn pump_mgmt(&mut self, fx: &mut Effects, now: SimTime) {
         let node = self.id;
         loop {
             let channel = self.mgmt.channel();
-            if channel != env.bodies[node.index()].channel {
-                self.retune(env, now, channel);
+            if channel != self.channel {
+                self.retune(fx, now, channel);
             } else if let Some(MgmtFrame { dst, body, front }) = self.mgmt.poll_transmit() {
-                self.send_mgmt(env, now, dst, body, front);
+                self.send_mgmt(fx, now, dst, body, front);
             } else if let Some(ev) = self.mgmt.poll_event() {
                 match ev {
-                    MgmtEvent::Conn { peer, event, value } => {
-                        env.conn_event(now, node, peer.0, event, value)
-                    }
+                    MgmtEvent::Conn { peer, event, value } => fx.conn(peer.0, event, value),
                     MgmtEvent::LinkUp(peer) => {
                         self.net.handle_link_up(now, peer);
-                        self.pump_net(env, now);
+                        self.pump_net(fx, now);
                     }
                     MgmtEvent::LinkDown(peer) => self.net.handle_link_down(peer),
                     MgmtEvent::Beacon { ap, map } => {
                         if let Some(map) = map {
                             self.dcf.links_mut().beacon_hint(ap, &map);
                         }
-                        self.script_beacon(env, now, ap);
+                        self.script_beacon(fx, ap);
                     }
                 }
             } else if let Some((timer, at, generation)) = self.mgmt.poll_timer() {
-                env.queue.schedule(
+                fx.schedule(
                     at,
-                    node.0,
                     Event::Mgmt {
                         node,
                         timer,

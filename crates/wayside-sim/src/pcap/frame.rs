@@ -11,15 +11,16 @@
 //! 10.*i+1* (24-bit) — the 10.0.0.*i+1* of [`crate::net`] for the first 254
 //! nodes; the multicast group [`crate::packet::ALL_HOSTS`] is 224.0.0.1.
 
+use crate::ids::Dst;
 use crate::mac::adhoc::{AdhocFrame, AdhocKind};
 use crate::mac::mgmt::MgmtBody;
 use crate::mac::mgmt::Role;
-use crate::mac::{Dst, Frame, Payload};
+use crate::mac::{Frame, Payload};
+use crate::packet::Segment;
 use crate::packet::{ArpOp, DhcpOp};
 use crate::packet::{Body, Packet, ALL_HOSTS};
 use crate::phy::mode::Mode;
 use crate::trace::FrameKind;
-use crate::transport::tcp::Segment;
 use etherparse::{ArpEthIpv4Packet, ArpOperation, ArpPacket, PacketBuilder, TcpOptionElement};
 use std::collections::BTreeMap;
 
@@ -506,8 +507,8 @@ fn dhcp_message(op: DhcpOp, client: u32, server: u32) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::ids::NodeId;
+    use crate::packet::Flags;
     use crate::phy::mode::Standard;
-    use crate::transport::tcp::Flags;
     use crate::units::SimTime;
     use std::sync::Arc;
 

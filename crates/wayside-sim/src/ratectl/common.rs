@@ -177,7 +177,7 @@ pub(crate) mod testing {
     //! probability `p[i]`.
 
     use super::super::{RateControl, RetryChain, TxRequest, TxStatus};
-    use crate::mobility::Vec2;
+    use crate::geometry::Vec2;
     use crate::phy::mode::Mode;
     use crate::rng::Stream;
     use crate::units::{Db, Dbm, SimTime};

@@ -79,7 +79,7 @@
 use super::common::{index_of, standard_of, tx_time_us, Estimate};
 use super::ideal::rate_lower_lowest;
 use super::{RateControl, RetryChain, RxObservation, TxRequest, TxStatus};
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::phy::error::{ErrorModel, ErrorModelKind};
 use crate::phy::mode::{Mode, Standard};
 use crate::units::{Db, Meters};

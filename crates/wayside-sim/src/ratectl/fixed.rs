@@ -37,7 +37,7 @@ impl RateControl for Fixed {
 mod tests {
     use super::super::Stage;
     use super::*;
-    use crate::mobility::Vec2;
+    use crate::geometry::Vec2;
     use crate::phy::mode::Standard;
     use crate::units::{Bitrate, Db, Dbm, SimTime};
 

@@ -40,7 +40,7 @@ pub use onoe::{Onoe, OnoeParams};
 pub use rraa::{Rraa, RraaParams, Thresholds as RraaThresholds};
 pub use samplerate::{InitialRssi, SamplePick, SampleRate, SampleRateParams};
 
-use crate::mobility::Vec2;
+use crate::geometry::Vec2;
 use crate::phy::mode::Mode;
 use crate::rng::Stream;
 use crate::units::{Db, Dbm, SimTime};

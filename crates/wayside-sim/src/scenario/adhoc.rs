@@ -7,9 +7,7 @@
 //!           disconnect_timeout = "2 s", unicast_keepalive = true }
 //! ```
 
-use super::lower::{err, time_in};
-use super::schema::TimeQ;
-use super::ScenarioError;
+use super::common::{err, time_in, yes, ScenarioError, TimeQ};
 use crate::mac::adhoc::AdhocConfig;
 use crate::mac::mgmt::Role;
 use crate::phy::mode::Timing;
@@ -39,9 +37,6 @@ fn default_join_probe() -> TimeQ {
 }
 fn default_disconnect() -> TimeQ {
     TimeQ(2.0)
-}
-fn yes() -> bool {
-    true
 }
 
 /// Six colon-separated hex octets as a 48-bit number.

@@ -1,35 +1,88 @@
 //! Scenario files, in three steps: `--set key=value` overrides are applied
-//! to the TOML tree ([`apply_overrides`]), the tree is parsed into the
-//! schema's serde structs ([`schema`]), and the parsed scenario is lowered
-//! into a [`SimConfig`] ([`Scenario::lower`]), which checks what the types
-//! cannot. Every error names the key, the value and what is allowed. The
-//! built-in scenarios are in [`BUILTIN`].
+//! to the TOML tree ([`apply_overrides`]), the tree is parsed into serde
+//! structs, and the parsed scenario is lowered into a [`SimConfig`]
+//! ([`Scenario::lower`]), which checks what the types cannot. Every error
+//! names the key, the value and what is allowed. The built-in scenarios
+//! are in [`BUILTIN`].
+//!
+//! Each section of the file is one module holding its serde struct,
+//! defaults, checks and lowering; `common` holds the quantities with units
+//! and the error type they share. This module parses, and resolves what
+//! one section refers to in another (node names, the radio's channel).
 
 mod adhoc;
+mod apps;
 mod builtins;
-mod lower;
+mod common;
+mod environment;
+mod links;
+mod mac;
+mod management;
+mod mobility;
+mod nodes;
 mod overrides;
-pub mod schema;
+mod pcap;
+mod radio;
+mod rate_control;
+mod traffic;
 
 pub use builtins::{builtin, BUILTIN};
+pub use common::{ScenarioError, MAX_DURATION_S, MAX_NODES};
 pub use overrides::apply_overrides;
-pub use schema::Scenario;
+
+use apps::{expand_source_apps, lower_apps, AppSection};
+use common::{err, one, time_in, TimeQ};
+use environment::{Environment, ObstacleSection};
+use links::{lower_links, LinkSection};
+use mac::MacSection;
+use management::ManagementSection;
+use nodes::{lower_nodes, NodeContext, NodeSection};
+use pcap::{lower_pcap, PcapSection};
+use radio::Radio;
+use serde::Deserialize;
+use traffic::{lower_traffic, TrafficSection};
 
 use crate::config::SimConfig;
 
-/// Most nodes a scenario may define: what `benches/many_nodes.py` shows is
-/// practical. 10,000 vehicles beaconing at 1 Hz for 60 s simulated take
-/// 2.5 GiB (300 m between vehicles in a lane) to 4.9 GiB (150 m) and about
-/// ten minutes; memory grows with radios × neighbours and, through the
-/// trace's row for each frame at each radio it reaches, with time.
-pub const MAX_NODES: usize = 10_000;
-/// Longest simulated duration.
-pub const MAX_DURATION_S: f64 = 86_400.0;
-
-/// A scenario that cannot be used, with a message for the user.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ScenarioError(pub String);
+/// A scenario file, parsed.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The validation targets this scenario was calibrated on, as
+    /// `"paper/target"` (glob patterns allowed). `wayside validate` reports
+    /// them as calibrated and never counts them as reproduced.
+    #[serde(default)]
+    pub calibrated_on: Vec<String>,
+    pub duration: TimeQ,
+    /// Run seed used when none is given on the command line.
+    #[serde(default = "one")]
+    pub seed: u64,
+    #[serde(default)]
+    pub environment: Environment,
+    pub radio: Radio,
+    #[serde(default)]
+    pub mac: MacSection,
+    #[serde(rename = "node")]
+    pub nodes: Vec<NodeSection>,
+    #[serde(default, rename = "traffic")]
+    pub traffic: Vec<TrafficSection>,
+    #[serde(default)]
+    pub management: ManagementSection,
+    #[serde(default, rename = "link")]
+    pub links: Vec<LinkSection>,
+    #[serde(default, rename = "app")]
+    pub apps: Vec<AppSection>,
+    /// Buildings that attenuate the line of sight.
+    #[serde(default, rename = "obstacle")]
+    pub obstacles: Vec<ObstacleSection>,
+    /// pcap output: which radios, and a sniffer.
+    #[serde(default)]
+    pub pcap: Option<PcapSection>,
+}
 
 /// Parses scenario text, applies overrides, parses and lowers it for run
 /// `run` with `seed` (default: the scenario's own). Returns the resolved
@@ -60,6 +113,93 @@ pub fn load(
     Ok((resolved, scenario.lower(seed, run)?))
 }
 
+impl Scenario {
+    /// The simulator configuration for run `run` with `seed` (default: the
+    /// scenario's own); what is drawn while lowering (highway traffic)
+    /// comes from them.
+    pub fn lower(&self, seed: Option<u64>, run: u64) -> Result<SimConfig, ScenarioError> {
+        let seed = seed.unwrap_or(self.seed);
+        if let Some(name) = &self.name {
+            if name.is_empty()
+                || name.len() > 100
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                || name.starts_with('.')
+            {
+                return err(format!("name: '{name}' is not usable; use up to 100 letters, digits, '-', '_' and '.', not starting with '.'"));
+            }
+        }
+        let duration = time_in(
+            "duration",
+            self.duration,
+            1e-9,
+            MAX_DURATION_S,
+            "more than 0 s, up to 24 h",
+        )?;
+        let standard = self.radio.standard;
+        let channel_no = self.radio.channel_number();
+        let frequency = self.radio.frequency(channel_no)?;
+        let channel = self.environment.lower(frequency, &self.obstacles)?;
+        let radio = self.radio.lower()?;
+        let rates = self
+            .mac
+            .rate_context(standard, radio.basic_rate, radio.error_model)?;
+        let mac = self.mac.lower(&rates)?;
+        let nodes = lower_nodes(
+            &self.nodes,
+            &NodeContext {
+                rates: &rates,
+                mac: &mac,
+                channel: &channel,
+                channel_no,
+                timing: standard.timing(self.radio.b_compatible),
+                beacon_interval: self.management.beacon_interval.time(),
+                duration,
+                seed: (seed, run),
+            },
+        )?;
+        let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        let sources = lower_traffic(&self.traffic, standard, &names)?;
+        let mgmt = self.management.lower(standard)?;
+        let wires = lower_links(&self.links, &names)?;
+        let apps = lower_apps(
+            &self.apps,
+            &self.nodes,
+            self.management.beacon_interval,
+            &names,
+        )?;
+        let apps = expand_source_apps(apps, &self.apps, &self.nodes, &nodes);
+        let pcap = lower_pcap(self.pcap.as_ref(), &self.nodes, &nodes, &self.named_nodes())?;
+        Ok(SimConfig {
+            mgmt,
+            wires,
+            apps,
+            pcap,
+            duration,
+            seed,
+            run,
+            channel,
+            radio,
+            nodes,
+            sources,
+        })
+    }
+
+    /// Every node a `[[traffic]]`, `[[app]]` or `[[link]]` names, with the
+    /// section that names it.
+    fn named_nodes(&self) -> Vec<(&'static str, &str)> {
+        let traffic = self.traffic.iter().flat_map(|t| [&t.from, &t.to]);
+        let apps = self.apps.iter().flat_map(|a| [&a.from, &a.to]);
+        let links = self.links.iter().flat_map(|l| [&l.a, &l.b]);
+        traffic
+            .map(|n| ("traffic", n.as_str()))
+            .chain(apps.map(|n| ("app", n.as_str())))
+            .chain(links.map(|n| ("link", n.as_str())))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,9 +219,9 @@ mod tests {
         let spec = |rc: &str| {
             let o = vec![format!("node.ap.rate_control={rc}")];
             let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0).unwrap();
-            cfg.nodes[0].rate_control.clone()
+            cfg.nodes[0].mac.rate.clone()
         };
-        let want = |p: SampleRateParams| Some(RateControlSpec::SampleRate(p));
+        let want = RateControlSpec::SampleRate;
         assert_eq!(
             spec(r#"{algorithm="samplerate", preset="tuned"}"#),
             want(SampleRateParams::tuned_preset())
@@ -223,21 +363,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_options_of_each_algorithm_are_those_of_its_struct() {
-        assert_eq!(
-            schema::fields_of::<schema::EnvAwareOptions>(),
-            ["training_passes", "bin", "margin", "beacon_hints"]
-        );
-        assert_eq!(schema::fields_of::<schema::FixedOptions>(), ["rate"]);
-        assert!(schema::fields_of::<schema::NoOptions>().is_empty());
-    }
-
-    /// Each name in the schema's table builds the algorithm that calls
+    /// Each name in the rate-control table builds the algorithm that calls
     /// itself by that name.
     #[test]
     fn every_algorithm_name_builds_that_algorithm() {
-        for (name, _, example) in schema::ALGORITHMS {
+        for (name, _, example) in rate_control::ALGORITHMS {
             let options = if example.is_empty() {
                 String::new()
             } else {
@@ -248,10 +378,7 @@ mod tests {
             )];
             let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(
-                cfg.nodes[0].rate_control.as_ref().map(|s| s.name()),
-                Some(*name)
-            );
+            assert_eq!(cfg.nodes[0].mac.rate.name(), *name);
         }
     }
 

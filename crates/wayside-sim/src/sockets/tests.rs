@@ -2,7 +2,8 @@
 //! sockets joined back to back (no network in between).
 
 use super::*;
-use crate::transport::tcp::{Segment, TcpProfile};
+use crate::packet::Segment;
+use crate::transport::tcp::TcpProfile;
 
 const A: NodeId = NodeId(0);
 const B: NodeId = NodeId(1);
@@ -123,7 +124,7 @@ fn listener_accepts_syn_with_syn_ack_and_ignores_other_segments() {
         A,
         B,
         Body::Tcp(Segment {
-            flags: crate::transport::tcp::Flags {
+            flags: crate::packet::Flags {
                 ack: true,
                 ..Default::default()
             },

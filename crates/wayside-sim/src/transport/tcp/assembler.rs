@@ -4,11 +4,8 @@
 //! most recently changed ranges).
 
 use super::seq::SeqNum;
+use crate::packet::MAX_SACK_BLOCKS;
 
-/// Most SACK blocks in one segment (RFC 2018 with 40 bytes of options
-/// leaves room for 4 without timestamps; Linux sends at most 3 with them,
-/// and the simulator's segment carries 3).
-pub const MAX_SACK_BLOCKS: usize = 3;
 /// Most disjoint ranges kept; further holes drop the segment (it will be
 /// retransmitted), which bounds memory against hostile input.
 const MAX_RANGES: usize = 64;

@@ -29,9 +29,9 @@ mod seq;
 #[cfg(test)]
 mod tests;
 
-pub use assembler::MAX_SACK_BLOCKS;
 pub use profile::{Congestion, LossRecovery, TcpConfig, TcpProfile, UnknownProfile};
 
+use crate::packet::{Flags, Segment};
 use crate::units::SimTime;
 use congestion::{Cc, CWND_CLAMP};
 use rtt::RttEstimator;
@@ -47,57 +47,6 @@ const DEFAULT_MSS: u32 = 536;
 const MIN_MSS: u32 = 64;
 /// Largest window with scaling (RFC 7323: shift 14).
 const MAX_SCALED_WINDOW: u32 = 1 << 30;
-
-/// TCP header flags the simulator models.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Flags {
-    pub syn: bool,
-    pub ack: bool,
-    pub fin: bool,
-    pub rst: bool,
-}
-
-/// A TCP segment: header fields and the payload length.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Segment {
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub seq: u32,
-    pub ack: u32,
-    pub flags: Flags,
-    /// Receive window in bytes, already scaled.
-    pub window: u32,
-    /// Payload bytes.
-    pub len: u32,
-    /// MSS option (SYN only).
-    pub mss: Option<u16>,
-    /// SACK-permitted option (SYN only).
-    pub sack_permitted: bool,
-    /// Window-scale option present (SYN only); the shift is implied by
-    /// `window` already being scaled.
-    pub window_scale: bool,
-    /// SACK blocks `[left, right)`, most recent first.
-    pub sack: [Option<(u32, u32)>; MAX_SACK_BLOCKS],
-}
-
-impl Segment {
-    /// Header bytes on the wire: 20 plus options padded to 4 bytes
-    /// (MSS 4, SACK-permitted 2, window scale 3, SACK 2 + 8 per block).
-    pub fn header_bytes(&self) -> u32 {
-        let blocks = self.sack.iter().flatten().count() as u32;
-        let opts = 4 * self.mss.is_some() as u32
-            + 2 * self.sack_permitted as u32
-            + 3 * self.window_scale as u32
-            + if blocks > 0 { 2 + 8 * blocks } else { 0 };
-        20 + opts.div_ceil(4) * 4
-    }
-    /// Sequence space the segment occupies (payload plus SYN and FIN).
-    pub fn seq_len(&self) -> u32 {
-        self.len
-            .saturating_add(self.flags.syn as u32)
-            .saturating_add(self.flags.fin as u32)
-    }
-}
 
 /// Connection states, RFC 793 names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,0 +1,154 @@
+//! The air around the radios: each node's body (how it moves, its
+//! antenna), the radio medium with the transmissions on it, and the radio
+//! configuration they share. A node reads it when a signal reaches its
+//! radio or its rate control asks for an oracle ([`crate::node`]); the
+//! world puts frames on it ([`crate::world`]).
+
+use crate::channel::{Endpoint, Fades};
+use crate::config::RadioConfig;
+use crate::geometry::Vec2;
+use crate::ids::{NodeId, TxId};
+use crate::mac::Frame;
+use crate::medium::{Antenna, Medium};
+use crate::mobility::{Mobility, MobilityModel};
+use crate::phy::mode::{ModClass, Mode};
+use crate::phy::state::Signal;
+use crate::units::{Db, Dbm, Meters, SimTime};
+
+/// A node's physical self: how it moves and what its antenna is.
+#[derive(Clone, Debug)]
+pub struct Body {
+    pub mobility: MobilityModel,
+    pub antenna_height: Meters,
+    pub antenna_gain: Db,
+    /// Whether it has a radio (a wired-only server has none).
+    pub radio: bool,
+}
+
+impl Body {
+    pub fn position(&self, t: SimTime) -> Vec2 {
+        self.mobility.position(t)
+    }
+
+    pub fn endpoint(&self, t: SimTime) -> Endpoint {
+        Endpoint {
+            position: self.mobility.position(t),
+            height: self.antenna_height,
+            antenna_gain: self.antenna_gain,
+            odometer: self.mobility.odometer(t),
+        }
+    }
+
+    /// Its radio, tuned to `channel`, as the medium sees it for a frame on
+    /// the air from `t` to `end`: where its antenna is at `t` and how far
+    /// it moves until `end`.
+    pub fn antenna(&self, t: SimTime, end: SimTime, channel: u32) -> Antenna {
+        let travel = Meters(self.mobility.odometer(end).0 - self.mobility.odometer(t).0);
+        Antenna {
+            endpoint: self.endpoint(t),
+            channel,
+            travel,
+        }
+    }
+}
+
+/// The bodies, the medium and the radio configuration.
+pub struct Air {
+    pub bodies: Vec<Body>,
+    pub medium: Medium,
+    pub radio: RadioConfig,
+}
+
+impl Air {
+    pub fn position(&self, n: NodeId, t: SimTime) -> Vec2 {
+        self.bodies[n.index()].position(t)
+    }
+
+    /// The mode the PLCP header is sent with: the lowest rate of the class.
+    fn header_mode(&self, mode: &Mode) -> Mode {
+        let modes = self.radio.standard.modes();
+        *modes
+            .iter()
+            .find(|m| m.class == mode.class)
+            .unwrap_or(&modes[0])
+    }
+
+    /// Puts `frame` from `src` (tuned to `channel`, sending at `tx_power`)
+    /// on the air at `mode` from `now` to `end`; `radio(j)` is radio `j`'s
+    /// channel if it is on. Returns the transmission's id and fills
+    /// `reached` with each radio it reaches and its delay.
+    #[allow(clippy::too_many_arguments)]
+    pub fn transmit(
+        &mut self,
+        now: SimTime,
+        end: SimTime,
+        src: NodeId,
+        (channel, tx_power): (u32, Dbm),
+        frame: Frame,
+        mode: Mode,
+        radio: impl Fn(NodeId) -> Option<u32>,
+        reached: &mut Vec<(NodeId, SimTime)>,
+    ) -> TxId {
+        let tx = self.bodies[src.index()].antenna(now, end, channel);
+        let bodies = &self.bodies;
+        let radios = bodies
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.radio)
+            .map(|(i, b)| (NodeId(i as u32), b.position(now)));
+        self.medium.rebin(now, radios);
+        let antenna = |j: NodeId| radio(j).map(|c| bodies[j.index()].antenna(now, end, c));
+        self.medium
+            .transmit(now, end, src, tx, tx_power, frame, mode, antenna, reached)
+    }
+
+    /// Transmission `id` as it reaches radio `rx`, from `now`.
+    pub fn signal(&self, id: TxId, rx: NodeId, now: SimTime) -> Signal {
+        let t = self.medium.tx(id);
+        let power = t.power_at(rx).expect("scheduled arrival");
+        let header_mode = self.header_mode(&t.mode);
+        let header_time = t.mode.header_airtime(self.radio.preamble);
+        let duration = t.end - t.start;
+        Signal {
+            tx: id,
+            power,
+            start: now,
+            end: now + duration,
+            header_mode,
+            header_bits: if t.mode.class == ModClass::Dsss {
+                48
+            } else {
+                24
+            },
+            header_end: now + header_time,
+            mode: t.mode,
+            payload_bits: 8 * t.frame.psdu_bytes as u64,
+            fades: Fades::FLAT,
+        }
+    }
+
+    /// How the fading changes transmission `id` at `rx` over the frame
+    /// (for the frame `rx` has locked on: its [`Signal`] starts flat).
+    pub fn fades(&mut self, id: TxId, rx: NodeId) -> Fades {
+        let t = self.medium.tx(id);
+        let (src, start, end, channel) = (t.src, t.start, t.end, t.channel);
+        let (ta, tb) = (
+            self.bodies[src.index()].antenna(start, end, channel),
+            self.bodies[rx.index()].antenna(start, end, channel),
+        );
+        self.medium
+            .fades(src, &ta, rx, &tb, self.radio.ofdm_preamble_estimate)
+    }
+
+    /// The mean SNR (path loss and shadowing, no fast fading) of frames
+    /// from `a`, sent at `tx_power`, at `b` at `now`: the oracle some rate
+    /// controllers are given.
+    pub fn mean_snr(&mut self, a: NodeId, b: NodeId, now: SimTime, tx_power: Dbm) -> Db {
+        let (ta, tb) = (
+            self.bodies[a.index()].endpoint(now),
+            self.bodies[b.index()].endpoint(now),
+        );
+        let noise = self.medium.channel().noise_floor;
+        self.medium.mean_rx_power(a, &ta, b, &tb, tx_power) - noise
+    }
+}

@@ -1,0 +1,168 @@
+//! `[radio]`: the PHY every node shares (standard, channel, preamble, CCA,
+//! capture, basic rate), parsed and lowered into a [`RadioConfig`].
+//!
+//! ```toml
+//! [radio]
+//! standard = "802.11g"
+//! channel = 6
+//! basic_rate = "1 Mbps"
+//! ```
+
+use super::common::{
+    check_range, from_str, rate_mode, yes, zero_db, PowerQ, RateQ, RatioQ, ScenarioError,
+};
+use crate::config::RadioConfig;
+use crate::phy::error::{ClosedForm, ErrorModelKind};
+use crate::phy::mode::{Mode, Preamble, Standard};
+use crate::units::{parse_quantity, Db, Dbm, Hertz, Quantity};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreambleName {
+    Long,
+    Short,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Radio {
+    #[serde(deserialize_with = "from_str")]
+    pub standard: Standard,
+    #[serde(default)]
+    pub channel: Option<u32>,
+    #[serde(default = "yes")]
+    pub b_compatible: bool,
+    #[serde(default = "long")]
+    pub preamble: PreambleName,
+    #[serde(default = "default_cca")]
+    pub cca_threshold: PowerQ,
+    /// A frame this much stronger than the one being received takes over; "off" disables.
+    #[serde(default = "default_capture")]
+    pub capture_margin: CaptureMargin,
+    #[serde(default = "zero_db")]
+    pub implementation_loss: RatioQ,
+    /// The BSS's lowest basic rate (default the standard's lowest):
+    /// broadcasts and management frames go at it, control responses at a
+    /// basic rate from it up, and a node's `range` is defined at it.
+    #[serde(default)]
+    pub basic_rate: Option<RateQ>,
+    /// How an OFDM receiver knows the channel over a frame.
+    #[serde(default)]
+    pub ofdm_channel_estimate: ChannelEstimateName,
+}
+
+/// `radio.ofdm_channel_estimate` ([`crate::channel::Fades::aging`]).
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChannelEstimateName {
+    /// The channel is known at every instant of the frame.
+    #[default]
+    Ideal,
+    /// Learnt from the preamble's long training symbols and kept for the
+    /// frame (IEEE 802.11-2007 §17.3.3), the pilots following a common phase.
+    Preamble,
+}
+
+fn long() -> PreambleName {
+    PreambleName::Long
+}
+fn default_cca() -> PowerQ {
+    PowerQ(Dbm(-62.0))
+}
+fn default_capture() -> CaptureMargin {
+    CaptureMargin(Some(Db(10.0)))
+}
+
+/// A capture margin in dB, or `"off"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CaptureMargin(pub Option<Db>);
+
+impl<'de> Deserialize<'de> for CaptureMargin {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.trim() == "off" {
+            return Ok(CaptureMargin(None));
+        }
+        parse_quantity(&s, Quantity::Ratio)
+            .map(|v| CaptureMargin(Some(Db(v))))
+            .map_err(|e| {
+                de::Error::custom(format!("invalid capture margin \"{s}\": {e}, or \"off\""))
+            })
+    }
+}
+
+impl Radio {
+    /// The channel radios use unless they name one: `channel`, else the
+    /// standard's usual (6 in 2.4 GHz, 36 in 5 GHz, 178 for 802.11p).
+    pub(super) fn channel_number(&self) -> u32 {
+        self.channel.unwrap_or(match self.standard {
+            Standard::B | Standard::G => 6,
+            Standard::A => 36,
+            Standard::P => 178,
+        })
+    }
+
+    /// The carrier frequency of channel `number`.
+    pub(super) fn frequency(&self, number: u32) -> Result<Hertz, ScenarioError> {
+        self.standard
+            .default_channel_frequency(number)
+            .map_err(|e| ScenarioError(format!("radio.channel: {e}")))
+    }
+
+    pub(super) fn lower(&self) -> Result<RadioConfig, ScenarioError> {
+        let r = self;
+        let cca = r.cca_threshold.0 .0;
+        check_range(
+            "radio.cca_threshold",
+            cca,
+            &format!("{cca} dBm"),
+            -120.0,
+            0.0,
+            "-120 dBm to 0 dBm",
+        )?;
+        if let Some(m) = r.capture_margin.0 {
+            check_range(
+                "radio.capture_margin",
+                m.0,
+                &format!("{} dB", m.0),
+                0.0,
+                60.0,
+                "0 dB to 60 dB, or \"off\"",
+            )?;
+        }
+        let il = r.implementation_loss.0 .0;
+        check_range(
+            "radio.implementation_loss",
+            il,
+            &format!("{il} dB"),
+            0.0,
+            30.0,
+            "0 dB to 30 dB",
+        )?;
+        Ok(RadioConfig {
+            standard: r.standard,
+            b_compatible: r.b_compatible,
+            preamble: match r.preamble {
+                PreambleName::Long => Preamble::Long,
+                PreambleName::Short => Preamble::Short,
+            },
+            cca_threshold: r.cca_threshold.0,
+            capture_margin: r.capture_margin.0,
+            error_model: ErrorModelKind::ClosedForm(ClosedForm {
+                implementation_loss: r.implementation_loss.0,
+            }),
+            basic_rate: self.basic_rate()?,
+            ofdm_preamble_estimate: r.ofdm_channel_estimate == ChannelEstimateName::Preamble,
+        })
+    }
+
+    /// `radio.basic_rate`, or the standard's lowest basic rate.
+    fn basic_rate(&self) -> Result<Mode, ScenarioError> {
+        let standard = self.standard;
+        self.basic_rate.map_or(Ok(standard.basic_rates()[0]), |r| {
+            rate_mode(standard, "radio.basic_rate", r)
+        })
+    }
+}

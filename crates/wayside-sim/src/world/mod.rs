@@ -1,0 +1,269 @@
+//! The world: the nodes' stacks in an arena, what surrounds them (the
+//! air: their bodies and the radio medium; the event queue, the wired
+//! links, the experiment's script and the trace), and the event loop that
+//! hands each event to the node it is for ([`crate::node`]) and applies
+//! what the node wants done ([`effects`]).
+
+mod effects;
+
+use crate::air::{Air, Body};
+use crate::apps::broadside::BroadsideEnd;
+use crate::config::SimConfig;
+use crate::event::{Event, EventQueue};
+use crate::ids::{NodeId, TxId};
+use crate::medium::{Medium, RadioLimits};
+use crate::mobility::Mobility;
+use crate::net::route::AddressPlan;
+use crate::node::effects::Effects;
+use crate::node::Node;
+use crate::pcap::Capture;
+use crate::ratectl::SnrMap;
+use crate::rng::Stream;
+use crate::script::Script;
+use crate::trace::{ConnEvent, Trace};
+use crate::units::{Db, Dbm, Meters, SimTime};
+use crate::wire::WiredLink;
+use std::sync::Arc;
+
+/// Counters a run reports besides its trace.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunStats {
+    pub events: u64,
+    pub transmissions: u64,
+    pub simulated: SimTime,
+}
+
+pub struct World {
+    nodes: Vec<Node>,
+    air: Air,
+    queue: EventQueue,
+    trace: Trace,
+    wires: Vec<WiredLink>,
+    script: Script,
+    /// The pcap files the frame rows also go to, if any.
+    pub(crate) capture: Option<Capture>,
+    /// The node that records every frame it hears, if any.
+    sniffer: Option<NodeId>,
+    /// Each node's `frames` row of the transmission now awaiting its ACK or
+    /// CTS, to fill in its outcome.
+    awaiting: Vec<Option<usize>>,
+    /// What the node handling the current event wants done (reused).
+    effects: Effects,
+    /// Scratch: the radios a transmission reaches, with their delays.
+    reached: Vec<(NodeId, SimTime)>,
+    duration: SimTime,
+}
+
+impl World {
+    pub fn new(cfg: &SimConfig) -> World {
+        let timing = cfg.radio.standard.timing(cfg.radio.b_compatible);
+        let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
+        let bodies = cfg
+            .nodes
+            .iter()
+            .map(|n| Body {
+                mobility: n.mobility.clone(),
+                antenna_height: n.antenna_height,
+                antenna_gain: n.antenna_gain,
+                radio: n.radio,
+            })
+            .collect();
+        let plan = Arc::new(AddressPlan::new(
+            cfg.nodes.iter().map(|n| n.radio).collect(),
+            cfg.nodes.iter().map(|n| n.dhcp).collect(),
+        ));
+        let nodes: Vec<Node> = cfg
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Node::new(NodeId(i as u32), n, cfg, &timing, &plan))
+            .collect();
+        let radios = || cfg.nodes.iter().filter(|n| n.radio);
+        let limits = RadioLimits {
+            eirp: Dbm(radios()
+                .map(|n| n.tx_power.0 + n.antenna_gain.0)
+                .fold(f64::NEG_INFINITY, f64::max)),
+            gain: Db(radios()
+                .map(|n| n.antenna_gain.0)
+                .fold(f64::NEG_INFINITY, f64::max)),
+            height: Meters(radios().map(|n| n.antenna_height.0).fold(0.0, f64::max)),
+            speed: radios().map(|n| n.mobility.max_speed()).fold(0.0, f64::max),
+        };
+        let medium = Medium::new(&cfg.channel, &names, cfg.seed, cfg.run, limits);
+        let script = Script::new(
+            &cfg.apps,
+            cfg.mgmt.beacon_interval,
+            Stream::new("run", cfg.seed, cfg.run, "script"),
+        );
+        let mut w = World {
+            awaiting: vec![None; nodes.len()],
+            nodes,
+            air: Air {
+                bodies,
+                medium,
+                radio: cfg.radio.clone(),
+            },
+            queue: EventQueue::new(),
+            trace: Trace::default(),
+            wires: cfg.wires.clone(),
+            script,
+            capture: None,
+            sniffer: cfg.pcap.sniffer,
+            effects: Effects::default(),
+            reached: Vec::new(),
+            duration: cfg.duration,
+        };
+        for i in 0..w.nodes.len() {
+            let n = &mut w.nodes[i];
+            n.apps.listen(&mut n.sockets);
+            n.apps.start_sources();
+            n.pump_apps(&mut w.effects, SimTime::ZERO);
+            w.apply(NodeId(i as u32), SimTime::ZERO);
+        }
+        for s in w.script.timed() {
+            w.schedule_start(s);
+        }
+        for i in 0..w.nodes.len() {
+            w.nodes[i].power_schedule(&mut w.effects);
+            w.apply(NodeId(i as u32), SimTime::ZERO);
+        }
+        w
+    }
+
+    /// Starts each node whose rate control learns from the map given for
+    /// it (what earlier passes learned).
+    pub(crate) fn set_priors(&mut self, maps: &[Option<Arc<SnrMap>>]) {
+        for (n, map) in self.nodes.iter_mut().zip(maps) {
+            if let Some(map) = map {
+                n.dcf.links_mut().set_prior(Arc::clone(map));
+            }
+        }
+    }
+
+    /// What each node's rate control knows after this pass (`None` where it
+    /// does not learn).
+    pub(crate) fn learned(&self) -> Vec<Option<Arc<SnrMap>>> {
+        self.nodes
+            .iter()
+            .map(|n| n.dcf.links().learned().map(Arc::new))
+            .collect()
+    }
+
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.cfg.name.clone()).collect()
+    }
+
+    /// Runs to the configured duration and returns the trace (and the capture).
+    pub fn run(
+        mut self,
+    ) -> (
+        Trace,
+        RunStats,
+        Option<crate::pcap::Capture>,
+        Vec<BroadsideEnd>,
+    ) {
+        self.run_events();
+        self.sockets_finish();
+        let ends = self
+            .nodes
+            .iter_mut()
+            .flat_map(|n| n.apps.finish_broadside())
+            .collect();
+        let stats = RunStats {
+            events: self.queue.processed(),
+            transmissions: self.air.medium.transmissions(),
+            simulated: self.duration,
+        };
+        (self.trace, stats, self.capture, ends)
+    }
+
+    /// Processes events up to the configured duration.
+    pub(crate) fn run_events(&mut self) {
+        while let Some(t) = self.queue.peek_time() {
+            if t > self.duration {
+                break;
+            }
+            let (now, ev) = self.queue.pop().expect("peeked");
+            let (node, tx) = self.dispatch(now, ev);
+            self.apply(node, now);
+            if let Some(tx) = tx {
+                self.air.medium.release(tx);
+            }
+        }
+    }
+
+    /// Hands `ev` to the node it is for, which leaves what it wants done
+    /// in the effects. Returns the node, and the transmission the event
+    /// referred to (the medium releases it once the effects are applied).
+    fn dispatch(&mut self, now: SimTime, ev: Event) -> (NodeId, Option<TxId>) {
+        let (air, fx) = (&mut self.air, &mut self.effects);
+        let node = ev.node();
+        let n = &mut self.nodes[node.index()];
+        // A radio that is off hears nothing and its timers are void.
+        let on = n.radio().is_some();
+        match ev {
+            Event::RxStart { tx, .. } | Event::RxEnd { tx, .. } | Event::TxEnd { tx, .. }
+                if !on =>
+            {
+                return (node, Some(tx))
+            }
+            Event::Mac { .. }
+            | Event::Mgmt { .. }
+            | Event::Adhoc { .. }
+            | Event::Net { .. }
+            | Event::WireArrive { .. }
+                if !on => {}
+            Event::RxStart { tx, .. } => {
+                n.on_rx_start(air, fx, now, tx);
+                return (node, Some(tx));
+            }
+            Event::RxEnd { tx, .. } => {
+                n.on_rx_end(air, fx, now, tx);
+                return (node, Some(tx));
+            }
+            Event::TxEnd { tx, .. } => {
+                n.on_tx_end(fx, now, &air.medium.tx(tx).frame);
+                return (node, Some(tx));
+            }
+            Event::Mac {
+                timer, generation, ..
+            } => n.on_mac_timer(air, fx, now, timer, generation),
+            Event::Traffic { source, .. } => n.on_emit(fx, now, source),
+            Event::Mgmt {
+                timer, generation, ..
+            } => n.on_mgmt_timer(fx, now, timer, generation),
+            Event::Adhoc {
+                timer, generation, ..
+            } => n.on_adhoc_timer(fx, now, timer, generation),
+            Event::Net {
+                timer, generation, ..
+            } => n.on_net_timer(fx, now, timer, generation),
+            Event::WireArrive { link, frame, .. } => {
+                n.on_wire_arrive(fx, now, link as usize, *frame)
+            }
+            Event::Tcp {
+                socket, generation, ..
+            } => n.on_tcp_timer(fx, now, socket, generation),
+            Event::App { app, .. } => n.on_app(fx, now, app),
+            Event::Power { on, .. } => n.on_power(fx, now, on),
+        }
+        (node, None)
+    }
+
+    /// At the end of a run: each receiving socket's last data byte, in time
+    /// order.
+    fn sockets_finish(&mut self) {
+        let mut last: Vec<(SimTime, NodeId, NodeId, u64)> = Vec::new();
+        for n in &self.nodes {
+            last.extend(
+                n.sockets
+                    .last_data()
+                    .map(|(t, peer, bytes)| (t, n.id, peer, bytes)),
+            );
+        }
+        last.sort_by_key(|&(t, node, peer, _)| (t, node.0, peer.0));
+        for (t, node, peer, bytes) in last {
+            self.conn_event(t, node, peer.0, ConnEvent::LastData, bytes as f64);
+        }
+    }
+}

@@ -1,0 +1,21 @@
+"""The compiled engine (crates/wayside-py), as the rest of wayside sees it:
+the one module that imports the extension `wayside._native`; every other
+module goes through this one. Every export is typed in `_native.pyi`:
+
+- scenarios: `run` (one run; its trace tables are Arrow streams, `Table`),
+  `resolve`, `builtin_names`, `builtin_text`, `ScenarioError`;
+- the PHY: `rate_thresholds`;
+- the Broadside node's command line: `broadside_cli`;
+- vehicle traces and the contact-level epidemic: `Trace`, `TraceError`,
+  `read_fcd`, `read_one`, `trace_from_columns`, `epidemic_run`.
+
+`LIBRARY` is the extension's file, for caches that must not outlive a
+rebuild of the engine.
+"""
+
+from __future__ import annotations
+
+from wayside import _native
+from wayside._native import *  # noqa: F403  (the exports listed above; pyo3 sets __all__)
+
+LIBRARY: str = _native.__file__
