@@ -110,8 +110,8 @@ def main() -> None:
                                     a.router, 150.0, 20.0)
         hosts = pl.read_csv(paths["hosts"], schema_overrides={"vehicle": pl.String})
         dev = set(hosts.filter(pl.col("role") == "device")["host"].to_list())
-        c, _ = cpu_of(["java", "-Xmx4G", "-cp", str(cp), "core.DTNSim", "-b", "1", str(paths["settings"])], cwd=d)
-        one_cpu += c
+        c1, _ = cpu_of(["java", "-Xmx4G", "-cp", str(cp), "core.DTNSim", "-b", "1", str(paths["settings"])], cwd=d)
+        one_cpu += c1
         curves["the-one"].append(one_curve(d / "m-reports" / "m_EventLogReport.txt", dev, times))
         wayside = [str(Path(sys.executable).parent / "wayside"), "epidemic"]
         if a.router == "epidemic":
@@ -125,8 +125,9 @@ def main() -> None:
             n = int((got["received"] > 0).sum())
             curves["wayside"].append(np.where(times >= end, n, np.nan))
         ours_cpu += c
-        print(f"run {r}: {devices_n} devices; The ONE {curves['the-one'][-1][-1]:.0f}, "
-              f"wayside {curves['wayside'][-1][-1]:.0f} holding the file at the end", flush=True)
+        print(f"run {r}: {devices_n} devices; holding the file at the end: The ONE "
+              f"{curves['the-one'][-1][-1]:.0f}, wayside {curves['wayside'][-1][-1]:.0f}; CPU {c1:.1f} s "
+              f"against {c:.2f} s", flush=True)
     one = np.array(curves["the-one"])
     ours = np.array(curves["wayside"])
     at = np.arange(0, len(times), max(len(times) // 10, 1))

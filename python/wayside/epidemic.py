@@ -181,13 +181,7 @@ def summarize(runs: pl.DataFrame) -> pl.DataFrame:
             .sort("seeds", "penetration"))
 
 
-def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+def _draw(ax: Any, summary: pl.DataFrame, title: str) -> None:
     for (s,), g in summary.group_by("seeds", maintain_order=True):
         x = g["penetration"].to_numpy() * 100
         m, lo, hi = (g[c].to_numpy() * 100 for c in ("median", "p5", "p95"))
@@ -200,6 +194,22 @@ def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(title, fontsize=9)
+
+
+def plot(summary: pl.DataFrame, out: Path, title: str) -> None:
+    plot_panels({title: summary}, out)
+
+
+def plot_panels(panels: dict[str, pl.DataFrame], out: Path) -> None:
+    """Figure 13 summaries side by side, one panel each (title: summary)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False, sharey=True)
+    for ax, (title, summary) in zip(axes[0], panels.items()):
+        _draw(ax, summary, title)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)

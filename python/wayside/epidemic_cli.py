@@ -201,6 +201,31 @@ def sweep(
                   f"{escape(str(out / 'figure13.png'))}", soft_wrap=True, highlight=False)
 
 
+@app.command()
+def compare(
+    sweeps: List[Path] = typer.Argument(..., help="Output directories of `sweep` (each with figure13.csv)."),
+    out: Path = typer.Option(Path("figure13-compare.png"), "--out", help="The plot, one panel per sweep."),
+) -> None:
+    """Plot Figure 13 sweeps side by side (e.g. under --rules paper and the-one)."""
+    import json
+
+    import polars as pl
+
+    from wayside import epidemic
+
+    panels = {}
+    for d in sweeps:
+        try:
+            m = json.loads((d / epidemic.MANIFEST).read_text(encoding="utf-8"))
+            summary = pl.read_csv(d / "figure13.csv")
+        except (OSError, ValueError) as e:
+            fail(f"{d}: not a sweep's output ({e})")
+            return
+        panels[f"{Path(m['trace']).name}, rules {m.get('rules', 'paper')}, {m['runs']} runs a point"] = summary
+    epidemic.plot_panels(panels, out)
+    console.print(f"wrote {escape(str(out))}", highlight=False)
+
+
 def _dtn_table(title: str, summary: dict) -> Table:
     from wayside import epidemic_dtn as dtn
 

@@ -338,3 +338,17 @@ def test_the_one_settings_with_a_generator_and_bad_settings(small, tmp_path):
             epidemic_one.load_settings(write({**base, key: value}))
     with pytest.raises(epidemic_one.OneError, match="bt.transmitRange: missing"):
         epidemic_one.load_settings(write({k: v for k, v in base.items() if k != "bt.transmitRange"}))
+
+
+def test_sweeps_under_both_rules_side_by_side(cli, tmp_path):
+    for rules in ("paper", "the-one"):
+        epidemic.sweep(SMALL, tmp_path / rules, penetrations=(1 / 8, 1 / 2), seed_counts=(4,), runs=3, workers=1,
+                       rules=rules)
+    paper, one = (pl.read_parquet(tmp_path / r / "runs.parquet") for r in ("paper", "the-one"))
+    # Same roles run by run, and The ONE's rules never reach more devices.
+    assert paper["devices"].equals(one["devices"]) and (one["complete"] <= paper["complete"]).all()
+    assert (one["complete"] < paper["complete"]).any()
+    r = cli("epidemic", "compare", tmp_path / "paper", tmp_path / "the-one", "--out", tmp_path / "c.png")
+    assert r.returncode == 0 and (tmp_path / "c.png").stat().st_size > 20_000, r.stderr
+    r = cli("epidemic", "compare", tmp_path / "nothing")
+    assert r.returncode == 2 and "not a sweep's output" in r.stderr

@@ -253,6 +253,15 @@ fn no_module_imports_itself_through_others() {
 }
 
 #[test]
+fn no_file_imports_itself_through_others() {
+    let deps = file_graph();
+    assert!(deps.contains_key("mac::dcf"), "files: {:?}", deps.keys());
+    if let Some(c) = first_cycle(&deps) {
+        panic!("import cycle between files: {}", c.join(" -> "));
+    }
+}
+
+#[test]
 fn every_module_has_a_floor() {
     let deps = module_graph(&file_graph());
     let placed: BTreeSet<&str> = LAYERS

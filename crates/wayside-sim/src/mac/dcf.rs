@@ -16,7 +16,7 @@
 //! its earlier expiry stale, recognised by its generation) and
 //! [`Dcf::poll_event`] (what the layers above and the trace need to know).
 
-use super::links::{Links, TxContext};
+use super::links::{Links, Whereabouts};
 use super::{
     Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
     RTS_BYTES,
@@ -359,18 +359,35 @@ impl Dcf {
         }
     }
 
+    /// The peer a retry chain will be asked for if `timer` fires now: the
+    /// receiver of the MSDU the timer takes next, if rate control chooses
+    /// its rates (unicast, no fixed stage). The caller then gives
+    /// [`Dcf::handle_timeout`] this node's whereabouts.
+    pub fn chain_peer(&self, timer: MacTimer) -> Option<NodeId> {
+        let takes = matches!(timer, MacTimer::AccessGrant | MacTimer::TxopNext);
+        if !takes || self.current.is_some() {
+            return None;
+        }
+        let next = (self.mgmt.front()).or_else(|| self.data.front().map(|q| &q.msdu))?;
+        match (next.fixed, next.dst) {
+            (None, Dst::Node(peer)) => Some(peer),
+            _ => None,
+        }
+    }
+
     /// A timer armed with `generation` expired (call only if current);
-    /// `receiving`: the PHY is locked on a frame now.
+    /// `receiving`: the PHY is locked on a frame now; `known`: this node's
+    /// whereabouts, given when [`Dcf::chain_peer`] names a peer.
     pub fn handle_timeout(
         &mut self,
         now: SimTime,
         timer: MacTimer,
         receiving: bool,
         phy_busy: bool,
-        ctx: &mut dyn TxContext,
+        known: Option<Whereabouts>,
     ) {
         match timer {
-            MacTimer::AccessGrant => self.access_granted(now, ctx),
+            MacTimer::AccessGrant => self.access_granted(now, known),
             MacTimer::ResponseTimeout => match self.state {
                 DcfState::AwaitingAck { .. } | DcfState::AwaitingCts { .. } if receiving => {
                     self.state = match self.state {
@@ -386,7 +403,7 @@ impl Dcf {
                 }
             }
             MacTimer::NavEnd => self.handle_medium(now, phy_busy),
-            MacTimer::TxopNext => self.txop_next(now, ctx),
+            MacTimer::TxopNext => self.txop_next(now, known),
         }
     }
 
@@ -528,10 +545,10 @@ impl Dcf {
         self.arm(at.max(now), MacTimer::AccessGrant);
     }
 
-    fn access_granted(&mut self, now: SimTime, ctx: &mut dyn TxContext) {
+    fn access_granted(&mut self, now: SimTime, known: Option<Whereabouts>) {
         self.state = DcfState::Idle;
         self.backoff = None;
-        if self.current.is_none() && !self.next_msdu(now, ctx) {
+        if self.current.is_none() && !self.next_msdu(now, known) {
             return;
         }
         let rts = self.current.as_ref().is_some_and(|c| c.rts);
@@ -561,10 +578,10 @@ impl Dcf {
     /// SIFS after an acknowledged frame in a TXOP: the next frame goes now
     /// if its exchange (data, SIFS, ACK) ends within the TXOP; else the
     /// TXOP ends and the station contends for it.
-    fn txop_next(&mut self, now: SimTime, ctx: &mut dyn TxContext) {
+    fn txop_next(&mut self, now: SimTime, known: Option<Whereabouts>) {
         self.burst_pending = false;
         if self.current.is_none() {
-            self.next_msdu(now, ctx);
+            self.next_msdu(now, known);
         }
         if let Some(until) = self.txop_until.take().filter(|_| self.bursts_current()) {
             let (frame, mode) = self.data_frame();
@@ -581,7 +598,7 @@ impl Dcf {
 
     /// Takes the next MSDU (management first) with its retry chain, joining
     /// two data packets into a fast frame where enabled; false if none.
-    fn next_msdu(&mut self, now: SimTime, ctx: &mut dyn TxContext) -> bool {
+    fn next_msdu(&mut self, now: SimTime, known: Option<Whereabouts>) -> bool {
         let (msdu, stageable) = match self.mgmt.pop_front() {
             Some(m) => (m, false),
             None => match self.data.pop_front() {
@@ -600,9 +617,13 @@ impl Dcf {
                     tries: 1,
                 }],
             },
-            (None, Dst::Node(d)) => self
-                .links
-                .retry_chain(now, d, chain_bytes, self.tx_power, ctx),
+            (None, Dst::Node(d)) => self.links.retry_chain(
+                now,
+                d,
+                chain_bytes,
+                self.tx_power,
+                known.expect("whereabouts for a chain"),
+            ),
         };
         let msdu = if stageable {
             self.join_fast_frame(msdu, &chain)
@@ -883,15 +904,10 @@ mod tests {
     const PEER: NodeId = NodeId(1);
     const OTHER: NodeId = NodeId(2);
 
-    struct NoOracle;
-    impl TxContext for NoOracle {
-        fn position(&self) -> Vec2 {
-            Vec2::default()
-        }
-        fn mean_snr(&mut self, _: NodeId) -> Db {
-            Db(30.0)
-        }
-    }
+    const KNOWN: Option<Whereabouts> = Some(Whereabouts {
+        position: Vec2::new(0.0, 0.0),
+        mean_snr: Some(Db(30.0)),
+    });
 
     fn g(mbps: u64) -> Mode {
         Standard::G.mode(Bitrate(mbps * 1_000_000)).unwrap()
@@ -971,14 +987,14 @@ mod tests {
     /// The response timeout fires at `at`, the medium busy (a reception
     /// under way) or idle.
     fn response_timeout(d: &mut Dcf, at: SimTime, busy: bool) {
-        d.handle_timeout(at, MacTimer::ResponseTimeout, busy, busy, &mut NoOracle);
+        d.handle_timeout(at, MacTimer::ResponseTimeout, busy, busy, KNOWN);
     }
 
     /// Enqueues one unicast MSDU on an idle medium and lets it go on the air.
     fn sent_one(d: &mut Dcf) -> (Frame, Mode) {
         d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
         let (t, at) = timers(d)[0];
-        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        d.handle_timeout(at, t, false, false, KNOWN);
         d.poll_transmit().expect("a frame on the air")
     }
 
@@ -1012,7 +1028,7 @@ mod tests {
             d.enqueue(SimTime::ZERO, packet);
         }
         let mut taken = Vec::new();
-        while d.next_msdu(SimTime::ZERO, &mut NoOracle) {
+        while d.next_msdu(SimTime::ZERO, KNOWN) {
             taken.push(d.current.take().expect("a frame taken").msdu.bytes);
         }
         taken
@@ -1047,7 +1063,7 @@ mod tests {
             };
             d.enqueue(SimTime::ZERO, big);
             let (t, at) = timers(&mut d)[0];
-            d.handle_timeout(at, t, false, false, &mut NoOracle);
+            d.handle_timeout(at, t, false, false, KNOWN);
             d.poll_transmit().expect("a frame on the air").0.kind
         };
         assert_eq!(first(None), FrameKind::Rts);
@@ -1072,7 +1088,7 @@ mod tests {
 
     /// `TxopNext` fires at `at`.
     fn txop_next(d: &mut Dcf, at: SimTime) {
-        d.handle_timeout(at, MacTimer::TxopNext, false, false, &mut NoOracle);
+        d.handle_timeout(at, MacTimer::TxopNext, false, false, KNOWN);
     }
 
     #[test]
@@ -1112,6 +1128,41 @@ mod tests {
         assert!(d.poll_transmit().is_none());
         assert!(d.txop_until.is_none() && d.backoff.is_some());
         assert!(matches!(d.state(), DcfState::Contending { .. }));
+    }
+
+    #[test]
+    fn test_contending_chain_peer_is_the_next_unicast_receiver() {
+        let mut d = dcf(1, 10);
+        assert_eq!(d.chain_peer(MacTimer::AccessGrant), None, "nothing queued");
+        d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
+        assert_eq!(d.chain_peer(MacTimer::AccessGrant), Some(PEER));
+        assert_eq!(d.chain_peer(MacTimer::TxopNext), Some(PEER));
+        assert_eq!(d.chain_peer(MacTimer::ResponseTimeout), None);
+    }
+
+    #[test]
+    fn test_contending_chain_peer_of_broadcast_or_fixed_stage_is_none() {
+        let mut d = dcf(1, 10);
+        d.enqueue(SimTime::ZERO, msdu(Dst::Broadcast, SimTime::ZERO));
+        assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
+        let mut d = dcf(1, 10);
+        let fixed = Msdu {
+            fixed: Some(Stage {
+                mode: g(6),
+                tries: 1,
+            }),
+            ..msdu(Dst::Node(PEER), SimTime::ZERO)
+        };
+        d.enqueue(SimTime::ZERO, fixed);
+        assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
+    }
+
+    #[test]
+    fn test_awaiting_ack_chain_peer_is_none_while_a_frame_is_in_progress() {
+        let mut d = dcf(3, 10);
+        sent_one(&mut d);
+        d.enqueue(SimTime::ZERO, msdu(Dst::Node(OTHER), SimTime::ZERO));
+        assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
     }
 
     #[test]
@@ -1197,7 +1248,7 @@ mod tests {
         let mut d = dcf(7, 10);
         d.enqueue(SimTime::ZERO, msdu(Dst::Broadcast, SimTime::ZERO));
         let (t, at) = timers(&mut d)[0];
-        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        d.handle_timeout(at, t, false, false, KNOWN);
         let (frame, mode) = d.poll_transmit().unwrap();
         assert_eq!(mode, Standard::G.basic_rates()[0]);
         assert_eq!(frame.duration, SimTime::ZERO);
@@ -1249,7 +1300,7 @@ mod tests {
         assert_eq!(d.cw, 2 * timing().cw_min + 1);
         assert!(matches!(d.state(), DcfState::Contending { .. }));
         let (t, at) = timers(&mut d)[0];
-        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        d.handle_timeout(at, t, false, false, KNOWN);
         let (again, _) = d.poll_transmit().unwrap();
         assert_eq!(
             (again.attempt, again.retry, again.seq),
@@ -1304,7 +1355,7 @@ mod tests {
         d.handle_tx_end(us(300), &frame);
         response_timeout(&mut d, us(400), false);
         let (t, at) = *timers(&mut d).last().unwrap();
-        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        d.handle_timeout(at, t, false, false, KNOWN);
         let (again, _) = d.poll_transmit().unwrap();
         d.handle_tx_end(at + us(300), &again);
         response_timeout(&mut d, at + us(400), false);
@@ -1339,13 +1390,7 @@ mod tests {
             timers(&mut d),
             vec![(MacTimer::SifsResponse, us(1000) + timing().sifs)]
         );
-        d.handle_timeout(
-            us(1010),
-            MacTimer::SifsResponse,
-            false,
-            false,
-            &mut NoOracle,
-        );
+        d.handle_timeout(us(1010), MacTimer::SifsResponse, false, false, KNOWN);
         let (ack, mode) = d.poll_transmit().unwrap();
         assert_eq!(
             (ack.kind, ack.dst, ack.psdu_bytes),
@@ -1411,7 +1456,7 @@ mod tests {
         d.enqueue(us(100), msdu(Dst::Node(PEER), us(100)));
         d.handle_medium(us(100), false);
         assert!(timers(&mut d).is_empty(), "the NAV keeps the medium busy");
-        d.handle_timeout(us(400), MacTimer::NavEnd, false, false, &mut NoOracle);
+        d.handle_timeout(us(400), MacTimer::NavEnd, false, false, KNOWN);
         assert!(matches!(d.state(), DcfState::Contending { .. }));
     }
 
@@ -1434,7 +1479,7 @@ mod tests {
         d.enqueue_mgmt(SimTime::ZERO, auth, false);
         d.handle_medium(us(10), false);
         let (t, at) = timers(&mut d)[0];
-        d.handle_timeout(at, t, false, false, &mut NoOracle);
+        d.handle_timeout(at, t, false, false, KNOWN);
         let (frame, mode) = d.poll_transmit().unwrap();
         assert_eq!((frame.kind, mode), (FrameKind::Auth, g(6)));
         // Ten unanswered attempts are retried; the eleventh gives up.
@@ -1443,7 +1488,7 @@ mod tests {
             d.handle_tx_end(now, &frame);
             now += timing().ack_timeout;
             let armed = timers(&mut d);
-            d.handle_timeout(now, MacTimer::ResponseTimeout, false, false, &mut NoOracle);
+            d.handle_timeout(now, MacTimer::ResponseTimeout, false, false, KNOWN);
             assert_eq!(armed.last().map(|t| t.0), Some(MacTimer::ResponseTimeout));
             if attempt < 11 {
                 let (t, at) = timers(&mut d)
@@ -1451,7 +1496,7 @@ mod tests {
                     .find(|t| t.0 == MacTimer::AccessGrant)
                     .unwrap();
                 now = at;
-                d.handle_timeout(now, t, false, false, &mut NoOracle);
+                d.handle_timeout(now, t, false, false, KNOWN);
                 let (again, _) = d.poll_transmit().unwrap();
                 assert_eq!(
                     (again.kind, again.attempt),

@@ -17,15 +17,14 @@ use crate::units::{Db, Dbm, SimTime};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-/// What the DCF knows when it asks for a chain that the frame does not
-/// carry: where this node is, and (for controllers that need it) the
-/// oracle mean SNR of the link.
-pub trait TxContext {
-    /// This node's position now (its GPS).
-    fn position(&self) -> Vec2;
-    /// The link's true mean SNR to `peer` now: an oracle, asked for only
-    /// when the controller needs one ([`RateControlSpec::needs_oracle`]).
-    fn mean_snr(&mut self, peer: NodeId) -> Db;
+/// What the DCF is told, besides what the frame carries, when it is to ask
+/// for a chain: where this node is now (its GPS) and, for a controller that
+/// needs one ([`Links::needs_oracle`]), the link's true mean SNR now: an
+/// oracle.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Whereabouts {
+    pub position: Vec2,
+    pub mean_snr: Option<Db>,
 }
 
 /// Per-peer rate control and last-heard state of one MAC.
@@ -80,6 +79,12 @@ impl Links {
         self.spec.prior().is_some()
     }
 
+    /// Whether the controllers choose from the link's true mean SNR, which
+    /// must then be computed for each chain ([`Whereabouts::mean_snr`]).
+    pub fn needs_oracle(&self) -> bool {
+        self.spec.needs_oracle()
+    }
+
     /// Starts this pass from `map`, what earlier passes learned.
     pub fn set_prior(&mut self, map: Arc<SnrMap>) {
         self.spec.set_prior(map);
@@ -92,14 +97,14 @@ impl Links {
         peer: NodeId,
         bytes: u32,
         tx_power: Dbm,
-        ctx: &mut dyn TxContext,
+        known: Whereabouts,
     ) -> RetryChain {
         let mean_snr = if self.spec.needs_oracle() {
-            Some(ctx.mean_snr(peer))
+            Some(known.mean_snr.expect("the oracle its controller needs"))
         } else {
             None
         };
-        let position = ctx.position();
+        let position = known.position;
         let (rssi, peer_position) = (
             self.rssi.get(&peer).copied(),
             self.carried.get(&peer).copied(),

@@ -21,11 +21,10 @@ use crate::apps::broadside::RawDatagram;
 use crate::apps::Apps;
 use crate::config::{NodeConfig, SimConfig};
 use crate::event::Event;
-use crate::geometry::Vec2;
 use crate::ids::{Dst, NodeId, TxId};
 use crate::mac::adhoc::Adhoc;
 use crate::mac::dcf::{self, Dcf, DcfEvent, MacTimer};
-use crate::mac::links::{Links, TxContext};
+use crate::mac::links::{Links, Whereabouts};
 use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
 use crate::mac::{Frame, Msdu, Payload, SenderReport};
 use crate::mobility::Mobility;
@@ -39,7 +38,7 @@ use crate::ratectl::Stage;
 use crate::rng::Stream;
 use crate::sockets::Sockets;
 use crate::trace::{DropReason, FrameKind, MacEvent, MsduContent, PhyEvent};
-use crate::units::{Db, Dbm, SimTime};
+use crate::units::{Dbm, SimTime};
 use effects::{Effect, Effects, MacRecord};
 use std::sync::Arc;
 
@@ -177,23 +176,6 @@ fn net_setup(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan
                 .map(|(i, m)| (NodeId(i as u32), &m.mobility, m.radio)),
             Stream::new("run", cfg.seed, cfg.run, &format!("route/{}", n.name)),
         ),
-    }
-}
-
-/// What the DCF asks of the air when it builds a retry chain.
-struct Context<'a> {
-    me: NodeId,
-    now: SimTime,
-    tx_power: Dbm,
-    air: &'a mut Air,
-}
-
-impl TxContext for Context<'_> {
-    fn position(&self) -> Vec2 {
-        self.air.position(self.me, self.now)
-    }
-    fn mean_snr(&mut self, peer: NodeId) -> Db {
-        self.air.mean_snr(self.me, peer, self.now, self.tx_power)
     }
 }
 
@@ -463,7 +445,9 @@ impl Node {
         }));
     }
 
-    /// A MAC timer of `generation` fired.
+    /// A MAC timer of `generation` fired. If it takes an MSDU whose chain
+    /// rate control chooses, the DCF is told where this node is and (for a
+    /// controller that needs it) the link's mean SNR, read from the air.
     pub fn on_mac_timer(
         &mut self,
         air: &mut Air,
@@ -476,14 +460,15 @@ impl Node {
             return;
         }
         let (receiving, busy) = (self.phy.receiving().is_some(), self.phy.busy());
-        let mut ctx = Context {
-            me: self.id,
-            now,
-            tx_power: self.dcf.tx_power(),
-            air,
-        };
-        self.dcf
-            .handle_timeout(now, timer, receiving, busy, &mut ctx);
+        let known = self.dcf.chain_peer(timer).map(|peer| {
+            let oracle = self.dcf.links().needs_oracle();
+            let tx_power = self.dcf.tx_power();
+            Whereabouts {
+                mean_snr: oracle.then(|| air.mean_snr(self.id, peer, now, tx_power)),
+                position: air.position(self.id, now),
+            }
+        });
+        self.dcf.handle_timeout(now, timer, receiving, busy, known);
         self.pump_mac(fx, now);
     }
 
