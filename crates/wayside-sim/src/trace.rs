@@ -392,27 +392,28 @@ pub struct Trace {
     pub transport: TransportTable,
 }
 
+/// Every table of a trace with its name, each as `$columns` gives its columns.
+macro_rules! each_table {
+    ($trace:expr, $columns:ident) => {
+        vec![
+            ("frames", $trace.frames.$columns()),
+            ("mac", $trace.mac.$columns()),
+            ("events", $trace.events.$columns()),
+            ("tcp", $trace.tcp.$columns()),
+            ("transport", $trace.transport.$columns()),
+        ]
+    };
+}
+
 impl Trace {
     /// Every table with its name, for export.
     pub fn tables(&self) -> Vec<(&'static str, Vec<(&'static str, Column<'_>)>)> {
-        vec![
-            ("frames", self.frames.columns()),
-            ("mac", self.mac.columns()),
-            ("events", self.events.columns()),
-            ("tcp", self.tcp.columns()),
-            ("transport", self.transport.columns()),
-        ]
+        each_table!(self, columns)
     }
 
     /// Every table with its name, owning its columns: for handing the
     /// buffers on (to Arrow) without a copy.
     pub fn into_tables(self) -> Vec<(&'static str, Vec<(&'static str, Column<'static>)>)> {
-        vec![
-            ("frames", self.frames.into_columns()),
-            ("mac", self.mac.into_columns()),
-            ("events", self.events.into_columns()),
-            ("tcp", self.tcp.into_columns()),
-            ("transport", self.transport.into_columns()),
-        ]
+        each_table!(self, into_columns)
     }
 }

@@ -18,6 +18,7 @@ from wayside.scenario import builtin_scenarios, scenario_text
 from wayside.validate.judging import Row, aggregate, error_row, judge, monotone_row, ratio_row
 from wayside.validate.targets import Point, Target, ValidationFileError
 
+
 def seed_set(targets: Sequence[Target], index: int, runs: int | None = None) -> list[Target]:
     """The targets moved to seed set `index`: set j runs seeds
     base_seed + j·n .. base_seed + (j + 1)·n − 1, n being the target's runs
