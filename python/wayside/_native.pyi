@@ -11,16 +11,17 @@ __all__ = [
     "Table",
     "Trace",
     "TraceError",
+    "TraceStream",
     "broadside_cli",
     "builtin_names",
     "builtin_text",
+    "dtn_run",
     "epidemic_run",
     "rate_thresholds",
     "read_fcd",
     "read_one",
     "resolve",
     "run",
-    "trace_from_columns",
 ]
 
 _Path = str | PathLike[str]
@@ -145,27 +146,48 @@ def read_fcd(path: _Path, window: tuple[float, float] | None = ...) -> Trace:
     """Reads SUMO FCD XML (plain or gzip), keeping `window` = (from, to) if
     given (times shifted so that `from` is 0). Raises TraceError."""
 
-def read_one(path: _Path, window: tuple[float, float] | None = ...) -> Trace:
-    """Reads The ONE's external movement format (plain or gzip). Raises TraceError."""
-
-def trace_from_columns(
-    time: bytes,
-    vehicle: bytes,
-    names: list[str],
-    x: bytes,
-    y: bytes,
-    label: str,
+def read_one(
+    path: _Path,
     window: tuple[float, float] | None = ...,
+    as_the_one: bool = ...,
 ) -> Trace:
-    """A trace from sample columns in time order, as little-endian buffers:
-    time f64, vehicle u32 (codes into `names`), x and y f64. Raises TraceError."""
+    """Reads The ONE's external movement format (plain or gzip); with
+    `as_the_one`, host `i` is The ONE's host `i`. Raises TraceError."""
+
+@final
+class TraceStream:
+    """A trace built from column batches in time order (e.g. a Parquet
+    file's row groups), holding at most one batch outside the trace."""
+
+    def __init__(
+        self, label: str, window: tuple[float, float] | None = ..., samples: int = ...
+    ) -> None:
+        """`samples`, when known, reserves the columns at once."""
+    def push(
+        self,
+        time: bytes,
+        vehicle: bytes,
+        x: bytes,
+        y: bytes,
+        names: list[str] | None = ...,
+        dictionary: tuple[bytes, bytes] | None = ...,
+    ) -> None:
+        """Adds a batch as little-endian buffers: time f64, vehicle u32
+        (codes into `names`, or into an Arrow string array given as
+        `dictionary` = (offsets i32, UTF-8 data)), x and y f64. Raises
+        TraceError or ValueError."""
+    def finish(self) -> Trace:
+        """The trace; the stream cannot be used afterwards."""
 
 class _EpidemicOutput(TypedDict):
     vehicles: int
     devices: int
+    device_ids: list[str]
     seeds: list[str]
+    rules: str
     complete: int
     fraction: float
+    broken: int
     receiving_steps: int
     times: bytes  # little-endian f64
     complete_over_time: bytes  # little-endian u32
@@ -178,6 +200,83 @@ def epidemic_run(
     run: int,
     range_m: float = ...,
     transfer_s: float = ...,
+    rules: str = ...,
+    roles: tuple[list[str], list[str]] | None = ...,
 ) -> _EpidemicOutput:
-    """One epidemic run (Zahn et al. 2009 §5.6). Raises ValueError."""
+    """One epidemic run (Zahn et al. 2009 §5.6) under `rules` (`paper`,
+    `the-one`, or `SENDERS,PROGRESS,COMPLETION`), with the roles drawn or
+    given as (device ids, seed ids). Raises ValueError."""
+
+_DtnMessages = TypedDict(
+    "_DtnMessages",
+    {
+        "from": list[int],
+        "to": list[int],
+        "size": list[int],
+        "created": list[float],
+        "delivered_at": list[float | None],
+        "hops": list[int | None],
+        "relayed": list[int],
+    },
+)
+
+class _DtnHosts(TypedDict):
+    host: list[str]
+    created: list[int]
+    sent: list[int]
+    received: list[int]
+    delivered_to: list[int]
+    aborted: list[int]
+    dropped: list[int]
+
+class _DtnOutput(TypedDict):
+    created: int
+    started: int
+    relayed: int
+    aborted: int
+    dropped: int
+    removed: int
+    delivered: int
+    delivery_prob: float
+    overhead_ratio: float
+    latency_avg: float
+    latency_med: float
+    hopcount_avg: float
+    hopcount_med: float
+    buffertime_avg: float
+    buffertime_med: float
+    messages: _DtnMessages
+    hosts: _DtnHosts
+
+_Generator = tuple[
+    tuple[int, int],
+    tuple[int, int],
+    tuple[int, int],
+    tuple[int, int] | None,
+    tuple[float, float] | None,
+    str,
+]
+
+def dtn_run(
+    trace: Trace,
+    router: str,
+    generators: list[_Generator],
+    ttl_min: int | None = ...,
+    messages: list[tuple[int, int, int, float]] = ...,
+    copies: int = ...,
+    prophet: tuple[float, float, float, float] = ...,
+    range_m: float = ...,
+    speed: float = ...,
+    buffer: int = ...,
+    queue: str = ...,
+    seed: int = ...,
+    run: int = ...,
+) -> _DtnOutput:
+    """One run of The ONE's routing and message model on a trace: `router`
+    is epidemic, spray-and-wait, prophet, direct-delivery or first-contact;
+    `generators` are MessageEventGenerator ranges ((interval s), (size B),
+    (hosts), (to hosts) or None, (time window s) or None, prefix);
+    `messages` adds (from, to, size, created); `prophet` is (P_init, beta,
+    gamma, seconds per time unit). Raises ValueError."""
+
 

@@ -7,7 +7,7 @@ module goes through this one. Every export is typed in `_native.pyi`:
 - the PHY: `rate_thresholds`;
 - the Broadside node's command line: `broadside_cli`;
 - vehicle traces and the contact-level epidemic: `Trace`, `TraceError`,
-  `read_fcd`, `read_one`, `trace_from_columns`, `epidemic_run`.
+  `read_fcd`, `read_one`, `TraceStream`, `epidemic_run`, `dtn_run`.
 
 `LIBRARY` is the extension's file, for caches that must not outlive a
 rebuild of the engine.

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import polars as pl
 
-from wayside import _native, movement
+from wayside import engine as _native, movement
 
 ROUTERS = ("epidemic", "spray-and-wait", "prophet", "direct-delivery", "first-contact")
 QUEUES = ("random", "fifo")

@@ -29,7 +29,7 @@ from typing import Sequence
 
 import polars as pl
 
-from wayside import _native, epidemic_dtn, movement
+from wayside import engine as _native, epidemic_dtn, movement
 
 ROUTER_CLASSES = {"EpidemicRouter": "epidemic", "SprayAndWaitRouter": "spray-and-wait", "ProphetRouter": "prophet",
                   "DirectDeliveryRouter": "direct-delivery", "FirstContactRouter": "first-contact"}

@@ -250,7 +250,7 @@ class Comparison:
 def _vs(what: str, paper: float, ours: float, unit: str, tol: float, scale: float = 1.0,
         kind: str = "relative") -> Comparison:
     """`ours` against `paper`, with the tolerance of the matching target in
-    validation/hadaller-2007.toml where there is one: `kind` relative (paper·(1 ± tol)),
+    python/wayside/validation/hadaller-2007.toml where there is one: `kind` relative (paper·(1 ± tol)),
     absolute (paper ± tol) or factor (paper/tol .. paper·tol)."""
     p, o = paper * scale, ours * scale
     if math.isnan(ours):
