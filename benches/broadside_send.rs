@@ -54,7 +54,6 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests)
     )
     .unwrap();
     let now = Instant::ZERO;
-    let mut secrets = Vec::new();
     for p in 0..peers {
         // Address validation: ask for a token, echo it.
         let hello = Message::Token {
@@ -69,13 +68,12 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests)
                 token = Some(t);
             }
         }
-        // The token echoed is the secret this peer's Wants carry.
         let echo = Message::Token {
             echo: token.unwrap(),
             token: [0; 16],
-        };
-        ep.handle_datagram(now, p, &echo.to_vec(), &mut store);
-        secrets.push(token.unwrap());
+        }
+        .to_vec();
+        ep.handle_datagram(now, p, &echo, &mut store);
     }
     while ep.poll_transmit(now, &mut store).is_some() {}
     let mut wants = Vec::new();
@@ -83,7 +81,6 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests)
         // One Want per segment of 4096 blocks (64 chunk bits in front).
         for w in 0..wants_per_peer {
             let want = Message::Want {
-                auth: secrets[usize::from(p)],
                 transfer: u32::from(p) * 100 + w,
                 instance: cert.instance_id(),
                 block_size: BLOCK as u16,

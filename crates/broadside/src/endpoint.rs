@@ -349,10 +349,6 @@ pub enum RejectReason {
         /// This node's packet size.
         packet_size: usize,
     },
-    /// A Want or Ack without the sender's session secret: spoofed from a
-    /// validated address (or the sender restarted and lost it).
-    #[error("{0:?} without the session secret of its address; ignored")]
-    Unauthenticated(MsgType),
     /// Too many packets of this kind from this peer.
     #[error("rate limit exceeded for {0:?} packets")]
     RateLimited(MsgType),
@@ -470,12 +466,6 @@ pub enum Event<A> {
 
 struct PeerState {
     last_seen: Instant,
-    /// The session secret its Wants and Acks must carry: the token this
-    /// node issued to it and it echoed when its address was validated.
-    ours: Token,
-    /// The secret this node's Wants and Acks to it carry (the token it
-    /// issued to this node; all zero until it told us).
-    theirs: Token,
     /// Node id of its last beacon (a change means it restarted).
     node: Option<u64>,
     /// Ignored until then (it sent a block that failed verification).
@@ -1056,15 +1046,6 @@ impl<A: PeerAddr> Endpoint<A> {
         if limited {
             return;
         }
-        if let Message::Want { auth, .. } | Message::Ack { auth, .. } = &msg {
-            if !self.authentic(&from, auth) {
-                self.counters.unvalidated += 1;
-                if self.take(now, &from, 1, None) {
-                    self.reject(&from, RejectReason::Unauthenticated(kind));
-                }
-                return;
-            }
-        }
         self.counters.rx.add(kind.class(), bytes.len());
         match msg {
             Message::Beacon {
@@ -1129,7 +1110,6 @@ impl<A: PeerAddr> Endpoint<A> {
                 block_size,
                 segment,
                 vector,
-                ..
             } => self.on_want(
                 now, &from, transfer, instance, block_size, segment, vector, store,
             ),
@@ -1138,9 +1118,7 @@ impl<A: PeerAddr> Endpoint<A> {
                 block,
                 bytes,
             } => self.on_data(now, &from, transfer, block, bytes, store),
-            Message::Ack {
-                transfer, vector, ..
-            } => self.on_ack(now, &from, transfer, &vector),
+            Message::Ack { transfer, vector } => self.on_ack(now, &from, transfer, &vector),
             Message::Close { instance, status } => self.on_close(now, &from, instance, status),
             Message::Interest { keys } => self.on_interest(now, &from, keys),
             Message::Token { .. } => {}
@@ -1164,33 +1142,16 @@ impl<A: PeerAddr> Endpoint<A> {
         );
     }
 
-    /// Whether `auth` is the session secret of validated peer `from`
-    /// (compared in constant time).
-    fn authentic(&self, from: &A, auth: &Token) -> bool {
-        self.peers.get(from).is_some_and(|p| {
-            p.ours != [0; TOKEN_LEN] && p.ours.iter().zip(auth).fold(0, |d, (a, b)| d | (a ^ b)) == 0
-        })
-    }
-
-    /// A Token packet. An echo of a token this node issued validates the
-    /// sender, and becomes the session secret its Wants and Acks carry; a
-    /// token of theirs is learnt as the secret ours carry, but only from a
-    /// packet whose echo proves it comes from them. A token is answered
-    /// with its echo (and ours) while the sender has not shown it knows our
-    /// secret: at its validation, or when it restarted and asks again.
+    /// A Token packet: an echo of ours validates the sender; a token of
+    /// theirs is echoed (with ours if we have not validated them yet).
     fn on_token(&mut self, now: Instant, from: &A, echo: Token, token: Token) {
         let absent = [0u8; TOKEN_LEN];
-        let proven = match self.peers.get(from) {
-            Some(_) => self.authentic(from, &echo),
-            None => echo != absent && self.tokens.check(from, now, &echo),
-        };
-        let fresh = proven && !self.peers.contains_key(from);
-        if echo != absent && !proven && !self.peers.contains_key(from) {
-            self.counters.unvalidated += 1;
-            return;
-        }
-        if fresh {
-            if !self.admit_peer(now, from, echo) {
+        if echo != absent && !self.peers.contains_key(from) {
+            if !self.tokens.check(from, now, &echo) {
+                self.counters.unvalidated += 1;
+                return;
+            }
+            if !self.admit_peer(now, from) {
                 return;
             }
             // Let the new peer see our content at once, not at the next beacon.
@@ -1200,22 +1161,16 @@ impl<A: PeerAddr> Endpoint<A> {
         if token == absent {
             return;
         }
-        let mine = match self.peers.get_mut(from) {
-            Some(p) => {
-                p.last_seen = now;
-                if proven {
-                    p.theirs = token;
-                }
-                if proven && !fresh {
-                    return;
-                }
-                p.ours
-            }
-            None => self.tokens.issue(from, now),
-        };
-        if !fresh && !self.challenges.try_take(now, 1.0) {
+        if let Some(p) = self.peers.get_mut(from) {
+            p.last_seen = now;
+        } else if !self.challenges.try_take(now, 1.0) {
             return;
         }
+        let mine = if self.peers.contains_key(from) {
+            absent
+        } else {
+            self.tokens.issue(from, now)
+        };
         self.send_to(
             from,
             Message::Token {
@@ -1244,7 +1199,7 @@ impl<A: PeerAddr> Endpoint<A> {
 
     /// Creates the state of a validated peer, within the limits on peers in
     /// all and per network prefix; idle peers make room.
-    fn admit_peer(&mut self, now: Instant, from: &A, secret: Token) -> bool {
+    fn admit_peer(&mut self, now: Instant, from: &A) -> bool {
         let prefix = from.prefix();
         let full = |ep: &Self| {
             ep.peers.len() >= ep.cfg.max_peers
@@ -1272,8 +1227,6 @@ impl<A: PeerAddr> Endpoint<A> {
             from.clone(),
             PeerState {
                 last_seen: now,
-                ours: secret,
-                theirs: [0; TOKEN_LEN],
                 node: None,
                 penalized_until: now,
                 backoff: c.retry_backoff,
@@ -1853,7 +1806,6 @@ impl<A: PeerAddr> Endpoint<A> {
         let f = self.fetches.get(file)?;
         let l = f.lane(peer)?;
         Some(Message::Want {
-            auth: self.peers.get(peer).map_or([0; TOKEN_LEN], |p| p.theirs),
             transfer: l.segment.transfer,
             instance: f.cert.instance_id(),
             block_size: f.layout.block_size() as u16,
@@ -1871,7 +1823,6 @@ impl<A: PeerAddr> Endpoint<A> {
         };
         l.segment.acked(now);
         let msg = Message::Ack {
-            auth: self.peers.get(peer).map_or([0; TOKEN_LEN], |p| p.theirs),
             transfer: l.segment.transfer,
             vector: l.segment.vector().clone(),
         };

@@ -124,16 +124,6 @@ pub fn validate<A: broadside::validate::PeerAddr>(
     store: &mut MemStore,
     addr: A,
 ) -> bool {
-    session(ep, store, addr).is_some()
-}
-
-/// Validates `addr` with `ep` as [`validate`] does, and returns the
-/// session secret its Wants and Acks must carry.
-pub fn session<A: broadside::validate::PeerAddr>(
-    ep: &mut Endpoint<A>,
-    store: &mut MemStore,
-    addr: A,
-) -> Option<[u8; 16]> {
     use broadside::wire::Message;
     let hello = Message::Token {
         echo: [0; 16],
@@ -156,7 +146,7 @@ pub fn session<A: broadside::validate::PeerAddr>(
     ep.handle_datagram(Instant::ZERO, addr.clone(), &reply, store);
     while ep.poll_transmit(Instant::ZERO, store).is_some() {}
     while ep.poll_event().is_some() {}
-    ep.peers().iter().any(|p| p.peer == addr).then_some(token)
+    ep.peers().iter().any(|p| p.peer == addr)
 }
 
 /// A Filters packet of session `session` whose file filter matches

@@ -118,7 +118,6 @@ mod tests {
         };
         assert_eq!(raw.content(), MsduContent::BroadsideBeacon);
         let ack: Arc<[u8]> = Message::Ack {
-            auth: [0; 16],
             transfer: 3,
             vector: BitVec::new(100),
         }
