@@ -320,9 +320,8 @@ fn run(cli: Cli) -> Result<(), NodeError> {
             };
             // Checked first, so that a failed publish creates no store.
             crate::store::check_publish(&name, block_size)?;
-            std::fs::File::open(&file).map_err(|e| {
-                NodeError::Usage(format!("cannot read {}: {e}", file.display()))
-            })?;
+            std::fs::File::open(&file)
+                .map_err(|e| NodeError::Usage(format!("cannot read {}: {e}", file.display())))?;
             let mut s = DiskStore::open_for_publish(&store)?;
             let c = s.publish_blocks(&key, &file, &name, block_size)?;
             print_out(&format!(

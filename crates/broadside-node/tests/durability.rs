@@ -35,7 +35,9 @@ fn held_blocks(store: &Path) -> u32 {
 fn current(store: &Path, name: &str) -> Option<(u16, bool)> {
     let s = DiskStore::open_read_only(store).ok()?;
     let c = s.current(name)?;
-    let ok = s.load_one(name, &TrustedKeys::new([key().public()])).is_ok();
+    let ok = s
+        .load_one(name, &TrustedKeys::new([key().public()]))
+        .is_ok();
     Some((c.version(), ok))
 }
 
@@ -169,14 +171,18 @@ fn disk_use(dir: &Path) -> u64 {
 /// Publishers' copies and version directories not current, in `store`.
 fn leftovers(store: &Path) -> Vec<String> {
     let meta = store.join(".broadside");
-    let current = DiskStore::open_read_only(store).unwrap().current_instances();
+    let current = DiskStore::open_read_only(store)
+        .unwrap()
+        .current_instances();
     let names = |d: &Path| -> Vec<String> {
         std::fs::read_dir(d)
             .unwrap()
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .collect()
     };
-    let copies = names(&meta).into_iter().filter(|n| n.starts_with(".publish-"));
+    let copies = names(&meta)
+        .into_iter()
+        .filter(|n| n.starts_with(".publish-"));
     let versions = names(&meta.join("versions"))
         .into_iter()
         .filter(|id| !current.values().any(|c| c == id));

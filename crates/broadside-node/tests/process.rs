@@ -192,7 +192,13 @@ fn bad_input_gives_a_clear_error_and_exit_code_2() {
         ],
         "invalid --loss 1.5: a loss probability must be in 0..=1",
     );
-    let relay = ["relay", "--listen-a", "127.0.0.1:0", "--listen-b", "127.0.0.1:0"];
+    let relay = [
+        "relay",
+        "--listen-a",
+        "127.0.0.1:0",
+        "--listen-b",
+        "127.0.0.1:0",
+    ];
     let peers = ["--a", "127.0.0.1:5", "--b", "127.0.0.1:6"];
     let bad_duration = [&relay[..], &peers[..], &["--duration", "-1"]].concat();
     expect_usage_error(&bad_duration, "--duration -1: expected a positive number");
@@ -203,11 +209,20 @@ fn bad_input_gives_a_clear_error_and_exit_code_2() {
     let fresh = d.join("fresh");
     let fresh_s = fresh.to_str().unwrap();
     expect_usage_error(
-        &["publish", missing.to_str().unwrap(), "--store", fresh_s, "--key", k],
+        &[
+            "publish",
+            missing.to_str().unwrap(),
+            "--store",
+            fresh_s,
+            "--key",
+            k,
+        ],
         "cannot read",
     );
     expect_usage_error(
-        &["publish", f, "--store", fresh_s, "--key", k, "--name", "a/b"],
+        &[
+            "publish", f, "--store", fresh_s, "--key", k, "--name", "a/b",
+        ],
         "path separator",
     );
     assert!(!fresh.exists(), "a failed publish created the store");

@@ -33,7 +33,12 @@ pub(super) fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> Result<
 
 /// Temp file in `dir` (fsynced if `synced`) renamed to `path`; the
 /// directory itself is not synced (the caller does, once for several).
-pub(super) fn write_renamed(dir: &Path, path: &Path, bytes: &[u8], synced: bool) -> Result<(), StorageError> {
+pub(super) fn write_renamed(
+    dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    synced: bool,
+) -> Result<(), StorageError> {
     let tmp = tmp_path(dir, "w");
     let mut f = File::create(&tmp).map_err(io(format!("create {}", tmp.display())))?;
     f.write_all(bytes)
@@ -83,7 +88,10 @@ pub(super) fn hash_file(path: &Path) -> std::io::Result<(broadside::Id160, u64)>
 }
 
 /// Size, content hash and block-tree leaves of a file, in one pass.
-pub(super) fn tree_file(path: &Path, block_size: u32) -> std::io::Result<(u64, broadside::Id160, Vec<Hash>)> {
+pub(super) fn tree_file(
+    path: &Path,
+    block_size: u32,
+) -> std::io::Result<(u64, broadside::Id160, Vec<Hash>)> {
     let mut f = File::open(path)?;
     let mut b = TreeBuilder::new(block_size);
     let mut buf = vec![0u8; 1 << 20];
@@ -107,13 +115,13 @@ pub(super) struct Measured {
 /// Measures `path` for `cert` (the leaves only if `leaves` and `cert` is v2).
 pub(super) fn measure(path: &Path, cert: &Certificate, leaves: bool) -> std::io::Result<Measured> {
     match cert.tree() {
-        Some((block_size, _)) if leaves => tree_file(path, block_size).map(|(size, hash, l)| {
-            Measured {
+        Some((block_size, _)) if leaves => {
+            tree_file(path, block_size).map(|(size, hash, l)| Measured {
                 size,
                 hash,
                 leaves: Some(l),
-            }
-        }),
+            })
+        }
         _ => hash_file(path).map(|(hash, size)| Measured {
             size,
             hash,
@@ -359,7 +367,11 @@ impl Dirs {
             fs::remove_dir_all(&to).map_err(io(format!("remove {}", to.display())))?;
         }
         let from = self.version_dir(&cert.instance_id());
-        fs::rename(&from, &to).map_err(io(format!("move {} to {}", from.display(), to.display())))?;
+        fs::rename(&from, &to).map_err(io(format!(
+            "move {} to {}",
+            from.display(),
+            to.display()
+        )))?;
         Ok(true)
     }
 
@@ -410,7 +422,8 @@ impl Dirs {
                 .map_err(io(format!("fsync {}", cert.name())))?;
         }
         let path = self.partial_path(&inst, "data");
-        let measured = measure(&path, cert, true).map_err(io(format!("read {}", path.display())))?;
+        let measured =
+            measure(&path, cert, true).map_err(io(format!("read {}", path.display())))?;
         if let Some(why) = mismatch(cert, &measured) {
             self.remove_partial(&inst)?;
             return Err(StorageError(format!(

@@ -64,14 +64,14 @@ mod recover;
 mod tests;
 
 use crate::writeback::Writeback;
-use dirs::*;
 use crate::NodeError;
 use broadside::cert::validate_name;
 use broadside::merkle::{Hash, Tree, TreeBuilder};
 use broadside::{
-    BitVec, Certificate, ContentHasher, FileId, InstanceId, Partial, ProviderKey, Storage, StorageError,
-    TrustedKeys,
+    BitVec, Certificate, ContentHasher, FileId, InstanceId, Partial, ProviderKey, Storage,
+    StorageError, TrustedKeys,
 };
+use dirs::*;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -174,7 +174,9 @@ pub struct DiskStore {
 pub fn check_publish(name: &str, block_size: u32) -> Result<(), NodeError> {
     validate_name(name).map_err(|e| NodeError::Usage(e.to_string()))?;
     if name.ends_with(&format!(".{CERT_EXT}")) {
-        return Err(NodeError::Usage(format!("invalid file name {name:?}: names ending in .{CERT_EXT} are reserved for certificates")));
+        return Err(NodeError::Usage(format!(
+            "invalid file name {name:?}: names ending in .{CERT_EXT} are reserved for certificates"
+        )));
     }
     if !broadside::cert::V2_BLOCK_SIZES.contains(&block_size) {
         return Err(NodeError::Usage(
@@ -411,11 +413,10 @@ impl DiskStore {
         // A private copy, locked while we live, so the hash covers exactly
         // the bytes stored. It takes its name once locked, so that a node
         // tidying up never mistakes it for a killed publisher's.
-        let tmp = self.dirs.meta.join(format!(
-            "{PUBLISH_PREFIX}{}-{}",
-            std::process::id(),
-            name
-        ));
+        let tmp = self
+            .dirs
+            .meta
+            .join(format!("{PUBLISH_PREFIX}{}-{}", std::process::id(), name));
         let fresh = tmp_path(&self.dirs.meta, "publish");
         let mut copy = File::create(&fresh)
             .map_err(|e| NodeError::Runtime(format!("create {}: {e}", fresh.display())))?;

@@ -45,7 +45,10 @@ impl DiskStore {
             let Some(_commit) = dirs.try_commit_lock() else {
                 return;
             };
-            if let Err(e) = dirs.remove_orphans(false).and_then(|()| dirs.settle_versions()) {
+            if let Err(e) = dirs
+                .remove_orphans(false)
+                .and_then(|()| dirs.settle_versions())
+            {
                 tracing::warn!("store: tidying up: {e}");
             }
         });

@@ -74,7 +74,10 @@ fn tampered_or_untrusted_files_are_not_served() {
     fs::write(s.root().join("b"), b"CONTENT").unwrap();
     let read_only = DiskStore::open_read_only(s.root()).unwrap();
     let e = read_only.load_one("b", &trusted(&k)).unwrap_err();
-    assert!(e.problem.contains("not served") && e.refetch.is_none(), "{e:?}");
+    assert!(
+        e.problem.contains("not served") && e.refetch.is_none(),
+        "{e:?}"
+    );
     assert!(read_only.current("b").is_some(), "a reader moved nothing");
     // The serving store takes it out of service, to be fetched again.
     let (certs, issues) = s.load(&trusted(&k)).unwrap();
@@ -347,4 +350,3 @@ fn a_commit_older_than_a_version_published_meanwhile_is_refused() {
         .serving_pid()
         .is_none());
 }
-
