@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     ("floors", &["units", "geometry", "ids", "rng"]),
     ("what the layers exchange and record", &["packet", "trace"]),
-    ("where things are", &["mobility", "obstacles", "channel"]),
+    ("where things are", &["mobility", "channel"]),
     ("physical layer", &["phy"]),
     ("rate control", &["ratectl"]),
     ("MAC", &["mac"]),
