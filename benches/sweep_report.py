@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
 
-    from wayside import report, sweep
+    from wayside import report, sweeps as sweep
     from wayside.jobs import run_jobs
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -144,8 +144,11 @@ def main() -> None:
         print(f"{times[i]:7.0f} {lo:6.0f}{mid:8.0f}{hi:8.0f} {np.nanmin(col):6.0f}{m:8.0f}{np.nanmax(col):8.0f}"
               f"  {'yes' if inside[-1] else 'NO'}")
     last = len(times) - 1
-    print(f"{times[last]:7.0f} {np.min(one[:, last]):6.0f}{np.median(one[:, last]):8.0f}{np.max(one[:, last]):8.0f} "
-          f"{np.nanmin(ours[:, last]):6.0f}{np.nanmedian(ours[:, last]):8.0f}{np.nanmax(ours[:, last]):8.0f}")
+    lo, hi = np.min(one[:, last]), np.max(one[:, last])
+    m = np.nanmedian(ours[:, last])
+    inside.append(lo <= m <= hi)
+    print(f"{times[last]:7.0f} {lo:6.0f}{np.median(one[:, last]):8.0f}{hi:8.0f} "
+          f"{np.nanmin(ours[:, last]):6.0f}{m:8.0f}{np.nanmax(ours[:, last]):8.0f}  {'yes' if inside[-1] else 'NO'}")
     print(f"wayside's median inside The ONE's run-to-run range at {sum(inside)} of {len(inside)} times")
     print(f"CPU, whole processes: The ONE {one_cpu:.1f} s, wayside {ours_cpu:.1f} s: "
           f"{one_cpu / ours_cpu:.1f}x less for wayside")

@@ -10,6 +10,7 @@ from wayside.engine import ScenarioError
 from wayside.result import RunResult
 from wayside.runner import run
 from wayside.scenario import builtin_scenarios, load_scenario
+from wayside.sweeps import run_sweep as sweep
 
-__all__ = ["RunResult", "ScenarioError", "builtin_scenarios", "load_scenario", "run"]
+__all__ = ["RunResult", "ScenarioError", "builtin_scenarios", "load_scenario", "run", "sweep"]
 __version__ = "0.1.0"

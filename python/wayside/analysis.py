@@ -26,39 +26,51 @@ def _quantity(text: str, units: dict[str, float]) -> float:
     return float(number) * units[unit]
 
 
-def _positions(frames: pl.DataFrame, node: str) -> pl.DataFrame:
-    """Where `node` was over time, from the rows it recorded."""
+def _receivers(result: RunResult, sender: str, receiver: str | None) -> list[str]:
+    """`receiver`, or with None every node but the sender."""
+    return [receiver] if receiver is not None else [n for n in result.nodes if n != sender]
+
+
+def _positions(frames: pl.DataFrame, nodes: list[str]) -> pl.DataFrame:
+    """Where each of `nodes` was over time, from the rows it recorded."""
     return (
-        frames.filter(pl.col("node") == node)
-        .select("time_ns", pl.col("x").alias("rx_x"), pl.col("y").alias("rx_y"))
-        .unique("time_ns", keep="first")
+        frames.filter(pl.col("node").is_in(nodes))
+        .select("time_ns", pl.col("node").alias("receiver"), pl.col("x").alias("rx_x"), pl.col("y").alias("rx_y"))
+        .unique(["receiver", "time_ns"], keep="first")
         .sort("time_ns")
     )
 
 
-def delivery_vs_distance(result: RunResult, sender: str, receiver: str, bin_m: float = 20.0) -> pl.DataFrame:
-    """Delivery ratio of `sender`'s broadcast probes at `receiver`, per rate and
-    distance bin: columns rate_mbps, distance_m (bin centre), sent, received, ratio."""
+def delivery_vs_distance(result: RunResult, sender: str, receiver: str | None, bin_m: float = 20.0) -> pl.DataFrame:
+    """Delivery ratio of `sender`'s broadcast probes at `receiver` (None:
+    at every other node, each probe counted once per receiver), per rate
+    and distance bin: columns rate_mbps, distance_m (bin centre), sent,
+    received, ratio."""
     frames = pl.DataFrame(result.frames).with_columns(
         pl.col("node").cast(pl.Utf8), pl.col("peer").cast(pl.Utf8), pl.col("event").cast(pl.Utf8)
     )
+    receivers = _receivers(result, sender, receiver)
     tx = frames.filter((pl.col("node") == sender) & (pl.col("event") == "tx") & (pl.col("peer") == "broadcast"))
-    rx = frames.filter((pl.col("node") == receiver) & (pl.col("peer") == sender) & (pl.col("event") == "rx"))
-    pos = _positions(frames, receiver)
+    rx = frames.filter(pl.col("node").is_in(receivers) & (pl.col("peer") == sender) & (pl.col("event") == "rx"))
+    pos = _positions(frames, receivers)
     if tx.is_empty() or pos.is_empty():
         return pl.DataFrame(schema={"rate_mbps": pl.Float32, "distance_m": pl.Float64, "sent": pl.UInt32, "received": pl.UInt32, "ratio": pl.Float64})
-    tx = tx.sort("time_ns").join_asof(pos, on="time_ns", strategy="nearest")
+    heard = pos["receiver"].unique().sort()
+    tx = tx.select("time_ns", "seq", "rate_mbps", "x", "y").join(pl.DataFrame({"receiver": heard}), how="cross")
+    tx = tx.sort("time_ns").join_asof(pos, on="time_ns", by="receiver", strategy="nearest", check_sortedness=False)
     tx = tx.with_columns(
         (((pl.col("x") - pl.col("rx_x")) ** 2 + (pl.col("y") - pl.col("rx_y")) ** 2).sqrt()).alias("distance")
     )
     # A probe is delivered if the receiver logged an rx of the same sequence
     # number from the sender within the probe's lifetime (seq wraps at 4096).
-    delivered = rx.select("seq", "rate_mbps", pl.col("time_ns").alias("rx_time"))
+    delivered = rx.select(pl.col("node").alias("receiver"), "seq", "rate_mbps", pl.col("time_ns").alias("rx_time"))
     tx = tx.join_asof(
         delivered.sort("rx_time").rename({"rx_time": "time_ns", "seq": "rx_seq", "rate_mbps": "rx_rate"}),
         on="time_ns",
+        by="receiver",
         strategy="forward",
         tolerance=50_000_000,
+        check_sortedness=False,
     ).with_columns(
         ((pl.col("rx_seq") == pl.col("seq")) & (pl.col("rx_rate") == pl.col("rate_mbps"))).fill_null(False).alias("ok")
     )
@@ -71,10 +83,12 @@ def delivery_vs_distance(result: RunResult, sender: str, receiver: str, bin_m: f
     )
 
 
-def snr_vs_distance(result: RunResult, sender: str, receiver: str, bin_m: float = 20.0) -> pl.DataFrame:
-    """Mean SNR (dB, averaged in dB) of `sender`'s frames at `receiver` per distance bin."""
+def snr_vs_distance(result: RunResult, sender: str, receiver: str | None, bin_m: float = 20.0) -> pl.DataFrame:
+    """Mean SNR (dB, averaged in dB) of `sender`'s frames at `receiver`
+    (None: at every other node) per distance bin."""
     frames = pl.DataFrame(result.frames).with_columns(pl.col("node").cast(pl.Utf8), pl.col("peer").cast(pl.Utf8))
-    rows = frames.filter((pl.col("node") == receiver) & (pl.col("peer") == sender) & pl.col("snr_db").is_not_nan())
+    receivers = _receivers(result, sender, receiver)
+    rows = frames.filter(pl.col("node").is_in(receivers) & (pl.col("peer") == sender) & pl.col("snr_db").is_not_nan())
     tx = (
         frames.filter((pl.col("node") == sender))
         .select("time_ns", pl.col("x").alias("tx_x"), pl.col("y").alias("tx_y"))
@@ -96,7 +110,7 @@ def _first_crossing(xs: list[float], ys: list[float], level: float) -> float | N
     return None
 
 
-def rate_crossings(result: RunResult, sender: str, receiver: str, bin_m: float = 20.0) -> pl.DataFrame:
+def rate_crossings(result: RunResult, sender: str, receiver: str | None, bin_m: float = 20.0) -> pl.DataFrame:
     """Per rate: the distance where delivery falls through 50%, the distance
     where the mean SNR falls through the rate's 50% threshold, and both."""
     scenario = result.scenario

@@ -22,6 +22,8 @@ from wayside.scenario import builtin_scenarios, load_scenario
 from wayside.stats import paired_gain
 from wayside.terminal import console, errors, fail
 
+MOST_NODES = 20  # rows of `wayside run`'s per-node table
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown", help=__doc__.splitlines()[0])
 app.add_typer(broadside.app, name="broadside", help="Run Broadside on real hosts: keygen, publish, serve, status, relay.")
 app.add_typer(epidemic_cli.app, name="epidemic", help="Epidemic dissemination on city traces: city, info, run, sweep, convert, district.")
@@ -38,10 +40,11 @@ def run(
         None, "--pcap", help="Write one pcap per radio (802.11 + radiotap) into this directory "
         "(default with a [pcap] section: the run directory's pcap/)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the run directory."),
+    events: bool = typer.Option(False, "--events", help="Also print every connection event's first occurrence."),
 ) -> None:
-    """Run a scenario once: print a summary and write a run directory
-    (scenario as run, Parquet traces, per-second summary, figures) and,
-    with --pcap or a [pcap] section, a capture per radio."""
+    """Run a scenario once: print a summary per node and per car and write
+    a run directory (scenario as run, Parquet traces, per-second summary,
+    figures) and, with --pcap or a [pcap] section, a capture per radio."""
     from wayside.runner import run as run_scenario
 
     try:
@@ -65,35 +68,24 @@ def run(
     if quiet:
         print(directory)
         return
-    _print_summary(result, wall)
+    _print_summary(result, wall, events)
     console.print(f"run directory: [bold]{escape(str(directory))}[/]", soft_wrap=True)
     for f in figures:
         console.print(f"figure: {escape(str(f))}", soft_wrap=True)
 
 
 def _figures(result, directory: Path) -> list[Path]:
-    from wayside.analysis import delivery_vs_distance, rate_crossings
-    from wayside.plots import delivery_plot
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    made = []
-    for t in result.scenario.get("traffic", []):
-        if t.get("kind") != "sounder" or t.get("to") != "broadcast":
-            continue
-        for receiver in result.nodes:
-            if receiver == t["from"]:
-                continue
-            dv = delivery_vs_distance(result, t["from"], receiver)
-            if dv.is_empty():
-                continue
-            cr = rate_crossings(result, t["from"], receiver)
-            stem = f"delivery_{t['from']}_to_{receiver}"
-            dv.write_csv(directory / f"{stem}.csv")
-            cr.write_csv(directory / f"{stem}_crossings.csv")
-            made.append(delivery_plot(dv, cr, directory / f"{stem}.png", f"{t['from']} → {receiver}"))
-    return made
+    from wayside.plots import run_figures
+
+    with Progress(SpinnerColumn(), TextColumn("figure: {task.description}"), TimeElapsedColumn(), console=errors,
+                  transient=True, disable=not errors.is_terminal) as bar:
+        task = bar.add_task("", total=None)
+        return run_figures(result, directory, lambda name: bar.update(task, description=escape(name)))
 
 
-def _print_summary(result, wall: float) -> None:
+def _print_summary(result, wall: float, events: bool = False) -> None:
     s = result.summary()
     # Two-line headers of at most 7 characters a line keep the table within
     # 80 columns with node names of up to 12.
@@ -112,16 +104,48 @@ def _print_summary(result, wall: float) -> None:
     ]
     for title, _, _ in cols:
         table.add_column(title, justify="right" if title != "node" else "left")
-    for row in s.iter_rows(named=True):
+    for row in s.head(MOST_NODES).iter_rows(named=True):
         table.add_row(*[fmt(row[key]) for _, key, fmt in cols])
     console.print(table)
-    _print_connection(result)
+    if s.height > MOST_NODES:
+        console.print(f"… and {s.height - MOST_NODES} more nodes (all of them: summary.json in the run directory)",
+                      highlight=False)
+    if events:
+        _print_connection(result)
+    _print_cars(result)
     frames = result.frames.num_rows
     tx = result.stats["transmissions"]
     console.print(
         f"{result.stats['events']:,} events, {tx:,} transmissions, {frames:,} frame records; "
         f"wall {wall:.2f} s ({tx / wall if wall > 0 else float('inf'):,.0f} simulated frames/s)"
     )
+
+
+def _print_cars(result) -> None:
+    """Per car: data, first and last data, the APs that served it and, if
+    any association changed AP, its handovers; then data per flow."""
+    from wayside import breakdown
+
+    b = breakdown.breakdown(result)
+    if not b.cars.is_empty():
+        moved = b.cars["handovers"].sum() > 0
+        table = Table(title="per car (data: application payload in and out)", box=box.SIMPLE_HEAD,
+                      collapse_padding=True, pad_edge=False)
+        heads = ["car", "data\nMB", "first data\ns (x m)", "last data\ns (x m)", "served by"] + (["hand-\novers"] if moved else [])
+        for h in heads:
+            table.add_column(h, justify="left" if h in ("car", "served by") else "right", overflow="fold")
+
+        def at(t, x) -> str:
+            return "—" if t is None else f"{t:.1f} ({x:.0f})"
+
+        for r in b.cars.iter_rows(named=True):
+            row = [escape(r["car"]), f"{r['received_mb'] + r['sent_mb']:.2f}", at(r["first_data_s"], r["first_data_x"]),
+                   at(r["last_data_s"], r["last_data_x"]), escape(r["served_by"] or "—")]
+            table.add_row(*row, *([str(r["handovers"])] if moved else []))
+        console.print(table)
+    if not b.flows.is_empty():
+        console.print(f"data delivered: {b.data_mb:.2f} MB over {b.flows.height} flow{'s' * (b.flows.height != 1)} "
+                      "(per flow: wayside.breakdown.flows)", highlight=False)
 
 
 def _print_connection(result) -> None:
@@ -259,7 +283,8 @@ def validate(
 def sweep(
     scenario: str = typer.Argument(..., help="Built-in scenario name or path to a TOML scenario file."),
     runs: int = typer.Option(20, "--runs", "-n", min=1, help="Runs per grid point (seeds SEED .. SEED+RUNS-1)."),
-    grid: List[str] = typer.Option([], "--grid", help="KEY=V1,V2,... : run every value (repeatable; the product of all lists)."),
+    grid: List[str] = typer.Option([], "--grid", help="KEY=V1,V2,... : run every value (repeatable; the product of all lists). KEY1,KEY2=... sets both keys to each value."),
+    zip_: List[str] = typer.Option([], "--zip", help="KEY=V1,V2,... : lists taken in step, not crossed (repeatable; all of one length; crossed with --grid)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: `runs/SCENARIO-sweep`)."),
     executor: str = typer.Option("local", "--executor", help="local, or dask://HOST:PORT (a running Dask scheduler)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Local worker processes (default: the number of CPUs)."),
@@ -271,13 +296,16 @@ def sweep(
     manifest for `wayside report`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    import polars as pl
+
     from wayside import jobs
-    from wayside import sweep as sw
+    from wayside import sweeps as sw
 
     try:
         jobs.check_executor(executor)
         parsed = sw.parse_grid(grid)
-        name = sw.plan(scenario, runs, parsed, Path("."), seed, set_, recommendations)[1]["scenario"]
+        zipped = sw.parse_grid(zip_, "--zip")
+        name = sw.plan(scenario, runs, parsed, Path("."), seed, set_, recommendations, zipped)[1]["scenario"]
     except (sw.SweepError, jobs.ExecutorError, _native.ScenarioError) as e:
         fail(str(e))
         return
@@ -291,14 +319,16 @@ def sweep(
             task = bar.add_task(escape(str(name)), total=None)
             manifest = sw.sweep(scenario, runs, directory, parsed, seed, set_, executor=executor, workers=workers,
                                 progress=lambda done, total: bar.update(task, completed=done, total=total),
-                                recommendations=recommendations)
+                                recommendations=recommendations, zipped=zipped)
     except (sw.SweepError, jobs.ExecutorError, _native.ScenarioError) as e:
         fail(str(e))
         return
     wall = time.perf_counter() - started
+    runs_table = sw.runs_table(manifest)
+    flows = [c for c in runs_table.columns if c.startswith("MB ")]
     table = Table(title=f"sweep {name}: {runs} runs per point", box=box.SIMPLE_HEAD, collapse_padding=True,
                   pad_edge=False)
-    for c in ("point", "runs\nok", "MB per run\nmin / median / max", "mean vs first\n(95% CI, paired)"):
+    for c in ("point", "runs\nok", "MB per run, all flows\nmin / median / max", "mean vs first\n(95% CI, paired)"):
         table.add_column(c, justify="left" if c == "point" else "right", overflow="fold")
     failed = 0
     first: dict[int, float] = {}
@@ -313,6 +343,13 @@ def sweep(
         gain = str(paired_gain(first, by_seed)) if p is not manifest["points"][0] else ""
         table.add_row(escape(p["label"] or "(scenario as is)"), f"{len(ok)}/{len(p['runs'])}", spread, gain)
     console.print(table)
+    console.print(f"data: application payload delivered, all {len(flows)} flow{'s' * (len(flows) != 1)} of a run\n"
+                  "median MB per run, per flow:", highlight=False)
+    ok_runs = runs_table.filter(pl.col("status") == "ok")
+    for (label,), g in ok_runs.group_by("point", maintain_order=True):
+        per_flow = ", ".join(f"{c[3:]} {g[c].median():.2f}" for c in flows if g[c].null_count() < g.height)
+        console.print(escape(textwrap.fill(f"{label}: {per_flow or '—'}", 78, subsequent_indent="  ")), highlight=False,
+                      soft_wrap=True)
     for s in manifest.get("skipped", []):
         console.print(f"not applicable: {escape(s['name'])} ({escape(s['reason'])})", soft_wrap=True, highlight=False)
     console.print(f"{sum(len(p['runs']) for p in manifest['points'])} runs on {escape(executor)}, wall {wall:.1f} s; "
@@ -361,8 +398,10 @@ def report(
     static: str = typer.Option("static-lab", "--static", help="Scenario measured at each fixed rate for the theoretical potential and ACK costs."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", min=1, help="Processes for the static-rate runs when not cached."),
 ) -> None:
-    """Write a self-contained HTML report of drive-by runs (figures after
-    Hadaller et al. 2007, tables, our numbers against the paper's); for a
+    """Write a self-contained HTML report of runs: data per flow, car and
+    AP, goodput along the road, a time-space plot; for a drive-by past one
+    AP also figures after Hadaller et al. 2007 (and, for the paper's own
+    scenarios, our numbers against the paper's); for a
     Parquet file of chen-vanet sweep runs (benches/chen_vanet.py --out), a
     Markdown report of Chen et al.'s Figures 2-11."""
     from wayside import report as rp
@@ -380,15 +419,48 @@ def report(
             return
         console.print(f"report: [bold]{escape(str(path))}[/] ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     try:
-        path = rp.write(runs_dir, out, static_scenario=static, workers=workers)
+        with Progress(TextColumn("[bold]report[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=errors, transient=True, disable=not errors.is_terminal) as bar:
+            task = bar.add_task("", total=None)
+            path = rp.write(runs_dir, out, static_scenario=static, workers=workers,
+                            progress=lambda what, done, total: bar.update(task, description=escape(what),
+                                                                          completed=done, total=total))
     except (rp.ReportError, _native.ScenarioError) as e:
         fail(str(e))
         return
     except (OSError, ValueError) as e:
         fail(f"{runs_dir}: cannot be reported on: {e}")
         return
-    console.print(f"report: [bold]{escape(str(path))}[/] ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
+    _wrote("report", path, started)
+
+
+@app.command()
+def view(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `wayside run` or `wayside sweep`."),
+    out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: RUN_DIR/view.html)."),
+) -> None:
+    """Write one offline HTML page that replays a run: the road, APs and
+    vehicles moving over time, frames coloured by outcome, association
+    events and handovers, and a time slider (open it in any browser)."""
+    from wayside import view as vw
+
+    started = time.perf_counter()
+    try:
+        path = vw.write(run_dir, out)
+    except vw.ViewError as e:
+        fail(str(e))
+        return
+    _wrote("view", path, started)
+
+
+def _wrote(what: str, path: Path, started: float) -> None:
+    """Says which page was written, its size and how long it took."""
+    size = path.stat().st_size / 1e6
+    console.print(f"{what}: [bold]{escape(str(path))}[/] ({size:.1f} MB, {time.perf_counter() - started:.1f} s)",
+                  soft_wrap=True)
 
 
 @app.command()

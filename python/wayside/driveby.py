@@ -102,6 +102,13 @@ class Roles:
     air_rx: str  # who receives it over the air (the receiver, or the AP for a host behind it)
 
 
+def single_pass(scenario: dict) -> bool:
+    """One AP and one station: the drive-by this analysis is made for (on
+    a road of several APs or cars it would see only the first pair)."""
+    kinds = [n.get("role") for n in scenario.get("node", [])]
+    return kinds.count("ap") == 1 and kinds.count("sta") == 1
+
+
 def roles(result: RunResult) -> Roles:
     """The AP, the station and the bulk TCP flow's ends, from the scenario:
     the first tcp-bulk application between a station and its AP or a host

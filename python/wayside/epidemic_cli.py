@@ -264,8 +264,9 @@ def dtn(
     started = time.perf_counter()
     try:
         gen = d.Generator(interval, size, hosts or f"0,{t.vehicles}", to_hosts)
-        s = d.Settings(router, (gen,), ttl, copies, d.PROPHET, range_m, d.amount(speed, "--speed"),
-                       int(d.amount(buffer, "--buffer")), queue, seed, run_index)
+        s = d.Settings(router=router, generators=(gen,), ttl_min=ttl, copies=copies, range_m=range_m,
+                       speed=d.amount(speed, "--speed"), buffer=int(d.amount(buffer, "--buffer")), queue=queue,
+                       seed=seed, run=run_index)
         r = d.run(t, s)
         sim_s = time.perf_counter() - started
         end = t.stats()["end"]

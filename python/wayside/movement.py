@@ -85,10 +85,14 @@ def _from_parquet(path: Path, window: tuple[float, float] | None) -> Trace:
             if not pa.types.is_dictionary(v.type):
                 v = pc.dictionary_encode(v.cast(pa.string()))
             names = v.dictionary.cast(pa.string())
-            given = None if last is not None and names.equals(last) else names.to_pylist()
+            given = None
+            if last is None or not names.equals(last):
+                # The ids as the Arrow array's offsets and UTF-8 data.
+                offsets = np.frombuffer(names.buffers()[1], "<i4")[names.offset:names.offset + len(names) + 1]
+                given = (offsets.tobytes(), names.buffers()[2].to_pybytes())
             last = names
             stream.push(_le(t.cast(pa.float64()), "<f8"), _le(v.indices.cast(pa.uint32()), "<u4"),
-                        _le(x.cast(pa.float64()), "<f8"), _le(y.cast(pa.float64()), "<f8"), given)
+                        _le(x.cast(pa.float64()), "<f8"), _le(y.cast(pa.float64()), "<f8"), None, given)
     finally:
         pa.set_memory_pool(previous)
     return stream.finish()

@@ -1,16 +1,21 @@
 """`wayside report`: one self-contained HTML page (figures embedded as PNG
-data URIs, no external resources, works offline) explaining a set of
-drive-by runs the way Hadaller et al. (2007) explain theirs — figures
+data URIs, no external resources, works offline) of a set of runs.
+
+Every scenario gets the road view (`wayside.roadreport`: data in all and
+per flow, per car and per AP, associations, goodput against position, the
+time-space plot) and the TCP loss events of a few flows. A drive-by past
+one AP (a paper's scenario, or a measured drive-by read by `wayside
+analyze`) also gets the analysis of Hadaller et al. (2007) — figures
 mirroring the paper's 5, 9, 12, 14, 18/19 and 22, the summary and phase
-tables, and our numbers against the paper's where it gives one."""
+tables — and only the paper's own scenarios are set against the paper's
+numbers."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import math
 import statistics
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -22,16 +27,28 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from wayside import driveby, tcploss  # noqa: E402
+from wayside import driveby, roadreport, tcploss  # noqa: E402
 from wayside.driveby import SETUP_LABELS, Analysis  # noqa: E402
+from wayside.htmlparts import fmt as _f  # noqa: E402
+from wayside.htmlparts import png as _png  # noqa: E402
+from wayside.htmlparts import table as _table  # noqa: E402
 from wayside.metrics import quantile  # noqa: E402
 from wayside.result import RunResult  # noqa: E402
-from wayside.stats import mean_ci, paired_gain  # noqa: E402
-from wayside.sweep import read_manifest  # noqa: E402
+from wayside.stats import describe, paired_gain  # noqa: E402
+from wayside.sweeps import read_manifest  # noqa: E402
 
 
 class ReportError(ValueError):
     """A runs directory that cannot be reported on."""
+
+
+# The scenarios that reproduce Hadaller et al. (2007): their runs, and only
+# theirs, are compared with the paper's numbers.
+PAPER_SCENARIOS = ("hadaller-highway", "hadaller-highway-remote")
+# Figures of TCP loss events in a report, whatever the number of flows.
+TCP_LOSS_FIGURES = 3
+
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -66,13 +83,6 @@ def groups(root: str | Path) -> list[Group]:
 
 
 # ---------------------------------------------------------------- figures
-
-
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _phase_lines(ax: Any, a: Analysis) -> None:
@@ -218,16 +228,8 @@ def fig18_19(a: Analysis) -> str:
 # ---------------------------------------------------------------- tables
 
 
-def _f(v: Any, fmt: str = "{:.3g}") -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    return fmt.format(v)
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+def _describe(values: Sequence[Any]) -> str:
+    return html.escape(describe(values))
 
 
 def _finite(values: Sequence[Any]) -> list[float]:
@@ -343,7 +345,8 @@ def _why(a: Analysis) -> list[str]:
     return notes
 
 
-def _section(title: str, group: Group, a: Analysis) -> str:
+def _section(title: str, group: Group, a: Analysis, compare: bool) -> str:
+    """The Hadaller view of a drive-by; with `compare`, against the paper."""
     figures: list[tuple[str, Callable[[Analysis], str], str]] = [
         ("fig5", fig5, "Figure 5 — (a) mean RSSI, (b) sender's MAC rate per run, (c) goodput per run, mean goodput with 95% interval, supremum and theoretical potential, per 20 m (shaded: entry/exit and production phases)."),
         ("fig9", fig9, "Figure 9 — CDF of data transferred per run, with the supremum and the theoretical potential."),
@@ -352,9 +355,7 @@ def _section(title: str, group: Group, a: Analysis) -> str:
         ("fig18-19", fig18_19, "Figures 18/19 — MAC rates used per position by the TCP sender (data) and receiver (ACKs), over all runs."),
         ("fig22", lambda a: _position_ccdf(a, "end_m", "position of the last useful TCP packet (m)"), "Figure 22 — CCDF of where the connection ended."),
     ]
-    parts = [f"<h2>{html.escape(title)}</h2>"]
-    if group.errors:
-        parts.append("<p class='err'>Runs that failed: " + html.escape("; ".join(group.errors)) + "</p>")
+    parts = [f"<h3>{html.escape(title)}: the drive-by past the AP (Hadaller et al. 2007)</h3>"]
     r = a.per_run
     data = _finite(r["data_mb"].to_list())
     summary = [
@@ -363,7 +364,7 @@ def _section(title: str, group: Group, a: Analysis) -> str:
         ("supremum data, MB", f"{a.supremum_mb:.1f}"),
         ("theoretical potential, MB", f"{a.potential_mb:.1f}"),
         ("median run / supremum", _f(statistics.median(data) / a.supremum_mb if data and a.supremum_mb else math.nan, "{:.0%}")),
-        ("setup delay, s (mean ± 95%)", _mean_ci(r["setup_delay_s"].to_list())),
+        ("setup delay, s (mean ± 95%)", _describe(r["setup_delay_s"].to_list())),
         ("usable at, m (median)", _f(quantile(r["usable_m"].to_list(), 0.5), "{:.0f}")),
         ("ended at, m (median)", _f(quantile(r["end_m"].to_list(), 0.5), "{:.0f}")),
         ("mid-production mean below supremum", _f(a.production_gap, "{:.1%}")),
@@ -377,10 +378,12 @@ def _section(title: str, group: Group, a: Analysis) -> str:
             [("entry", f"{p.entry_start_m:.0f}", f"{p.production_start_m:.0f}", _f(p.share["entry"], "{:.1%}")),
              ("production", f"{p.production_start_m:.0f}", f"{p.production_end_m:.0f}", _f(p.share["production"], "{:.1%}")),
              ("exit", f"{p.production_end_m:.0f}", f"{p.exit_end_m:.0f}", _f(p.share["exit"], "{:.1%}"))]))
-    cmp_rows = [(html.escape(c.what), html.escape(c.paper), html.escape(c.ours), html.escape(c.deviation),
-                 f"<span class='{c.verdict.split(' ')[0] if c.verdict else ''}'>{html.escape(c.verdict)}</span>") for c in comparisons(a)]
-    parts.append("<h3>Against the paper</h3>" + _table(["figure", "paper", "ours", "deviation", "verdict"], cmp_rows, "cmp"))
-    parts.append("<ul class='why'>" + "".join(f"<li>{html.escape(n)}</li>" for n in _why(a)) + "</ul>")
+    if compare:
+        cmp_rows = [(html.escape(c.what), html.escape(c.paper), html.escape(c.ours), html.escape(c.deviation),
+                     f"<span class='{c.verdict.split(' ')[0] if c.verdict else ''}'>{html.escape(c.verdict)}</span>")
+                    for c in comparisons(a)]
+        parts.append("<h3>Against the paper</h3>" + _table(["figure", "paper", "ours", "deviation", "verdict"], cmp_rows, "cmp"))
+        parts.append("<ul class='why'>" + "".join(f"<li>{html.escape(n)}</li>" for n in _why(a)) + "</ul>")
     for key, fn, caption in figures:
         parts.append(f"<figure id='{key}'><img alt='{html.escape(caption)}' src='data:image/png;base64,{fn(a)}'>"
                      f"<figcaption>{html.escape(caption)}</figcaption></figure>")
@@ -390,21 +393,25 @@ def _section(title: str, group: Group, a: Analysis) -> str:
                      _f(row["end_m"], "{:.0f}"), _f(row["setup_delay_s"], "{:.1f}")]
                     + [_f(row[f"setup:{k}"], "{:.2f}") for k in SETUP_LABELS]
                     + [_f(row["setup_loss"], "{:.1%}"), _f(row["exit_loss"], "{:.1%}"), str(row["tcp_timeouts"])])
-    parts.append("<h3>Per run</h3>" + _table(
+    parts.append("<h3>Per run: setup and losses</h3>" + _table(
         ["run", "MB", "usable (m)", "end (m)", "setup delay (s)"] + [f"{k} (s)" for k in SETUP_LABELS]
         + ["lost to setup", "lost at exit", "TCP timeouts"], rows, "runs"))
-    parts.append(_tcp_losses(group))
     return "\n".join(parts)
 
 
-def _tcp_losses(group: Group, most: int = 3) -> str:
-    """TCP loss events of the first `most` runs (Mukherjee et al. 2014,
-    see wayside.tcploss): per TCP sender, a table of its DupAck bursts and
-    the paper's Figures 3-5 for it."""
+def _tcp_losses(group: Group, first: RunResult, most: int = TCP_LOSS_FIGURES) -> str:
+    """TCP loss events of the first `most` flows of the first runs
+    (Mukherjee et al. 2014, see wayside.tcploss): per TCP sender, a table
+    of its DupAck bursts and the paper's Figures 3-5 for it. `first` is
+    the first run, already loaded."""
     parts = []
-    for d in group.dirs[:most]:
-        r = RunResult.load(d)
+    for i, d in enumerate(group.dirs[:most]):
+        if len(parts) == most:
+            break
+        r = first if i == 0 else RunResult.load(d)
         for sender, receiver in tcploss.tcp_senders(r):
+            if len(parts) == most:
+                break
             ev = tcploss.loss_events(r, sender, receiver)
             arq = tcploss.arq_retries(r, receiver)
             failed = arq.filter(pl.col("outcome") == "failed").height
@@ -445,9 +452,9 @@ def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[st
         gain = paired_gain(base, by_run(a))
         labels.append(label)
         gains.append(gain)
-        rows.append((html.escape(label), f"{r.height}", _mean_ci(data), _f(median, "{:.1f}"), html.escape(str(gain)),
+        rows.append((html.escape(label), f"{r.height}", _describe(data), _f(median, "{:.1f}"), html.escape(str(gain)),
                      _f(a.supremum_mb, "{:.1f}"), _f(quantile(r["usable_m"].to_list(), 0.5), "{:.0f}"),
-                     _mean_ci(r["setup_delay_s"].to_list())))
+                     _describe(r["setup_delay_s"].to_list())))
     fig, ax = plt.subplots(figsize=(8, max(2.6, 0.45 * len(labels) + 1.2)))
     y = np.arange(len(labels))[::-1]
     ax.barh(y, [g.value for g in gains], color="tab:blue")
@@ -472,13 +479,6 @@ def _points_compared(analyzed: Sequence[tuple[str, Analysis]], manifest: dict[st
         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def _mean_ci(values: Sequence[Any]) -> str:
-    m, half = mean_ci(_finite(values))
-    if math.isnan(m):
-        return "—"
-    return f"{m:.1f}" if math.isinf(half) else f"{m:.1f} ± {half:.1f}"
-
-
 _CSS = """
 body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:13px}
@@ -490,43 +490,92 @@ figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:13px;color:#444}
 .within{color:#176b17}.outside{color:#a31515;font-weight:bold}.err{color:#a31515}
 ul.why{font-size:13px}
+p.note{font-size:13px;color:#444}
 """
 
 
-def render(root: str | Path, static_scenario: str = "static-lab", workers: int | None = None) -> str:
-    """The report page for the runs under `root`, as HTML text."""
+def _kind(dirs: Sequence[Path]) -> str:
+    """paper (a scenario of Hadaller et al.), driveby (a measured drive-by)
+    or road (any other scenario), from the first run's scenario."""
+    try:
+        scenario = tomllib.loads((dirs[0] / "scenario.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ReportError(f"{dirs[0]}: no readable scenario.toml ({e})") from None
+    if scenario.get("name") in PAPER_SCENARIOS:
+        return "paper"
+    return "driveby" if "capture" in scenario else "road"
+
+
+def render(root: str | Path, static_scenario: str = "static-lab", workers: int | None = None,
+           progress: Progress | None = None) -> str:
+    """The report page for the runs under `root`, as HTML text;
+    `progress(what, done, total)` is called as it goes."""
     root = Path(root)
     manifest = read_manifest(root)
+    gs = groups(root)
+    total = sum(len(g.dirs) + 3 for g in gs)
+    done = [0]
+
+    def step(what: str) -> None:
+        if progress:
+            progress(what, min(done[0], total), total)
+        done[0] += 1
+
     sections = []
+    kinds = set()
+    road: list[tuple[str, roadreport.RoadRuns]] = []
     analyzed: list[tuple[str, Analysis]] = []
-    for g in groups(root):
+    for g in gs:
+        title = g.label or "all runs"
         if not g.dirs:
             sections.append(f"<h2>{html.escape(g.label)}</h2><p class='err'>no successful run: {html.escape('; '.join(g.errors))}</p>")
             continue
-        try:
-            a = driveby.analyze_dirs(g.dirs, static_scenario=static_scenario, workers=workers)
-        except ValueError as e:
-            raise ReportError(f"{g.label or root}: {e}") from None
-        analyzed.append((g.label or "all runs", a))
-        sections.append(_section(g.label or "all runs", g, a))
-    if len(analyzed) > 1:
+        kind = _kind(g.dirs)
+        kinds.add(kind)
+        parts = [f"<h2>{html.escape(title)}</h2>"]
+        if g.errors:
+            parts.append("<p class='err'>Runs that failed: " + html.escape("; ".join(g.errors)) + "</p>")
+        rr = roadreport.load(g.dirs, step)
+        road.append((title, rr))
+        parts.append(roadreport.section(rr, workers, step))
+        if kind != "road":
+            step("drive-by analysis")
+            try:
+                a = driveby.analyze_dirs(g.dirs, static_scenario=static_scenario, workers=workers)
+            except ValueError as e:
+                raise ReportError(f"{g.label or root}: {e}") from None
+            analyzed.append((title, a))
+            parts.append(_section(title, g, a, compare=kind == "paper"))
+        step("TCP loss events")
+        parts.append(_tcp_losses(g, rr.first))
+        sections.append("\n".join(parts))
+    if len(analyzed) > 1 and kinds == {"paper"}:
         sections.insert(0, _points_compared(analyzed, manifest or {}))
+    elif len(road) > 1:
+        sections.insert(0, roadreport.points_table(road))
+    if progress:
+        progress("done", total, total)
     name = (manifest or {}).get("scenario") or root.name
-    head = (f"<h1>Drive-by report: {html.escape(str(name))}</h1><p>Runs from <code>{html.escape(str(root))}</code>. "
-            "Positions are along the road relative to the AP (negative: before it). Goodput per 20 m of road; "
-            "the supremum is the best run in each 20 m; the theoretical potential turns the mean RSSI into the fastest rate "
-            f"whose sensitivity it meets (noise floor {driveby.NOISE_FLOOR_DBM:g} dBm) and that rate into its static goodput, "
-            f"measured on the <code>{html.escape(static_scenario)}</code> scenario. Reference: Hadaller, Keshav, Brecht, "
-            "Agarwal, Vehicular opportunistic communication under the microscope, MobiSys 2007.</p>")
+    if kinds == {"paper"}:
+        head = (f"<h1>Drive-by report: {html.escape(str(name))}</h1><p>Runs from <code>{html.escape(str(root))}</code>. "
+                "In the drive-by sections, positions are along the road relative to the AP (negative: before it). Goodput "
+                "per 20 m of road; the supremum is the best run in each 20 m; the theoretical potential turns the mean RSSI "
+                f"into the fastest rate whose sensitivity it meets (noise floor {driveby.NOISE_FLOOR_DBM:g} dBm) and that "
+                f"rate into its static goodput, measured on the <code>{html.escape(static_scenario)}</code> scenario. "
+                "Reference: Hadaller, Keshav, Brecht, Agarwal, Vehicular opportunistic communication under the microscope, "
+                "MobiSys 2007.</p>")
+    else:
+        head = (f"<h1>Report: {html.escape(str(name))}</h1><p>Runs from <code>{html.escape(str(root))}</code>. Positions "
+                "are x along the road, in the scenario's coordinates.</p>")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>wayside report: {html.escape(str(name))}</title>"
             f"<style>{_CSS}</style></head><body>{head}{''.join(sections)}</body></html>\n")
 
 
 def write(root: str | Path, out: str | Path | None = None, static_scenario: str = "static-lab",
-          workers: int | None = None) -> Path:
+          workers: int | None = None, progress: Progress | None = None) -> Path:
     """Writes the report (default: ROOT/report.html) and returns its path."""
     path = Path(out) if out is not None else Path(root) / "report.html"
-    text = render(root, static_scenario, workers)
+    text = render(root, static_scenario, workers, progress)
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as e:

@@ -127,7 +127,7 @@ def _replace(old: str, new: str) -> str:
 HOSTILE = [
     ("unknown-key", ["show", _file("unknown.toml", _replace("standard =", "standrd ="))], ["standrd", "standard"]),
     ("wrong-type", ["show", _file("type.toml", _replace('duration = "10 s"', "duration = 5"))], ["duration", "5", "unit", "ms"]),
-    ("wrong-type-set", ["show", "saturation", "--set", 'node.0.count="many"'], ["node[0].count", "many"]),
+    ("wrong-type-set", ["show", "saturation", "--set", 'node.0.count="many"'], ["node.sender.count", "many"]),
     ("bad-unit", ["show", "drive-by", "--set", 'node.car.mobility.speed="80 furlongs"'], ["furlongs", "km/h", "speed"]),
     ("negative-distance", ["show", "saturation", "--set", 'node.sender.antenna_height="-3 m"'], ["antenna_height", "-3 m", "0.01 m"]),
     ("tx-power-out-of-range", ["show", "saturation", "--set", 'node.sender.tx_power="-100 dBm"'], ["tx_power", "-100 dBm", "-30 dBm"]),

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from wayside import _native, recommend
-from wayside import sweep as sw
+from wayside import sweeps as sw
 from wayside.scenario import scenario_text
 
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wayside.stats import mean_ci, mean_interval, paired_gain
+from wayside.stats import MIN_RUNS, mean_ci, mean_interval, paired_gain
 
-runs = st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=2, max_size=30)
+# Enough runs for an interval (fewer get none: stats.MIN_RUNS).
+runs = st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=MIN_RUNS, max_size=30)
 
 
 @given(runs, st.floats(min_value=0.2, max_value=5.0))
@@ -37,9 +38,23 @@ def test_the_interval_holds_the_ratio_of_means_and_is_deterministic(base, other)
 def test_only_runs_in_both_with_finite_values_are_paired():
     g = paired_gain({1: 10.0, 2: 10.0, 3: 10.0, 4: math.nan}, {2: 20.0, 3: 30.0, 4: 5.0, 5: 1.0})
     assert g.pairs == 2 and g.value == 2.5
-    assert str(paired_gain({1: 10.0}, {1: 15.0})) == "1.50×"  # one pair: no interval
+    assert str(paired_gain({1: 10.0}, {1: 15.0})) == "1.50× (n=1)"  # one pair: no interval
     assert str(paired_gain({1: 0.0, 2: 0.0}, {1: 1.0, 2: 1.0})) == "—"  # nothing at the base
-    assert str(paired_gain({1: 10.0, 2: 20.0}, {1: 12.0, 2: 21.0})).startswith("1.10× (")
+    # Two pairs are too few for an interval (stats.MIN_RUNS), three are not.
+    assert str(paired_gain({1: 10.0, 2: 20.0}, {1: 12.0, 2: 21.0})) == "1.10× (n=2)"
+    assert str(paired_gain({1: 10.0, 2: 20.0, 3: 30.0}, {1: 12.0, 2: 21.0, 3: 33.0})).startswith("1.10× (1.")
+
+
+def test_describe_says_when_n_is_too_small():
+    from wayside.stats import describe
+
+    # The "27.7 ± 216.0" from 2 runs: now the mean, n and the range.
+    assert describe([10.7, 44.7]) == "27.7 (n=2, too few for a CI; 10.7–44.7)"
+    assert describe([5.0]) == "5.0 (n=1, too few for a CI)"
+    assert describe([None, math.nan]) == "—"
+    text = describe([10.0, 12.0, 14.0])
+    assert text.startswith("12.0 ± ") and text.endswith("(n=3)")
+    assert float(text.split("±")[1].split()[0]) == pytest.approx(4.30 * 2 / math.sqrt(3), abs=0.06)
 
 
 def test_runs_that_disagree_widen_the_interval():

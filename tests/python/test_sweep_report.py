@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from wayside import sweep as sw
+from wayside import sweeps as sw
 from wayside.jobs import ExecutorError, check_executor, run_jobs
 
 SHORT = ['duration="40 s"', "node.car.position=[-450, 0]"]
@@ -108,7 +108,9 @@ def test_sweep_writes_runs_digests_and_manifest(swept):
     for e in runs:
         d = out / e["dir"]
         assert (d / "frames.parquet").is_file() and (d / "driveby.json").is_file()
-        assert json.loads((d / "driveby.json").read_text())["data_mb"] == pytest.approx(e["data_mb"])
+        assert json.loads((d / "driveby.json").read_text())["data_mb"] == pytest.approx(e["driveby_mb"])
+        # One flow: all the data is the drive-by's.
+        assert e["flows"] == {"ap→car": pytest.approx(e["data_mb"])} and e["data_mb"] == pytest.approx(e["driveby_mb"])
     # The grid value reached the run: the faster car covers more road in 40 s.
     import tomllib
 
@@ -126,9 +128,12 @@ def test_report_is_self_contained_with_every_figure(swept):
     for fig in ("fig5", "fig9", "fig12", "fig14", "fig18-19", "fig22"):
         assert text.count(f"id='{fig}'") == 2  # one per grid point
     assert text.count("id='points'") == 1  # the grid points side by side
-    # 13 drive-by figures, and one TCP loss figure per run shown and TCP sender.
+    # 13 drive-by figures, 3 of the road per grid point, and one TCP loss
+    # figure per run shown and TCP sender.
+    for fig in ("goodput", "data-per-car", "time-space"):
+        assert text.count(f"id='{fig}'") == 2
     tcp_figures = text.count("<h4>")
-    assert tcp_figures >= 2 and text.count("data:image/png;base64,") == 13 + tcp_figures
+    assert tcp_figures >= 2 and text.count("data:image/png;base64,") == 13 + 6 + tcp_figures
     for label in ("80 km/h", "100 km/h"):
         assert label in text
     for claim in ("21.6 MB", "32.6 MB", "51.1 MB", "-640 m", "13.1 s", "7.5%", "22.8%", "2.1%", "16–23%"):
@@ -160,7 +165,7 @@ def test_report_renders_in_headless_chromium(swept, tmp_path):
     m = re.search(r"<pre id=\"probe\">(.*?)</pre>", r.stdout, re.S)
     assert m, f"the page did not finish loading: {r.stderr[-2000:]}"
     images = json.loads(m.group(1).replace("&quot;", '"'))
-    assert len(images) == 13 + (out / "report.html").read_text().count("<h4>")  # + TCP loss figures
+    assert len(images) == 13 + 6 + (out / "report.html").read_text().count("<h4>")  # + TCP loss figures
     for fig, complete, w, h in images:
         assert complete and w > 300 and h > 200, (fig, w, h)
     shot = tmp_path / "report.png"
@@ -202,5 +207,5 @@ def test_report_on_plain_run_directories(cli, tmp_path):
     r = cli("report", tmp_path / "runs", timeout=300)
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "runs" / "report.html").read_text()
-    assert text.count("data:image/png;base64,") == 6 + text.count("<h4>")  # + TCP loss figures
+    assert text.count("data:image/png;base64,") == 6 + 3 + text.count("<h4>")  # drive-by, road, TCP loss figures
     assert "<td>s1</td>" in text and "<td>s2</td>" in text

@@ -234,8 +234,11 @@ impl PyTraceStream {
 
     /// Adds a batch: time (f64), vehicle codes (u32) into `names` (given
     /// when the dictionary changes, else the previous batch's), x and y
-    /// (f64), as little-endian buffers.
-    #[pyo3(signature = (time, vehicle, x, y, names=None))]
+    /// (f64), as little-endian buffers. `names` may instead come as an
+    /// Arrow string array's buffers, `dictionary` = (offsets as i32,
+    /// UTF-8 data), which spares a Python string per name.
+    #[pyo3(signature = (time, vehicle, x, y, names=None, dictionary=None))]
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         py: Python<'_>,
@@ -244,7 +247,26 @@ impl PyTraceStream {
         x: &[u8],
         y: &[u8],
         names: Option<Vec<String>>,
+        dictionary: Option<(&[u8], &[u8])>,
     ) -> PyResult<()> {
+        let names = match dictionary {
+            None => names,
+            Some((offsets, data)) => {
+                let offsets = from_le("offsets", offsets, i32::from_le_bytes)?;
+                let text = std::str::from_utf8(data)
+                    .map_err(|e| PyValueError::new_err(format!("vehicle ids: {e}")))?;
+                let bad = || PyValueError::new_err("vehicle ids: offsets outside the data");
+                let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
+                for w in offsets.windows(2) {
+                    let (a, b) = (
+                        usize::try_from(w[0]).map_err(|_| bad())?,
+                        usize::try_from(w[1]).map_err(|_| bad())?,
+                    );
+                    out.push(text.get(a..b).ok_or_else(bad)?.to_string());
+                }
+                Some(out)
+            }
+        };
         let time = from_le("time", time, f64::from_le_bytes)?;
         let vehicle = from_le("vehicle", vehicle, u32::from_le_bytes)?;
         let x = from_le("x", x, f64::from_le_bytes)?;

@@ -329,7 +329,7 @@ pub fn parse_quantity(text: &str, q: Quantity) -> Result<f64, String> {
             value
                 * match unit {
                     "m/s" => 1.0,
-                    "km/h" | "kmh" => 1.0 / 3.6,
+                    "km/h" => 1.0 / 3.6,
                     "mph" => 0.44704,
                     _ => return Err(bad_unit()),
                 }
@@ -393,6 +393,9 @@ mod tests {
         assert!(e.contains("furlongs") && e.contains("km/h"), "{e}");
         let e = parse_quantity("80", Quantity::Speed).unwrap_err();
         assert!(e.contains("unit is required"), "{e}");
+        // A spelling close to an allowed one is not guessed at.
+        let e = parse_quantity("80 kmh", Quantity::Speed).unwrap_err();
+        assert_eq!(e, "unknown unit 'kmh'; allowed: m/s, km/h, mph");
         assert!(parse_quantity("fast", Quantity::Speed).is_err());
         assert!(parse_quantity("19 dBm", Quantity::Time).is_err());
         assert!(parse_quantity("-3 mW", Quantity::Power).is_err());

@@ -143,7 +143,7 @@ fn a_bad_adhoc_table_is_named() {
         .expect("an error")
         .to_string();
     assert!(
-        e.contains("node[0].adhoc") && e.contains("independent"),
+        e.contains("node.parked.adhoc") && e.contains("independent"),
         "{e}"
     );
 }

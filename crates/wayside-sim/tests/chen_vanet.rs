@@ -124,9 +124,9 @@ fn nasch_section_errors_name_the_key() {
         Err(e) => e.0,
     };
     let e = bad("node[1].count=3");
-    assert!(e.contains("node[1].count") && e.contains("nasch"), "{e}");
+    assert!(e.contains("node.car.count") && e.contains("nasch"), "{e}");
     let e = bad("node[1].mobility.density=1.5");
-    assert!(e.contains("node[1].mobility.density = 1.5"), "{e}");
+    assert!(e.contains("node.car.mobility.density = 1.5"), "{e}");
     let e = bad("node[1].mobility.sources=500");
     assert!(e.contains("sources = 500"), "{e}");
     let e = bad("node[1].routing=\"gpsr\"");

@@ -430,14 +430,14 @@ fn appear_and_disappear_are_checked() {
     };
     let e = o(&["node[1].appear=5 s", "node[1].disappear=2 s"]).unwrap();
     assert!(
-        e.contains("node[1].disappear") && e.contains("not after appear"),
+        e.contains("node.car.disappear") && e.contains("not after appear"),
         "{e}"
     );
     let e = o(&["node[2].appear=1 s"]).unwrap();
     assert!(
-        e.contains("node[2].appear") && e.contains("radio = false"),
+        e.contains("node.server.appear") && e.contains("radio = false"),
         "{e}"
     );
     let e = o(&["node[1].appear=-1 s"]).unwrap();
-    assert!(e.contains("node[1].appear"), "{e}");
+    assert!(e.contains("node.car.appear"), "{e}");
 }

@@ -294,7 +294,7 @@ fn one_node_can_send_at_a_fixed_rate_of_its_own() {
         ),
         (
             r#"node.client.rate_control={algorithm="fixed", rate="7 Mbps"}"#,
-            "node[1].rate_control.rate: 7 Mbps is not a rate of 802.11g",
+            "node.client.rate_control.rate: 7 Mbps is not a rate of 802.11g",
         ),
         (
             r#"node.client.rate_control={algorithm="onoe", rate="11 Mbps"}"#,

@@ -63,7 +63,7 @@ fn range_and_tx_power_are_exclusive_and_bounded() {
     .err()
     .expect("both");
     assert!(
-        e.0.contains("node[0].range") && e.0.contains("not both"),
+        e.0.contains("node.a.range") && e.0.contains("not both"),
         "{}",
         e.0
     );
@@ -71,7 +71,7 @@ fn range_and_tx_power_are_exclusive_and_bounded() {
         .err()
         .expect("too far");
     assert!(
-        e.0.contains("node[0].range") && e.0.contains("dBm"),
+        e.0.contains("node.a.range") && e.0.contains("dBm"),
         "{}",
         e.0
     );

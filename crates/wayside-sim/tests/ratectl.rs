@@ -121,7 +121,7 @@ fn environment_aware_keys_are_checked() {
     };
     let e = error(&["node.car.rate_control={algorithm=\"environment-aware\"}"]);
     assert!(
-        e.contains("node[1].rate_control") && e.contains("beacon_hints"),
+        e.contains("node.car.rate_control") && e.contains("beacon_hints"),
         "{e}"
     );
     let e = error(&["node.ap.rate_control={algorithm=\"environment-aware\", beacon_hints=true}"]);
@@ -143,7 +143,7 @@ fn environment_aware_keys_are_checked() {
     // The [mac] default reaches the station too.
     let e = error(&["mac.rate_control={algorithm=\"environment-aware\"}"]);
     assert!(
-        e.contains("mac.rate_control (used by node[1] 'car')") && e.contains("beacon_hints"),
+        e.contains("mac.rate_control (used by node.car)") && e.contains("beacon_hints"),
         "{e}"
     );
 }

@@ -89,21 +89,21 @@ fn tcp_params_errors_name_the_key() {
     for (o, want) in [
         (
             "node.server.tcp_params.initial_rto=\"0 s\"",
-            "node[2].tcp_params.initial_rto: 0 s is out of range",
+            "node.server.tcp_params.initial_rto: 0 s is out of range",
         ),
         (
             "node.server.tcp_params.min_rto=\"5 s\"",
-            "node[2].tcp_params.min_rto: 5 s is above max_rto",
+            "node.server.tcp_params.min_rto: 5 s is above max_rto",
         ),
         ("node.server.tcp_params.rto=\"1 s\"", "unknown field `rto`"),
         ("node.server.tcp_params.backoff_limit=-1", "backoff_limit"),
         (
             "node.server.tcp_params.mss=\"20 B\"",
-            "node[2].tcp_params.mss: 20 B is out of range; allowed: 64 B to 8960 B",
+            "node.server.tcp_params.mss: 20 B is out of range; allowed: 64 B to 8960 B",
         ),
         (
             "node.server.arp_retransmit=\"1 h\"",
-            "node[2].arp_retransmit: 3600 s is out of range; allowed: 1 ms to 60 s",
+            "node.server.arp_retransmit: 3600 s is out of range; allowed: 1 ms to 60 s",
         ),
     ] {
         let mut ov = vec![o.to_string()];

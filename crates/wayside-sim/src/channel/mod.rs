@@ -268,6 +268,17 @@ pub(crate) fn test_channel(path_loss: PathLoss) -> ChannelConfig {
     test_chain(path_loss, Vec::new())
 }
 
+/// An end for tests: at `x` on the x axis, 1.5 m high, 0 dBi, not moved.
+#[cfg(test)]
+pub(crate) fn test_endpoint(x: f64) -> Endpoint {
+    Endpoint {
+        position: crate::geometry::Vec2::new(x, 0.0),
+        height: Meters(1.5),
+        antenna_gain: Db(0.0),
+        odometer: Meters(0.0),
+    }
+}
+
 /// [`test_channel`] with `stages` after the path loss.
 #[cfg(test)]
 pub(crate) fn test_chain(
@@ -292,7 +303,6 @@ pub(crate) fn test_chain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::Vec2;
     use std::sync::Arc;
 
     fn cfg(path_loss: PathLoss) -> ChannelConfig {
@@ -300,12 +310,7 @@ mod tests {
     }
 
     fn at(x: f64) -> Endpoint {
-        Endpoint {
-            position: Vec2::new(x, 0.0),
-            height: Meters(1.5),
-            antenna_gain: Db(0.0),
-            odometer: Meters(0.0),
-        }
+        test_endpoint(x)
     }
 
     /// 6 dB of frozen shadowing.

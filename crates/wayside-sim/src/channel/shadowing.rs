@@ -111,12 +111,7 @@ mod tests {
     use super::*;
 
     fn at(x: f64) -> Endpoint {
-        Endpoint {
-            position: Vec2::new(x, 0.0),
-            height: Meters(1.5),
-            antenna_gain: Db(0.0),
-            odometer: Meters(0.0),
-        }
+        super::super::test_endpoint(x)
     }
 
     fn frozen(seed: u64) -> FrozenShadowing {

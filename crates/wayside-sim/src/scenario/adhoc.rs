@@ -58,19 +58,20 @@ fn parse_bssid(key: &str, s: &str) -> Result<u64, ScenarioError> {
     }
 }
 
-/// Node `i`'s IBSS; `beacon_interval` from `[management]`, `timing` the
-/// standard's (the beacon window is 2·CWmin slots).
+/// The IBSS of the node errors name `node`; `beacon_interval` from
+/// `[management]`, `timing` the standard's (the beacon window is 2·CWmin
+/// slots).
 pub(super) fn lower_adhoc(
-    i: usize,
+    node: &str,
     a: &AdhocSection,
     role: Role,
     beacon_interval: SimTime,
     timing: &Timing,
 ) -> Result<AdhocConfig, ScenarioError> {
-    let key = |k: &str| format!("node[{i}].adhoc.{k}");
+    let key = |k: &str| format!("{node}.adhoc.{k}");
     if role != Role::Independent {
         return err(format!(
-            "node[{i}].adhoc: only for role = \"independent\", not {}",
+            "{node}.adhoc: only for role = \"independent\", not {}",
             role.described()
         ));
     }

@@ -36,7 +36,7 @@ use environment::{Environment, ObstacleSection};
 use links::{lower_links, LinkSection};
 use mac::MacSection;
 use management::ManagementSection;
-use nodes::{lower_nodes, NodeContext, NodeSection};
+use nodes::{lower_nodes, node_key, NodeContext, NodeSection};
 use pcap::{lower_pcap, PcapSection};
 use radio::Radio;
 use serde::Deserialize;
@@ -100,7 +100,7 @@ pub fn load(
     let resolved = toml::to_string(&doc).map_err(|e| ScenarioError(e.to_string()))?;
     let scenario: Scenario = serde_path_to_error::deserialize(toml::Deserializer::new(&resolved))
         .map_err(|e| {
-        let path = e.path().to_string();
+        let path = named_path(&doc, &e.path().to_string());
         let msg = e.into_inner().message().to_string();
         match path.as_str() {
             "" | "." => ScenarioError(msg),
@@ -111,6 +111,21 @@ pub fn load(
         }
     })?;
     Ok((resolved, scenario.lower(seed, run)?))
+}
+
+/// `path` (a key as serde names it) with a `[[node]]` entry named as
+/// errors name nodes ([`nodes::node_key`]): `node[1].role` is
+/// `node.car.role`.
+fn named_path(doc: &toml::Table, path: &str) -> String {
+    let entry = path
+        .strip_prefix("node[")
+        .and_then(|rest| rest.split_once(']'))
+        .and_then(|(index, tail)| {
+            let i: usize = index.parse().ok()?;
+            let name = doc.get("node")?.as_array()?.get(i)?.get("name")?.as_str()?;
+            Some(format!("{}{tail}", node_key(i, name)))
+        });
+    entry.unwrap_or_else(|| path.to_string())
 }
 
 impl Scenario {
@@ -206,7 +221,7 @@ mod tests {
 
     fn error(overrides: &[&str]) -> String {
         let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-        // An AP (node[0]) and a car (node[1], a station) with one application.
+        // An AP (node.ap) and a car (node.car, a station) with one application.
         match load(builtin("hadaller-highway").unwrap(), &o, None, 0) {
             Ok(_) => panic!("accepted: {overrides:?}"),
             Err(e) => e.0,
@@ -244,12 +259,12 @@ mod tests {
         let e = error(&[r#"node.ap.rate_control={algorithm="onoe", min_success=0.5}"#]);
         assert_eq!(
             e,
-            "node[0].rate_control.min_success: only used with algorithm = \"ideal\"; \"onoe\" takes no options"
+            "node.ap.rate_control.min_success: only used with algorithm = \"ideal\"; \"onoe\" takes no options"
         );
         let e = error(&[r#"mac.rate_control={algorithm="samplerate", rate="11 Mbps"}"#]);
         assert_eq!(e, "mac.rate_control.rate: only used with algorithm = \"fixed\"; \"samplerate\" takes preset, initial_rssi");
         let e = error(&[r#"node.car.rate_control={algorithm="ideal", colour="red"}"#]);
-        assert_eq!(e, "node[1].rate_control.colour: not an option of any algorithm; \"ideal\" takes min_success");
+        assert_eq!(e, "node.car.rate_control.colour: not an option of any algorithm; \"ideal\" takes min_success");
     }
 
     #[test]
@@ -282,15 +297,15 @@ mod tests {
             r#"node.ap.rate_control={algorithm="environment-aware", margin="3 furlongs"}"#,
         ]);
         assert!(
-            e.starts_with("node[0].rate_control.margin: invalid ratio \"3 furlongs\""),
+            e.starts_with("node.ap.rate_control.margin: invalid ratio \"3 furlongs\""),
             "{e}"
         );
         let e = error(&[r#"node.ap.rate_control={algorithm="samplerate", preset="fast"}"#]);
-        assert!(e.starts_with("node[0].rate_control.preset: unknown variant `fast`, expected `default` or `tuned`"), "{e}");
+        assert!(e.starts_with("node.ap.rate_control.preset: unknown variant `fast`, expected `default` or `tuned`"), "{e}");
         let e = error(&[r#"node.ap.rate_control={algorithm="samplerate", initial_rssi="dbm"}"#]);
         assert!(
             e.starts_with(
-                "node[0].rate_control.initial_rssi: unknown variant `dbm`, expected `driver` or `thresholds`"
+                "node.ap.rate_control.initial_rssi: unknown variant `dbm`, expected `driver` or `thresholds`"
             ),
             "{e}"
         );
@@ -298,7 +313,7 @@ mod tests {
         let e = error(&[r#"node.ap.rate_control={algorithm="ideal", min_success=2}"#]);
         assert_eq!(
             e,
-            "node[0].rate_control.min_success: 2 is out of range; allowed: 0.01 to 0.9999"
+            "node.ap.rate_control.min_success: 2 is out of range; allowed: 0.01 to 0.9999"
         );
     }
 
@@ -307,14 +322,14 @@ mod tests {
         let e = error(&[r#"node.car.role="router""#]);
         assert_eq!(
             e,
-            "node[1].role: unknown variant `router`, expected one of `independent`, `ap`, `sta`"
+            "node.car.role: unknown variant `router`, expected one of `independent`, `ap`, `sta`"
         );
         let e = error(&["node.ap.dhcp=true"]);
-        assert_eq!(e, "node[0].dhcp: only a station (role = \"sta\") gets its address by DHCP; this node is an access point (role = \"ap\")");
+        assert_eq!(e, "node.ap.dhcp: only a station (role = \"sta\") gets its address by DHCP; this node is an access point (role = \"ap\")");
         let e = error(&["node.car.radio=false"]);
         assert!(
             e.starts_with(
-                "node[1].role: a node without a radio cannot be a station (role = \"sta\")"
+                "node.car.role: a node without a radio cannot be a station (role = \"sta\")"
             ),
             "{e}"
         );
@@ -327,13 +342,13 @@ mod tests {
             error(&[r#"node.ap.rate_control={algorithm="environment-aware", beacon_hints=true}"#]);
         assert!(
             e.starts_with(
-                "node[0].rate_control.beacon_hints: only a station (role = \"sta\") takes hints"
+                "node.ap.rate_control.beacon_hints: only a station (role = \"sta\") takes hints"
             ),
             "{e}"
         );
         let e = error(&[r#"node.car.rate_control={algorithm="environment-aware"}"#]);
         assert!(
-            e.starts_with("node[1].rate_control: environment-aware keys its map")
+            e.starts_with("node.car.rate_control: environment-aware keys its map")
                 && e.contains("beacon_hints = true"),
             "{e}"
         );
@@ -393,5 +408,23 @@ mod tests {
             assert_eq!(resolved, again, "{name}");
             assert_eq!(format!("{cfg:?}"), format!("{cfg2:?}"), "{name}");
         }
+    }
+
+    #[test]
+    fn errors_name_a_node_by_its_name_or_else_its_index() {
+        assert_eq!(nodes::node_key(1, "car"), "node.car");
+        assert_eq!(nodes::node_key(4, "car-2_b"), "node.car-2_b");
+        for unkeyable in ["7", "a.b", "", "two words"] {
+            assert_eq!(nodes::node_key(3, unkeyable), "node[3]");
+        }
+        // Checked while lowering, and by serde while parsing.
+        assert!(
+            error(&["node.car.antenna_height=\"-3 m\""]).starts_with("node.car.antenna_height: ")
+        );
+        let e = error(&["node.car.mobility.speed=3"]);
+        assert!(
+            e.starts_with("node.car.mobility") && e.contains("unit is required"),
+            "{e}"
+        );
     }
 }

@@ -53,6 +53,21 @@ pub(super) struct NodeContext<'a> {
     pub(super) seed: (u64, u64),
 }
 
+/// How errors name `[[node]]` section `i`: by its name, as an override
+/// names it (`node.car`), or by its index where the name could not be a
+/// key (`node[3]`).
+pub(super) fn node_key(i: usize, name: &str) -> String {
+    let keyable = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
+        && !name.chars().all(|c| c.is_ascii_digit());
+    if keyable {
+        format!("node.{name}")
+    } else {
+        format!("node[{i}]")
+    }
+}
+
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSection {
@@ -391,7 +406,7 @@ pub(super) fn lower_nodes(
         return err("node: at least one [[node]] is required");
     }
     for (i, n) in sections.iter().enumerate() {
-        let key = format!("node[{i}].count");
+        let key = format!("{}.count", node_key(i, &n.name));
         check_range(
             &key,
             n.count as f64,
@@ -448,7 +463,9 @@ pub(super) fn lower_nodes(
                     // Each node its own (an environment-aware map is per
                     // node); the `[mac]` default is one for all that take it.
                     rate: match &n.rate_control {
-                        Some(rc) => cx.rates.spec(&format!("node[{i}].rate_control"), rc)?,
+                        Some(rc) => cx
+                            .rates
+                            .spec(&format!("{}.rate_control", node_key(i, &n.name)), rc)?,
                         None => cx.mac.rate.clone(),
                     },
                     ..cx.mac.clone()
@@ -465,7 +482,10 @@ pub(super) fn lower_nodes(
                 adhoc: n
                     .adhoc
                     .as_ref()
-                    .map(|a| lower_adhoc(i, a, n.role, cx.beacon_interval, &cx.timing))
+                    .map(|a| {
+                        let node = node_key(i, &n.name);
+                        lower_adhoc(&node, a, n.role, cx.beacon_interval, &cx.timing)
+                    })
                     .transpose()?,
             });
         }
@@ -487,7 +507,8 @@ pub(super) fn lower_nodes(
 /// Checks a `[[node]]` section and lowers what its nodes share.
 fn node_group(i: usize, n: &NodeSection, cx: &NodeContext) -> Result<NodeGroup, ScenarioError> {
     let (rates, default, channel) = (cx.rates, &cx.mac.rate, cx.channel);
-    let key = |k: &str| format!("node[{i}].{k}");
+    let node = node_key(i, &n.name);
+    let key = |k: &str| format!("{node}.{k}");
     if n.name.trim().is_empty() || n.name.contains(['.', '=', '/']) || n.name == "broadcast" {
         return err(format!(
             "{}: '{}' is not a usable name; use letters, digits, '-' and '_' (not 'broadcast')",
@@ -633,7 +654,7 @@ fn node_group(i: usize, n: &NodeSection, cx: &NodeContext) -> Result<NodeGroup, 
         }
         None if n.radio => {
             check_rate_role(
-                &format!("mac.rate_control (used by node[{i}] '{}')", n.name),
+                &format!("mac.rate_control (used by {node})"),
                 default,
                 Some(n.role),
             )?;
