@@ -5,11 +5,11 @@
 //! world puts frames on it ([`crate::world`]).
 
 use crate::channel::{Endpoint, Fades};
-use crate::config::RadioConfig;
+use crate::config::{NodeConfig, RadioConfig, SimConfig};
 use crate::geometry::Vec2;
 use crate::ids::{NodeId, TxId};
 use crate::mac::Frame;
-use crate::medium::{Antenna, Medium};
+use crate::medium::{Antenna, Medium, RadioLimits};
 use crate::mobility::{Mobility, MobilityModel};
 use crate::phy::mode::{ModClass, Mode};
 use crate::phy::state::Signal;
@@ -26,6 +26,16 @@ pub struct Body {
 }
 
 impl Body {
+    /// The body of node `n` as configured.
+    pub fn of(n: &NodeConfig) -> Body {
+        Body {
+            mobility: n.mobility.clone(),
+            antenna_height: n.antenna_height,
+            antenna_gain: n.antenna_gain,
+            radio: n.radio,
+        }
+    }
+
     pub fn position(&self, t: SimTime) -> Vec2 {
         self.mobility.position(t)
     }
@@ -60,6 +70,28 @@ pub struct Air {
 }
 
 impl Air {
+    /// The air of scenario `cfg`: each node's body, and the medium bounded
+    /// by its radios' highest EIRP, gain and antenna and fastest motion.
+    pub fn new(cfg: &SimConfig) -> Air {
+        let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
+        let radios = || cfg.nodes.iter().filter(|n| n.radio);
+        let limits = RadioLimits {
+            eirp: Dbm(radios()
+                .map(|n| n.tx_power.0 + n.antenna_gain.0)
+                .fold(f64::NEG_INFINITY, f64::max)),
+            gain: Db(radios()
+                .map(|n| n.antenna_gain.0)
+                .fold(f64::NEG_INFINITY, f64::max)),
+            height: Meters(radios().map(|n| n.antenna_height.0).fold(0.0, f64::max)),
+            speed: radios().map(|n| n.mobility.max_speed()).fold(0.0, f64::max),
+        };
+        Air {
+            bodies: cfg.nodes.iter().map(Body::of).collect(),
+            medium: Medium::new(&cfg.channel, &names, cfg.seed, cfg.run, limits),
+            radio: cfg.radio.clone(),
+        }
+    }
+
     pub fn position(&self, n: NodeId, t: SimTime) -> Vec2 {
         self.bodies[n.index()].position(t)
     }

@@ -64,7 +64,18 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(
+    /// The stacks of every node of scenario `cfg`, in order.
+    pub fn all(cfg: &SimConfig) -> Vec<Node> {
+        let timing = cfg.radio.standard.timing(cfg.radio.b_compatible);
+        let plan = Arc::new(AddressPlan::new(
+            cfg.nodes.iter().map(|n| n.radio).collect(),
+            cfg.nodes.iter().map(|n| n.dhcp).collect(),
+        ));
+        let node = |(i, n)| Node::new(NodeId(i as u32), n, cfg, &timing, &plan);
+        cfg.nodes.iter().enumerate().map(node).collect()
+    }
+
+    fn new(
         id: NodeId,
         n: &NodeConfig,
         cfg: &SimConfig,

@@ -3,16 +3,13 @@
 
 use super::effects::{Effect, Effects, MacRecord};
 use super::Node;
-use crate::air::{Air, Body};
+use crate::air::Air;
 use crate::config::SimConfig;
 use crate::event::Event;
 use crate::ids::{Dst, NodeId};
 use crate::mac::dcf::MacTimer;
-use crate::medium::{Medium, RadioLimits};
-use crate::net::route::AddressPlan;
 use crate::trace::MacEvent;
-use crate::units::{Db, Dbm, Meters, SimTime};
-use std::sync::Arc;
+use crate::units::{Dbm, SimTime};
 
 /// Two radios 5 m apart; `a` saturates the link to `b`.
 const TWO: &str = r#"
@@ -41,37 +38,8 @@ fn config(overrides: &[&str]) -> SimConfig {
         .1
 }
 
-fn node(cfg: &SimConfig, i: u32) -> Node {
-    let timing = cfg.radio.standard.timing(cfg.radio.b_compatible);
-    let plan = Arc::new(AddressPlan::new(
-        cfg.nodes.iter().map(|n| n.radio).collect(),
-        cfg.nodes.iter().map(|n| n.dhcp).collect(),
-    ));
-    Node::new(NodeId(i), &cfg.nodes[i as usize], cfg, &timing, &plan)
-}
-
-fn air(cfg: &SimConfig) -> Air {
-    let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
-    let limits = RadioLimits {
-        eirp: Dbm(20.0),
-        gain: Db(0.0),
-        height: Meters(1.5),
-        speed: 0.0,
-    };
-    Air {
-        bodies: cfg
-            .nodes
-            .iter()
-            .map(|n| Body {
-                mobility: n.mobility.clone(),
-                antenna_height: n.antenna_height,
-                antenna_gain: n.antenna_gain,
-                radio: n.radio,
-            })
-            .collect(),
-        medium: Medium::new(&cfg.channel, &names, cfg.seed, cfg.run, limits),
-        radio: cfg.radio.clone(),
-    }
+fn node(cfg: &SimConfig, i: usize) -> Node {
+    Node::all(cfg).swap_remove(i)
 }
 
 /// The effects so far, leaving the buffer empty.
@@ -141,7 +109,7 @@ fn test_idle_emit_arms_the_access_timer() {
 #[test]
 fn test_contending_access_grant_transmits_unicast_awaiting_its_ack() {
     let cfg = config(&[]);
-    let (mut fx, mut air) = (Effects::default(), air(&cfg));
+    let (mut fx, mut air) = (Effects::default(), Air::new(&cfg));
     let (mut a, at) = sending(&cfg, &mut fx);
     a.on_emit(&mut fx, at, 0);
     let (timer, when, generation) = mac_timers(&take(&mut fx))
@@ -175,7 +143,7 @@ fn test_contending_access_grant_transmits_unicast_awaiting_its_ack() {
 #[test]
 fn test_any_stale_mac_timer_leaves_no_effect() {
     let cfg = config(&[]);
-    let (mut fx, mut air) = (Effects::default(), air(&cfg));
+    let (mut fx, mut air) = (Effects::default(), Air::new(&cfg));
     let (mut a, at) = sending(&cfg, &mut fx);
     a.on_emit(&mut fx, at, 0);
     let (timer, when, generation) = mac_timers(&take(&mut fx))[0];
@@ -186,7 +154,7 @@ fn test_any_stale_mac_timer_leaves_no_effect() {
 #[test]
 fn test_transmitting_tx_end_arms_the_ack_timeout() {
     let cfg = config(&[]);
-    let (mut fx, mut air) = (Effects::default(), air(&cfg));
+    let (mut fx, mut air) = (Effects::default(), Air::new(&cfg));
     let (mut a, at) = sending(&cfg, &mut fx);
     a.on_emit(&mut fx, at, 0);
     let (timer, when, generation) = mac_timers(&take(&mut fx))[0];

@@ -6,14 +6,11 @@
 
 mod effects;
 
-use crate::air::{Air, Body};
+use crate::air::Air;
 use crate::apps::broadside::BroadsideEnd;
 use crate::config::SimConfig;
 use crate::event::{Event, EventQueue};
 use crate::ids::{NodeId, TxId};
-use crate::medium::{Medium, RadioLimits};
-use crate::mobility::Mobility;
-use crate::net::route::AddressPlan;
 use crate::node::effects::Effects;
 use crate::node::Node;
 use crate::pcap::Capture;
@@ -21,7 +18,7 @@ use crate::ratectl::SnrMap;
 use crate::rng::Stream;
 use crate::script::Script;
 use crate::trace::{ConnEvent, Trace};
-use crate::units::{Db, Dbm, Meters, SimTime};
+use crate::units::SimTime;
 use crate::wire::WiredLink;
 use std::sync::Arc;
 
@@ -56,40 +53,7 @@ pub struct World {
 
 impl World {
     pub fn new(cfg: &SimConfig) -> World {
-        let timing = cfg.radio.standard.timing(cfg.radio.b_compatible);
-        let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
-        let bodies = cfg
-            .nodes
-            .iter()
-            .map(|n| Body {
-                mobility: n.mobility.clone(),
-                antenna_height: n.antenna_height,
-                antenna_gain: n.antenna_gain,
-                radio: n.radio,
-            })
-            .collect();
-        let plan = Arc::new(AddressPlan::new(
-            cfg.nodes.iter().map(|n| n.radio).collect(),
-            cfg.nodes.iter().map(|n| n.dhcp).collect(),
-        ));
-        let nodes: Vec<Node> = cfg
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| Node::new(NodeId(i as u32), n, cfg, &timing, &plan))
-            .collect();
-        let radios = || cfg.nodes.iter().filter(|n| n.radio);
-        let limits = RadioLimits {
-            eirp: Dbm(radios()
-                .map(|n| n.tx_power.0 + n.antenna_gain.0)
-                .fold(f64::NEG_INFINITY, f64::max)),
-            gain: Db(radios()
-                .map(|n| n.antenna_gain.0)
-                .fold(f64::NEG_INFINITY, f64::max)),
-            height: Meters(radios().map(|n| n.antenna_height.0).fold(0.0, f64::max)),
-            speed: radios().map(|n| n.mobility.max_speed()).fold(0.0, f64::max),
-        };
-        let medium = Medium::new(&cfg.channel, &names, cfg.seed, cfg.run, limits);
+        let nodes = Node::all(cfg);
         let script = Script::new(
             &cfg.apps,
             cfg.mgmt.beacon_interval,
@@ -98,11 +62,7 @@ impl World {
         let mut w = World {
             awaiting: vec![None; nodes.len()],
             nodes,
-            air: Air {
-                bodies,
-                medium,
-                radio: cfg.radio.clone(),
-            },
+            air: Air::new(cfg),
             queue: EventQueue::new(),
             trace: Trace::default(),
             wires: cfg.wires.clone(),
