@@ -4,12 +4,12 @@
 //! what killed publishers leave, which a serving node removes.
 
 mod common;
-use broadside::TrustedKeys;
+use broadside::{ProviderKey, TrustedKeys};
 use broadside_node::store::DiskStore;
 use common::*;
 use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const SIZE: usize = 3 << 20;
@@ -41,17 +41,23 @@ fn current(store: &Path, name: &str) -> Option<(u16, bool)> {
     Some((c.version(), ok))
 }
 
+/// Stores `a` and `b` under `d`: A holds "doc" at version 2, B at
+/// `b_version`, both of `SIZE` bytes and signed by `key()`.
+fn a_at_v2_and_b_at(d: &Path, b_version: u16) -> (PathBuf, PathBuf, ProviderKey) {
+    let (sa, sb, scratch) = (d.join("a"), d.join("b"), d.join("scratch"));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let k = key();
+    publish_to(&sa, &scratch, &k, "doc", 2, SIZE);
+    publish_to(&sb, &scratch, &k, "doc", b_version, SIZE);
+    (sa, sb, k)
+}
+
 /// B (holding v1) fetches v2 from A until it holds a third of it, stops,
 /// has `damage` applied to its partial data file while down, and restarts:
 /// v1 stays current (and verifies) until a v2 that verifies replaces it.
 fn resume_after(damage: impl FnOnce(&Path)) {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (sa, sb, scratch) = (d.join("a"), d.join("b"), d.join("scratch"));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let k = key();
-    publish_to(&sa, &scratch, &k, "doc", 2, SIZE);
-    publish_to(&sb, &scratch, &k, "doc", 1, SIZE);
+    let (sa, sb, k) = a_at_v2_and_b_at(dir.path(), 1);
     let (pa, pb) = (free_port(), free_port());
     let mut slow = options(sa.clone(), pa, pb, &k, 1);
     slow.config.send_rate = 1_000_000;
@@ -121,12 +127,7 @@ fn data_lost_to_a_power_cut_under_a_durable_vector_is_never_committed() {
 #[test]
 fn a_current_version_rotten_on_disk_is_quarantined_and_fetched_again() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (sa, sb, scratch) = (d.join("a"), d.join("b"), d.join("scratch"));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let k = key();
-    publish_to(&sa, &scratch, &k, "doc", 2, SIZE);
-    publish_to(&sb, &scratch, &k, "doc", 2, SIZE);
+    let (sa, sb, k) = a_at_v2_and_b_at(dir.path(), 2);
     let content = sb.join(".broadside/current/doc/content");
     let mut f = std::fs::OpenOptions::new()
         .write(true)

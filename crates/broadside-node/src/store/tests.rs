@@ -260,16 +260,23 @@ fn finished(s: &mut DiskStore) -> Vec<(Certificate, Result<(), StorageError>)> {
     done
 }
 
-#[test]
-fn a_background_commit_makes_the_version_current_and_removes_the_old_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("store");
+/// A store in `dir` serving "f" at version 1 ("old"), and the certificate
+/// of a version 2 ("received") for it to receive.
+fn serving_old(dir: &Path) -> (PathBuf, DiskStore, Certificate, Certificate) {
+    let root = dir.join("store");
     let k = ProviderKey::from_seed([1; 32]);
-    let src = dir.path().join("src");
+    let src = dir.join("src");
     fs::write(&src, b"old").unwrap();
     let mut s = DiskStore::open(&root).unwrap();
     let old = s.publish(&k, &src, "f").unwrap();
     let new = cert_of(&k, "f", 2, b"received");
+    (root, s, old, new)
+}
+
+#[test]
+fn a_background_commit_makes_the_version_current_and_removes_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, mut s, old, new) = serving_old(dir.path());
     s.partial_write(&new, 0, b"received").unwrap();
     assert_eq!(s.partial_commit_begin(&new), Ok(false));
     assert_eq!(s.commits_pending(), 1);
@@ -287,13 +294,7 @@ fn a_background_commit_makes_the_version_current_and_removes_the_old_one() {
 #[test]
 fn a_commit_of_bytes_that_fail_verification_keeps_the_old_version() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("store");
-    let k = ProviderKey::from_seed([1; 32]);
-    let src = dir.path().join("src");
-    fs::write(&src, b"old").unwrap();
-    let mut s = DiskStore::open(&root).unwrap();
-    let old = s.publish(&k, &src, "f").unwrap();
-    let new = cert_of(&k, "f", 2, b"received");
+    let (root, mut s, old, new) = serving_old(dir.path());
     // What a flipped bit on disk, or a power cut, leaves under the vector.
     s.partial_write(&new, 0, b"receiveD").unwrap();
     s.partial_persist(&new, &one_block(1)).unwrap();
