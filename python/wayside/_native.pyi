@@ -170,12 +170,15 @@ class TraceStream:
         x: bytes,
         y: bytes,
         names: list[str] | None = ...,
-        dictionary: tuple[bytes, bytes] | None = ...,
     ) -> None:
         """Adds a batch as little-endian buffers: time f64, vehicle u32
-        (codes into `names`, or into an Arrow string array given as
-        `dictionary` = (offsets i32, UTF-8 data)), x and y f64. Raises
-        TraceError or ValueError."""
+        (codes into `names`, or the previous batch's when None), x and y
+        f64. Raises TraceError or ValueError."""
+    def push_arrow(self, stream: object) -> None:
+        """Adds every batch of an Arrow C stream (an object with
+        `__arrow_c_stream__`): time float64, vehicle a dictionary of
+        strings (uint32 or int32 indices, no nulls), x and y float32 or
+        float64. Raises TraceError."""
     def finish(self) -> Trace:
         """The trace; the stream cannot be used afterwards."""
 
