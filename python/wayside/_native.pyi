@@ -217,6 +217,7 @@ _DtnMessages = TypedDict(
         "to": list[int],
         "size": list[int],
         "created": list[float],
+        "also_at": list[list[int]],
         "delivered_at": list[float | None],
         "hops": list[int | None],
         "relayed": list[int],
@@ -231,6 +232,7 @@ class _DtnHosts(TypedDict):
     delivered_to: list[int]
     aborted: list[int]
     dropped: list[int]
+    first_received: list[float | None]
 
 class _DtnOutput(TypedDict):
     created: int
@@ -265,7 +267,7 @@ def dtn_run(
     router: str,
     generators: list[_Generator],
     ttl_min: int | None = ...,
-    messages: list[tuple[int, int, int, float]] = ...,
+    messages: list[tuple[int, int, int, float, list[int]]] = ...,
     copies: int = ...,
     prophet: tuple[float, float, float, float] = ...,
     range_m: float = ...,
@@ -279,7 +281,8 @@ def dtn_run(
     is epidemic, spray-and-wait, prophet, direct-delivery or first-contact;
     `generators` are MessageEventGenerator ranges ((interval s), (size B),
     (hosts), (to hosts) or None, (time window s) or None, prefix);
-    `messages` adds (from, to, size, created); `prophet` is (P_init, beta,
+    `messages` adds (from, to, size, created, further hosts creating it
+    at the same time); `prophet` is (P_init, beta,
     gamma, seconds per time unit). Raises ValueError."""
 
 

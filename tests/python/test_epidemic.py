@@ -322,10 +322,14 @@ def test_convert_writes_a_the_one_scenario_that_runs_here(small, cli, tmp_path):
     (tmp_path / "s.one").write_bytes(gzip.decompress(out.read_bytes()))
     sc = epidemic_one.load_settings(tmp_path / "s.settings.txt")
     assert (sc.settings.router, sc.settings.range_m, sc.settings.speed) == ("spray-and-wait", 150.0, 1e6)
-    assert [m[0] for m in sc.settings.messages] == seeds
+    # One file created at every seed: one message with a copy at each.
+    assert [(m[0], *m[4]) for m in sc.settings.messages] == [tuple(seeds)]
     trace, res = epidemic_one.run_settings(sc)
     assert trace.names() == hosts["vehicle"].to_list()
-    assert res.summary["created"] == 3 and res.summary["relayed"] > 0
+    assert res.summary["created"] == 1 and res.summary["relayed"] > 0
+    assert res.hosts.filter(pl.col("created") > 0)["number"].to_list() == sorted(seeds)
+    got = res.hosts.filter(pl.col("first_received").is_not_null())
+    assert got.height == res.summary["relayed"] and not set(got["number"]) & set(seeds)
     r = cli("epidemic", "one", tmp_path / "s.settings.txt", "--out", tmp_path / "o")
     assert r.returncode == 0 and "delivery_prob" in r.stdout, r.stderr
     assert (tmp_path / "o" / "MessageStatsReport.txt").is_file()

@@ -499,7 +499,7 @@ type GeneratorArgs = (
 /// `dtn` module): `router` is epidemic, spray-and-wait, prophet,
 /// direct-delivery or first-contact; `prophet` = (P_init, beta, gamma,
 /// seconds in a time unit); `messages` adds given messages (from, to,
-/// size, created) to the generated ones. Returns a dict of the run's counts and summary,
+/// size, created, further hosts creating it) to the generated ones. Returns a dict of the run's counts and summary,
 /// and per-message and per-host columns as lists.
 #[pyfunction]
 #[pyo3(signature = (trace, router, generators, ttl_min=None, messages=vec![], copies=6, prophet=(0.75, 0.25, 0.98, 30.0), range_m=epidemic::RANGE_M, speed=250_000.0, buffer=5_000_000, queue="random", seed=1, run=0))]
@@ -510,7 +510,7 @@ fn dtn_run<'py>(
     router: &str,
     generators: Vec<GeneratorArgs>,
     ttl_min: Option<u32>,
-    messages: Vec<(u32, u32, u64, f64)>,
+    messages: Vec<(u32, u32, u64, f64, Vec<u32>)>,
     copies: u32,
     prophet: (f64, f64, f64, f64),
     range_m: f64,
@@ -547,12 +547,13 @@ fn dtn_run<'py>(
     let end = t.times().last().copied().unwrap_or(0.0) + 1.0;
     let mut messages: Vec<Message> = messages
         .into_iter()
-        .map(|(from, to, size, created)| Message {
+        .map(|(from, to, size, created, also_at)| Message {
             from,
             to,
             size,
             created,
             ttl_min,
+            also_at,
         })
         .collect();
     for (interval, size, hosts, to_hosts, time, prefix) in generators {
@@ -568,9 +569,9 @@ fn dtn_run<'py>(
         messages.extend(g.messages(end, ttl_min, seed, run));
     }
     messages.sort_by(|a, b| a.created.total_cmp(&b.created));
-    let created: Vec<(u32, u32, u64, f64)> = messages
+    let created: Vec<(u32, u32, u64, f64, Vec<u32>)> = messages
         .iter()
-        .map(|m| (m.from, m.to, m.size, m.created))
+        .map(|m| (m.from, m.to, m.size, m.created, m.also_at.clone()))
         .collect();
     let settings = Settings {
         router,
@@ -614,6 +615,10 @@ fn dtn_run<'py>(
     msgs.set_item("to", created.iter().map(|c| c.1).collect::<Vec<_>>())?;
     msgs.set_item("size", created.iter().map(|c| c.2).collect::<Vec<_>>())?;
     msgs.set_item("created", created.iter().map(|c| c.3).collect::<Vec<_>>())?;
+    msgs.set_item(
+        "also_at",
+        created.iter().map(|c| c.4.clone()).collect::<Vec<_>>(),
+    )?;
     let fates = &st.messages;
     msgs.set_item(
         "delivered_at",
@@ -637,6 +642,10 @@ fn dtn_run<'py>(
     )?;
     hosts.set_item("aborted", h.iter().map(|x| x.aborted).collect::<Vec<_>>())?;
     hosts.set_item("dropped", h.iter().map(|x| x.dropped).collect::<Vec<_>>())?;
+    hosts.set_item(
+        "first_received",
+        h.iter().map(|x| x.first_received).collect::<Vec<_>>(),
+    )?;
     d.set_item("hosts", hosts)?;
     Ok(d)
 }
