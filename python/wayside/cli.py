@@ -9,6 +9,7 @@ import statistics
 import sys
 import textwrap
 import time
+import tomllib
 from pathlib import Path
 from typing import List, Optional
 
@@ -48,6 +49,7 @@ def run(
 
     try:
         resolved = load_scenario(scenario, set_)
+        _warn(resolved)
         name = resolved.get("name") or Path(scenario).stem
         used_seed = seed if seed is not None else resolved.get("seed", 1)
         directory = out or Path("runs") / f"{name}-seed{used_seed}"
@@ -199,8 +201,17 @@ def show(
     except _native.ScenarioError as e:
         fail(str(e))
         return
+    _warn(tomllib.loads(resolved))
     # Verbatim: the output is TOML that can be saved and run again.
     sys.stdout.write(resolved)
+
+
+def _warn(resolved: dict) -> None:
+    """Prints the scenario's warnings (`wayside.scenario.warnings`) to stderr."""
+    from wayside.scenario import warnings
+
+    for w in warnings(resolved):
+        errors.print(f"[yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
