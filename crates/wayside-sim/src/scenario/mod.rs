@@ -153,7 +153,7 @@ impl Scenario {
             MAX_DURATION_S,
             "more than 0 s, up to 24 h",
         )?;
-        let standard = self.radio.standard;
+        let standard = self.radio.standard()?;
         let channel_no = self.radio.channel_number();
         let frequency = self.radio.frequency(channel_no)?;
         let channel = self.environment.lower(frequency, &self.obstacles)?;

@@ -452,6 +452,12 @@ pub(super) fn lower_nodes(
         .any(|(n, g)| n.radio && g.learns);
     let mut nodes = Vec::with_capacity(names.len());
     for (i, (n, group)) in sections.iter().zip(groups).enumerate() {
+        let channel = n.channel.unwrap_or(cx.channel_no);
+        let standard = cx
+            .rates
+            .standard
+            .on_channel(channel)
+            .map_err(|e| ScenarioError(format!("{}.channel: {e}", node_key(i, &n.name))))?;
         for m in members(n, &group, cx.duration, cx.seed) {
             nodes.push(NodeConfig {
                 name: m.name,
@@ -461,7 +467,8 @@ pub(super) fn lower_nodes(
                 antenna_height: n.antenna_height.0,
                 radio: n.radio,
                 role: n.role,
-                channel: n.channel.unwrap_or(cx.channel_no),
+                channel,
+                standard,
                 tcp: group.tcp.clone(),
                 mac: MacConfig {
                     queue_limit: n.queue_limit.map_or(cx.mac.queue_limit, |q| q as usize),
@@ -473,6 +480,7 @@ pub(super) fn lower_nodes(
                             .spec(&format!("{}.rate_control", node_key(i, &n.name)), rc)?,
                         None => cx.mac.rate.clone(),
                     },
+                    modes: standard.modes(),
                     ..cx.mac.clone()
                 },
                 forwarding: group.forwarding,
