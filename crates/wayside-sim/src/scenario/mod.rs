@@ -389,9 +389,12 @@ mod tests {
             } else {
                 format!(", {example}")
             };
-            let o = [format!(
+            let mut o = vec![format!(
                 "node.ap.rate_control={{algorithm=\"{name}\"{options}}}"
             )];
+            if *name == "minstrel-ht" {
+                o.push("radio.standard=\"802.11n\"".into());
+            }
             let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(cfg.nodes[0].mac.rate.name(), *name);
