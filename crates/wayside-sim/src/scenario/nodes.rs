@@ -115,6 +115,12 @@ pub struct NodeSection {
     /// This node's transmit queue, frames (default: mac.queue_limit).
     #[serde(default)]
     pub queue_limit: Option<u64>,
+    /// This node's data queue (an AP's, mostly): "fifo" (madwifi's
+    /// drop-tail queue, default),
+    /// "fq_codel" (Linux's qdisc) or "airtime" (mac80211's per-station
+    /// TXQs with airtime fairness). See docs/queues.md.
+    #[serde(default)]
+    pub queue: Option<crate::mac::queue::QueueKind>,
     /// An AP's forwarding engine for packets from its wired side (default:
     /// none, forwarding at once). See docs/models.md.
     #[serde(default)]
@@ -472,6 +478,7 @@ pub(super) fn lower_nodes(
                 tcp: group.tcp.clone(),
                 mac: MacConfig {
                     queue_limit: n.queue_limit.map_or(cx.mac.queue_limit, |q| q as usize),
+                    queue: n.queue.unwrap_or_default(),
                     // Each node its own (an environment-aware map is per
                     // node); the `[mac]` default is one for all that take it.
                     rate: match &n.rate_control {
