@@ -99,6 +99,7 @@ fn rate_thresholds(
     let std: Standard = standard.parse().map_err(PyValueError::new_err)?;
     let model = ErrorModelKind::ClosedForm(wayside_sim::phy::error::ClosedForm {
         implementation_loss: wayside_sim::units::Db(implementation_loss_db),
+        ..Default::default()
     });
     Ok(std
         .modes()
