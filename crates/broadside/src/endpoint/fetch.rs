@@ -274,6 +274,7 @@ impl<A: PeerAddr> Endpoint<A> {
         let f = self.fetches.get(file)?;
         let l = f.lane(peer)?;
         Some(Message::Want {
+            auth: self.peers.get(peer).map_or([0; TOKEN_LEN], |p| p.theirs),
             transfer: l.segment.transfer,
             instance: f.cert.instance_id(),
             block_size: f.layout.block_size() as u16,
@@ -290,6 +291,9 @@ impl<A: PeerAddr> Endpoint<A> {
             return;
         };
         l.segment.acked(now);
+        if let Some(p) = self.peers.get_mut(peer) {
+            p.acked = true;
+        }
         let msg = Message::Ack {
             transfer: l.segment.transfer,
             vector: l.segment.vector().clone(),

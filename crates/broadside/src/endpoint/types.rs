@@ -87,6 +87,10 @@ pub enum RejectReason {
         /// This node's packet size.
         packet_size: usize,
     },
+    /// A Want without the session secret of its address: spoofed from a
+    /// validated address (or its sender lost the secret in a restart).
+    #[error("Want without the session secret of its address; ignored")]
+    Unauthenticated,
     /// Too many packets of this kind from this peer.
     #[error("rate limit exceeded for {0:?} packets")]
     RateLimited(MsgType),
