@@ -131,7 +131,10 @@ impl Tokens {
     /// The token for `addr` at `now`, answering the peer's token `bound`
     /// (all zero: a challenge).
     pub fn issue<A: PeerAddr>(&self, addr: &A, now: Instant, bound: &Token) -> Token {
-        let tag = self.mac(addr, self.bucket(now), bound).finalize().into_bytes();
+        let tag = self
+            .mac(addr, self.bucket(now), bound)
+            .finalize()
+            .into_bytes();
         let mut t = [0u8; TOKEN_LEN];
         t.copy_from_slice(&tag[..TOKEN_LEN]);
         t
@@ -141,9 +144,11 @@ impl Tokens {
     /// previous period (compared in constant time).
     pub fn check<A: PeerAddr>(&self, addr: &A, now: Instant, token: &Token, bound: &Token) -> bool {
         let b = self.bucket(now);
-        [b, b.saturating_sub(1)]
-            .iter()
-            .any(|&x| self.mac(addr, x, bound).verify_truncated_left(token).is_ok())
+        [b, b.saturating_sub(1)].iter().any(|&x| {
+            self.mac(addr, x, bound)
+                .verify_truncated_left(token)
+                .is_ok()
+        })
     }
 }
 

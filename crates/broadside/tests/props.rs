@@ -207,16 +207,18 @@ fn batched_output_equals_one_at_a_time() {
     s.insert(c, d);
     let mut single = (endpoint(config(5), &[&k], &s), s.clone());
     let mut batched = (endpoint(config(5), &[&k], &s), s);
-    let want = |auth| Message::Want {
-        auth,
-        transfer: 7,
-        instance,
-        block_size: 2294,
-        // 88 blocks, 64 per chunk: 2 chunk bits first.
-        segment: 0,
-        vector: BitVec::new(90),
-    }
-    .to_vec();
+    let want = |auth| {
+        Message::Want {
+            auth,
+            transfer: 7,
+            instance,
+            block_size: 2294,
+            // 88 blocks, 64 per chunk: 2 chunk bits first.
+            segment: 0,
+            vector: BitVec::new(90),
+        }
+        .to_vec()
+    };
     for (ep, st) in [&mut single, &mut batched] {
         let auth = session(ep, st, 1).expect("validated");
         ep.handle_datagram(Instant::ZERO, 1, &want(auth), st);

@@ -81,11 +81,11 @@ fn certificate_from_untrusted_key_is_refused() {
 }
 
 #[test]
-fn replayed_older_or_equal_version_is_refused() {
+fn replayed_older_version_is_refused() {
     let (mut ep, mut s, k, _) = victim();
     let before = snapshot(&ep, &s);
-    for v in [1, 2] {
-        let (c, _) = file(&k, "poi", v, 777); // same version 2 with other content is refused too
+    for v in [1] {
+        let (c, _) = file(&k, "poi", v, 777);
         let (sent, why) = offer(&mut ep, &mut s, c.encoded());
         assert_eq!(
             why,
@@ -104,6 +104,61 @@ fn replayed_older_or_equal_version_is_refused() {
         ));
     }
     assert_eq!(snapshot(&ep, &s), before);
+}
+
+/// The same version with other content, signed by the provider, is a fork,
+/// not a replay: it is logged, and the certificate with the greater
+/// instance id wins (fetched if offered, else offered back).
+#[test]
+fn same_version_with_other_content_is_a_logged_fork() {
+    let (_, _, k, _) = victim();
+    let (ours, _) = file(&k, "poi", 2, 5000);
+    for size in [777, 778, 779, 780] {
+        let (mut ep, mut s, _, _) = victim();
+        let (c, _) = file(&k, "poi", 2, size);
+        let offered = c.instance_id();
+        ep.handle_datagram(
+            Instant::ZERO,
+            ATTACKER,
+            &Message::Offer { cert: c.encoded() }.to_vec(),
+            &mut s,
+        );
+        let mut offers = Vec::new();
+        let mut wants = 0;
+        while let Some(t) = ep.poll_transmit(Instant::ZERO, &mut s) {
+            match Message::parse(&t.payload) {
+                Ok(Message::Offer { cert }) => offers.push(cert.to_vec()),
+                Ok(Message::Want { .. }) => wants += 1,
+                _ => {}
+            }
+        }
+        let forks: Vec<_> = std::iter::from_fn(|| ep.poll_event())
+            .filter_map(|e| match e {
+                Event::ForkResolved {
+                    kept,
+                    dropped,
+                    version: 2,
+                    ..
+                } => Some((kept, dropped)),
+                _ => None,
+            })
+            .collect();
+        let winner = offered.max(ours.instance_id());
+        assert_eq!(forks.len(), 1, "size {size}");
+        assert_eq!(forks[0].0, winner);
+        if winner == offered {
+            assert_eq!((wants, offers.len()), (1, 0), "the winner is fetched");
+        } else {
+            assert_eq!(wants, 0);
+            assert_eq!(
+                offers,
+                vec![ours.encoded().to_vec()],
+                "ours is offered back"
+            );
+        }
+        // Nothing changes before a fetched winner verifies.
+        assert_eq!(ep.files().next().unwrap().instance_id(), ours.instance_id());
+    }
 }
 
 /// Encodes and signs a certificate by hand, bypassing `Certificate::issue`'s checks.
@@ -318,7 +373,10 @@ fn spoofed_want_from_a_validated_address_gets_at_most_3x() {
         n
     };
     let mut sent = 0;
-    for (i, guess) in [[0; 16], [5; 16], auth.map(|b| b ^ 1)].into_iter().enumerate() {
+    for (i, guess) in [[0; 16], [5; 16], auth.map(|b| b ^ 1)]
+        .into_iter()
+        .enumerate()
+    {
         let w = want(guess, 10 + i as u32);
         received += w.len();
         ep.handle_datagram(secs(0.1 * i as f64), ATTACKER, &w, &mut s);
@@ -347,7 +405,10 @@ fn spoofed_want_from_a_validated_address_gets_at_most_3x() {
     }
     println!("before an ack: sent {sent} bytes for {received} received");
     assert!(sent > 2304, "the authenticated Want is served");
-    assert!(sent <= 3 * received, "sent {sent} bytes for {received} received");
+    assert!(
+        sent <= 3 * received,
+        "sent {sent} bytes for {received} received"
+    );
     // An ack of the transfer proves the address receives: the rest flows.
     let ack = Message::Ack {
         transfer: 20,

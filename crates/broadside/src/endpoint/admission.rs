@@ -48,7 +48,8 @@ impl<A: PeerAddr> Endpoint<A> {
             );
         }
         let challenged = self.tokens.check(from, now, &echo, &absent);
-        let answered = !challenged && token != absent && self.tokens.check(from, now, &echo, &token);
+        let answered =
+            !challenged && token != absent && self.tokens.check(from, now, &echo, &token);
         if !challenged && !answered {
             self.counters.unvalidated += 1;
             return;

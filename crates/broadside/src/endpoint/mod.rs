@@ -400,7 +400,7 @@ impl<A: PeerAddr> Endpoint<A> {
         cert.check_trusted(&self.trusted)
             .map_err(RejectReason::Certificate)?;
         if let Some(old) = self.files.get(&cert.file_id()) {
-            if old.version() >= cert.version() {
+            if !cert.supersedes(old) {
                 return Err(RejectReason::StaleVersion {
                     name: cert.name().into(),
                     have: old.version(),

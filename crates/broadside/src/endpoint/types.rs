@@ -190,6 +190,21 @@ pub enum Event<A> {
         /// New source.
         to: A,
     },
+    /// Two validly signed certificates of one version of a file met: the
+    /// one with the greater instance id is kept on every node (see
+    /// [`Certificate::supersedes`]).
+    ForkResolved {
+        /// The peer holding the other one.
+        peer: A,
+        /// File name.
+        name: String,
+        /// The version both carry.
+        version: u16,
+        /// The instance kept (fetched if it was the peer's).
+        kept: InstanceId,
+        /// The instance dropped.
+        dropped: InstanceId,
+    },
     /// A sync ended with files unfinished; it is tried again after `after`.
     SyncRetry {
         /// Peer.
