@@ -263,7 +263,7 @@ def validate(
     else:
         _print_validation(v.render_sets(sets, details))
         summary = v.tally_sets(sets)
-    for text in (summary, f"{len(chosen)} targets{f' x {seed_sets} seed sets' if seed_sets > 1 else ''}, "
+    for text in (summary, *[e for e in [v.sample_errors(rows)] if e], f"{len(chosen)} targets{f' x {seed_sets} seed sets' if seed_sets > 1 else ''}, "
                  f"{n_runs} measured runs from {total_simulations} simulations, wall {wall:.1f} s"):
         console.print(escape(textwrap.fill(text, v.WIDTH, subsequent_indent="  ")), highlight=False, soft_wrap=True)
     if out is not None:
