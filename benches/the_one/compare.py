@@ -211,10 +211,10 @@ def main() -> None:
     print(f"{a.trace.name}, {a.seeds} seeds, up to {a.runs} runs a point. Devices holding the file at the end,\n"
           "min/median/max; 'in': times (of 11) at which wayside's median lies in\n"
           "The ONE's range; CPU of the whole processes, The ONE / wayside.")
-    print(f"{'point':<13}{'router':<13}{'runs':>4}{'The ONE':>15}{'wayside':>15}{'in':>6}{'CPU':>7}{'':>6}"
+    print(f"{'point':<14}{'router':<13}{'runs':>4}{'The ONE':>15}{'wayside':>15}{'in':>6}{'CPU':>7}{'':>6}"
           f"{'ratio':>6}")
     for r in rows:
-        print(f"{r['point']:<13}{r['router']:<13}{r['runs']:>4}"
+        print(f"{r['point']:<14}{r['router']:<13}{r['runs']:>4}"
               f"{'%.0f/%.0f/%.0f' % r['one']:>15}{'%.0f/%.0f/%.0f' % r['ours']:>15}{'%d/%d' % r['inside']:>6}"
               f"{r['cpu'][0]:6.0f}s{r['cpu'][1]:5.1f}s{r['cpu'][0] / r['cpu'][1]:5.0f}x")
 
