@@ -20,7 +20,6 @@ from rich.table import Table
 
 from wayside import broadside, engine as _native, epidemic_cli
 from wayside.scenario import builtin_scenarios, load_scenario
-from wayside.stats import paired_gain
 from wayside.terminal import console, errors, fail
 
 MOST_NODES = 20  # rows of `wayside run`'s per-node table
@@ -275,7 +274,7 @@ def validate(
     else:
         _print_validation(v.render_sets(sets, details))
         summary = v.tally_sets(sets)
-    for text in (summary, f"{len(chosen)} targets{f' x {seed_sets} seed sets' if seed_sets > 1 else ''}, "
+    for text in (summary, *[e for e in [v.sample_errors(rows)] if e], f"{len(chosen)} targets{f' x {seed_sets} seed sets' if seed_sets > 1 else ''}, "
                  f"{n_runs} measured runs from {total_simulations} simulations, wall {wall:.1f} s"):
         console.print(escape(textwrap.fill(text, v.WIDTH, subsequent_indent="  ")), highlight=False, soft_wrap=True)
     if out is not None:
@@ -311,6 +310,7 @@ def sweep(
 
     from wayside import jobs
     from wayside import sweeps as sw
+    from wayside.stats import paired_gain
 
     try:
         jobs.check_executor(executor)
