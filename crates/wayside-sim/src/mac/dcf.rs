@@ -125,9 +125,13 @@ struct Queued {
     stageable: bool,
 }
 
-/// madwifi's `ATH_FF_TXQMIN` (`if_athvar.h`): the transmit queue depth from
-/// which a packet is held back to be joined with the next one.
-const FF_TXQ_MIN: usize = 2;
+/// madwifi's `ATH_FF_TXQMIN` (`net80211/if_athproto.h`, 3 "due to
+/// interaction with HW compression"; FreeBSD's driver uses 2): the
+/// transmit queue depth from which a packet is held back to be joined with
+/// the next one. When a transmission completes and the queue is down to
+/// `FF_TXQ_MIN − 1` frames, a packet still waiting for a partner goes
+/// alone (`ath_tx_processq` flushes the staging queue).
+const FF_TXQ_MIN: usize = 3;
 
 /// What madwifi's airtime estimate for a fast frame
 /// (`athff_approx_txtime`) adds to our two MSDUs: each packet counted as
@@ -706,6 +710,22 @@ impl Dcf {
         }
     }
 
+    /// madwifi's flush at a completion (`ath_tx_processq`): a packet at the
+    /// queue's tail still waiting for a partner goes alone if the frames
+    /// ahead of it (a held packet and the one behind it counting as one
+    /// fast frame) are fewer than [`FF_TXQ_MIN`].
+    fn flush_staged(&mut self) {
+        let (mut ahead, mut i) = (0, 0);
+        while i + 1 < self.data.len() {
+            i += if self.data[i].stageable { 2 } else { 1 };
+            ahead += 1;
+        }
+        let waiting = i + 1 == self.data.len() && self.data[i].stageable;
+        if waiting && ahead < FF_TXQ_MIN {
+            self.data[i].stageable = false;
+        }
+    }
+
     /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.
     fn response_airtime(&self, mode: &Mode, bytes: u32) -> SimTime {
         self.air
@@ -853,6 +873,7 @@ impl Dcf {
         self.state = DcfState::Idle;
         self.cancel(MacTimer::ResponseTimeout);
         let mut cur = self.current.take().expect("a finished frame");
+        self.flush_staged();
         let attempts = if delivered {
             cur.attempt + 1
         } else {
