@@ -19,7 +19,6 @@ from rich.table import Table
 
 from wayside import broadside, engine as _native, epidemic_cli
 from wayside.scenario import builtin_scenarios, load_scenario
-from wayside.stats import paired_gain
 from wayside.terminal import console, errors, fail
 
 MOST_NODES = 20  # rows of `wayside run`'s per-node table
@@ -300,6 +299,7 @@ def sweep(
 
     from wayside import jobs
     from wayside import sweeps as sw
+    from wayside.stats import paired_gain
 
     try:
         jobs.check_executor(executor)
