@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn v_scales_as_the_first_fresnel_zone() {
         // h equal to the first Fresnel radius √(λ d1 d2 / d) gives v = √2.
-        let (d1, d2, l) = (30.0, 70.0, 0.125);
+        let (d1, d2, l): (f64, f64, f64) = (30.0, 70.0, 0.125);
         let r1 = (l * d1 * d2 / (d1 + d2)).sqrt();
         assert!(close(fresnel_v(r1, d1, d2, l), 2f64.sqrt(), 1e-12));
         assert!(close(reach(100.0, l), 0.78 * (0.125f64 * 100.0 / 8.0).sqrt(), 1e-12));
