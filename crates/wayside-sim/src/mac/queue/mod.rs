@@ -72,8 +72,8 @@ const TXQ_HEADER: u32 = 24 + 8;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Queued {
     pub msdu: Msdu,
-    /// It arrived with at least two frames ahead of it, so madwifi would
-    /// have staged it to wait for a fast-frame partner.
+    /// It arrived with at least `ATH_FF_TXQMIN` frames ahead of it, so
+    /// madwifi would have staged it to wait for a fast-frame partner.
     pub stageable: bool,
 }
 
@@ -334,6 +334,25 @@ impl TxQueue {
         match &self.inner {
             Inner::Fifo(q) => q.front().map(|(q, _)| q),
             _ => None,
+        }
+    }
+
+    /// madwifi's staging flush at a completion (`ath_tx_processq`), for
+    /// the fifo: a packet at the tail still held for a fast-frame partner
+    /// goes alone if fewer than `min` frames are ahead of it (a held
+    /// packet and the one behind it counting as one fast frame). Flow
+    /// queues hold nothing back.
+    pub fn flush_staged(&mut self, min: usize) {
+        let Inner::Fifo(q) = &mut self.inner else {
+            return;
+        };
+        let (mut ahead, mut i) = (0, 0);
+        while i + 1 < q.len() {
+            i += if q[i].0.stageable { 2 } else { 1 };
+            ahead += 1;
+        }
+        if i + 1 == q.len() && q[i].0.stageable && ahead < min {
+            q[i].0.stageable = false;
         }
     }
 
