@@ -25,7 +25,7 @@ use crate::ids::{Dst, NodeId, TxId};
 use crate::mac::adhoc::Adhoc;
 use crate::mac::dcf::{self, Dcf, DcfEvent, MacTimer};
 use crate::mac::links::{Links, Whereabouts};
-use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
+use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtConfig, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
 use crate::mac::{Frame, Msdu, Payload, SenderReport};
 use crate::mobility::Mobility;
 use crate::net::dhcp::DhcpClient;
@@ -101,7 +101,13 @@ impl Node {
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(
                 n.role,
-                cfg.mgmt.clone(),
+                match &n.scan_channels {
+                    Some(chs) => MgmtConfig {
+                        scan_channels: chs.clone(),
+                        ..cfg.mgmt.clone()
+                    },
+                    None => cfg.mgmt.clone(),
+                },
                 n.channel,
                 Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name)),
             ),
