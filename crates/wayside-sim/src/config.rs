@@ -77,6 +77,8 @@ pub struct NodeConfig {
     pub routing: crate::net::route::Routing,
     /// Ad hoc (IBSS) membership, for an independent node that joins one.
     pub adhoc: Option<crate::mac::adhoc::AdhocConfig>,
+    /// Its own roaming profile, instead of the management section's.
+    pub roaming: Option<crate::mac::mgmt::Roaming>,
 }
 
 /// Everything needed to build a world.

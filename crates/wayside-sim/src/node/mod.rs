@@ -101,12 +101,13 @@ impl Node {
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(
                 n.role,
-                match &n.scan_channels {
-                    Some(chs) => MgmtConfig {
-                        scan_channels: chs.clone(),
-                        ..cfg.mgmt.clone()
-                    },
-                    None => cfg.mgmt.clone(),
+                MgmtConfig {
+                    roaming: n.roaming.unwrap_or(cfg.mgmt.roaming),
+                    scan_channels: n
+                        .scan_channels
+                        .clone()
+                        .unwrap_or_else(|| cfg.mgmt.scan_channels.clone()),
+                    ..cfg.mgmt.clone()
                 },
                 n.channel,
                 Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name)),
@@ -318,6 +319,7 @@ impl Node {
     fn mac_event(&mut self, fx: &mut Effects, now: SimTime, ev: DcfEvent) {
         match ev {
             DcfEvent::QueueDrop { msdu } => {
+                self.mgmt_done(fx, now, &msdu.payload);
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
                     let event = if self.on {
                         MacEvent::QueueDrop
@@ -359,6 +361,7 @@ impl Node {
                         delay,
                     );
                 }
+                self.mgmt_done(fx, now, &msdu.payload);
                 self.apps.handle_mac_done(now, msdu.source);
                 self.pump_apps(fx, now);
                 if let (false, Dst::Node(hop), Payload::Packet(p)) =
@@ -583,6 +586,15 @@ impl Node {
         let map = self.dcf.links().advertised().cloned();
         self.mgmt.handle_timeout(now, timer, map);
         self.pump_mgmt(fx, now);
+    }
+
+    /// The MAC is done with an MSDU: management hears of its farewells
+    /// (deauthentication, disassociation).
+    fn mgmt_done(&mut self, fx: &mut Effects, now: SimTime, payload: &Payload) {
+        if let Payload::Mgmt(MgmtBody::Deauth { .. } | MgmtBody::Disassoc { .. }) = payload {
+            self.mgmt.handle_farewell_done(now);
+            self.pump_mgmt(fx, now);
+        }
     }
 
     /// A management frame from `from` arrived intact.

@@ -24,6 +24,7 @@ mod overrides;
 mod pcap;
 mod radio;
 mod rate_control;
+mod roaming;
 mod traffic;
 
 pub use builtins::{builtin, BUILTIN};

@@ -18,6 +18,7 @@ use super::common::{
 };
 use super::mobility::{check_mobility, highway, trajectory, MobilitySection};
 use super::rate_control::{check_rate_role, RateContext, RateControlSection};
+use super::roaming::{optional_roaming, RoamingSection};
 use crate::channel::ChannelConfig;
 use crate::config::{NodeConfig, Role};
 use crate::geometry::Vec2;
@@ -150,6 +151,10 @@ pub struct NodeSection {
     /// without it sends to any node at once.
     #[serde(default)]
     pub adhoc: Option<AdhocSection>,
+    /// A station's own roaming profile ([`super::roaming`]), instead of
+    /// `[management]`'s.
+    #[serde(default, deserialize_with = "optional_roaming")]
+    pub roaming: Option<RoamingSection>,
 }
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
@@ -499,6 +504,11 @@ pub(super) fn lower_nodes(
                         let node = node_key(i, &n.name);
                         lower_adhoc(&node, a, n.role, cx.beacon_interval, &cx.timing)
                     })
+                    .transpose()?,
+                roaming: n
+                    .roaming
+                    .as_ref()
+                    .map(|r| r.lower(&format!("{}.roaming", node_key(i, &n.name))))
                     .transpose()?,
             });
         }
