@@ -25,8 +25,8 @@ use crate::ids::{Dst, NodeId, TxId};
 use crate::mac::adhoc::Adhoc;
 use crate::mac::dcf::{self, Dcf, DcfEvent, MacTimer};
 use crate::mac::links::{Links, Whereabouts};
+use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtConfig, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
 use crate::mac::queue::DropCause;
-use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
 use crate::mac::{Frame, Msdu, Payload, SenderReport};
 use crate::mobility::Mobility;
 use crate::net::dhcp::DhcpClient;
@@ -102,8 +102,12 @@ impl Node {
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(
                 n.role,
-                crate::mac::mgmt::MgmtConfig {
+                MgmtConfig {
                     roaming: n.roaming.unwrap_or(cfg.mgmt.roaming),
+                    scan_channels: n
+                        .scan_channels
+                        .clone()
+                        .unwrap_or_else(|| cfg.mgmt.scan_channels.clone()),
                     ..cfg.mgmt.clone()
                 },
                 n.channel,
