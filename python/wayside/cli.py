@@ -18,7 +18,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from wayside import broadside, engine as _native, epidemic_cli
+from wayside import broadside, emulate, engine as _native, epidemic_cli
 from wayside.scenario import builtin_scenarios, load_scenario
 from wayside.terminal import console, errors, fail
 
@@ -27,6 +27,8 @@ MOST_NODES = 20  # rows of `wayside run`'s per-node table
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown", help=__doc__.splitlines()[0])
 app.add_typer(broadside.app, name="broadside", help="Run Broadside on real hosts: keygen, publish, serve, status, relay.")
 app.add_typer(epidemic_cli.app, name="epidemic", help="Epidemic dissemination on city traces: city, info, run, sweep, convert, district.")
+app.command("emulate")(emulate.emulate_command)
+app.command("emulate-setup")(emulate.setup_command)
 
 
 @app.command()

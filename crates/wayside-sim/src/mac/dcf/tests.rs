@@ -41,6 +41,7 @@ fn dcf_at(mode: Mode, tries: u8, queue_limit: usize, fast_frames: Option<SimTime
     };
     let cfg = MacConfig {
         queue_limit,
+        queue: Default::default(),
         short_retry_limit: tries,
         long_retry_limit: tries,
         rts_threshold: 2347,
@@ -240,18 +241,18 @@ fn a_frame_that_would_overrun_the_txop_waits_for_the_channel() {
 #[test]
 fn test_contending_chain_peer_is_the_next_unicast_receiver() {
     let mut d = dcf(1, 10);
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), None, "nothing queued");
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None, "nothing queued");
     d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), Some(PEER));
-    assert_eq!(d.chain_peer(MacTimer::TxopNext), Some(PEER));
-    assert_eq!(d.chain_peer(MacTimer::ResponseTimeout), None);
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), Some(PEER));
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::TxopNext), Some(PEER));
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::ResponseTimeout), None);
 }
 
 #[test]
 fn test_contending_chain_peer_of_broadcast_or_fixed_stage_is_none() {
     let mut d = dcf(1, 10);
     d.enqueue(SimTime::ZERO, msdu(Dst::Broadcast, SimTime::ZERO));
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None);
     let mut d = dcf(1, 10);
     let fixed = Msdu {
         fixed: Some(Stage {
@@ -261,7 +262,7 @@ fn test_contending_chain_peer_of_broadcast_or_fixed_stage_is_none() {
         ..msdu(Dst::Node(PEER), SimTime::ZERO)
     };
     d.enqueue(SimTime::ZERO, fixed);
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None);
 }
 
 #[test]
@@ -269,7 +270,7 @@ fn test_awaiting_ack_chain_peer_is_none_while_a_frame_is_in_progress() {
     let mut d = dcf(3, 10);
     sent_one(&mut d);
     d.enqueue(SimTime::ZERO, msdu(Dst::Node(OTHER), SimTime::ZERO));
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None);
 }
 
 #[test]
