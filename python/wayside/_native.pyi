@@ -286,3 +286,39 @@ def dtn_run(
     gamma, seconds per time unit). Raises ValueError."""
 
 
+
+# ---------------------------------------------------------------- emulation
+
+class _EmulationStats(TypedDict):
+    events: int
+    lateness_p50_ms: float
+    lateness_p99_ms: float
+    lateness_max_ms: float
+    lateness_max_at_s: float
+    late_events: int
+    tolerance_ms: float
+    behind: bool
+    packets_from_hosts: int
+    packets_refused: int
+    packets_to_hosts: int
+    packets_undelivered: int
+    max_entry_lag_ms: float
+    stopped_at_s: float | None
+    hosts: list[tuple[str, str, str]]
+
+def emulate(
+    scenario: str,
+    hosts: list[tuple[str, str]],
+    overrides: list[str] = ...,
+    seed: int | None = ...,
+    device: str | None = ...,
+    tolerance_s: float = ...,
+    pcap: _Path | None = ...,
+) -> _RunOutput:
+    """Runs a scenario paced to the wall clock with real hosts, as
+    (node, netns) pairs, behind TUN devices; a run's output whose
+    stats["emulation"] is an _EmulationStats. Raises ScenarioError,
+    PermissionError (not root) or OSError (no namespace or device)."""
+
+def emulate_addresses(scenario: str, overrides: list[str] = ...) -> list[tuple[str, str]]:
+    """Each node's name and the IPv4 address a real host in its place takes."""

@@ -53,6 +53,12 @@ pub fn ip_of(n: u32) -> [u8; 4] {
     [10, b[1], b[2], b[3]]
 }
 
+/// The node whose address is `ip` ([`ip_of`]'s inverse), if any.
+pub fn node_of(ip: [u8; 4]) -> Option<u32> {
+    let n = u32::from_be_bytes([0, ip[1], ip[2], ip[3]]);
+    (ip[0] == 10 && n > 0).then(|| n - 1)
+}
+
 /// Frame control, first byte: subtype, type, version 0.
 fn frame_control(kind: FrameKind) -> u8 {
     let (ty, subtype) = match kind {
@@ -253,6 +259,11 @@ impl Encoder {
             Body::Tcp(s) => {
                 out.extend_from_slice(&llc_snap(0x0800));
                 self.tcp(p, s, out);
+            }
+            Body::Real(bytes) => {
+                // A real host's packet: its own bytes, options and payload.
+                out.extend_from_slice(&llc_snap(0x0800));
+                out.extend_from_slice(bytes);
             }
             Body::Udp { datagram, .. } => {
                 out.extend_from_slice(&llc_snap(0x0800));

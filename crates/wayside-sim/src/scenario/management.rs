@@ -176,12 +176,12 @@ impl ManagementSection {
                 }
                 chs.clone()
             }
-            None => match standard {
+            None => match standard.legacy() {
                 // madwifi 0.9's station scan table: 1, 6, 11, 7, then the
                 // rest of the FCC channels 1-11.
-                Standard::B | Standard::G => vec![1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10],
                 Standard::A => vec![36, 40, 44, 48],
                 Standard::P => vec![178],
+                _ => vec![1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10],
             },
         };
         Ok(MgmtConfig {
