@@ -14,15 +14,17 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence
 
 import typer
 from rich.markup import escape
 
 from wayside import engine
-from wayside.result import RunResult
 from wayside.scenario import load_scenario, scenario_text
 from wayside.terminal import console, errors, fail
+
+if TYPE_CHECKING:  # polars and pyarrow load with it: imported where used
+    from wayside.result import RunResult
 
 DEVICE = "wsim0"  # the TUN device in each host's namespace
 MTU = 1500        # Ethernet's: what the hosts' stacks size their segments for
@@ -141,6 +143,8 @@ def emulate(scenario: str | Path | Mapping[str, Any], hosts: Mapping[str, str], 
         raw = engine.emulate(scenario_text(scenario), list(hosts.items()), list(overrides), seed, device,
                              tolerance_s, None if pcap is None else str(pcap))
     raw["stats"]["emulation"]["realtime_priority"] = raised
+    from wayside.result import RunResult
+
     return RunResult(raw)
 
 
