@@ -4,4 +4,5 @@
 pub mod error;
 pub mod ht;
 pub mod mode;
+pub mod rate;
 pub mod state;
