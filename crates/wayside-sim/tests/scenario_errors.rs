@@ -118,9 +118,9 @@ fn unknown_rates_and_standards() {
         e.contains("mac.retry_chain[0].rate") && e.contains("13 Mbps") && e.contains("54"),
         "{e}"
     );
-    let e = with(&["radio.standard=\"802.11n\""]);
+    let e = with(&["radio.standard=\"802.11x\""]);
     assert!(
-        e.contains("radio.standard") && e.contains("802.11n") && e.contains("802.11p"),
+        e.contains("radio.standard") && e.contains("802.11x") && e.contains("802.11ac") && e.contains("802.11p"),
         "{e}"
     );
     let e = with(&["radio.standard=\"802.11b\""]); // the chain's 24 Mbps is not a b rate
