@@ -3,6 +3,7 @@
 
 mod arrow;
 mod contact;
+mod emulate;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -23,11 +24,11 @@ create_exception!(
     "A scenario that cannot be used; the message names the key, the value and what is allowed."
 );
 
-fn scenario_err(e: scenario::ScenarioError) -> PyErr {
+pub(crate) fn scenario_err(e: scenario::ScenarioError) -> PyErr {
     ScenarioError::new_err(e.0)
 }
 
-fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("resolved", &out.resolved)?;
     d.set_item("nodes", &out.node_names)?;
@@ -134,6 +135,7 @@ fn rate_thresholds(
     let std: Standard = standard.parse().map_err(PyValueError::new_err)?;
     let model = ErrorModelKind::ClosedForm(wayside_sim::phy::error::ClosedForm {
         implementation_loss: wayside_sim::units::Db(implementation_loss_db),
+        ..Default::default()
     });
     Ok(std
         .modes()
@@ -169,5 +171,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(broadside_cli, m)?)?;
     m.add_class::<arrow::Table>()?;
     contact::register(m)?;
+    emulate::register(m)?;
     Ok(())
 }
