@@ -99,7 +99,7 @@ impl Fq {
         self.tins.len() - 1
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.packets
     }
 

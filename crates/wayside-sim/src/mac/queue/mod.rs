@@ -183,15 +183,17 @@ fn flow_hash(msdu: &Msdu) -> u64 {
         match &p.body {
             Body::Tcp(s) => {
                 mix(6);
-                mix(u64::from(s.src_port) << 16 | u64::from(s.dst_port));
+                mix((u64::from(s.src_port) << 16) | u64::from(s.dst_port));
             }
             Body::Udp { datagram, .. } => {
                 mix(17);
-                mix(u64::from(datagram.src_port) << 16 | u64::from(datagram.dst_port));
+                mix((u64::from(datagram.src_port) << 16) | u64::from(datagram.dst_port));
             }
             Body::Arp { .. } => mix(0x0806),
             Body::Dhcp { .. } => mix(67),
             Body::Beacon { .. } => mix(0xbeac),
+            // An emulated host's own packet: its addresses only.
+            Body::Real(_) => mix(0x0800),
         }
     };
     match &msdu.payload {
@@ -327,10 +329,8 @@ impl TxQueue {
     /// decides here (and CoDel may drop); the MSDU then waits for
     /// [`Self::pop`].
     pub fn peek(&mut self, now: SimTime) -> Option<&Queued> {
-        match &self.inner {
-            Inner::Fifo(_) => return self.fifo_front(),
-            Inner::FqCodel(_, driver) => return driver.front().map(|(q, _)| q),
-            Inner::Airtime(_) => {}
+        if !matches!(self.inner, Inner::Airtime(_)) {
+            return self.head();
         }
         if self.staged.is_none() {
             self.staged = match &mut self.inner {
@@ -340,6 +340,14 @@ impl TxQueue {
             self.collect(DropCause::Codel);
         }
         self.staged.as_ref().map(|i| &i.queued)
+    }
+
+    /// The head of the fifo, or of the driver's FIFO under fq_codel.
+    fn head(&self) -> Option<&Queued> {
+        match &self.inner {
+            Inner::Fifo(q) | Inner::FqCodel(_, q) => q.front().map(|(q, _)| q),
+            Inner::Airtime(_) => None,
+        }
     }
 
     /// The fifo's head (for joining a fast frame); `None` for a flow queue,
