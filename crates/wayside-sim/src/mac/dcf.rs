@@ -117,11 +117,14 @@ struct Current {
     rts: bool,
 }
 
-/// madwifi's `ATH_FF_TXQMIN` (`if_athvar.h`): the transmit queue depth from
-/// which a packet is held back to be joined with the next one
-/// (`athff_can_aggregate`); an MSDU that found a shorter queue goes out
-/// alone.
-const FF_TXQ_MIN: usize = 2;
+/// madwifi's `ATH_FF_TXQMIN` (`net80211/if_athproto.h`, 3 "due to
+/// interaction with HW compression"; FreeBSD's driver uses 2): the
+/// transmit queue depth from which a packet is held back to be joined with
+/// the next one (`athff_can_aggregate`); an MSDU that found a shorter queue
+/// goes out alone. When a transmission completes and the queue is down to
+/// `FF_TXQ_MIN − 1` frames, a packet still waiting for a partner goes
+/// alone too (`ath_tx_processq` flushes the staging queue).
+const FF_TXQ_MIN: usize = 3;
 
 /// What madwifi's airtime estimate for a fast frame
 /// (`athff_approx_txtime`) adds to our two MSDUs: each packet counted as
@@ -884,6 +887,7 @@ impl Dcf {
         self.state = DcfState::Idle;
         self.cancel(MacTimer::ResponseTimeout);
         let mut cur = self.current.take().expect("a finished frame");
+        self.data.flush_staged(FF_TXQ_MIN);
         let attempts = if delivered {
             cur.attempt + 1
         } else {

@@ -521,9 +521,12 @@ impl Mgmt {
             return self.scan_channel(now, 0);
         }
         self.leave(ap);
-        if let Some(r) = self.roam_state() {
+        let home = self.roam_state().map(|r| {
             r.prev = None;
-        }
+            r.home
+        });
+        // Back from a background scan, if beacons stopped during one.
+        self.channel = home.unwrap_or(self.channel);
         let reason = REASON_INACTIVITY;
         self.farewell(ap, MgmtBody::Deauth { reason }, None);
     }

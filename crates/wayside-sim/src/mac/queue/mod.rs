@@ -77,8 +77,8 @@ const TXQ_HEADER: u32 = 24 + 8;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Queued {
     pub msdu: Msdu,
-    /// It arrived with at least two frames ahead of it, so madwifi would
-    /// have staged it to wait for a fast-frame partner.
+    /// It arrived with at least `ATH_FF_TXQMIN` frames ahead of it, so
+    /// madwifi would have staged it to wait for a fast-frame partner.
     pub stageable: bool,
 }
 
@@ -192,8 +192,15 @@ fn flow_hash(msdu: &Msdu) -> u64 {
             Body::Arp { .. } => mix(0x0806),
             Body::Dhcp { .. } => mix(67),
             Body::Beacon { .. } => mix(0xbeac),
-            // An emulated host's own packet: its addresses only.
-            Body::Real(_) => mix(0x0800),
+            // An emulated host's IPv4 packet: its protocol and ports, as
+            // the flow dissector reads them from the headers.
+            Body::Real(bytes) => {
+                mix(u64::from(bytes.get(9).copied().unwrap_or(0)));
+                let ihl = usize::from(bytes.first().map_or(0, |b| b & 0x0f)) * 4;
+                if let Some(ports) = bytes.get(ihl..ihl + 4) {
+                    mix(u64::from(u32::from_be_bytes([ports[0], ports[1], ports[2], ports[3]])));
+                }
+            }
         }
     };
     match &msdu.payload {
@@ -356,6 +363,25 @@ impl TxQueue {
         match &self.inner {
             Inner::Fifo(q) => q.front().map(|(q, _)| q),
             _ => None,
+        }
+    }
+
+    /// madwifi's staging flush at a completion (`ath_tx_processq`), for
+    /// the fifo: a packet at the tail still held for a fast-frame partner
+    /// goes alone if fewer than `min` frames are ahead of it (a held
+    /// packet and the one behind it counting as one fast frame). Flow
+    /// queues hold nothing back.
+    pub fn flush_staged(&mut self, min: usize) {
+        let Inner::Fifo(q) = &mut self.inner else {
+            return;
+        };
+        let (mut ahead, mut i) = (0, 0);
+        while i + 1 < q.len() {
+            i += if q[i].0.stageable { 2 } else { 1 };
+            ahead += 1;
+        }
+        if i + 1 == q.len() && q[i].0.stageable && ahead < min {
+            q[i].0.stageable = false;
         }
     }
 
