@@ -99,7 +99,7 @@ impl Fq {
         self.tins.len() - 1
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.packets
     }
 
@@ -311,16 +311,19 @@ mod tests {
         fq
     }
 
+    /// Queues `n` packets of `bytes` under flow `hash`.
+    fn fill(q: &mut Fq, hash: u64, n: usize, bytes: u32, dropped: &mut Vec<Item>) {
+        for _ in 0..n {
+            q.enqueue(0, hash, item(0, bytes), dropped);
+        }
+    }
+
     #[test]
     fn flows_take_turns_and_a_new_flow_goes_first() {
         let mut q = fq(100, Overflow::HalfFattest { batch: 64 });
         let mut dropped = Vec::new();
-        for _ in 0..4 {
-            q.enqueue(0, 1, item(0, 1500), &mut dropped);
-        }
-        for _ in 0..4 {
-            q.enqueue(0, 2, item(0, 1000), &mut dropped);
-        }
+        fill(&mut q, 1, 4, 1500, &mut dropped);
+        fill(&mut q, 2, 4, 1000, &mut dropped);
         let now = SimTime::ZERO;
         let mut order = Vec::new();
         while let Some(it) = q.dequeue(now, 0, &CODEL, &mut dropped) {
@@ -339,20 +342,14 @@ mod tests {
     fn overflow_halves_the_fattest_flow() {
         let mut q = fq(10, Overflow::HalfFattest { batch: 64 });
         let mut dropped = Vec::new();
-        for _ in 0..8 {
-            q.enqueue(0, 1, item(0, 1500), &mut dropped);
-        }
-        for _ in 0..3 {
-            q.enqueue(0, 2, item(0, 1500), &mut dropped);
-        }
+        fill(&mut q, 1, 8, 1500, &mut dropped);
+        fill(&mut q, 2, 3, 1500, &mut dropped);
         // 11 packets > 10: flow 1 (8 packets) loses half its bytes.
         assert_eq!(dropped.len(), 4);
         assert_eq!(q.len(), 7);
         let mut q = fq(10, Overflow::OneAtATime);
         dropped.clear();
-        for _ in 0..11 {
-            q.enqueue(0, 1, item(0, 1500), &mut dropped);
-        }
+        fill(&mut q, 1, 11, 1500, &mut dropped);
         assert_eq!((dropped.len(), q.len()), (1, 10));
     }
 
@@ -360,9 +357,7 @@ mod tests {
     fn codel_drops_from_a_standing_queue() {
         let mut q = fq(1000, Overflow::HalfFattest { batch: 64 });
         let mut dropped = Vec::new();
-        for _ in 0..200 {
-            q.enqueue(0, 1, item(0, 1500), &mut dropped);
-        }
+        fill(&mut q, 1, 200, 1500, &mut dropped);
         let mut sent = 0;
         for ms in (10..1000).step_by(10) {
             if q

@@ -6,8 +6,9 @@
 //!   access category (everything here is best effort);
 //! - `fq_codel`: Linux's fq_codel qdisc on the interface ([`fq`]) with its
 //!   defaults (`fq_codel_init`: 1024 flows, quantum 1514 B, 10240 packets,
-//!   32 MB, drop batch 64; CoDel target 5 ms, interval 100 ms), the driver
-//!   taking one frame at a time from it;
+//!   32 MB, drop batch 64; CoDel target 5 ms, interval 100 ms) over a
+//!   driver without TXQs: ath9k's own FIFO of up to `ATH_MAX_QDEPTH` (123)
+//!   frames, refilled from the qdisc whenever it has room;
 //! - `airtime`: mac80211's per-station TXQs with the airtime-fairness
 //!   scheduler ([`txqs`]).
 //!
@@ -66,6 +67,10 @@ const FQ_CODEL_CODEL: CodelParams = CodelParams {
 /// What a packet counts as in the qdisc (an Ethernet header on it) and in
 /// a TXQ (802.11 header and LLC/SNAP on it).
 const QDISC_HEADER: u32 = 14;
+/// ath9k's `ATH_MAX_QDEPTH` (`ATH_TXBUF / 4 - ATH_TXBUF_RESERVE`): the
+/// frames the driver takes per hardware queue before mac80211 stops the
+/// interface's queue (and the qdisc holds the rest).
+const DRIVER_DEPTH: usize = 512 / 4 - 5;
 const TXQ_HEADER: u32 = 24 + 8;
 
 /// A data MSDU waiting for the channel.
@@ -142,7 +147,8 @@ impl QueueStats {
 
 enum Inner {
     Fifo(VecDeque<(Queued, SimTime)>),
-    FqCodel(Fq),
+    /// The qdisc, and the driver's FIFO under it.
+    FqCodel(Fq, VecDeque<(Queued, SimTime)>),
     Airtime(Txqs),
 }
 
@@ -151,8 +157,8 @@ pub struct TxQueue {
     inner: Inner,
     /// fifo: the frames it holds.
     limit: usize,
-    /// The packet a flow queue picked for the DCF before the DCF took it
-    /// (to ask rate control for its receiver).
+    /// The packet the TXQ scheduler picked for the DCF before the DCF took
+    /// it (to ask rate control for its receiver).
     staged: Option<Item>,
     dropped: Vec<(Msdu, DropCause)>,
     stats: QueueStats,
@@ -177,11 +183,11 @@ fn flow_hash(msdu: &Msdu) -> u64 {
         match &p.body {
             Body::Tcp(s) => {
                 mix(6);
-                mix(u64::from(s.src_port) << 16 | u64::from(s.dst_port));
+                mix((u64::from(s.src_port) << 16) | u64::from(s.dst_port));
             }
             Body::Udp { datagram, .. } => {
                 mix(17);
-                mix(u64::from(datagram.src_port) << 16 | u64::from(datagram.dst_port));
+                mix((u64::from(datagram.src_port) << 16) | u64::from(datagram.dst_port));
             }
             Body::Arp { .. } => mix(0x0806),
             Body::Dhcp { .. } => mix(67),
@@ -215,7 +221,7 @@ impl TxQueue {
             QueueKind::FqCodel => {
                 let mut fq = Fq::new(FQ_CODEL);
                 fq.add_tin();
-                Inner::FqCodel(fq)
+                Inner::FqCodel(fq, VecDeque::new())
             }
             QueueKind::Airtime => Inner::Airtime(Txqs::default()),
         };
@@ -240,7 +246,7 @@ impl TxQueue {
         usize::from(self.staged.is_some())
             + match &self.inner {
                 Inner::Fifo(q) => q.len(),
-                Inner::FqCodel(fq) => fq.len(),
+                Inner::FqCodel(fq, driver) => fq.len() + driver.len(),
                 Inner::Airtime(t) => t.len(),
             }
     }
@@ -253,7 +259,7 @@ impl TxQueue {
     pub fn room(&self) -> usize {
         let limit = match self.inner {
             Inner::Fifo(_) => self.limit,
-            Inner::FqCodel(_) => FQ_CODEL.limit,
+            Inner::FqCodel(..) => FQ_CODEL.limit + DRIVER_DEPTH,
             Inner::Airtime(_) => txqs::FQ.limit,
         };
         limit.saturating_sub(self.len())
@@ -274,7 +280,7 @@ impl TxQueue {
         let bytes = q.msdu.bytes;
         match &mut self.inner {
             Inner::Fifo(fifo) => fifo.push_back((q, now)),
-            Inner::FqCodel(fq) => {
+            Inner::FqCodel(fq, _) => {
                 let item = Item {
                     queued: q,
                     at: now,
@@ -292,7 +298,22 @@ impl TxQueue {
             }
         }
         self.collect(DropCause::Overflow);
+        self.refill_driver(now);
         true
+    }
+
+    /// fq_codel: the driver takes frames from the qdisc while it has room
+    /// (what CoDel drops on the way is among the dropped).
+    fn refill_driver(&mut self, now: SimTime) {
+        if let Inner::FqCodel(fq, driver) = &mut self.inner {
+            while driver.len() < DRIVER_DEPTH {
+                let Some(item) = fq.dequeue(now, 0, &FQ_CODEL_CODEL, &mut self.scratch) else {
+                    break;
+                };
+                driver.push_back((item.queued, item.at));
+            }
+            self.collect(DropCause::Codel);
+        }
     }
 
     fn collect(&mut self, cause: DropCause) {
@@ -311,21 +332,29 @@ impl TxQueue {
         self.dropped.drain(..)
     }
 
-    /// The MSDU that goes next, without taking it. A flow queue decides
-    /// here (and may drop by CoDel); the MSDU then waits for [`Self::pop`].
+    /// The MSDU that goes next, without taking it. mac80211's scheduler
+    /// decides here (and CoDel may drop); the MSDU then waits for
+    /// [`Self::pop`].
     pub fn peek(&mut self, now: SimTime) -> Option<&Queued> {
-        if matches!(self.inner, Inner::Fifo(_)) {
-            return self.fifo_front();
+        if !matches!(self.inner, Inner::Airtime(_)) {
+            return self.head();
         }
         if self.staged.is_none() {
             self.staged = match &mut self.inner {
-                Inner::Fifo(_) => None,
-                Inner::FqCodel(fq) => fq.dequeue(now, 0, &FQ_CODEL_CODEL, &mut self.scratch),
                 Inner::Airtime(t) => t.dequeue(now, &mut self.scratch),
+                _ => None,
             };
             self.collect(DropCause::Codel);
         }
         self.staged.as_ref().map(|i| &i.queued)
+    }
+
+    /// The head of the fifo, or of the driver's FIFO under fq_codel.
+    fn head(&self) -> Option<&Queued> {
+        match &self.inner {
+            Inner::Fifo(q) | Inner::FqCodel(_, q) => q.front().map(|(q, _)| q),
+            Inner::Airtime(_) => None,
+        }
     }
 
     /// The fifo's head (for joining a fast frame); `None` for a flow queue,
@@ -360,7 +389,12 @@ impl TxQueue {
     pub fn pop(&mut self, now: SimTime) -> Option<Queued> {
         let (q, at) = match &mut self.inner {
             Inner::Fifo(fifo) => fifo.pop_front()?,
-            _ => {
+            Inner::FqCodel(_, driver) => {
+                let next = driver.pop_front()?;
+                self.refill_driver(now);
+                next
+            }
+            Inner::Airtime(_) => {
                 self.peek(now)?;
                 let item = self.staged.take()?;
                 (item.queued, item.at)
@@ -375,7 +409,11 @@ impl TxQueue {
     pub fn flush(&mut self) {
         let items: Vec<Queued> = match &mut self.inner {
             Inner::Fifo(q) => q.drain(..).map(|(q, _)| q).collect(),
-            Inner::FqCodel(fq) => fq.drain().into_iter().map(|i| i.queued).collect(),
+            Inner::FqCodel(fq, driver) => {
+                let mut all: Vec<Queued> = driver.drain(..).map(|(q, _)| q).collect();
+                all.extend(fq.drain().into_iter().map(|i| i.queued));
+                all
+            }
             Inner::Airtime(t) => t.drain().into_iter().map(|i| i.queued).collect(),
         };
         let staged = self.staged.take().map(|i| i.queued);

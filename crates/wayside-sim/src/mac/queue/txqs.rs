@@ -83,7 +83,7 @@ impl Default for Txqs {
 }
 
 impl Txqs {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.fq.len()
     }
 
