@@ -197,3 +197,18 @@ fn scan_channels_take_the_other_band_only_on_a_dual_band_radio() {
         "{e}"
     );
 }
+
+#[test]
+fn diffraction_needs_buildings_and_a_known_model() {
+    // drive-by has no [[obstacle]]: nothing to diffract at.
+    let e = with(&["environment.diffraction=\"knife-edge\""]);
+    assert!(
+        e.starts_with("environment.diffraction") && e.contains("obstacle"),
+        "{e}"
+    );
+    let e = with(&["environment.diffraction=\"fresnel\""]);
+    assert!(
+        e.contains("diffraction") && e.contains("knife-edge") && e.contains("none"),
+        "{e}"
+    );
+}

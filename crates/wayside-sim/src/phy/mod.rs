@@ -2,5 +2,6 @@
 //! the per-radio state machine (idle, CCA-busy, TX, RX) with SINR tracking.
 
 pub mod error;
+pub mod ht;
 pub mod mode;
 pub mod state;

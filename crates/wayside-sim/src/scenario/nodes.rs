@@ -18,6 +18,7 @@ use super::common::{
 };
 use super::mobility::{check_mobility, highway, trajectory, MobilitySection};
 use super::rate_control::{check_rate_role, RateContext, RateControlSection};
+use super::roaming::{optional_roaming, RoamingSection};
 use crate::channel::ChannelConfig;
 use crate::config::{NodeConfig, Role};
 use crate::geometry::Vec2;
@@ -114,6 +115,12 @@ pub struct NodeSection {
     /// This node's transmit queue, frames (default: mac.queue_limit).
     #[serde(default)]
     pub queue_limit: Option<u64>,
+    /// This node's data queue (an AP's, mostly): "fifo" (madwifi's
+    /// drop-tail queue, default),
+    /// "fq_codel" (Linux's qdisc) or "airtime" (mac80211's per-station
+    /// TXQs with airtime fairness). See docs/queues.md.
+    #[serde(default)]
+    pub queue: Option<crate::mac::queue::QueueKind>,
     /// An AP's forwarding engine for packets from its wired side (default:
     /// none, forwarding at once). See docs/models.md.
     #[serde(default)]
@@ -146,6 +153,10 @@ pub struct NodeSection {
     /// without it sends to any node at once.
     #[serde(default)]
     pub adhoc: Option<AdhocSection>,
+    /// A station's own roaming profile ([`super::roaming`]), instead of
+    /// `[management]`'s.
+    #[serde(default, deserialize_with = "optional_roaming")]
+    pub roaming: Option<RoamingSection>,
 }
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
@@ -447,6 +458,12 @@ pub(super) fn lower_nodes(
         .any(|(n, g)| n.radio && g.learns);
     let mut nodes = Vec::with_capacity(names.len());
     for (i, (n, group)) in sections.iter().zip(groups).enumerate() {
+        let channel = n.channel.unwrap_or(cx.channel_no);
+        let standard = cx
+            .rates
+            .standard
+            .on_channel(channel)
+            .map_err(|e| ScenarioError(format!("{}.channel: {e}", node_key(i, &n.name))))?;
         for m in members(n, &group, cx.duration, cx.seed) {
             nodes.push(NodeConfig {
                 name: m.name,
@@ -456,10 +473,12 @@ pub(super) fn lower_nodes(
                 antenna_height: n.antenna_height.0,
                 radio: n.radio,
                 role: n.role,
-                channel: n.channel.unwrap_or(cx.channel_no),
+                channel,
+                standard,
                 tcp: group.tcp.clone(),
                 mac: MacConfig {
                     queue_limit: n.queue_limit.map_or(cx.mac.queue_limit, |q| q as usize),
+                    queue: n.queue.unwrap_or_default(),
                     // Each node its own (an environment-aware map is per
                     // node); the `[mac]` default is one for all that take it.
                     rate: match &n.rate_control {
@@ -468,6 +487,7 @@ pub(super) fn lower_nodes(
                             .spec(&format!("{}.rate_control", node_key(i, &n.name)), rc)?,
                         None => cx.mac.rate.clone(),
                     },
+                    modes: standard.modes(),
                     ..cx.mac.clone()
                 },
                 forwarding: group.forwarding,
@@ -486,6 +506,11 @@ pub(super) fn lower_nodes(
                         let node = node_key(i, &n.name);
                         lower_adhoc(&node, a, n.role, cx.beacon_interval, &cx.timing)
                     })
+                    .transpose()?,
+                roaming: n
+                    .roaming
+                    .as_ref()
+                    .map(|r| r.lower(&format!("{}.roaming", node_key(i, &n.name))))
                     .transpose()?,
             });
         }

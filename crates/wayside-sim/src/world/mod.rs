@@ -4,7 +4,10 @@
 //! hands each event to the node it is for ([`crate::node`]) and applies
 //! what the node wants done ([`effects`]).
 
+mod attach;
 mod effects;
+
+pub use attach::{Attachment, Refused, REAL_APP};
 
 use crate::air::Air;
 use crate::apps::broadside::BroadsideEnd;
@@ -23,11 +26,13 @@ use crate::wire::WiredLink;
 use std::sync::Arc;
 
 /// Counters a run reports besides its trace.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunStats {
     pub events: u64,
     pub transmissions: u64,
     pub simulated: SimTime,
+    /// Each node's data-queue counters, in node order.
+    pub queues: Vec<crate::mac::queue::QueueStats>,
 }
 
 pub struct World {
@@ -49,6 +54,8 @@ pub struct World {
     /// Scratch: the radios a transmission reaches, with their delays.
     reached: Vec<(NodeId, SimTime)>,
     duration: SimTime,
+    /// The real hosts' packets and flows, when real hosts are attached.
+    attachment: Attachment,
 }
 
 impl World {
@@ -72,6 +79,7 @@ impl World {
             effects: Effects::default(),
             reached: Vec::new(),
             duration: cfg.duration,
+            attachment: Attachment::default(),
         };
         for i in 0..w.nodes.len() {
             let n = &mut w.nodes[i];
@@ -113,8 +121,9 @@ impl World {
         self.nodes.iter().map(|n| n.cfg.name.clone()).collect()
     }
 
-    /// Runs to the configured duration and returns the trace (and the capture).
-    pub fn run(
+    /// Ends the run where it stands and returns the trace (and the
+    /// capture).
+    pub fn finish(
         mut self,
     ) -> (
         Trace,
@@ -122,8 +131,8 @@ impl World {
         Option<crate::pcap::Capture>,
         Vec<BroadsideEnd>,
     ) {
-        self.run_events();
         self.sockets_finish();
+        self.hosts_finish();
         let ends = self
             .nodes
             .iter_mut()
@@ -133,23 +142,14 @@ impl World {
             events: self.queue.processed(),
             transmissions: self.air.medium.transmissions(),
             simulated: self.duration,
+            queues: self.nodes.iter().map(|n| n.dcf.queue_stats().clone()).collect(),
         };
         (self.trace, stats, self.capture, ends)
     }
 
     /// Processes events up to the configured duration.
     pub(crate) fn run_events(&mut self) {
-        while let Some(t) = self.queue.peek_time() {
-            if t > self.duration {
-                break;
-            }
-            let (now, ev) = self.queue.pop().expect("peeked");
-            let (node, tx) = self.dispatch(now, ev);
-            self.apply(node, now);
-            if let Some(tx) = tx {
-                self.air.medium.release(tx);
-            }
-        }
+        while self.step().is_some() {}
     }
 
     /// Hands `ev` to the node it is for, which leaves what it wants done
