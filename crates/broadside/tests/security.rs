@@ -382,7 +382,11 @@ fn spoofed_want_from_a_validated_address_gets_at_most_3x() {
         ep.handle_datagram(secs(0.1 * i as f64), ATTACKER, &w, &mut s);
         sent += sent_to(&mut ep, &mut s, 0.1 * i as f64);
     }
-    assert_eq!(sent, 0, "a Want without the secret gets nothing");
+    // A challenge each (a Token packet), in case the peer lost its secret.
+    assert!(
+        sent <= 3 * broadside::wire::TOKEN_PACKET_LEN,
+        "{sent} bytes"
+    );
     assert_eq!(ep.upload_count(), 0);
     let why: Vec<_> = std::iter::from_fn(|| ep.poll_event())
         .filter_map(|e| match e {

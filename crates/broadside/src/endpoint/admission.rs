@@ -35,10 +35,14 @@ impl<A: PeerAddr> Endpoint<A> {
             if token == absent || !self.challenges.try_take(now, 1.0) {
                 return;
             }
-            if let Some(p) = self.peers.get_mut(from) {
-                p.rx += wire::TOKEN_PACKET_LEN as u64;
-            }
             let answer = self.tokens.issue(from, now, &token);
+            if let Some(p) = self.peers.get_mut(from) {
+                // A validated peer runs the exchange again (it restarted, or
+                // the last Token was lost): only the address's owner sees
+                // the answer, so its Wants may carry it at once.
+                p.rx += wire::TOKEN_PACKET_LEN as u64;
+                p.remember(answer);
+            }
             return self.send_to(
                 from,
                 Message::Token {
@@ -61,12 +65,7 @@ impl<A: PeerAddr> Endpoint<A> {
         if let Some(p) = self.peers.get_mut(from) {
             p.last_seen = now;
             p.rx += wire::TOKEN_PACKET_LEN as u64;
-            if !p.secrets.contains(&echo) {
-                if p.secrets.len() == SECRETS_KEPT {
-                    p.secrets.remove(0);
-                }
-                p.secrets.push(echo);
-            }
+            p.remember(echo);
             if token != absent {
                 p.theirs = token;
             }

@@ -98,6 +98,19 @@ struct PeerState {
     retry_after: Instant,
 }
 
+impl PeerState {
+    /// Keeps `secret` among those its Wants may carry (the newest
+    /// [`SECRETS_KEPT`]).
+    fn remember(&mut self, secret: Token) {
+        if !self.secrets.contains(&secret) {
+            if self.secrets.len() == SECRETS_KEPT {
+                self.secrets.remove(0);
+            }
+            self.secrets.push(secret);
+        }
+    }
+}
+
 enum OfferStage {
     AwaitWant,
     Sending,
@@ -627,7 +640,9 @@ impl<A: PeerAddr> Endpoint<A> {
                 if self.take(now, &from, 1, None) {
                     self.reject(&from, RejectReason::Unauthenticated);
                 }
-                return;
+                // The peer may have lost the exchange's last Token: a new
+                // exchange gives it a secret (a Token, no larger than the Want).
+                return self.challenge(now, &from, bytes.len());
             }
         }
         let limited = match kind {
