@@ -205,6 +205,7 @@ impl HtPhy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::Dbm;
 
     fn mbps(vht: bool, width: u32, mcs: u8, n: u8, sgi: bool) -> f64 {
         mode(vht, width, mcs, n, sgi).map_or(0.0, |m| m.rate.0 as f64 / 1e6)
