@@ -2,7 +2,7 @@
 # Broadside experiments: Figure 12 discovery overhead, loopback goodput,
 # two-way full-size sync, and the 20-second contact against TCP.
 # Usage: benches/broadside/run.sh [OUT_DIR]   (default: benches/broadside/results)
-# Writes fig12.csv, fig12.png, goodput.csv, twoway.csv and contact.csv (the
+# Writes fig12.csv, fig12.png, goodput.csv, twoway.csv, congestion.txt and contact.csv (the
 # contact needs root, `ip` and /dev/net/tun; without them it is skipped).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -27,7 +27,11 @@ cargo run --release -q -p broadside-node --example goodput -- 50 10 0 0.3 > "$ou
     cargo run --release -q -p broadside-node --example twoway -- 50 10 "$1" "$2" | grep -E '^[0-9]' | sed "s/\$/,$2/"
   done
 } > "$out/twoway.csv"
+# Congestion control: 10 MB through the UDP relay (2 MB/s at 10% loss, 20 MB/s
+# clean) with default settings against a hand-set rate, then a TCP flow sharing
+# a 2 MB/s bottleneck (needs root, `ip` and /dev/net/tun).
+cargo run --release -q -p broadside-node --example congestion > "$out/congestion.txt"
 # One 20 s contact through the packet relay (namespaces + TUN), Broadside vs TCP, 0/10/30% loss.
 cargo run --release -q -p broadside-node --example contact -- 0,0.1,0.3 "$out/contact.csv"
-cat "$out/fig12.csv" "$out/goodput.csv" "$out/twoway.csv"
+cat "$out/fig12.csv" "$out/goodput.csv" "$out/twoway.csv" "$out/congestion.txt"
 [ -f "$out/contact.csv" ] && cat "$out/contact.csv"

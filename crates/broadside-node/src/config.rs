@@ -10,7 +10,8 @@
 //! trust = ["<64 hex characters>"]
 //! beacon_interval = "500 ms"
 //! max_peers = 64
-//! send_rate = 50000000        # bytes per second, 0 = unpaced
+//! send_rate = 50000000        # bytes per second, 0 = unpaced (a ceiling)
+//! congestion = true           # find each link's rate
 //! max_file_size = 4294967296  # bytes
 //! log_level = "info"
 //! ```
@@ -118,9 +119,19 @@ pub struct Settings {
     /// At most one duplicate-triggered ack per this interval [default: 20 ms].
     #[arg(long)]
     pub dup_ack_holdoff: Option<Dur>,
-    /// Data pacing in bytes per second, 0 = unpaced [default: 50000000].
+    /// Data pacing in bytes per second, all peers together, 0 = unpaced;
+    /// with congestion control on, a ceiling on the rate it finds
+    /// [default: 50000000].
     #[arg(long)]
     pub send_rate: Option<u64>,
+    /// Congestion control per peer: find each link's rate from the
+    /// receiver's vectors [default: true].
+    #[arg(long)]
+    pub congestion: Option<bool>,
+    /// Rate a peer's data starts at before congestion control has
+    /// measured its link, bytes per second [default: 2500000].
+    #[arg(long)]
+    pub initial_rate: Option<u64>,
     /// Largest file accepted, bytes [default: 4294967296].
     #[arg(long)]
     pub max_file_size: Option<u64>,
@@ -218,6 +229,7 @@ impl Settings {
             bind, beacon_to, trust, trust_file, subscribe, packet_size, group_size, hash_count,
             beacon_interval, discovery_timeout, discovery_retries, offer_timeout,
             offer_retries, ack_idle, transfer_timeout, dup_ack_holdoff, send_rate,
+            congestion, initial_rate,
             max_file_size, beacon_rate, request_rate, transfer_rate, max_peers,
             uploads_per_peer, window, sync_cache, seed, token_period, max_peers_per_prefix,
             challenge_rate, retry_backoff, slow_peer_timeout, sources, penalty, status_interval, persist_interval,
@@ -268,6 +280,8 @@ impl Settings {
             transfer_timeout: dur(self.transfer_timeout, c.transfer_timeout),
             dup_ack_holdoff: dur(self.dup_ack_holdoff, c.dup_ack_holdoff),
             send_rate: self.send_rate.unwrap_or(c.send_rate),
+            congestion: self.congestion.unwrap_or(c.congestion),
+            initial_rate: self.initial_rate.unwrap_or(c.initial_rate),
             max_file_size: self.max_file_size.unwrap_or(c.max_file_size),
             beacon_rate: self.beacon_rate.unwrap_or(c.beacon_rate),
             request_rate: self.request_rate.unwrap_or(c.request_rate),

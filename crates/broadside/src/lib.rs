@@ -76,6 +76,7 @@ pub mod beacon;
 pub mod bitvec;
 pub mod bloom;
 pub mod cert;
+pub mod congestion;
 pub mod counters;
 pub mod discovery;
 pub mod endpoint;

@@ -41,6 +41,22 @@ impl TokenBucket {
         }
     }
 
+    /// Changes the refill rate and the burst from `now` on (tokens gathered
+    /// so far at the old rate are kept, up to the new burst).
+    pub fn set_rate(&mut self, now: Instant, rate: f64, burst: f64) {
+        self.refill(now);
+        self.rate = rate;
+        self.burst = burst;
+        self.tokens = self.tokens.min(burst);
+    }
+
+    /// Takes `n` tokens even if that leaves the bucket in debt (a datagram
+    /// already sent); the debt delays the next [`Self::ready_at`].
+    pub fn take(&mut self, now: Instant, n: f64) {
+        self.refill(now);
+        self.tokens -= n;
+    }
+
     /// When `n` tokens will be available (now if they are).
     pub fn ready_at(&self, n: f64) -> Instant {
         if self.tokens >= n || self.rate <= 0.0 {
@@ -64,5 +80,15 @@ mod tests {
         assert_eq!(b.ready_at(1.0), Instant::from_micros(100_000));
         assert!(b.try_take(Instant::from_micros(100_000), 1.0));
         assert!(!b.try_take(Instant::from_micros(100_000), 1.0));
+    }
+
+    #[test]
+    fn debt_and_rate_changes() {
+        let t0 = Instant::ZERO;
+        let mut b = TokenBucket::new(10.0, 2.0, t0);
+        b.take(t0, 4.0);
+        assert_eq!(b.ready_at(1.0), Instant::from_micros(300_000));
+        b.set_rate(t0, 20.0, 2.0);
+        assert_eq!(b.ready_at(1.0), Instant::from_micros(150_000));
     }
 }

@@ -232,8 +232,10 @@ fn batched_output_equals_one_at_a_time() {
     let mut one = Vec::new();
     let mut buf = Vec::new();
     let mut batch = Batch::new();
+    // 200 ms: long enough for the congestion controller's initial rate to
+    // let all 90 datagrams go.
     for ms in 0..20u64 {
-        let now = Instant::from_micros(ms * 1000);
+        let now = Instant::from_micros(ms * 10_000);
         while let Some((d, k)) = single.0.poll_transmit_into(now, &mut single.1, &mut buf) {
             one.push((d, buf.clone(), k));
         }

@@ -420,6 +420,9 @@ fn spoofed_want_from_a_validated_address_gets_at_most_3x() {
     }
     .to_vec();
     ep.handle_datagram(secs(4.0), ATTACKER, &ack, &mut s);
-    let after = sent_to(&mut ep, &mut s, 4.0);
+    // Paced (congestion control starts at its initial rate): over 200 ms.
+    let after: usize = (0..200)
+        .map(|i| sent_to(&mut ep, &mut s, 4.0 + 0.001 * f64::from(i)))
+        .sum();
     assert!(after > 100 * 2304, "only {after} bytes after the ack");
 }

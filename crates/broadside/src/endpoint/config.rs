@@ -27,8 +27,17 @@ pub struct Config {
     pub transfer_timeout: Duration,
     /// At most one duplicate-triggered ack per this interval.
     pub dup_ack_holdoff: Duration,
-    /// Data pacing in bytes per second; 0 means unpaced.
+    /// Data pacing in bytes per second, all peers together; 0 means
+    /// unpaced. With [`Config::congestion`] on it is a ceiling: each peer's
+    /// data is paced at the rate its controller finds, at most this.
     pub send_rate: u64,
+    /// Congestion control per peer ([`crate::congestion`]): the sending rate
+    /// follows the bottleneck found from the receiver's vectors instead of
+    /// `send_rate` alone.
+    pub congestion: bool,
+    /// Rate a peer's data starts at before its first vector, bytes per
+    /// second (congestion control doubles it per round from there).
+    pub initial_rate: u64,
     /// Largest file a node accepts.
     pub max_file_size: u64,
     /// Beacons accepted per peer per second (burst: twice that).
@@ -101,6 +110,9 @@ impl Default for Config {
             transfer_timeout: Duration::from_secs(5),
             dup_ack_holdoff: Duration::from_millis(20),
             send_rate: 50_000_000,
+            congestion: true,
+            // 20 Mbit/s: about what an 802.11g link carries.
+            initial_rate: 2_500_000,
             max_file_size: 4 << 30,
             beacon_rate: 10.0,
             request_rate: 200.0,
@@ -203,6 +215,13 @@ impl Config {
         }
         if self.max_peers_per_prefix == 0 {
             return err("max_peers_per_prefix", "0".into(), "at least 1".into());
+        }
+        if self.congestion && self.initial_rate == 0 {
+            return err(
+                "initial_rate",
+                "0".into(),
+                "at least 1 byte per second".into(),
+            );
         }
         if self.persist_blocks == 0 {
             return err("persist_blocks", "0".into(), "at least 1".into());

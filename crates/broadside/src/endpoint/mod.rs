@@ -33,6 +33,7 @@
 use crate::beacon::{self, SyncCache};
 use crate::bitvec::BitVec;
 use crate::cert::{CertError, Certificate, PublicKey, TrustedKeys};
+use crate::congestion::{Controller, SentLog};
 use crate::counters::{Counters, PacketKind};
 use crate::discovery::{Initiator, LocalFile, Params, RecordsReply, Responder, Step};
 use crate::id::{ContentHasher, FileId, Id160, InstanceId};
@@ -246,6 +247,15 @@ struct Upload {
     resending_since: Option<Instant>,
     /// While the pass has ended and no vector came: when to probe next.
     probe_at: Instant,
+    /// Blocks sent and not yet acknowledged or lost (congestion control).
+    log: SentLog,
+}
+
+/// Congestion control of the data sent to one peer: its controller and
+/// the pacer that follows the controller's rate.
+struct Flow {
+    cc: Controller,
+    pacer: TokenBucket,
 }
 
 impl Upload {
@@ -338,10 +348,13 @@ pub struct Endpoint<A> {
     /// Uploads eligible to send (see `next_upload`); rebuilt when `dirty`.
     eligible: Vec<(A, u32)>,
     eligible_dirty: bool,
-    /// The earliest probe of an upload left out of `eligible` for now.
+    /// The earliest time an upload left out of `eligible` for now may send
+    /// (its probe is due, or its peer's pacer lets it).
     next_probe: Option<Instant>,
     /// Data blocks sent to each peer since its last vector (Ack or Want).
     unanswered: BTreeMap<A, u32>,
+    /// Congestion control per peer sent data to (with `Config::congestion`).
+    flows: BTreeMap<A, Flow>,
 }
 
 impl<A: PeerAddr> Endpoint<A> {
@@ -372,6 +385,7 @@ impl<A: PeerAddr> Endpoint<A> {
             eligible_dirty: true,
             next_probe: None,
             unanswered: BTreeMap::new(),
+            flows: BTreeMap::new(),
             node_id: rng.random(),
             next_transfer: rng.random(),
             rng,
@@ -789,6 +803,7 @@ impl<A: PeerAddr> Endpoint<A> {
                 u.sender.in_pass()
                     && u.quiet_until(silence).is_none_or(|q| ready < q)
                     && self.window_open(&k.0)
+                    && self.flow_ready(&k.0).is_none_or(|f| f <= ready)
                     && self.may_send(&k.0, self.cfg.packet_size)
             };
             if self.uploads.iter().any(active) {
@@ -833,6 +848,8 @@ impl<A: PeerAddr> Endpoint<A> {
         let uploads = &self.uploads;
         self.unanswered
             .retain(|a, _| uploads.keys().any(|k| k.0 == *a));
+        let peers = &self.peers;
+        self.flows.retain(|a, _| peers.contains_key(a));
         let live: BTreeSet<InstanceId> = (self.uploads.values())
             .map(|u| u.cert.instance_id())
             .chain(self.offers.keys().map(|(_, o)| *o))

@@ -2,6 +2,7 @@
 //! the pacer and window decide which upload sends its next block.
 
 use super::*;
+use crate::congestion::Sent;
 
 impl<A: PeerAddr> Endpoint<A> {
     /// Builds (once per version) the tree of a v2 file this node sends,
@@ -80,6 +81,11 @@ impl<A: PeerAddr> Endpoint<A> {
             if let Some(p) = self.peers.get_mut(from) {
                 p.proven = true;
             }
+            let (acked, lost) = up.log.on_vector(&vector);
+            self.flow_acked(now, from, &acked, lost);
+            let Some(up) = self.uploads.get_mut(&(from.clone(), transfer)) else {
+                return;
+            };
             if !up.sender.on_request(&vector, now) {
                 self.reject(from, RejectReason::InvalidVector("vector length changed"));
             }
@@ -162,6 +168,7 @@ impl<A: PeerAddr> Endpoint<A> {
                 seq: self.next_upload_seq,
                 resending_since: None,
                 probe_at: now,
+                log: SentLog::default(),
             },
         );
     }
@@ -178,6 +185,11 @@ impl<A: PeerAddr> Endpoint<A> {
             // answers the data sent (see `PeerState::proven`).
             p.proven = true;
         }
+        let (acked, lost) = up.log.on_vector(vector);
+        self.flow_acked(now, from, &acked, lost);
+        let Some(up) = self.uploads.get_mut(&key) else {
+            return;
+        };
         if !up.sender.on_vector(vector, now) {
             return self.reject(
                 from,
@@ -238,14 +250,79 @@ impl<A: PeerAddr> Endpoint<A> {
         self.cfg.dup_ack_holdoff.max(Duration::from_millis(1))
     }
 
-    /// Whether `peer` may be sent another block before a vector from it
-    /// (see [`Config::window`]).
+    /// Whether `peer` may be sent another block before a vector from it:
+    /// fewer than [`Config::window`] blocks unanswered, and its congestion
+    /// window not full.
     pub(super) fn window_open(&self, peer: &A) -> bool {
-        self.cfg.window == 0
+        let blind = self.cfg.window == 0
             || self
                 .unanswered
                 .get(peer)
-                .is_none_or(|&n| n < self.cfg.window)
+                .is_none_or(|&n| n < self.cfg.window);
+        blind
+            && self
+                .flows
+                .get(peer)
+                .is_none_or(|f| self.in_flight(peer) + self.cfg.packet_size as u64 <= f.cc.window())
+    }
+
+    /// Bytes of data sent to `peer` not yet acknowledged or lost.
+    fn in_flight(&self, peer: &A) -> u64 {
+        (self
+            .uploads
+            .range((peer.clone(), 0)..=(peer.clone(), u32::MAX)))
+        .map(|(_, u)| u.log.in_flight())
+        .sum()
+    }
+
+    /// When `peer`'s pacer lets its next datagram go (`None`: no flow to it yet).
+    pub(super) fn flow_ready(&self, peer: &A) -> Option<Instant> {
+        (self.flows.get(peer)).map(|f| f.pacer.ready_at(self.cfg.packet_size as f64))
+    }
+
+    /// A pacer burst for `rate`: 5 ms of it, at least two datagrams.
+    fn flow_burst(&self, rate: f64) -> f64 {
+        (rate * 0.005).max(2.0 * self.cfg.packet_size as f64)
+    }
+
+    /// Data to `peer` counts as sent now (its flow is made on first use).
+    /// `limited`: sent while waiting for a vector (a probe), not at the
+    /// pacing rate.
+    fn flow_sent(&mut self, now: Instant, peer: &A, bytes: usize, limited: bool) -> Option<Sent> {
+        if !self.cfg.congestion {
+            return None;
+        }
+        let mut rate = self.cfg.initial_rate as f64;
+        if self.cfg.send_rate > 0 {
+            rate = rate.min(self.cfg.send_rate as f64);
+        }
+        let burst = self.flow_burst(rate);
+        let packet = self.cfg.packet_size;
+        // The receiver acks every `window / 4` blocks: keep twice that in flight.
+        let floor = (self.cfg.window as usize / 2).max(4) * packet;
+        let f = self.flows.entry(peer.clone()).or_insert_with(|| Flow {
+            cc: Controller::new(now, packet, rate, floor as u64),
+            pacer: TokenBucket::new(rate, burst, now),
+        });
+        f.pacer.take(now, bytes as f64);
+        Some(f.cc.on_sent(now, bytes, limited))
+    }
+
+    /// A vector from `peer` acknowledged `acked` and showed `lost` bytes lost.
+    fn flow_acked(&mut self, now: Instant, peer: &A, acked: &[Sent], lost: u64) {
+        let ceiling = self.cfg.send_rate as f64;
+        let Some(f) = self.flows.get_mut(peer) else {
+            return;
+        };
+        f.cc.on_ack(now, acked, lost);
+        let mut rate = f.cc.pacing_rate();
+        if ceiling > 0.0 {
+            rate = rate.min(ceiling);
+        }
+        let burst = self.flow_burst(rate);
+        if let Some(f) = self.flows.get_mut(peer) {
+            f.pacer.set_rate(now, rate, burst);
+        }
     }
 
     /// How long a re-send pass may go unanswered before the upload pauses.
@@ -285,6 +362,11 @@ impl<A: PeerAddr> Endpoint<A> {
                 self.eligible_dirty = true;
                 continue;
             }
+            if self.flow_ready(&key.0).is_some_and(|t| t > now) {
+                // Left out of `eligible` until its pacer lets it.
+                self.eligible_dirty = true;
+                continue;
+            }
             if let Some(p) = &mut self.pacer {
                 if !p.try_take(now, self.cfg.packet_size as f64) {
                     return None;
@@ -307,7 +389,8 @@ impl<A: PeerAddr> Endpoint<A> {
                 self.eligible_dirty = true;
                 continue;
             };
-            if !up.sender.in_pass() || !open {
+            let waiting = !up.sender.in_pass() || !open;
+            if waiting {
                 // The pass has ended, or this was a probe: wait for the vector.
                 up.probe_at = now + probe;
                 self.eligible_dirty = true;
@@ -333,6 +416,12 @@ impl<A: PeerAddr> Endpoint<A> {
                 }
                 len
             };
+            let bytes = out.len() - start;
+            if let Some(sent) = self.flow_sent(now, &key.0, bytes, waiting) {
+                if let Some(up) = self.uploads.get_mut(&key) {
+                    up.log.push(rel, sent);
+                }
+            }
             self.counters.tx.add(PacketKind::Data, out.len() - start);
             if let Some(p) = self.peers.get_mut(&key.0) {
                 p.tx += (out.len() - start) as u64;
@@ -377,6 +466,13 @@ impl<A: PeerAddr> Endpoint<A> {
             // While a window is open, files whose pass waits for its vector
             // give way to the next ones; a closed window stops them all.
             let open = peer.first().is_some_and(|(k, _)| self.window_open(&k.0));
+            // A peer its pacer holds back waits for it, not even probing.
+            let paced = peer.first().and_then(|(k, _)| self.flow_ready(&k.0));
+            if let Some(t) = paced.filter(|&t| t > now) {
+                next_probe = Some(next_probe.map_or(t, |p: Instant| p.min(t)));
+                peer.clear();
+                return;
+            }
             // A peer over its amplification bound gets nothing, not even probes.
             if peer
                 .first()
