@@ -38,8 +38,10 @@ fn free_port() -> SocketAddr {
         .expect("loopback port")
 }
 
-/// Stores `a` (versions 1 and 2 of "update") and `b` (version 1) under `root`.
-fn prepare(root: &Path, key: &ProviderKey, block: u32) -> (PathBuf, PathBuf) {
+/// Stores `a` (versions 1 and 2 of "update") and `b` (version 1) under
+/// `root`, for datagrams of `packet` bytes; and `b`'s current instance.
+fn prepare(root: &Path, key: &ProviderKey, packet: usize) -> (PathBuf, PathBuf, Option<String>) {
+    let block = (packet - broadside::wire::DATA_HEADER_LEN) as u32;
     let _ = std::fs::remove_dir_all(root);
     let (a, b, scratch) = (root.join("a"), root.join("b"), root.join("scratch"));
     std::fs::create_dir_all(&scratch).expect("scratch dir");
@@ -59,7 +61,24 @@ fn prepare(root: &Path, key: &ProviderKey, block: u32) -> (PathBuf, PathBuf) {
                 .expect("publish b");
         }
     }
-    (a, b)
+    let before = DiskStore::open_read_only(&b)
+        .expect("b")
+        .current_instances()
+        .get("update")
+        .cloned();
+    (a, b, before)
+}
+
+/// The bottleneck: `rate` bytes/s behind a 100 ms drop-tail queue, random
+/// `loss` ahead of it, 2 ms one-way delay.
+fn link(rate: u64, loss: f64) -> Impairment {
+    Impairment {
+        loss: LossModel::Random(loss),
+        delay: Duration::from_millis(2),
+        bandwidth: Some(rate),
+        max_queue: Duration::from_millis(100),
+        ..Impairment::none(1)
+    }
 }
 
 /// Node settings: the defaults, or (`hand_set`) congestion control off and
@@ -145,29 +164,14 @@ fn relayed(
     hand_set: Option<u64>,
 ) -> (Transfer, DirectionStats) {
     let packet = Config::default().packet_size;
-    let (a, b) = prepare(
-        root,
-        key,
-        (packet - broadside::wire::DATA_HEADER_LEN) as u32,
-    );
-    let before = DiskStore::open_read_only(&b)
-        .expect("b")
-        .current_instances()
-        .get("update")
-        .cloned();
+    let (a, b, before) = prepare(root, key, packet);
     let (pa, pb, ra, rb) = (free_port(), free_port(), free_port(), free_port());
     let relay = Relay::start(RelayConfig {
         listen_a: ra,
         listen_b: rb,
         a: pa,
         b: pb,
-        impairment: Impairment {
-            loss: LossModel::Random(loss),
-            delay: Duration::from_millis(2),
-            bandwidth: Some(rate),
-            max_queue: Duration::from_millis(100),
-            ..Impairment::none(1)
-        },
+        impairment: link(rate, loss),
     })
     .expect("relay");
     let stop = Arc::new(AtomicBool::new(false));
@@ -255,27 +259,8 @@ mod shared {
         )
         .expect("lab");
         let packet = mtu as usize - 28;
-        let (a, b) = prepare(
-            root,
-            key,
-            (packet - broadside::wire::DATA_HEADER_LEN) as u32,
-        );
-        let before = DiskStore::open_read_only(&b)
-            .expect("b")
-            .current_instances()
-            .get("update")
-            .cloned();
-        let relay = Relay::start_tun(
-            &mut lab,
-            &Impairment {
-                loss: LossModel::Random(loss),
-                delay: Duration::from_millis(2),
-                bandwidth: Some(rate),
-                max_queue: Duration::from_millis(100),
-                ..Impairment::none(1)
-            },
-        )
-        .expect("relay");
+        let (a, b, before) = prepare(root, key, packet);
+        let relay = Relay::start_tun(&mut lab, &link(rate, loss)).expect("relay");
         let stop_tcp = Arc::new(AtomicBool::new(false));
         let got = tcp_flow(&lab, stop_tcp.clone());
         std::thread::sleep(Duration::from_secs(1));

@@ -233,9 +233,16 @@ impl Controller {
             .max(self.min_window)
     }
 
-    /// Notes a datagram of `bytes` sent now (`limited`: while waiting for a
-    /// vector, not at the pacing rate); keep the result with the block.
-    pub fn on_sent(&mut self, now: Instant, bytes: usize, limited: bool) -> Sent {
+    /// Notes a datagram of `bytes` sent now with `in_flight` bytes already
+    /// in flight (`limited`: while waiting for a vector, not at the pacing
+    /// rate); keep the result with the block.
+    pub fn on_sent(&mut self, now: Instant, bytes: usize, limited: bool, in_flight: u64) -> Sent {
+        if in_flight == 0 {
+            // Restart from idle (as delivery-rate estimation does): the
+            // next sample's interval starts now, not at the last vector
+            // before the pause, which would make it look slow.
+            self.delivered_at = now;
+        }
         Sent {
             limited,
             at: now,

@@ -17,7 +17,7 @@ fn at(ms: u64) -> Instant {
 /// One round: `n` packets sent at `t0`, of which `lost` are lost, the rest
 /// acknowledged in one vector at `t0 + rtt`.
 fn round(c: &mut Controller, t0: Instant, rtt: Duration, n: usize, lost: usize) {
-    let sent: Vec<Sent> = (0..n).map(|_| c.on_sent(t0, PKT, false)).collect();
+    let sent: Vec<Sent> = (0..n).map(|_| c.on_sent(t0, PKT, false, 1)).collect();
     c.on_ack(t0 + rtt, &sent[lost..], (lost * PKT) as u64);
 }
 
@@ -145,7 +145,7 @@ fn log_splits_delivered_lost_and_in_flight() {
     let mut c = Controller::new(at(0), PKT, 1e6, 0);
     let mut log = SentLog::default();
     for b in 0..6 {
-        log.push(b, c.on_sent(at(b as u64), PKT, false));
+        log.push(b, c.on_sent(at(b as u64), PKT, false, 1));
     }
     assert_eq!(log.in_flight(), 6 * PKT as u64);
     let mut v = BitVec::new(8);
@@ -157,8 +157,8 @@ fn log_splits_delivered_lost_and_in_flight() {
     assert_eq!(lost, PKT as u64, "block 1, sent before 3");
     assert_eq!(log.in_flight(), 2 * PKT as u64, "4 and 5 may still come");
     // A re-sent block counts once.
-    log.push(1, c.on_sent(at(7), PKT, false));
-    log.push(1, c.on_sent(at(8), PKT, false));
+    log.push(1, c.on_sent(at(7), PKT, false, 1));
+    log.push(1, c.on_sent(at(8), PKT, false, 1));
     v.set(1);
     let (acked, lost) = log.on_vector(&v);
     assert_eq!((acked.len(), lost), (1, 2 * PKT as u64));
@@ -203,7 +203,7 @@ fn bottleneck(rate: f64, queue: Duration, p: f64, every: u32, secs: f64) -> (Con
             }
         }
         while next_send <= t && log.in_flight() + PKT as u64 <= c.window() {
-            log.push(block, c.on_sent(t, PKT, false));
+            log.push(block, c.on_sent(t, PKT, false, log.in_flight()));
             sent += PKT as u64;
             let begin = free.max(t);
             if rng.random::<f64>() >= p && begin.saturating_since(t) <= queue {
@@ -262,7 +262,7 @@ proptest! {
                 resolved += before - log.in_flight();
                 c.on_ack(at(i as u64 + 1), &a, l);
             } else {
-                log.push(b, c.on_sent(at(i as u64), PKT, false));
+                log.push(b, c.on_sent(at(i as u64), PKT, false, log.in_flight()));
                 pushed += PKT as u64;
             }
             prop_assert_eq!(pushed, resolved + log.in_flight());
@@ -281,7 +281,7 @@ fn probe_samples_only_raise_the_estimate_and_the_window_has_a_floor() {
     round(&mut c, at(10), rtt, 20, 0);
     let bw = c.bottleneck();
     // A probe acknowledged long after: a slow sample, left out.
-    let probe = c.on_sent(at(20), PKT, true);
+    let probe = c.on_sent(at(20), PKT, true, 1);
     c.on_ack(at(500), &[probe], 0);
     assert_eq!(c.bottleneck(), bw);
     assert_eq!(
@@ -289,4 +289,19 @@ fn probe_samples_only_raise_the_estimate_and_the_window_has_a_floor() {
         50 * PKT as u64,
         "the floor binds on a small pipe"
     );
+}
+
+#[test]
+fn a_pause_does_not_count_as_a_slow_sample() {
+    let mut c = Controller::new(at(0), PKT, 1e6, 0);
+    let rtt = Duration::from_millis(10);
+    round(&mut c, at(0), rtt, 20, 0);
+    round(&mut c, at(10), rtt, 20, 0);
+    let bw = c.bottleneck();
+    // Five seconds idle, then one packet with nothing in flight.
+    let s = c.on_sent(at(5020), PKT, false, 0);
+    c.on_ack(at(5030), &[s], 0);
+    assert!(c.bottleneck() >= bw * 0.99, "{} vs {bw}", c.bottleneck());
+    let slow = c.bw.back().map(|&(_, r)| r).unwrap_or(0.0);
+    assert!(slow > 50_000.0, "sample {slow}");
 }

@@ -300,12 +300,13 @@ impl<A: PeerAddr> Endpoint<A> {
         let packet = self.cfg.packet_size;
         // The receiver acks every `window / 4` blocks: keep twice that in flight.
         let floor = (self.cfg.window as usize / 2).max(4) * packet;
+        let in_flight = self.in_flight(peer);
         let f = self.flows.entry(peer.clone()).or_insert_with(|| Flow {
             cc: Controller::new(now, packet, rate, floor as u64),
             pacer: TokenBucket::new(rate, burst, now),
         });
         f.pacer.take(now, bytes as f64);
-        Some(f.cc.on_sent(now, bytes, limited))
+        Some(f.cc.on_sent(now, bytes, limited, in_flight))
     }
 
     /// A vector from `peer` acknowledged `acked` and showed `lost` bytes lost.
