@@ -336,6 +336,9 @@ def report(case: str, xs: Sequence[float], ns3: Outcome, ws: Outcome, ap_queue: 
         lines.append(f"WifiMacQueue took {q['wmq_enqueued']:.0f}, expired {q['wmq_expired']:.0f} "
                      f"(MaxDelay), refused {q['wmq_refused']:.0f} (full);")
         lines.append(f"{q['wmq_removed']:.0f} left it after {q['wmq_mean_s']:.3f} s on average.")
+        if "tries_failed" in q:
+            lines.append(f"Unacknowledged AP tries: {q['tries_failed']:.0f}; MPDUs that used up "
+                         f"their tries: {q['mpdus_failed']:.0f}.")
     lines.append("")
     lines.append("speed ratio = ns-3 / wayside seconds (wayside is that many times")
     lines.append("faster); data ratio = wayside / ns-3 bytes.")

@@ -52,6 +52,8 @@ struct ApQueue
     uint64_t refused = 0;
     uint64_t removed = 0;
     double sojournS = 0.0;
+    uint64_t failedTries = 0;
+    uint64_t failedMpdus = 0;
 };
 
 ApQueue g_apQueue;
@@ -153,6 +155,20 @@ OnWmqDequeue(Ptr<const WifiMpdu> mpdu)
 {
     ++g_apQueue.removed;
     g_apQueue.sojournS += (Simulator::Now() - mpdu->GetTimestamp()).GetSeconds();
+}
+
+// The AP's station manager: a unicast transmission went unacknowledged,
+// or an MPDU used up its tries.
+void
+OnApTryFailed(Mac48Address)
+{
+    ++g_apQueue.failedTries;
+}
+
+void
+OnApMpduFailed(Mac48Address)
+{
+    ++g_apQueue.failedMpdus;
 }
 
 // ApWifiMac's AssociatedSta trace: the AP counts the car as associated
@@ -416,6 +432,10 @@ main(int argc, char* argv[])
     apWmq->TraceConnectWithoutContext("Expired", MakeCallback(&OnWmqExpired));
     apWmq->TraceConnectWithoutContext("DropBeforeEnqueue", MakeCallback(&OnWmqRefused));
     apWmq->TraceConnectWithoutContext("Dequeue", MakeCallback(&OnWmqDequeue));
+    Ptr<WifiRemoteStationManager> apRates =
+        DynamicCast<WifiNetDevice>(apDev.Get(0))->GetRemoteStationManager();
+    apRates->TraceConnectWithoutContext("MacTxDataFailed", MakeCallback(&OnApTryFailed));
+    apRates->TraceConnectWithoutContext("MacTxFinalDataFailed", MakeCallback(&OnApMpduFailed));
 
     Simulator::Stop(Seconds(duration));
     auto wall0 = std::chrono::steady_clock::now();
@@ -466,7 +486,8 @@ main(int argc, char* argv[])
         }
     }
     std::printf("apqueue wmq_enqueued=%llu wmq_expired=%llu wmq_refused=%llu wmq_removed=%llu "
-                "wmq_mean_s=%.4f qdisc_enqueued=%llu qdisc_overflow=%llu qdisc_codel=%llu\n",
+                "wmq_mean_s=%.4f qdisc_enqueued=%llu qdisc_overflow=%llu qdisc_codel=%llu "
+                "tries_failed=%llu mpdus_failed=%llu\n",
                 static_cast<unsigned long long>(g_apQueue.enqueued),
                 static_cast<unsigned long long>(g_apQueue.expired),
                 static_cast<unsigned long long>(g_apQueue.refused),
@@ -474,7 +495,9 @@ main(int argc, char* argv[])
                 g_apQueue.removed ? g_apQueue.sojournS / double(g_apQueue.removed) : 0.0,
                 static_cast<unsigned long long>(qdEnq),
                 static_cast<unsigned long long>(qdOverflow),
-                static_cast<unsigned long long>(qdCodel));
+                static_cast<unsigned long long>(qdCodel),
+                static_cast<unsigned long long>(g_apQueue.failedTries),
+                static_cast<unsigned long long>(g_apQueue.failedMpdus));
     std::printf("loop wall_s=%.4f cpu_s=%.4f events=%llu\n",
                 std::chrono::duration<double>(wall1 - wall0).count(),
                 double(cpu1 - cpu0) / CLOCKS_PER_SEC,

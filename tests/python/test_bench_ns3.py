@@ -141,7 +141,7 @@ data=0 data_x=0.00 data_t=0.0000
 car index=0 bytes=35947444 associated=1 assoc_x=-465.37 assoc_t=46.5584 ap_accepted=1 ap_accepted_x=-444.28 \
 data=1 data_x=-420.50 data_t=48.6000
 apqueue wmq_enqueued=34121 wmq_expired=2049 wmq_refused=0 wmq_removed=34121 wmq_mean_s=0.3719 \
-qdisc_enqueued=33937 qdisc_overflow=0 qdisc_codel=0
+qdisc_enqueued=33937 qdisc_overflow=0 qdisc_codel=0 tries_failed=17000 mpdus_failed=900
 loop wall_s=6.2200 cpu_s=3.1200 events=123
 """
 
@@ -194,6 +194,7 @@ def test_report_fits_80_columns():
     text = bench.report("fifty", xs, n, w)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "expired 2049 (MaxDelay)" in text
+    assert "Unacknowledged AP tries: 17000; MPDUs that used up their tries: 900." in text
     assert "13.28x" in text  # CPU: 42.5 / 3.2
     assert "0.15x" in text  # data: 11.55 / 77.5
 
