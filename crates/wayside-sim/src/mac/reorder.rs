@@ -125,29 +125,30 @@ impl Reorder {
         out
     }
 
-    /// Hands up what is in order from the head; if the head's slot is
-    /// empty, skips gaps before MPDUs that waited [`REORDER_TIMEOUT`].
+    /// Hands up what is in order from the head, and past each gap before
+    /// an MPDU that has waited [`REORDER_TIMEOUT`] (mac80211 releases
+    /// those when its timer fires, at once if already due).
     pub fn release(&mut self, now: SimTime, out: &mut Vec<Arrived>) {
-        if self.slots[Self::slot(self.head)].is_none() && self.stored > 0 {
-            let mut skipped = 1;
-            for k in 1..BA_WINDOW {
-                let j = Self::slot(self.head + k);
-                match &self.slots[j] {
-                    None => skipped += 1,
-                    Some((at, _)) if skipped > 0 && now < *at + REORDER_TIMEOUT => return,
-                    Some(_) => {
-                        // The gap's slots, then this one.
-                        for _ in 0..skipped {
-                            self.release_head(out);
-                        }
-                        self.release_head(out);
-                        return self.release(now, out);
-                    }
-                }
+        loop {
+            while self.slots[Self::slot(self.head)].is_some() {
+                self.release_head(out);
             }
-        }
-        while self.slots[Self::slot(self.head)].is_some() {
-            self.release_head(out);
+            if self.stored == 0 {
+                return;
+            }
+            let (k, at) = (1..BA_WINDOW)
+                .find_map(|k| {
+                    let at = self.slots[Self::slot(self.head + k)].as_ref()?.0;
+                    Some((k, at))
+                })
+                .expect("a stored MPDU in the window");
+            if now < at + REORDER_TIMEOUT {
+                return;
+            }
+            // The gap's slots; the loop then hands up the MPDU after it.
+            for _ in 0..k {
+                self.release_head(out);
+            }
         }
     }
 
@@ -217,6 +218,17 @@ mod tests {
         assert_eq!(seqs(&out), vec![1]);
         // The lost one, late, is now older than the head.
         assert_eq!(rx(&mut r, 101, 0), (true, vec![]));
+    }
+
+    #[test]
+    fn a_timed_out_gap_behind_released_frames_is_skipped_too() {
+        let mut r = Reorder::new(0);
+        rx(&mut r, 0, 1);
+        rx(&mut r, 0, 3);
+        // At 150 ms 0 arrives: 0 and 1 go up, and the gap at 2 has held
+        // 3 back for longer than the timeout.
+        assert_eq!(rx(&mut r, 150, 0), (false, vec![0, 1, 3]));
+        assert_eq!(r.deadline(), None);
     }
 
     #[test]
