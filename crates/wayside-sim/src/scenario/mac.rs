@@ -11,6 +11,7 @@
 
 use super::common::{check_range, err, rate_mode, time_in, RateQ, ScenarioError, SizeQ, TimeQ};
 use super::rate_control::{check_rate_role, driver_default, RateContext, RateControlSection};
+use crate::mac::ampdu::AmpduConfig;
 use crate::mac::MacConfig;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{Mode, Standard};
@@ -55,6 +56,10 @@ pub struct MacSection {
     /// frames a SIFS apart for up to `txop_limit`.
     #[serde(default)]
     pub txop_bursting: bool,
+    /// A-MPDU aggregation with Block Ack on HT and VHT radios (as ath9k
+    /// runs it; [`crate::mac::ampdu`]); no effect on other radios.
+    #[serde(default = "default_ampdu")]
+    pub ampdu: bool,
     /// The best-effort TXOP limit that fast frames must fit and bursts last.
     #[serde(default = "default_txop_limit")]
     pub txop_limit: TimeQ,
@@ -67,6 +72,10 @@ pub struct MacSection {
 /// (the AR5212).
 fn default_txop_limit() -> TimeQ {
     TimeQ(2.048e-3)
+}
+
+fn default_ampdu() -> bool {
+    true
 }
 
 fn default_queue() -> u64 {
@@ -94,19 +103,20 @@ impl Default for MacSection {
             rate_control: None,
             fast_frames: false,
             txop_bursting: false,
+            ampdu: default_ampdu(),
             txop_limit: default_txop_limit(),
         }
     }
 }
 
 impl MacSection {
-    /// What this section fixes for every node's rate control, on
-    /// `standard` with lowest basic rate `basic` and `error_model`.
     /// Whether this section names every node's rate selection.
     pub(super) fn names_rate(&self) -> bool {
         self.rate.is_some() || self.retry_chain.is_some() || self.rate_control.is_some()
     }
 
+    /// What this section fixes for every node's rate control, on
+    /// `standard` with lowest basic rate `basic` and `error_model`.
     pub(super) fn rate_context(
         &self,
         standard: Standard,
@@ -230,6 +240,8 @@ impl MacSection {
             rate,
             modes: rates.standard.modes(),
             fast_frames: mac.fast_frames.then_some(txop_limit),
+            ampdu: (mac.ampdu && matches!(rates.standard, Standard::Ht(_)))
+                .then_some(AmpduConfig::ATH9K),
             txop_bursting: mac.txop_bursting.then_some(txop_limit),
         })
     }
