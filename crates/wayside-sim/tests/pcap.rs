@@ -95,18 +95,19 @@ fn test_timestamps_count_from_the_scenario_start() {
         .iter()
         .zip(&plain)
         .all(|(m, p)| m.0 == p.0 + start_ns && m.2 == p.2));
-    let late = format!("start = \"2106-02-07T06:28:00Z\"\n{PASS}");
-    let e = wayside_sim::scenario::load(&late, &[], None, 0)
-        .unwrap_err()
-        .0;
+    // The error for a `start` given as `value`.
+    let error = |value: &str| {
+        let text = format!("start = \"{value}\"\n{PASS}");
+        wayside_sim::scenario::load(&text, &[], None, 0)
+            .unwrap_err()
+            .0
+    };
+    let e = error("2106-02-07T06:28:00Z");
     assert!(
         e.starts_with("start: 2106-02-07T06:28:00Z: the run must lie between"),
         "{e}"
     );
-    let bad = format!("start = \"15 Aug 2006\"\n{PASS}");
-    let e = wayside_sim::scenario::load(&bad, &[], None, 0)
-        .unwrap_err()
-        .0;
+    let e = error("15 Aug 2006");
     assert!(
         e.starts_with("start: \"15 Aug 2006\" is not an RFC 3339 time"),
         "{e}"
