@@ -78,7 +78,11 @@ def test_show_prints_resolved_toml(cli):
 
 
 def test_show_resolved_writes_every_default_and_runs_the_same(cli, tmp_path):
-    corridor = Path(__file__).parent / "data" / "corridor.toml"
+    # The corridor as the user wrote it, without the rate it names.
+    scenario = tomllib.loads((Path(__file__).parent / "data" / "corridor.toml").read_text(encoding="utf-8"))
+    del scenario["mac"]
+    corridor = tmp_path / "corridor.toml"
+    corridor.write_text(tomli_w.dumps(scenario), encoding="utf-8")
     roam = 'management.roaming="bgscan-simple"'
     p = cli("show", str(corridor), "--resolved", "--set", roam)
     assert p.returncode == 0, p.stderr
