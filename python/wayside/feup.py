@@ -3,8 +3,9 @@ run reduced to the rows of the dataset's `per-second.csv`, so that the
 simulation and the measurement are summarised the same way.
 
 Per whole second of the run: the client's distance from the AP (its
-recorded positions, linear in between), the bytes of data frames it
-received intact from the AP, and the mean PHY rate and RSSI of those
+recorded positions, linear in between), the bytes of the MSDUs it
+received from the AP (the `mac` trace: an A-MPDU counts only the
+subframes that arrived), and the mean PHY rate and RSSI of those
 frames (NaN in a second without any). The summaries the validation file
 `feup-2019.toml` compares:
 
@@ -42,15 +43,25 @@ def per_second(result: RunResult, client: str, ap: str) -> pl.DataFrame:
     x = np.interp(seconds + 0.5, t, pos["x"].to_numpy())
     y = np.interp(seconds + 0.5, t, pos["y"].to_numpy())
     base = pl.DataFrame({"second": seconds, "dist_m": np.hypot(x - ap_pos[1], y - ap_pos[2])})
-    rx = (
+    second = (pl.col("time_ns") // 1_000_000_000).cast(pl.Int64).alias("second")
+    # Bytes from the MAC's received MSDUs: a frames row of an A-MPDU is the
+    # whole aggregate, of which some subframes may have been lost.
+    data = (
+        table(result, "mac")
+        .filter((pl.col("node") == client) & (pl.col("peer") == ap) & (pl.col("event") == "received"))
+        .with_columns(second)
+        .group_by("second")
+        .agg((pl.col("bytes").cast(pl.Float64).sum() * 8 / 1e6).alias("mbit"))
+    )
+    phy = (
         table(result, "frames")
         .filter((pl.col("node") == client) & (pl.col("peer") == ap) & (pl.col("event") == "rx")
                 & (pl.col("kind") == "data"))
-        .with_columns((pl.col("time_ns") // 1_000_000_000).cast(pl.Int64).alias("second"))
+        .with_columns(second)
         .group_by("second")
-        .agg((pl.col("bytes").cast(pl.Float64).sum() * 8 / 1e6).alias("mbit"),
-             pl.col("rate_mbps").cast(pl.Float64).mean(), pl.col("rssi_dbm").cast(pl.Float64).mean())
+        .agg(pl.col("rate_mbps").cast(pl.Float64).mean(), pl.col("rssi_dbm").cast(pl.Float64).mean())
     )
+    rx = data.join(phy, on="second", how="full", coalesce=True)
     out = base.with_columns(pl.col("second").cast(pl.Int64)).join(rx, on="second", how="left")
     return out.with_columns(pl.col("mbit").fill_null(0.0))
 
