@@ -19,15 +19,13 @@
 //! [`Dcf::poll_event`] (what the layers above and the trace need to know).
 
 mod agg;
+mod fast_frames;
 
 use super::ampdu::{Originator, Pending, BAR_BYTES, BA_BYTES};
 use super::links::{Links, Whereabouts};
-use super::reorder::Reorder;
 use super::queue::{DropCause, Queued, TxQueue};
-use super::{
-    Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
-    RTS_BYTES,
-};
+use super::reorder::Reorder;
+use super::{Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, RTS_BYTES};
 use crate::ids::{Dst, NodeId};
 use crate::phy::mode::{Mode, Preamble, Standard, Timing};
 use crate::ratectl::{RetryChain, Stage, TxStatus};
@@ -139,13 +137,6 @@ struct Current {
 /// `FF_TXQ_MIN − 1` frames, a packet still waiting for a partner goes
 /// alone too (`ath_tx_processq` flushes the staging queue).
 const FF_TXQ_MIN: usize = 3;
-
-/// What madwifi's airtime estimate for a fast frame
-/// (`athff_approx_txtime`) adds to our two MSDUs: each packet counted as
-/// an Ethernet frame (6 bytes more than IP with LLC/SNAP), plus 32 bytes of
-/// 802.11 header and FCS, 10 of fast-frame header and padding, 16 for two
-/// LLC tunnel headers and 14 for one 802.3 tunnel header.
-const FF_ESTIMATE_EXTRA: u32 = 2 * 6 + 32 + 10 + 16 + 14;
 
 /// The radio settings airtime computations need.
 #[derive(Clone, Copy, Debug)]
@@ -482,23 +473,6 @@ impl Dcf {
         }
     }
 
-    /// An A-MPDU finished arriving: `oks` says which subframes decoded;
-    /// otherwise as [`Dcf::handle_rx_end`] (`ok`: any did).
-    pub fn handle_rx_aggregate(
-        &mut self,
-        now: SimTime,
-        frame: &Frame,
-        mode: Mode,
-        oks: &[bool],
-        rssi: Dbm,
-        noise_floor: Dbm,
-    ) {
-        self.rx_parts = oks.to_vec();
-        let ok = oks.iter().any(|&ok| ok);
-        self.handle_rx_end(now, frame, mode, ok, rssi, noise_floor);
-        self.rx_parts.clear();
-    }
-
     /// A frame finished arriving: `ok` if it decoded, at `rssi`; `mode` is
     /// what it was sent at; `noise_floor` turns RSSI into SNR for learning.
     pub fn handle_rx_end(
@@ -761,64 +735,6 @@ impl Dcf {
         true
     }
 
-    /// `msdu` joined with the next queued packet to the same receiver into
-    /// an Atheros fast frame, if enabled and madwifi's estimate of the
-    /// joined frame's airtime at the chain's first rate (long PLCP at the
-    /// DSSS rates, as `ath_hal_computetxtime` is asked) stays within the
-    /// limit (the best-effort TXOP); else `msdu` itself.
-    fn join_fast_frame(&mut self, now: SimTime, msdu: Msdu, chain: &RetryChain) -> Msdu {
-        let (Some(limit), Payload::Packet(_), Dst::Node(_), None) =
-            (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed)
-        else {
-            return msdu;
-        };
-        let Some(Queued {
-            msdu:
-                Msdu {
-                    payload: Payload::Packet(_),
-                    dst,
-                    fixed: None,
-                    bytes,
-                    ..
-                },
-            ..
-        }) = self.data.fifo_front()
-        else {
-            return msdu;
-        };
-        if *dst != msdu.dst {
-            return msdu;
-        }
-        let estimate = chain.stages[0].mode.airtime(
-            msdu.bytes + bytes + FF_ESTIMATE_EXTRA,
-            Preamble::Long,
-            self.air.standard,
-        );
-        if estimate > limit {
-            return msdu;
-        }
-        let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
-        let Some(Queued {
-            msdu:
-                Msdu {
-                    payload: Payload::Packet(b),
-                    ..
-                },
-            ..
-        }) = self.data.pop(now)
-        else {
-            return msdu;
-        };
-        let Payload::Packet(a) = msdu.payload else {
-            return msdu;
-        };
-        Msdu {
-            bytes: joined,
-            payload: Payload::FastFrame(Box::new([a, b])),
-            ..msdu
-        }
-    }
-
     /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.
     fn response_airtime(&self, mode: &Mode, bytes: u32) -> SimTime {
         self.air
@@ -882,7 +798,8 @@ impl Dcf {
         let mode = self.current_mode();
         let cur = self.current();
         let unicast = matches!(cur.msdu.dst, Dst::Node(_));
-        let blockack = !cur.mpdus.is_empty() || matches!(cur.msdu.payload, Payload::BlockAckReq { .. });
+        let blockack =
+            !cur.mpdus.is_empty() || matches!(cur.msdu.payload, Payload::BlockAckReq { .. });
         let response = if blockack { BA_BYTES } else { ACK_BYTES };
         let duration = if unicast {
             self.timing.sifs + self.response_airtime(&mode, response)

@@ -516,7 +516,10 @@ mod tests {
         assert!((min_sinr.0 + 5.0).abs() < 1e-3);
         // Drawn: the same outcome.
         let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
-        assert_eq!(p.rx_start(faded.start, faded, &model(), &mut rng), RxStart::Locked);
+        assert_eq!(
+            p.rx_start(faded.start, faded, &model(), &mut rng),
+            RxStart::Locked
+        );
         p.fade_reception(faded.fades);
         let (end, oks) = p
             .rx_end_parts(faded.end, TxId(1), &model(), &mut rng, &parts)

@@ -20,6 +20,23 @@ use crate::units::{Dbm, SimTime};
 const BAR_TRIES: u8 = 10;
 
 impl Dcf {
+    /// An A-MPDU finished arriving: `oks` says which subframes decoded;
+    /// otherwise as [`Dcf::handle_rx_end`] (`ok`: any did).
+    pub fn handle_rx_aggregate(
+        &mut self,
+        now: SimTime,
+        frame: &Frame,
+        mode: Mode,
+        oks: &[bool],
+        rssi: Dbm,
+        noise_floor: Dbm,
+    ) {
+        self.rx_parts = oks.to_vec();
+        let ok = oks.iter().any(|&ok| ok);
+        self.handle_rx_end(now, frame, mode, ok, rssi, noise_floor);
+        self.rx_parts.clear();
+    }
+
     /// Whether `msdu` may go in an aggregate: data to a peer whose rates
     /// rate control chooses, with aggregation on.
     fn aggregatable(&self, msdu: &Msdu) -> Option<NodeId> {
@@ -75,8 +92,8 @@ impl Dcf {
             self.tx_power,
             known.expect("whereabouts for a chain"),
         );
-        let limit = ampdu::length_limit(&cfg, &chain, self.air.preamble, self.air.standard)
-            .unwrap_or(0);
+        let limit =
+            ampdu::length_limit(&cfg, &chain, self.air.preamble, self.air.standard).unwrap_or(0);
         let mut layout = Layout::new(&cfg, limit, chain.stages[0].mode);
         let mut starts = Vec::new();
         if let Some(p) = items.first() {
@@ -317,7 +334,9 @@ impl Dcf {
                 payload: m.payload.clone(),
                 report: frame.report,
             };
-            let (duplicate, released) = self.reorder_for(frame.src, ssn).receive(now, mpdu.clone(), rssi);
+            let (duplicate, released) =
+                self.reorder_for(frame.src, ssn)
+                    .receive(now, mpdu.clone(), rssi);
             if duplicate {
                 self.events.push_back(DcfEvent::Received {
                     frame: mpdu,
@@ -344,13 +363,21 @@ impl Dcf {
         let bitmap = self.reorder_for(src, ssn).bitmap(ssn);
         let mut ba = self.control_frame(FrameKind::BlockAck, src, BA_BYTES, SimTime::ZERO);
         ba.payload = Payload::BlockAck { ssn, bitmap };
-        self.response = Some((ba, self.air.standard.control_rate_from(mode, self.air.basic)));
+        self.response = Some((
+            ba,
+            self.air.standard.control_rate_from(mode, self.air.basic),
+        ));
         self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
     }
 
     /// Arms the reorder timeout at the earliest buffer's deadline.
     fn arm_reorder_timeout(&mut self) {
-        match self.recipients.iter().filter_map(|(_, r)| r.deadline()).min() {
+        match self
+            .recipients
+            .iter()
+            .filter_map(|(_, r)| r.deadline())
+            .min()
+        {
             Some(at) => self.arm(at, MacTimer::ReorderTimeout),
             None => self.cancel(MacTimer::ReorderTimeout),
         }
