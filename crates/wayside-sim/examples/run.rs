@@ -1,28 +1,50 @@
 //! Runs a built-in scenario or a scenario file once, for profiling and for
 //! checking that a change leaves results byte-identical:
 //! `cargo run --release --example run -- drive-by [--seed N] [--summary]
-//! [--no-digest] [KEY=VALUE ...]` prints the event and transmission counts
-//! and a SHA-256 digest of every trace column (`--no-digest`: not, for
-//! timing against older commits, whose example had none); `--summary` adds,
-//! per node that received data, the megabytes delivered to its applications
-//! and where it first associated.
+//! [--no-digest] [--undetectable] [KEY=VALUE ...]` prints the event and
+//! transmission counts and a SHA-256 digest of every trace column
+//! (`--no-digest`: not, for timing against older commits, whose example
+//! had none); `--summary` adds, per node that received data, the megabytes
+//! delivered to its applications and where it first associated;
+//! `--undetectable` adds what the run counted of undetectable preambles
+//! and the digest without the `frames` rows of their drops (with
+//! `radio.undetectable_rows=true`, the same as a run that counts them).
 
 use sha2::{Digest, Sha256};
 use wayside_sim::run_scenario;
 use wayside_sim::scenario::builtin;
 use wayside_sim::trace::{Column, ConnEvent, Trace};
 
-fn digest(trace: &Trace) -> String {
+/// The digest of every column, leaving out the `frames` rows `without`.
+fn digest(trace: &Trace, without: &[u32]) -> String {
     let mut h = Sha256::new();
-    for (name, col) in trace.tables().into_iter().flat_map(|(_, cols)| cols) {
-        h.update(name.as_bytes());
-        match col {
-            Column::U8(v) | Column::Category(v, _) => h.update(v),
-            Column::U16(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-            Column::U32(v) | Column::Node(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-            Column::U64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-            Column::F32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-            Column::F64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+    let mut keep = vec![true; trace.frames.len()];
+    without.iter().for_each(|&r| keep[r as usize] = false);
+    for (table, cols) in trace.tables() {
+        for (name, col) in cols {
+            let kept = |i: &usize| table != "frames" || keep[*i];
+            h.update(name.as_bytes());
+            match col {
+                Column::U8(v) | Column::Category(v, _) => {
+                    let v: Vec<u8> = (0..v.len()).filter(kept).map(|i| v[i]).collect();
+                    h.update(v)
+                }
+                Column::U16(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+                Column::U32(v) | Column::Node(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+                Column::U64(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+                Column::F32(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+                Column::F64(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+            }
         }
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
@@ -61,7 +83,8 @@ fn main() {
     };
     let show_summary = args.iter().any(|a| a == "--summary");
     let show_digest = !args.iter().any(|a| a == "--no-digest");
-    args.retain(|a| a != "--summary" && a != "--no-digest");
+    let show_undetectable = args.iter().any(|a| a == "--undetectable");
+    args.retain(|a| a != "--summary" && a != "--no-digest" && a != "--undetectable");
     let mut seed = None;
     if let Some(i) = args.iter().position(|a| a == "--seed") {
         let value = args.get(i + 1).and_then(|s| s.parse().ok());
@@ -86,9 +109,22 @@ fn main() {
                 out.stats.events, out.stats.transmissions
             );
             if show_digest {
-                print!(", digest {}", digest(&out.trace));
+                print!(", digest {}", digest(&out.trace, &[]));
             }
             println!();
+            if show_undetectable {
+                let u = &out.trace.undetectable;
+                let drops: u64 = u.drops.iter().flatten().sum();
+                println!(
+                    "undetectable: {} arrivals ({} divergent), {} drops counted, \
+                     {} rows; without them, digest {}",
+                    u.arrivals,
+                    u.divergent,
+                    drops,
+                    u.rows.len(),
+                    digest(&out.trace, &u.rows)
+                );
+            }
             if show_summary {
                 summary(&out.trace);
             }

@@ -106,12 +106,25 @@ impl Event {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Key {
-    time: SimTime,
+/// Where an event falls in the order of a run: events run in ascending key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Key {
+    pub(crate) time: SimTime,
     rank: u8,
     source: u32,
     seq: u64,
+}
+
+impl Key {
+    /// A key after that of every event at `time`.
+    pub(crate) fn after(time: SimTime) -> Key {
+        Key {
+            time,
+            rank: u8::MAX,
+            source: u32::MAX,
+            seq: u64::MAX,
+        }
+    }
 }
 
 struct Entry {
@@ -143,6 +156,8 @@ pub struct EventQueue {
     /// Per-source sequence counters; index = source id.
     seqs: Vec<u64>,
     popped: u64,
+    /// The key of the event popped last.
+    last: Key,
 }
 
 impl EventQueue {
@@ -163,6 +178,14 @@ impl EventQueue {
     /// traffic-source id offset past the nodes). Panics if `time` is in the past:
     /// that is a model bug, never an input error.
     pub fn schedule(&mut self, time: SimTime, source: u32, event: Event) {
+        let key = self.reserve(time, source, &event);
+        self.heap.push(Reverse(Entry { key, event }));
+    }
+
+    /// The key `event` would have if scheduled at `time` by `source` now,
+    /// taken as if it were (later events of `source` order after it), for
+    /// an event that is run outside the queue.
+    pub(crate) fn reserve(&mut self, time: SimTime, source: u32, event: &Event) -> Key {
         assert!(
             time >= self.now,
             "event scheduled in the past: {time} < {}",
@@ -174,13 +197,17 @@ impl EventQueue {
         }
         let seq = self.seqs[s];
         self.seqs[s] += 1;
-        let key = Key {
+        Key {
             time,
             rank: event.rank(),
             source,
             seq,
-        };
-        self.heap.push(Reverse(Entry { key, event }));
+        }
+    }
+
+    /// The key of the event popped last (the one being handled).
+    pub(crate) fn current(&self) -> Key {
+        self.last
     }
 
     /// Removes the earliest event, advancing the clock to its time.
@@ -188,6 +215,7 @@ impl EventQueue {
         let Reverse(e) = self.heap.pop()?;
         assert!(e.key.time >= self.now, "time went backwards");
         self.now = e.key.time;
+        self.last = e.key;
         self.popped += 1;
         Some((e.key.time, e.event))
     }

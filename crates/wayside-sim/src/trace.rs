@@ -390,6 +390,38 @@ pub struct Trace {
     pub events: EventTable,
     pub tcp: TcpTable,
     pub transport: TransportTable,
+    /// The frames whose preamble a radio could not detect.
+    pub undetectable: Undetectable,
+}
+
+/// Arrivals of frames whose preamble the radio could not detect
+/// ([`crate::air::UNDETECTABLE`]). Their drops, which the `frames` table
+/// would record (frames addressed to the radio or broadcast, everything
+/// at the sniffer), are counted here instead, unless the scenario keeps
+/// the rows (`radio.undetectable_rows`).
+#[derive(Default, Debug, Clone)]
+pub struct Undetectable {
+    /// Per node (by index), the drops counted instead of rows, by reason:
+    /// `preamble-missed`, `busy`, `transmitting` ([`Undetectable::REASONS`]).
+    pub drops: Vec<[u64; 3]>,
+    /// Arrivals run outside the event queue (each two events fewer).
+    pub arrivals: u64,
+    /// Of those, the ones where the PHY would have locked on the frame
+    /// (its detection draw, at most [`crate::air::UNDETECTABLE`], came
+    /// out) or the MAC seen the medium change: where the run may differ
+    /// from one that keeps the rows.
+    pub divergent: u64,
+    /// With the rows kept: the `frames` rows that record such drops.
+    pub rows: Vec<u32>,
+}
+
+impl Undetectable {
+    /// The drop reasons [`Undetectable::drops`] counts, in its order.
+    pub const REASONS: [DropReason; 3] = [
+        DropReason::PreambleMissed,
+        DropReason::Busy,
+        DropReason::Transmitting,
+    ];
 }
 
 /// Every table of a trace with its name, each as `$columns` gives its columns.

@@ -174,10 +174,16 @@ impl Phy {
         }
     }
 
-    fn preamble_detected(&self, s: &Signal, model: &ErrorModelKind, rng: &mut Stream) -> bool {
+    /// The probability that the preamble and PLCP header of `s` are
+    /// detected, at its SINR against what else is on the air.
+    fn detection_probability(&self, s: &Signal, model: &ErrorModelKind) -> f64 {
         let interference = self.total - s.power.0;
         let sinr = Db::from_ratio(s.power.0 / (self.noise.0 + interference.max(0.0)));
-        rng.uniform() < model.chunk_success(&s.header_mode, sinr, s.header_bits)
+        model.chunk_success(&s.header_mode, sinr, s.header_bits)
+    }
+
+    fn preamble_detected(&self, s: &Signal, model: &ErrorModelKind, rng: &mut Stream) -> bool {
+        rng.uniform() < self.detection_probability(s, model)
     }
 
     /// A signal begins to arrive.
@@ -188,6 +194,43 @@ impl Phy {
         model: &ErrorModelKind,
         rng: &mut Stream,
     ) -> RxStart {
+        self.rx_start_with(now, s, &mut |phy, s| phy.preamble_detected(s, model, rng))
+    }
+
+    /// A signal whose preamble cannot be detected begins to arrive
+    /// ([`crate::air::UNDETECTABLE`]): it adds its power, and the draw a
+    /// detection would take is taken, so that the stream's later draws are
+    /// those of [`Phy::rx_start`], but it is never locked on. Returns why
+    /// it was not received, and whether [`Phy::rx_start`] would have
+    /// locked on it (its draw fell under the detection probability).
+    pub fn rx_start_undetectable(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        model: &ErrorModelKind,
+        rng: &mut Stream,
+    ) -> (DropReason, bool) {
+        let mut locks = false;
+        let outcome = self.rx_start_with(now, s, &mut |phy, s| {
+            let u = rng.uniform();
+            // The exact probability only where the draw could fall under it.
+            locks = u < 1e-6 && u < phy.detection_probability(s, model);
+            false
+        });
+        match outcome {
+            RxStart::Ignored(reason) => (reason, locks),
+            _ => unreachable!("an undetectable preamble is never locked on"),
+        }
+    }
+
+    /// A signal begins to arrive; `detect` says whether its preamble is
+    /// detected (and takes the draw for it).
+    fn rx_start_with(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        detect: &mut dyn FnMut(&Phy, &Signal) -> bool,
+    ) -> RxStart {
         self.incoming.push(s);
         self.total += s.power.0;
         if self.transmitting_until.is_some() {
@@ -195,7 +238,7 @@ impl Phy {
         }
         let outcome = match &self.rx {
             None => {
-                if self.preamble_detected(&s, model, rng) {
+                if detect(self, &s) {
                     RxStart::Locked
                 } else {
                     RxStart::Ignored(DropReason::PreambleMissed)
@@ -205,7 +248,7 @@ impl Phy {
                 let stronger = self
                     .capture
                     .is_some_and(|m| Db::from_ratio(s.power.0 / r.signal.power.0).0 >= m.0);
-                if stronger && self.preamble_detected(&s, model, rng) {
+                if stronger && detect(self, &s) {
                     RxStart::Captured { lost: r.signal.tx }
                 } else {
                     RxStart::Ignored(DropReason::Busy)

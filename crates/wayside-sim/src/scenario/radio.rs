@@ -51,6 +51,10 @@ pub struct Radio {
     /// How an OFDM receiver knows the channel over a frame.
     #[serde(default)]
     pub ofdm_channel_estimate: ChannelEstimateName,
+    /// Write a `frames` row for every drop of a frame whose preamble the
+    /// radio could not detect, instead of counting them.
+    #[serde(default)]
+    pub undetectable_rows: bool,
 }
 
 /// `radio.ofdm_channel_estimate` ([`crate::channel::Fades::aging`]).
@@ -155,6 +159,7 @@ impl Radio {
             }),
             basic_rate: self.basic_rate()?,
             ofdm_preamble_estimate: r.ofdm_channel_estimate == ChannelEstimateName::Preamble,
+            undetectable_rows: r.undetectable_rows,
         })
     }
 

@@ -130,7 +130,11 @@ impl World {
             radio,
             &mut reached,
         );
-        for &(rx, delay) in &reached {
+        for &(rx, delay, undetectable) in &reached {
+            if undetectable && !self.undetectable_rows {
+                self.wait_undetectable(rx, id, (now + delay, end + delay));
+                continue;
+            }
             self.queue
                 .schedule(now + delay, rx.0, Event::RxStart { node: rx, tx: id });
             self.queue
@@ -174,7 +178,7 @@ impl World {
 
     /// Whether `node` should record what happens to frame `id` (addressed to
     /// it, or broadcast); overheard unicast is not traced, except by the sniffer.
-    fn traced_at(&self, node: NodeId, id: TxId) -> bool {
+    pub(super) fn traced_at(&self, node: NodeId, id: TxId) -> bool {
         self.air.medium.tx(id).frame.dst.is_for(node) || self.sniffer == Some(node)
     }
 
@@ -209,7 +213,11 @@ impl World {
             let power = t.power_at(node);
             let noise = self.air.medium.channel().noise_floor;
             let extra = power.map(|p| (p.to_dbm(), p.to_dbm() - noise, Db(f64::NAN)));
-            self.trace_frame(now, at, &frame, &mode, PhyEvent::Drop, reason, extra);
+            let undetectable = t.undetectable_at(node);
+            let row = self.trace_frame(now, at, &frame, &mode, PhyEvent::Drop, reason, extra);
+            if undetectable {
+                self.trace.undetectable.rows.push(row as u32);
+            }
         }
     }
 

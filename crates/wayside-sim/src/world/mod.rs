@@ -3,13 +3,28 @@
 //! links, the experiment's script and the trace), and the event loop that
 //! hands each event to the node it is for ([`crate::node`]) and applies
 //! what the node wants done ([`effects`]).
+//!
+//! **Undetectable arrivals.** A frame whose preamble a radio cannot detect
+//! ([`crate::air::UNDETECTABLE`]) only adds to what the radio hears, and
+//! takes the draw a detection would: it changes nothing the radio does
+//! until its next event. So its start and end at that radio are not put in
+//! the queue: each takes the key it would have had there
+//! ([`EventQueue::reserve`]) and waits in the radio's own queue of such
+//! arrivals, and the radio runs them in key order just before its next
+//! event, before the end of the run, or when many are waiting. What they
+//! add to the interference a receiver decodes against, and the draws they
+//! take, are then exactly those of a run that queues them, and their
+//! drops are counted ([`crate::trace::Undetectable`]) instead of written
+//! as `frames` rows. `radio.undetectable_rows` queues them as any
+//! other arrival and keeps the rows.
 
 mod effects;
+mod undetectable;
 
 use crate::air::Air;
 use crate::apps::broadside::BroadsideEnd;
 use crate::config::SimConfig;
-use crate::event::{Event, EventQueue};
+use crate::event::{Event, EventQueue, Key};
 use crate::ids::{NodeId, TxId};
 use crate::node::effects::Effects;
 use crate::node::Node;
@@ -46,8 +61,14 @@ pub struct World {
     awaiting: Vec<Option<usize>>,
     /// What the node handling the current event wants done (reused).
     effects: Effects,
-    /// Scratch: the radios a transmission reaches, with their delays.
-    reached: Vec<(NodeId, SimTime)>,
+    /// Scratch: the radios a transmission reaches, with their delays and
+    /// whether the preamble is undetectable there.
+    reached: Vec<(NodeId, SimTime, bool)>,
+    /// Per node, the arrivals of undetectable preambles still to run
+    /// (empty when the rows are kept).
+    waiting: Vec<undetectable::Waiting>,
+    /// Undetectable arrivals are queued and their rows kept.
+    undetectable_rows: bool,
     duration: SimTime,
 }
 
@@ -71,8 +92,12 @@ impl World {
             sniffer: cfg.pcap.sniffer,
             effects: Effects::default(),
             reached: Vec::new(),
+            waiting: Vec::new(),
+            undetectable_rows: cfg.radio.undetectable_rows,
             duration: cfg.duration,
         };
+        w.waiting.resize_with(w.nodes.len(), Default::default);
+        w.trace.undetectable.drops = vec![[0; 3]; w.nodes.len()];
         for i in 0..w.nodes.len() {
             let n = &mut w.nodes[i];
             n.apps.listen(&mut n.sockets);
@@ -144,11 +169,16 @@ impl World {
                 break;
             }
             let (now, ev) = self.queue.pop().expect("peeked");
+            self.run_undetectable(ev.node(), self.queue.current());
             let (node, tx) = self.dispatch(now, ev);
             self.apply(node, now);
             if let Some(tx) = tx {
                 self.air.medium.release(tx);
             }
+        }
+        let end = Key::after(self.duration);
+        for i in 0..self.nodes.len() {
+            self.run_undetectable(NodeId(i as u32), end);
         }
     }
 
