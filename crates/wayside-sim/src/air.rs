@@ -17,6 +17,7 @@ use crate::ids::{NodeId, TxId};
 use crate::mac::Frame;
 use crate::medium::{Antenna, Medium, RadioLimits};
 use crate::mobility::{Mobility, MobilityModel};
+use crate::phy::detection::Detection;
 use crate::phy::error::ErrorModel;
 use crate::phy::mode::{ModClass, Mode};
 use crate::phy::state::Signal;
@@ -66,11 +67,21 @@ impl Body {
     /// the air from `t` to `end`: where its antenna is at `t` and how far
     /// it moves until `end`.
     pub fn antenna(&self, t: SimTime, end: SimTime, channel: u32) -> Antenna {
-        let travel = Meters(self.mobility.odometer(end).0 - self.mobility.odometer(t).0);
+        self.antenna_at(self.position(t), t, end, channel)
+    }
+
+    /// [`Body::antenna`], given where it is at `t`.
+    fn antenna_at(&self, position: Vec2, t: SimTime, end: SimTime, channel: u32) -> Antenna {
+        let odometer = self.mobility.odometer(t);
         Antenna {
-            endpoint: self.endpoint(t),
+            endpoint: Endpoint {
+                position,
+                height: self.antenna_height,
+                antenna_gain: self.antenna_gain,
+                odometer,
+            },
             channel,
-            travel,
+            travel: Meters(self.mobility.odometer(end).0 - odometer.0),
         }
     }
 }
@@ -83,6 +94,8 @@ pub struct Air {
     /// Per header mode met so far, the received power below which its
     /// preamble cannot be detected ([`UNDETECTABLE`]).
     detectable: Vec<(Mode, MilliWatt)>,
+    /// Preamble detection, with a table per header mode of the standard.
+    pub detection: Detection,
 }
 
 impl Air {
@@ -101,12 +114,18 @@ impl Air {
             height: Meters(radios().map(|n| n.antenna_height.0).fold(0.0, f64::max)),
             speed: radios().map(|n| n.mobility.max_speed()).fold(0.0, f64::max),
         };
-        Air {
+        let mut air = Air {
             bodies: cfg.nodes.iter().map(Body::of).collect(),
             medium: Medium::new(&cfg.channel, &names, cfg.seed, cfg.run, limits),
             radio: cfg.radio.clone(),
             detectable: Vec::new(),
+            detection: Detection::new(cfg.radio.error_model),
+        };
+        for mode in cfg.radio.standard.modes() {
+            let (header, bits) = air.header(mode);
+            air.detection.prepare(&header, bits);
         }
+        air
     }
 
     pub fn position(&self, n: NodeId, t: SimTime) -> Vec2 {
@@ -179,14 +198,15 @@ impl Air {
         self.medium.rebin(now, radios);
         let detectable = self.detectable(&mode);
         let bodies = &self.bodies;
-        let antenna = |j: NodeId| radio(j).map(|c| bodies[j.index()].antenna(now, end, c));
+        let tuned = |j: NodeId| radio(j).map(|c| (c, bodies[j.index()].position(now)));
+        let antenna = |j: NodeId, c, p| bodies[j.index()].antenna_at(p, now, end, c);
         self.medium.transmit(
             now,
             end,
             src,
             (tx, tx_power),
             (frame, mode),
-            antenna,
+            (tuned, antenna),
             detectable,
             reached,
         )

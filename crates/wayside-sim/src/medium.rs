@@ -277,8 +277,10 @@ impl Medium {
     }
 
     /// Puts `frame` on the air from `src` (at `tx`, sending at `tx_power`)
-    /// from `now` to `end`, to the radios in the grid cells around it whose
-    /// `antenna` is given (`None`: the radio is off). Returns the
+    /// from `now` to `end`, to the radios in the grid cells around it that
+    /// are `tuned` (to a channel, at a position; `None`: the radio is off),
+    /// whose `antenna` (given that channel and position) is then asked for
+    /// only if the channel is the sender's and it is within reach. Returns the
     /// transmission's id, and fills `reached` with each radio it reaches,
     /// the propagation delay, and whether it arrives there below
     /// `detectable` (its preamble cannot be detected), in node order.
@@ -290,7 +292,10 @@ impl Medium {
         src: NodeId,
         (tx, tx_power): (Antenna, Dbm),
         (frame, mode): (Frame, Mode),
-        antenna: impl Fn(NodeId) -> Option<Antenna>,
+        (tuned, antenna): (
+            impl Fn(NodeId) -> Option<(u32, Vec2)>,
+            impl Fn(NodeId, u32, Vec2) -> Antenna,
+        ),
         detectable: MilliWatt,
         reached: &mut Vec<(NodeId, SimTime, bool)>,
     ) -> TxId {
@@ -307,12 +312,13 @@ impl Medium {
         let mut near = std::mem::take(&mut self.near);
         self.neighbours(src, &mut near);
         for &rx in &near {
-            let Some(antenna) = antenna(rx) else { continue };
-            if antenna.channel != tx.channel
-                || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach
-            {
+            let Some((channel, position)) = tuned(rx) else {
+                continue;
+            };
+            if channel != tx.channel || tx.endpoint.position.dist(position).0 > self.reach {
                 continue;
             }
+            let antenna = antenna(rx, channel, position);
             let span = path_loss(&self.channel, &tx.endpoint, &antenna.endpoint);
             let bound = tx_power + tx.endpoint.antenna_gain + antenna.endpoint.antenna_gain
                 - span.1
@@ -467,7 +473,10 @@ mod tests {
             NodeId(0),
             (antenna(xs[0]), power),
             (frame, mode),
-            |n| Some(antenna(xs[n.index()])),
+            (
+                |n: NodeId| Some((6, Vec2::new(xs[n.index()], 0.0))),
+                |n: NodeId, _, _| antenna(xs[n.index()]),
+            ),
             MilliWatt(0.0),
             &mut reached,
         );

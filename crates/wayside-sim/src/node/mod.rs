@@ -229,7 +229,7 @@ impl Node {
         let s = air.signal(id, self.id, now);
         match self
             .phy
-            .rx_start(now, s, &air.radio.error_model, &mut self.phy_rng)
+            .rx_start_detecting(now, s, &air.detection, &mut self.phy_rng)
         {
             RxStart::Locked => self.phy.fade_reception(air.fades(id, self.id)),
             RxStart::Captured { lost } => {

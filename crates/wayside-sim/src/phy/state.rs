@@ -18,6 +18,7 @@
 
 use crate::channel::Fades;
 use crate::ids::TxId;
+use crate::phy::detection::Detection;
 use crate::phy::error::{ErrorModel, ErrorModelKind};
 use crate::phy::mode::{ModClass, Mode};
 use crate::rng::Stream;
@@ -89,7 +90,8 @@ pub struct Phy {
     /// Capture margin; `None` disables capture.
     capture: Option<Db>,
     transmitting_until: Option<SimTime>,
-    incoming: Vec<Signal>,
+    /// The signals arriving: their transmission and power.
+    incoming: Vec<(TxId, MilliWatt)>,
     total: f64,
     rx: Option<Reception>,
     /// OFDM payloads are equalised with the preamble's channel estimate.
@@ -177,9 +179,13 @@ impl Phy {
     /// The probability that the preamble and PLCP header of `s` are
     /// detected, at its SINR against what else is on the air.
     fn detection_probability(&self, s: &Signal, model: &ErrorModelKind) -> f64 {
+        model.chunk_success(&s.header_mode, Db::from_ratio(self.sinr(s)), s.header_bits)
+    }
+
+    /// The SINR of `s`, arriving, against what else is on the air (a ratio).
+    fn sinr(&self, s: &Signal) -> f64 {
         let interference = self.total - s.power.0;
-        let sinr = Db::from_ratio(s.power.0 / (self.noise.0 + interference.max(0.0)));
-        model.chunk_success(&s.header_mode, sinr, s.header_bits)
+        s.power.0 / (self.noise.0 + interference.max(0.0))
     }
 
     fn preamble_detected(&self, s: &Signal, model: &ErrorModelKind, rng: &mut Stream) -> bool {
@@ -195,6 +201,21 @@ impl Phy {
         rng: &mut Stream,
     ) -> RxStart {
         self.rx_start_with(now, s, &mut |phy, s| phy.preamble_detected(s, model, rng))
+    }
+
+    /// [`Phy::rx_start`], deciding the detection draws with `detection`
+    /// (the same decisions, most without evaluating the error model).
+    pub fn rx_start_detecting(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        detection: &Detection,
+        rng: &mut Stream,
+    ) -> RxStart {
+        self.rx_start_with(now, s, &mut |phy, s| {
+            let u = rng.uniform();
+            detection.detected(&s.header_mode, phy.sinr(s), s.header_bits, u)
+        })
     }
 
     /// A signal whose preamble cannot be detected begins to arrive
@@ -231,7 +252,7 @@ impl Phy {
         s: Signal,
         detect: &mut dyn FnMut(&Phy, &Signal) -> bool,
     ) -> RxStart {
-        self.incoming.push(s);
+        self.incoming.push((s.tx, s.power));
         self.total += s.power.0;
         if self.transmitting_until.is_some() {
             return RxStart::Ignored(DropReason::Transmitting);
@@ -276,9 +297,9 @@ impl Phy {
         model: &ErrorModelKind,
         rng: &mut Stream,
     ) -> Option<RxEnd> {
-        if let Some(i) = self.incoming.iter().position(|s| s.tx == tx) {
-            let s = self.incoming.swap_remove(i);
-            self.total -= s.power.0;
+        if let Some(i) = self.incoming.iter().position(|s| s.0 == tx) {
+            let (_, power) = self.incoming.swap_remove(i);
+            self.total -= power.0;
             if self.incoming.is_empty() {
                 self.total = 0.0; // no drift from repeated float sums
             }
@@ -288,14 +309,12 @@ impl Phy {
             self.note_interference_change(now);
             return None;
         }
-        let r = self.rx.take().expect("locked reception");
-        let (p, min_sinr) = self.success_probability(&r, model);
+        let r = self.rx.as_ref().expect("locked reception");
+        let (p, min_sinr) = self.success_probability(r, model);
+        let snr = Db::from_ratio(r.signal.power.0 / self.noise.0);
+        self.rx = None;
         let ok = rng.uniform() < p;
-        Some(RxEnd {
-            ok,
-            snr: Db::from_ratio(r.signal.power.0 / self.noise.0),
-            min_sinr,
-        })
+        Some(RxEnd { ok, snr, min_sinr })
     }
 
     /// Probability that the whole frame decodes, and its lowest SINR.
