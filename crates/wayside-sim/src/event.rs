@@ -223,9 +223,10 @@ impl EventQueue {
     /// Moves the entry at `i` up to its place.
     fn sift_up(&mut self, mut i: usize) {
         let h = &mut self.heap;
+        let key = h[i].0;
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            if h[parent].0 <= h[i].0 {
+            if h[parent].0 <= key {
                 break;
             }
             h.swap(parent, i);
@@ -237,18 +238,22 @@ impl EventQueue {
     fn sift_down(&mut self, mut i: usize) {
         let h = &mut self.heap;
         let n = h.len();
+        let key = h[i].0;
         loop {
             let first = ARITY * i + 1;
             if first >= n {
                 return;
             }
+            let last = (first + ARITY).min(n);
             let mut least = first;
-            for c in first + 1..(first + ARITY).min(n) {
-                if h[c].0 < h[least].0 {
-                    least = c;
+            let mut least_key = h[first].0;
+            for (c, e) in h[first + 1..last].iter().enumerate() {
+                if e.0 < least_key {
+                    least = first + 1 + c;
+                    least_key = e.0;
                 }
             }
-            if h[i].0 <= h[least].0 {
+            if key <= least_key {
                 return;
             }
             h.swap(i, least);

@@ -8,7 +8,7 @@ use crate::pcap::{Air, Capture, CapturedNode};
 use crate::ratectl::SnrMap;
 use crate::rng::Stream;
 use crate::scenario::ScenarioError;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceSink};
 use crate::world::{RunStats, World};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,10 +45,36 @@ pub fn run_scenario_pcap(
     run: u64,
     pcap_dir: Option<&Path>,
 ) -> Result<RunOutput, ScenarioError> {
+    run_scenario_with(scenario, overrides, (seed, run), pcap_dir, None)
+}
+
+/// [`run_scenario_pcap`], sending the trace to `sink` in batches of `rows`
+/// rows while the run goes on ([`crate::world`]): the output's trace then
+/// holds no rows.
+pub fn run_scenario_streaming(
+    scenario: &str,
+    overrides: &[String],
+    (seed, run): (Option<u64>, u64),
+    pcap_dir: Option<&Path>,
+    (sink, rows): (Box<dyn TraceSink>, usize),
+) -> Result<RunOutput, ScenarioError> {
+    run_scenario_with(scenario, overrides, (seed, run), pcap_dir, Some((sink, rows)))
+}
+
+fn run_scenario_with(
+    scenario: &str,
+    overrides: &[String],
+    (seed, run): (Option<u64>, u64),
+    pcap_dir: Option<&Path>,
+    stream: Option<(Box<dyn TraceSink>, usize)>,
+) -> Result<RunOutput, ScenarioError> {
     let (resolved, cfg) = crate::scenario::load(scenario, overrides, seed, run)?;
     let learned = train(&cfg);
     let mut world = World::new(&cfg);
     world.set_priors(&learned);
+    if let Some((sink, rows)) = stream {
+        world.stream_to(sink, rows);
+    }
     if let Some(dir) = pcap_dir {
         world.capture = Some(
             Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg))

@@ -230,6 +230,13 @@ macro_rules! table {
             pub fn into_columns(self) -> Vec<(&'static str, Column<'static>)> {
                 vec![ $( (stringify!($field), ($make)(Cow::Owned(self.$field))) ),+ ]
             }
+            /// Takes out the first `n` rows, leaving the rest.
+            pub fn take_front(&mut self, n: usize) -> Self {
+                let mut front = Self::default();
+                $( let rest = self.$field.split_off(n);
+                   front.$field = std::mem::replace(&mut self.$field, rest); )+
+                front
+            }
         }
     };
 }
@@ -380,6 +387,14 @@ pub enum Column<'a> {
     Node(Cow<'a, [u32]>),
     /// Category codes and their names.
     Category(Cow<'a, [u8]>, &'static [&'static str]),
+}
+
+/// Where a run's trace goes while the run goes on, in batches of rows: a
+/// table's batches come in the order of its rows, and at the end of the run
+/// every table sends one more (possibly empty) batch.
+pub trait TraceSink: Send {
+    /// Rows of table `table`, as [`Trace::into_tables`] gives them.
+    fn write(&mut self, table: &'static str, columns: Vec<(&'static str, Column<'static>)>);
 }
 
 /// Everything a run recorded.

@@ -148,6 +148,7 @@ impl World {
     /// Fills in the outcome of `node`'s frame awaiting a response.
     fn outcome(&mut self, node: NodeId, outcome: TxOutcome) {
         if let Some(row) = self.awaiting[node.index()].take() {
+            let row = row - self.flushed_frames;
             self.trace.frames.set_outcome(row, outcome);
         }
     }
@@ -222,7 +223,8 @@ impl World {
     }
 
     /// Records a `frames` row at `node`, tuned to a channel (and the frame
-    /// in the capture, if there is one); returns the row.
+    /// in the capture, if there is one); returns the row (numbered from the
+    /// run's first).
     #[allow(clippy::too_many_arguments)]
     fn trace_frame(
         &mut self,
@@ -272,7 +274,7 @@ impl World {
             let rssi = signal.map(|s| s.0);
             c.record(now, node, frame, mode, channel, event, reason, rssi);
         }
-        self.trace.frames.len() - 1
+        self.flushed_frames + self.trace.frames.len() - 1
     }
 
     /// Records a `mac` row at `node`.

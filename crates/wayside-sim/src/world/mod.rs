@@ -19,6 +19,7 @@
 //! other arrival and keeps the rows.
 
 mod effects;
+mod stream;
 mod undetectable;
 
 use crate::air::Air;
@@ -57,8 +58,12 @@ pub struct World {
     /// The node that records every frame it hears, if any.
     sniffer: Option<NodeId>,
     /// Each node's `frames` row of the transmission now awaiting its ACK or
-    /// CTS, to fill in its outcome.
+    /// CTS, to fill in its outcome (numbered from the run's first row).
     awaiting: Vec<Option<usize>>,
+    /// Where the trace streams to, if anywhere ([`stream`]).
+    stream: Option<stream::Stream>,
+    /// `frames` rows already streamed.
+    flushed_frames: usize,
     /// What the node handling the current event wants done (reused).
     effects: Effects,
     /// Scratch: the radios a transmission reaches, with their delays and
@@ -93,6 +98,8 @@ impl World {
             effects: Effects::default(),
             reached: Vec::new(),
             waiting: Vec::new(),
+            stream: None,
+            flushed_frames: 0,
             undetectable_rows: cfg.radio.undetectable_rows,
             duration: cfg.duration,
         };
@@ -149,6 +156,7 @@ impl World {
     ) {
         self.run_events();
         self.sockets_finish();
+        self.stream_batches(true);
         let ends = self
             .nodes
             .iter_mut()
@@ -175,6 +183,7 @@ impl World {
             if let Some(tx) = tx {
                 self.air.medium.release(tx);
             }
+            self.stream_batches(false);
         }
         let end = Key::after(self.duration);
         for i in 0..self.nodes.len() {
