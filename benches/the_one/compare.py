@@ -4,7 +4,7 @@ file, and the CPU time of each whole process (start-up and reading the
 trace included).
 
     python benches/the_one/compare.py --the-one SRC --trace TRACE \\
-        [-p 12.5] [-s 12] [--runs 10] [--router epidemic|spray-and-wait]
+        [-p 12.5 ...] [-s 12] [--runs 10] [--router epidemic|spray-and-wait ...]
 
 SRC is a source tree of The ONE (the public repository akeranen/the-one
 on GitHub); the bench compiles it with `javac` (a JDK from the OS
@@ -16,9 +16,11 @@ creating the file at 0 s), wayside through `--roles`.
 
 wayside's side: `wayside epidemic run --rules the-one` for epidemic; for
 spray-and-wait, `wayside epidemic one` on The ONE's own settings file
-(our DTN engine; one seed, since there a creation event per seed is a
-message of its own). The ONE's side: a device holds the file from its
-first `DE ... R` line in the event log.
+(our DTN engine, where the file created at every seed is one message, as
+in The ONE; a device holds it from its `first_received`). The ONE's side:
+a device holds the file from its first `DE ... R` line in the event log.
+Each point (penetration, router) prints its curve; a table of all points
+ends the output.
 """
 
 from __future__ import annotations
@@ -76,82 +78,93 @@ def one_curve(events: Path, devices: set[int], times: np.ndarray) -> np.ndarray:
     return np.searchsorted(got, times, side="right")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--the-one", type=Path, help="The ONE's source tree (akeranen/the-one).")
-    ap.add_argument("--trace", type=Path, required=True)
-    ap.add_argument("-p", "--penetration", type=float, default=12.5, help="percent")
-    ap.add_argument("-s", "--seeds", type=int, default=12)
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--router", choices=("epidemic", "spray-and-wait"), default="epidemic")
-    ap.add_argument("--work", type=Path, default=Path("runs/the-one"))
-    a = ap.parse_args()
-    if a.the_one is None or not (a.the_one / "src" / "core" / "DTNSim.java").is_file():
-        sys.exit("give --the-one SRC: a source tree of The ONE, e.g. a clone of the public repository "
-                 "akeranen/the-one on GitHub; it is compiled with javac (a JDK from the OS packages, "
-                 "e.g. default-jdk-headless)")
-    if a.router == "spray-and-wait" and a.seeds != 1:
-        sys.exit("--router spray-and-wait compares one seed (-s 1): see the module doc")
-    work = a.work.resolve()
-    cp = build(a.the_one.resolve(), work)
-    trace = movement.load(a.trace)
+def run_point(a: argparse.Namespace, cp: Path, trace_path: Path, trace: object, percent: float,
+              router: str) -> dict:
+    """`a.runs` runs of one point on both sides; prints the curve table and
+    returns the point's summary row."""
     end = trace.stats()["end"]
     times = np.arange(0.0, end + 1.0, 1.0)
     one_cpu = ours_cpu = 0.0
     curves: dict[str, list[np.ndarray]] = {"the-one": [], "wayside": []}
     devices_n = 0
+    wayside = [str(Path(sys.executable).parent / "wayside"), "epidemic"]
     for r in range(a.runs):
-        d = work / f"{a.trace.name}-{a.penetration:g}-{a.seeds}-{a.router}" / f"run{r}"
+        d = a.work.resolve() / f"{trace_path.name}-{percent:g}-{a.seeds}-{router}" / f"run{r}"
         d.mkdir(parents=True, exist_ok=True)
-        o = epidemic.run(trace, a.penetration / 100, a.seeds, 1, r)
+        o = epidemic.run(trace, percent / 100, a.seeds, 1, r)
         devices_n = o.devices
         epidemic.save_roles(o, d / "roles.csv")
         paths = epidemic_one.export(trace, d / "m.one", (list(o.device_vehicles), list(o.seed_vehicles)),
-                                    a.router, 150.0, 20.0)
+                                    router, 150.0, 20.0)
         hosts = pl.read_csv(paths["hosts"], schema_overrides={"vehicle": pl.String})
         dev = set(hosts.filter(pl.col("role") == "device")["host"].to_list())
         c1, _ = cpu_of(["java", "-Xmx4G", "-cp", str(cp), "core.DTNSim", "-b", "1", str(paths["settings"])], cwd=d)
         one_cpu += c1
         curves["the-one"].append(one_curve(d / "m-reports" / "m_EventLogReport.txt", dev, times))
-        wayside = [str(Path(sys.executable).parent / "wayside"), "epidemic"]
-        if a.router == "epidemic":
-            c, _ = cpu_of([*wayside, "run", str(a.trace.resolve()), "--roles", str(d / "roles.csv"), "--rules",
+        if router == "epidemic":
+            c, _ = cpu_of([*wayside, "run", str(trace_path.resolve()), "--roles", str(d / "roles.csv"), "--rules",
                            "the-one", "--seed", "1", "--run", str(r), "--timeline", str(d / "timeline.csv")])
             tl = pl.read_csv(d / "timeline.csv")
             curves["wayside"].append(np.interp(times, tl["time"].to_numpy(), tl["complete"].to_numpy()))
         else:
             c, _ = cpu_of([*wayside, "one", str(paths["settings"]), "--out", str(d / "ours")])
             got = pl.read_parquet(d / "ours" / "hosts.parquet").filter(pl.col("number").is_in(list(dev)))
-            n = int((got["received"] > 0).sum())
-            curves["wayside"].append(np.where(times >= end, n, np.nan))
+            first = np.sort(got["first_received"].drop_nulls().to_numpy())
+            curves["wayside"].append(np.searchsorted(first, times, side="right").astype(float))
         ours_cpu += c
         print(f"run {r}: {devices_n} devices; holding the file at the end: The ONE "
               f"{curves['the-one'][-1][-1]:.0f}, wayside {curves['wayside'][-1][-1]:.0f}; CPU {c1:.1f} s "
               f"against {c:.2f} s", flush=True)
     one = np.array(curves["the-one"])
     ours = np.array(curves["wayside"])
-    at = np.arange(0, len(times), max(len(times) // 10, 1))
-    print(f"\n{a.trace.name}, {a.penetration:g}% ({devices_n} devices), {a.seeds} seeds, {a.router}, {a.runs} runs")
+    at = [*range(0, len(times) - 1, max(len(times) // 10, 1)), len(times) - 1]
+    print(f"\n{trace_path.name}, {percent:g}% ({devices_n} devices), {a.seeds} seeds, {router}, {a.runs} runs")
     print(f"{'time s':>7} {'The ONE min-med-max':>22} {'wayside min-med-max':>22}  in spread")
     inside = []
     for i in at:
         lo, mid, hi = np.min(one[:, i]), np.median(one[:, i]), np.max(one[:, i])
         col = ours[:, i]
-        if np.isnan(col).all():
-            continue
-        m = np.nanmedian(col)
+        m = np.median(col)
         inside.append(lo <= m <= hi)
-        print(f"{times[i]:7.0f} {lo:6.0f}{mid:8.0f}{hi:8.0f} {np.nanmin(col):6.0f}{m:8.0f}{np.nanmax(col):8.0f}"
+        print(f"{times[i]:7.0f} {lo:6.0f}{mid:8.0f}{hi:8.0f} {np.min(col):6.0f}{m:8.0f}{np.max(col):8.0f}"
               f"  {'yes' if inside[-1] else 'NO'}")
-    last = len(times) - 1
-    lo, hi = np.min(one[:, last]), np.max(one[:, last])
-    m = np.nanmedian(ours[:, last])
-    inside.append(lo <= m <= hi)
-    print(f"{times[last]:7.0f} {lo:6.0f}{np.median(one[:, last]):8.0f}{hi:8.0f} "
-          f"{np.nanmin(ours[:, last]):6.0f}{m:8.0f}{np.nanmax(ours[:, last]):8.0f}  {'yes' if inside[-1] else 'NO'}")
     print(f"wayside's median inside The ONE's run-to-run range at {sum(inside)} of {len(inside)} times")
     print(f"CPU, whole processes: The ONE {one_cpu:.1f} s, wayside {ours_cpu:.1f} s: "
-          f"{one_cpu / ours_cpu:.1f}x less for wayside")
+          f"{one_cpu / ours_cpu:.1f}x less for wayside\n", flush=True)
+    last = len(times) - 1
+    return {"trace": trace_path.name, "point": f"{percent:g}% ({devices_n})", "router": router,
+            "one": (np.min(one[:, last]), np.median(one[:, last]), np.max(one[:, last])),
+            "ours": (np.min(ours[:, last]), np.median(ours[:, last]), np.max(ours[:, last])),
+            "inside": (sum(inside), len(inside)), "cpu": (one_cpu, ours_cpu)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--the-one", type=Path, help="The ONE's source tree (akeranen/the-one).")
+    ap.add_argument("--trace", type=Path, required=True)
+    ap.add_argument("-p", "--penetration", type=float, action="append", help="percent (repeatable; default 12.5)")
+    ap.add_argument("-s", "--seeds", type=int, default=12)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--router", choices=("epidemic", "spray-and-wait"), action="append",
+                    help="repeatable; default both")
+    ap.add_argument("--work", type=Path, default=Path("runs/the-one"))
+    a = ap.parse_args()
+    if a.the_one is None or not (a.the_one / "src" / "core" / "DTNSim.java").is_file():
+        sys.exit("give --the-one SRC: a source tree of The ONE, e.g. a clone of the public repository "
+                 "akeranen/the-one on GitHub; it is compiled with javac (a JDK from the OS packages, "
+                 "e.g. default-jdk-headless)")
+    cp = build(a.the_one.resolve(), a.work.resolve())
+    trace = movement.load(a.trace)
+    rows = [run_point(a, cp, a.trace, trace, p, router)
+            for p in (a.penetration or [12.5]) for router in (a.router or ["epidemic", "spray-and-wait"])]
+    print(f"{a.trace.name}, {a.seeds} seeds, {a.runs} runs a point. Devices holding the file at the end,\n"
+          "min/median/max; 'in': times (of 11) at which wayside's median lies in\n"
+          "The ONE's range; CPU of the whole processes, The ONE / wayside.")
+    print(f"{'point':<13}{'router':<11}{'The ONE':>15}{'wayside':>15}{'in':>6}{'CPU':>7}{'':>7}{'ratio':>6}")
+    for r in rows:
+        print(f"{r['point']:<13}{r['router'].replace('spray-and-wait', 'spray&wait'):<11}"
+              f"{'%.0f/%.0f/%.0f' % r['one']:>15}{'%.0f/%.0f/%.0f' % r['ours']:>15}{'%d/%d' % r['inside']:>6}"
+              f"{r['cpu'][0]:6.1f}s{r['cpu'][1]:6.1f}s{r['cpu'][0] / r['cpu'][1]:5.1f}x")
 
 
 if __name__ == "__main__":

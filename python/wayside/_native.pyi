@@ -197,12 +197,15 @@ class TraceStream:
         x: bytes,
         y: bytes,
         names: list[str] | None = ...,
-        dictionary: tuple[bytes, bytes] | None = ...,
     ) -> None:
         """Adds a batch as little-endian buffers: time f64, vehicle u32
-        (codes into `names`, or into an Arrow string array given as
-        `dictionary` = (offsets i32, UTF-8 data)), x and y f64. Raises
-        TraceError or ValueError."""
+        (codes into `names`, or the previous batch's when None), x and y
+        f64. Raises TraceError or ValueError."""
+    def push_arrow(self, stream: object) -> None:
+        """Adds every batch of an Arrow C stream (an object with
+        `__arrow_c_stream__`): time float64, vehicle a dictionary of
+        strings (uint32 or int32 indices, no nulls), x and y float32 or
+        float64. Raises TraceError."""
     def finish(self) -> Trace:
         """The trace; the stream cannot be used afterwards."""
 
@@ -241,6 +244,7 @@ _DtnMessages = TypedDict(
         "to": list[int],
         "size": list[int],
         "created": list[float],
+        "also_at": list[list[int]],
         "delivered_at": list[float | None],
         "hops": list[int | None],
         "relayed": list[int],
@@ -255,6 +259,7 @@ class _DtnHosts(TypedDict):
     delivered_to: list[int]
     aborted: list[int]
     dropped: list[int]
+    first_received: list[float | None]
 
 class _DtnOutput(TypedDict):
     created: int
@@ -289,7 +294,7 @@ def dtn_run(
     router: str,
     generators: list[_Generator],
     ttl_min: int | None = ...,
-    messages: list[tuple[int, int, int, float]] = ...,
+    messages: list[tuple[int, int, int, float, list[int]]] = ...,
     copies: int = ...,
     prophet: tuple[float, float, float, float] = ...,
     range_m: float = ...,
@@ -303,7 +308,44 @@ def dtn_run(
     is epidemic, spray-and-wait, prophet, direct-delivery or first-contact;
     `generators` are MessageEventGenerator ranges ((interval s), (size B),
     (hosts), (to hosts) or None, (time window s) or None, prefix);
-    `messages` adds (from, to, size, created); `prophet` is (P_init, beta,
+    `messages` adds (from, to, size, created, further hosts creating it
+    at the same time); `prophet` is (P_init, beta,
     gamma, seconds per time unit). Raises ValueError."""
 
 
+
+# ---------------------------------------------------------------- emulation
+
+class _EmulationStats(TypedDict):
+    events: int
+    lateness_p50_ms: float
+    lateness_p99_ms: float
+    lateness_max_ms: float
+    lateness_max_at_s: float
+    late_events: int
+    tolerance_ms: float
+    behind: bool
+    packets_from_hosts: int
+    packets_refused: int
+    packets_to_hosts: int
+    packets_undelivered: int
+    max_entry_lag_ms: float
+    stopped_at_s: float | None
+    hosts: list[tuple[str, str, str]]
+
+def emulate(
+    scenario: str,
+    hosts: list[tuple[str, str]],
+    overrides: list[str] = ...,
+    seed: int | None = ...,
+    device: str | None = ...,
+    tolerance_s: float = ...,
+    pcap: _Path | None = ...,
+) -> _RunOutput:
+    """Runs a scenario paced to the wall clock with real hosts, as
+    (node, netns) pairs, behind TUN devices; a run's output whose
+    stats["emulation"] is an _EmulationStats. Raises ScenarioError,
+    PermissionError (not root) or OSError (no namespace or device)."""
+
+def emulate_addresses(scenario: str, overrides: list[str] = ...) -> list[tuple[str, str]]:
+    """Each node's name and the IPv4 address a real host in its place takes."""

@@ -7,8 +7,9 @@ stations and applications. "Data" is application payload delivered (the
 `transport` table: UDP datagrams received, TCP bytes delivered in order).
 A car is a node with the station role; its position over time comes from
 the rows it recorded. An association runs from the station's `associated`
-event to its next `disassociated` (or the end of the run); a handover is a
-change of AP between two associations in a row.
+event to its next `disassociated` or `roam` (the station leaving for
+another AP after a background scan), or the end of the run; a handover is
+a change of AP between two associations in a row.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def associations(result: RunResult, track: Tracks | None = None) -> pl.DataFrame
     production started and ended (`production`; NaN without one) and the
     data in the entry, production and exit phases."""
     track = tracks(result) if track is None else track
-    ev = table(result, "events").filter(pl.col("event").is_in(["associated", "disassociated"])).sort("time_ns")
+    ev = table(result, "events").filter(pl.col("event").is_in(["associated", "disassociated", "roam"])).sort("time_ns")
     cars = stations(result)
     moved_by = _per_car(_delivered(result), cars)
     events_by = ev.partition_by("node", as_dict=True)
@@ -158,27 +159,56 @@ def associations(result: RunResult, track: Tracks | None = None) -> pl.DataFrame
                     close(t, "reassociated")
                 open_ = (str(r["peer"]), t)
             elif open_ is not None:
-                close(t, "disassociated")
+                close(t, "roamed" if r["event"] == "roam" else "disassociated")
                 open_ = None
         if open_ is not None:
             close(end_of_run, "end of run")
     return pl.DataFrame(rows, schema=_ASSOC_SCHEMA)
 
 
-def handovers(assocs: pl.DataFrame) -> pl.DataFrame:
-    """Changes of AP between a car's associations in a row: car, time_s
-    (the new association), x, from, to, gap_s (from the end of the old
-    association to the new one)."""
+HANDOVER_SCHEMA = {"car": pl.Utf8, "time_s": pl.Float64, "x": pl.Float64, "from": pl.Utf8, "to": pl.Utf8,
+                   "how": pl.Utf8, "gap_s": pl.Float64, "data_gap_s": pl.Float64, "lost_mb": pl.Float64}
+
+
+def handovers(assocs: pl.DataFrame, result: RunResult | None = None) -> pl.DataFrame:
+    """Changes of AP between a car's associations in a row: car, time_s and
+    x (when and where it left the old AP), from, to, how the old
+    association ended (roamed, disassociated), gap_s (from leaving the old
+    AP to associating with the new one). With the run's `result`, also
+    data_gap_s, from the car's last MAC payload received from the old AP
+    before it left to its first from the new one after it associated (NaN
+    without either), and lost_mb, the MSDUs for the car that the old AP
+    failed or dropped after the car last received from it, until the car
+    associated with it again (or the end of the run)."""
+    mac = table(result, "mac") if result is not None else None
     rows = []
     for car, g in assocs.sort("start_s").group_by("car", maintain_order=True):
         prev = None
-        for r in g.iter_rows(named=True):
+        later = g.sort("start_s").to_dicts()
+        for i, r in enumerate(later):
             if prev is not None and prev["ap"] != r["ap"]:
-                rows.append({"car": car[0], "time_s": r["start_s"], "x": r["start_x"], "from": prev["ap"],
-                             "to": r["ap"], "gap_s": r["start_s"] - prev["end_s"]})
+                row = {"car": car[0], "time_s": prev["end_s"], "x": prev["end_x"], "from": prev["ap"], "to": r["ap"],
+                       "how": prev["ended"], "gap_s": r["start_s"] - prev["end_s"], "data_gap_s": math.nan,
+                       "lost_mb": math.nan}
+                if mac is not None:
+                    row.update(_handover_data(mac, car[0], prev, r, later[i + 1:], result.duration_s))
+                rows.append(row)
             prev = r
-    return pl.DataFrame(rows, schema={"car": pl.Utf8, "time_s": pl.Float64, "x": pl.Float64, "from": pl.Utf8,
-                                      "to": pl.Utf8, "gap_s": pl.Float64})
+    return pl.DataFrame(rows, schema=HANDOVER_SCHEMA)
+
+
+def _handover_data(mac: pl.DataFrame, car: str, old: dict, new: dict, after: list[dict], end_s: float) -> dict:
+    """A handover's data gap and the data lost at the old AP (see `handovers`)."""
+    t = pl.col("time_ns") / 1e9
+    got = mac.filter((pl.col("node") == car) & (pl.col("event") == "received"))
+    before = got.filter((pl.col("peer") == old["ap"]) & (t <= old["end_s"]))["time_ns"].max()
+    first = got.filter((pl.col("peer") == new["ap"]) & (t >= new["start_s"]))["time_ns"].min()
+    gap = (first - before) / 1e9 if before is not None and first is not None else math.nan
+    back = next((a["start_s"] for a in after if a["ap"] == old["ap"]), end_s)
+    since = before / 1e9 if before is not None else old["start_s"]
+    lost = mac.filter((pl.col("node") == old["ap"]) & (pl.col("peer") == car)
+                      & pl.col("event").is_in(["failed", "queue-drop"]) & (t > since) & (t <= back))
+    return {"data_gap_s": gap, "lost_mb": float(lost["bytes"].cast(pl.Int64).sum()) / 1e6}
 
 
 def cars(result: RunResult, assocs: pl.DataFrame | None = None, track: Tracks | None = None) -> pl.DataFrame:
@@ -299,4 +329,4 @@ def breakdown(result: RunResult, name: str = "run", bin_m: float = 20.0) -> Brea
     track = tracks(result)
     assocs = associations(result, track)
     return Breakdown(name, flows(result), cars(result, assocs, track), aps(result, assocs), assocs,
-                     handovers(assocs), goodput_along_road(result, bin_m, track))
+                     handovers(assocs, result), goodput_along_road(result, bin_m, track))

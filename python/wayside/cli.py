@@ -9,6 +9,7 @@ import statistics
 import sys
 import textwrap
 import time
+import tomllib
 from pathlib import Path
 from typing import List, Optional
 
@@ -17,9 +18,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from wayside import broadside, engine as _native, epidemic_cli
+from wayside import broadside, emulate, engine as _native, epidemic_cli
 from wayside.scenario import builtin_scenarios, load_scenario
-from wayside.stats import paired_gain
 from wayside.terminal import console, errors, fail
 
 MOST_NODES = 20  # rows of `wayside run`'s per-node table
@@ -27,6 +27,8 @@ MOST_NODES = 20  # rows of `wayside run`'s per-node table
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown", help=__doc__.splitlines()[0])
 app.add_typer(broadside.app, name="broadside", help="Run Broadside on real hosts: keygen, publish, serve, status, relay.")
 app.add_typer(epidemic_cli.app, name="epidemic", help="Epidemic dissemination on city traces: city, info, run, sweep, convert, district.")
+app.command("emulate")(emulate.emulate_command)
+app.command("emulate-setup")(emulate.setup_command)
 
 
 @app.command()
@@ -49,6 +51,7 @@ def run(
 
     try:
         resolved = load_scenario(scenario, set_)
+        _warn(resolved)
         name = resolved.get("name") or Path(scenario).stem
         used_seed = seed if seed is not None else resolved.get("seed", 1)
         directory = out or Path("runs") / f"{name}-seed{used_seed}"
@@ -200,8 +203,17 @@ def show(
     except _native.ScenarioError as e:
         fail(str(e))
         return
+    _warn(tomllib.loads(resolved))
     # Verbatim: the output is TOML that can be saved and run again.
     sys.stdout.write(resolved)
+
+
+def _warn(resolved: dict) -> None:
+    """Prints the scenario's warnings (`wayside.scenario.warnings`) to stderr."""
+    from wayside.scenario import warnings
+
+    for w in warnings(resolved):
+        errors.print(f"[yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -264,7 +276,7 @@ def validate(
     else:
         _print_validation(v.render_sets(sets, details))
         summary = v.tally_sets(sets)
-    for text in (summary, f"{len(chosen)} targets{f' x {seed_sets} seed sets' if seed_sets > 1 else ''}, "
+    for text in (summary, *[e for e in [v.sample_errors(rows)] if e], f"{len(chosen)} targets{f' x {seed_sets} seed sets' if seed_sets > 1 else ''}, "
                  f"{n_runs} measured runs from {total_simulations} simulations, wall {wall:.1f} s"):
         console.print(escape(textwrap.fill(text, v.WIDTH, subsequent_indent="  ")), highlight=False, soft_wrap=True)
     if out is not None:
@@ -300,6 +312,7 @@ def sweep(
 
     from wayside import jobs
     from wayside import sweeps as sw
+    from wayside.stats import paired_gain
 
     try:
         jobs.check_executor(executor)

@@ -7,6 +7,8 @@ module goes through this one. Every export is typed in `_native.pyi`:
   `resolve`, `builtin_names`, `builtin_text`, `ScenarioError`;
 - the PHY: `rate_thresholds`;
 - the Broadside node's command line: `broadside_cli`;
+- emulation (real hosts through a scenario in real time): `emulate`,
+  `emulate_addresses`;
 - vehicle traces and the contact-level epidemic: `Trace`, `TraceError`,
   `read_fcd`, `read_one`, `TraceStream`, `epidemic_run`, `dtn_run`.
 

@@ -18,18 +18,25 @@ Layout of a sweep's output directory::
 
 from __future__ import annotations
 
+import csv
 import functools
 import json
+import sys
 import time
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
-
-import numpy as np
-import polars as pl
+from typing import TYPE_CHECKING, Any, Sequence
 
 from wayside import engine as _native, movement
-from wayside.jobs import ProgressFn, run_jobs
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from wayside.jobs import ProgressFn
+
+# polars (and, for the plot, matplotlib) are imported by the functions
+# that use them: a single run needs neither.
 
 # Figure 13's x axis: 1/256 to 1/8 of the vehicles (0.39% to 12.5%).
 PENETRATIONS = (1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8)
@@ -59,7 +66,8 @@ class Outcome:
     complete: int
     fraction: float
     seed_vehicles: tuple[str, ...]
-    timeline: pl.DataFrame  # time (s), complete, fraction
+    times: tuple[float, ...]  # every step, s
+    complete_over_time: tuple[int, ...]  # devices complete at each step
     device_vehicles: tuple[str, ...] = ()
     rules: str = "paper"
     broken: int = 0
@@ -69,11 +77,26 @@ class Outcome:
                 "vehicles": self.vehicles, "devices": self.devices, "complete": self.complete, "fraction": self.fraction,
                 "broken": self.broken}
 
-    def roles(self) -> pl.DataFrame:
-        """The equipped vehicles: vehicle id and role (device or seed), the
+    @property
+    def timeline(self) -> pl.DataFrame:
+        """time (s), complete, fraction at every step."""
+        import polars as pl
+
+        return pl.DataFrame({"time": self.times, "complete": self.complete_over_time,
+                             "fraction": [c / self.devices for c in self.complete_over_time]},
+                            schema={"time": pl.Float64, "complete": pl.UInt32, "fraction": pl.Float64})
+
+    def write_timeline(self, path: str | Path) -> None:
+        """The timeline as CSV (time, complete, fraction)."""
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(("time", "complete", "fraction"))
+            w.writerows((t, c, c / self.devices) for t, c in zip(self.times, self.complete_over_time))
+
+    def roles(self) -> list[tuple[str, str]]:
+        """The equipped vehicles: (vehicle id, role: device or seed), the
         table that `save_roles` writes and `load_roles` reads."""
-        return pl.DataFrame({"vehicle": [*self.device_vehicles, *self.seed_vehicles],
-                             "role": ["device"] * len(self.device_vehicles) + ["seed"] * len(self.seed_vehicles)})
+        return [(v, "device") for v in self.device_vehicles] + [(v, "seed") for v in self.seed_vehicles]
 
 
 Roles = tuple[list[str], list[str]]  # device ids, seed ids
@@ -88,32 +111,39 @@ def run(trace: movement.Trace, penetration: float, seeds: int, seed: int = 1, ru
         d = _native.epidemic_run(trace, penetration, seeds, seed, run_index, range_m, transfer_s, rules, roles)
     except ValueError as e:
         raise EpidemicError(str(e)) from None
-    times = np.frombuffer(d["times"], "<f8")
-    done = np.frombuffer(d["complete_over_time"], "<u4")
-    timeline = pl.DataFrame({"time": times, "complete": done, "fraction": done / d["devices"]})
+    times, done = array("d", d["times"]), array("I", d["complete_over_time"])
+    if sys.byteorder == "big":  # the buffers are little-endian
+        times.byteswap()
+        done.byteswap()
     return Outcome(penetration, len(d["seeds"]), seed, run_index, d["vehicles"], d["devices"], d["complete"],
-                   d["fraction"], tuple(d["seeds"]), timeline, tuple(d["device_ids"]), d["rules"], d["broken"])
+                   d["fraction"], tuple(d["seeds"]), tuple(times), tuple(done), tuple(d["device_ids"]), d["rules"],
+                   d["broken"])
 
 
 def save_roles(outcome: Outcome, path: str | Path) -> None:
     """Writes the run's equipped vehicles as CSV (vehicle, role)."""
-    outcome.roles().write_csv(path)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(("vehicle", "role"))
+        w.writerows(outcome.roles())
 
 
 def load_roles(path: str | Path) -> Roles:
     """Reads a roles CSV (vehicle, role: device or seed), as `save_roles`
     writes; the ids must be the trace's."""
     try:
-        df = pl.read_csv(path, schema_overrides={"vehicle": pl.String, "role": pl.String})
-    except (OSError, pl.exceptions.PolarsError) as e:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise EpidemicError(f"{path}: cannot be read as a roles table ({e})") from None
-    if df.columns[:2] != ["vehicle", "role"]:
-        raise EpidemicError(f"{path}: needs the columns vehicle, role; it has {', '.join(df.columns)}")
-    bad = df.filter(~pl.col("role").is_in(["device", "seed"]) | pl.col("role").is_null() | pl.col("vehicle").is_null())
-    if bad.height:
-        r = bad.row(0, named=True)
-        raise EpidemicError(f"{path}: vehicle {r['vehicle']!r} has role {r['role']!r}; allowed: device, seed")
-    ids = {role: df.filter(pl.col("role") == role)["vehicle"].to_list() for role in ("device", "seed")}
+    if not rows or rows[0][:2] != ["vehicle", "role"]:
+        raise EpidemicError(f"{path}: needs the columns vehicle, role; it has {', '.join(rows[0] if rows else [])}")
+    ids: dict[str, list[str]] = {"device": [], "seed": []}
+    for row in rows[1:]:
+        vehicle, role = (row + ["", ""])[:2]
+        if role not in ids or not vehicle:
+            raise EpidemicError(f"{path}: vehicle {vehicle or None!r} has role {role or None!r}; allowed: device, seed")
+        ids[role].append(vehicle)
     return ids["device"], ids["seed"]
 
 
@@ -172,6 +202,8 @@ def plan(trace: str | Path, penetrations: Sequence[float] = PENETRATIONS, seed_c
 def summarize(runs: pl.DataFrame) -> pl.DataFrame:
     """Per point: devices, and the median, 5th and 95th percentiles of the
     fraction complete (linear interpolation between runs)."""
+    import polars as pl
+
     return (runs.group_by("seeds", "penetration", maintain_order=True)
             .agg(pl.col("devices").median().alias("devices"),
                  pl.col("fraction").median().alias("median"),
@@ -221,6 +253,10 @@ def sweep(trace: str | Path, out: str | Path, penetrations: Sequence[float] = PE
           progress: ProgressFn | None = None, rules: str = "paper", range_m: float = RANGE_M,
           transfer_s: float = TRANSFER_S) -> dict[str, Any]:
     """The Figure 13 sweep (see the module doc); returns the manifest."""
+    import polars as pl
+
+    from wayside.jobs import run_jobs
+
     out = Path(out)
     started = time.perf_counter()
     jobs = plan(trace, penetrations, seed_counts, runs, seed, window, rules, range_m, transfer_s)

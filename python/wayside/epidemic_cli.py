@@ -156,7 +156,7 @@ def run(
         epidemic.save_roles(o, save_roles)
         console.print(f"wrote the devices and seeds to {escape(str(save_roles))}", highlight=False)
     if timeline:
-        o.timeline.write_csv(timeline)
+        o.write_timeline(timeline)
 
 
 @app.command()

@@ -7,8 +7,10 @@ message, as Parquet and as a table.
 Layout of a run's output directory::
 
     summary.parquet           one row: the run's settings and MessageStatsReport figures
-    messages.parquet          one row per message: from, to, size, created, delivered_at, hops, relayed
-    hosts.parquet             one row per host: created, sent, received, delivered_to, aborted, dropped
+    messages.parquet          one row per message: from, to, size, created, also_at (further hosts
+                              creating it), delivered_at, hops, relayed
+    hosts.parquet             one row per host: created, sent, received, delivered_to, aborted, dropped,
+                              first_received (s)
     MessageStatsReport.txt    the summary in The ONE's own format
 """
 
@@ -92,7 +94,8 @@ class Settings:
     """One run's settings, The ONE's names in the comments."""
     router: str = "epidemic"                 # Group.router
     generators: tuple[Generator, ...] = field(default_factory=lambda: (Generator(),))  # EventsN.*
-    messages: tuple[tuple[int, int, int, float], ...] = ()  # given: from, to, size (B), created (s)
+    # Given: from, to, size (B), created (s), further hosts creating it then.
+    messages: tuple[tuple[int, int, int, float, tuple[int, ...]], ...] = ()
     ttl_min: int | None = TTL_MIN             # Group.msgTtl (minutes)
     copies: int = COPIES                      # SprayAndWaitRouter.nrofCopies (binary mode)
     prophet: tuple[float, float, float, float] = PROPHET  # P_init, beta, gamma, secondsInTimeUnit
@@ -124,13 +127,14 @@ def run(trace: movement.Trace, s: Settings) -> Result:
     """One run (the GIL is released while it runs)."""
     s.check()
     try:
-        d = _native.dtn_run(trace, s.router, [g.native() for g in s.generators], s.ttl_min, list(s.messages),
+        d = _native.dtn_run(trace, s.router, [g.native() for g in s.generators], s.ttl_min, [(*m[:4], list(m[4])) for m in s.messages],
                             s.copies, s.prophet,
                             s.range_m, s.speed, s.buffer, s.queue, s.seed, s.run)
     except ValueError as e:
         raise DtnError(str(e)) from None
-    messages = pl.DataFrame(d.pop("messages"), schema_overrides={"hops": pl.UInt32, "delivered_at": pl.Float64})
-    hosts = pl.DataFrame(d.pop("hosts")).with_row_index("number")
+    messages = pl.DataFrame(d.pop("messages"), schema_overrides={"hops": pl.UInt32, "delivered_at": pl.Float64,
+                                                                 "also_at": pl.List(pl.UInt32)})
+    hosts = pl.DataFrame(d.pop("hosts"), schema_overrides={"first_received": pl.Float64}).with_row_index("number")
     return Result(s, d, messages, hosts)
 
 

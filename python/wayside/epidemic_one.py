@@ -15,8 +15,8 @@
   TTL and send queue, one interface, and `MessageEventGenerator` or
   `ExternalEventsQueue` events. The trace is read as The ONE sees it
   (`_native.read_one(as_the_one=True)`), so host `i` is The ONE's host `i`.
-  A creation event repeated for one id at several hosts counts here as
-  several messages.
+  Creation events repeating one id at several hosts at one time are one
+  message with a copy at each host, as in The ONE.
 """
 
 from __future__ import annotations
@@ -223,10 +223,11 @@ def load_settings(path: Path, seed: int | None = None, run: int = 0) -> Scenario
                     float(_get(s, "endTime", ["Scenario"])), settings)
 
 
-def _creations(path: Path) -> list[tuple[int, int, int, float]]:
+def _creations(path: Path) -> list[tuple[int, int, int, float, tuple[int, ...]]]:
     """The creation events (`time C id from to size`) of an external
-    events file."""
-    out = []
+    events file; one id created at several hosts is one message (from,
+    to, size, created, the further hosts)."""
+    by_id: dict[str, list[tuple[int, int, int, float]]] = {}
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:
@@ -236,9 +237,16 @@ def _creations(path: Path) -> list[tuple[int, int, int, float]]:
         if not f or f[0].startswith("#") or len(f) < 2 or f[1] != "C":
             continue
         try:
-            out.append((int(f[3]), int(f[4]), int(epidemic_dtn.amount(f[5], "size")), float(f[0])))
+            c = (int(f[3]), int(f[4]), int(epidemic_dtn.amount(f[5], "size")), float(f[0]))
         except (IndexError, ValueError, epidemic_dtn.DtnError):
             raise OneError(f"{path}, line {no}: '{line}' is not 'time C id from to size'") from None
+        first = by_id.setdefault(f[2], [c])[0]
+        if c is not first:
+            if c[1:] != first[1:]:
+                raise OneError(f"{path}, line {no}: message {f[2]} is created again with another destination, "
+                               "size or time; one id created at several hosts needs the same to, size and time")
+            by_id[f[2]].append(c)
+    out = [(cs[0][0], cs[0][1], cs[0][2], cs[0][3], tuple(c[0] for c in cs[1:])) for cs in by_id.values()]
     return sorted(out, key=lambda m: m[3])
 
 

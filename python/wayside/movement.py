@@ -10,13 +10,17 @@ reader, so no trace is ever held as Python objects.
 from __future__ import annotations
 
 import gzip
+import itertools
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from wayside import engine as _native
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# numpy, polars and pyarrow are imported where used: reading our Parquet
+# needs pyarrow alone, and a command's start-up pays for what it uses.
 
 TraceError = _native.TraceError
 Trace = _native.Trace
@@ -57,14 +61,16 @@ def _columns(path: Path, names: list[str]) -> tuple[str, str, str, str]:
 
 
 def _le(a: Any, dtype: str) -> bytes:
+    import numpy as np
+
     return np.ascontiguousarray(np.asarray(a), dtype=dtype).tobytes()
 
 
 def _from_parquet(path: Path, window: tuple[float, float] | None) -> Trace:
-    """Streams a Parquet trace batch by batch into Rust: memory is the
-    trace's compact columns plus one batch."""
+    """Streams a Parquet trace batch by batch into Rust: pyarrow decodes,
+    Rust reads each batch through the Arrow C stream interface, and memory
+    is the trace's compact columns plus one batch."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     # The system allocator gives freed batches back (pyarrow's default pool
@@ -76,26 +82,36 @@ def _from_parquet(path: Path, window: tuple[float, float] | None) -> Trace:
         cols = _columns(path, f.schema_arrow.names)
         # Reserve for every row unless a window will drop some.
         stream = _native.TraceStream(str(path), window, 0 if window else f.metadata.num_rows)
-        last = None
-        for batch in f.iter_batches(batch_size=1 << 16, columns=list(cols), use_threads=False):
-            t, v, x, y = (batch.column(c) for c in cols)
-            if v.null_count:  # SUMO writes a row for each empty time step
-                keep = pc.is_valid(v)
-                t, v, x, y = (pc.filter(c, keep) for c in (t, v, x, y))
-            if not pa.types.is_dictionary(v.type):
-                v = pc.dictionary_encode(v.cast(pa.string()))
-            names = v.dictionary.cast(pa.string())
-            given = None
-            if last is None or not names.equals(last):
-                # The ids as the Arrow array's offsets and UTF-8 data.
-                offsets = np.frombuffer(names.buffers()[1], "<i4")[names.offset:names.offset + len(names) + 1]
-                given = (offsets.tobytes(), names.buffers()[2].to_pybytes())
-            last = names
-            stream.push(_le(t.cast(pa.float64()), "<f8"), _le(v.indices.cast(pa.uint32()), "<u4"),
-                        _le(x.cast(pa.float64()), "<f8"), _le(y.cast(pa.float64()), "<f8"), None, given)
+        batches = (_trace_batch(b, cols) for b in
+                   f.iter_batches(batch_size=1 << 16, columns=list(cols), use_threads=False))
+        first = next(batches, None)
+        if first is not None:
+            stream.push_arrow(pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches)))
     finally:
         pa.set_memory_pool(previous)
     return stream.finish()
+
+
+def _trace_batch(batch: Any, cols: tuple[str, str, str, str]) -> Any:
+    """One Parquet batch as `TraceStream.push_arrow` takes it: time
+    float64, vehicle a dictionary of strings without nulls, x and y floats.
+    Our own Parquet already is; SUMO's is converted."""
+    import pyarrow as pa
+
+    t, v, x, y = (batch.column(c) for c in cols)
+    if v.null_count or not pa.types.is_dictionary(v.type) or not pa.types.is_float64(t.type) \
+            or not all(pa.types.is_floating(c.type) for c in (x, y)):
+        import pyarrow.compute as pc
+
+        if v.null_count:  # SUMO writes a row for each empty time step
+            keep = pc.is_valid(v)
+            t, v, x, y = (pc.filter(c, keep) for c in (t, v, x, y))
+        if not pa.types.is_dictionary(v.type):
+            v = pc.dictionary_encode(v.cast(pa.string()))
+        t, x, y = (c.cast(pa.float64()) for c in (t, x, y))
+    if not pa.types.is_string(v.type.value_type):
+        v = pa.DictionaryArray.from_arrays(v.indices, v.dictionary.cast(pa.string()))
+    return pa.record_batch([t, v, x, y], names=["time", "vehicle", "x", "y"])
 
 
 def _from_table(path: Path, window: tuple[float, float] | None) -> Trace:
@@ -103,6 +119,8 @@ def _from_table(path: Path, window: tuple[float, float] | None) -> Trace:
         return _from_parquet(path, window)
     with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as f:
         head = f.readline().decode("utf-8", "replace")
+    import polars as pl
+
     sep = max(";,\t", key=head.count)
     lf = pl.scan_csv(path, separator=sep, infer_schema_length=10_000)
     t, v, x, y = _columns(path, lf.collect_schema().names())
@@ -116,6 +134,8 @@ def _from_table(path: Path, window: tuple[float, float] | None) -> Trace:
 def from_frame(df: pl.DataFrame, label: str, window: tuple[float, float] | None = None) -> Trace:
     """A trace from a DataFrame with the columns t, v (vehicle id), x, y in
     time order; `label` names it in errors."""
+    import polars as pl
+
     # Vehicle codes: dense ranks of the ids, so code i names the i-th sorted id.
     codes = (df["v"].rank("dense") - 1).cast(pl.UInt32).to_numpy()
     ids = df["v"].unique().sort().to_list()
@@ -126,6 +146,9 @@ def from_frame(df: pl.DataFrame, label: str, window: tuple[float, float] | None 
 
 def to_frame(trace: Trace) -> pl.DataFrame:
     """The samples as a DataFrame (time, vehicle, x, y), vehicle categorical."""
+    import numpy as np
+    import polars as pl
+
     t, v, x, y = trace.columns()
     names = pl.Series("vehicle", trace.names(), dtype=pl.String)
     return pl.DataFrame({

@@ -70,6 +70,19 @@ class RunResult:
         """The scenario as run, overrides applied."""
         return tomllib.loads(self.resolved)
 
+    @cached_property
+    def handovers(self) -> pl.DataFrame:
+        """One row per change of AP of a station: car, time_s and x (when
+        and where it left the old AP), from, to, how, gap_s (leaving to
+        associating), data_gap_s (last data from the old AP to the first
+        from the new one) and lost_mb (what the old AP failed to deliver to
+        it); see `wayside.breakdown.handovers`."""
+        from wayside import breakdown
+
+        if not breakdown.stations(self):
+            return pl.DataFrame(schema=breakdown.HANDOVER_SCHEMA)
+        return breakdown.handovers(breakdown.associations(self), self)
+
     @property
     def duration_s(self) -> float:
         return float(self.stats["simulated_s"])
@@ -136,7 +149,7 @@ class RunResult:
     def save(self, directory: str | Path) -> Path:
         """Writes the run directory: scenario.toml (as run), frames.parquet,
         mac.parquet, events.parquet, tcp.parquet, transport.parquet,
-        per_second.parquet and summary.json. Same scenario and
+        per_second.parquet, handovers.parquet and summary.json. Same scenario and
         seed give byte-identical files."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
@@ -144,6 +157,7 @@ class RunResult:
         for name in TABLES:
             pq.write_table(getattr(self, name), d / f"{name}.parquet")
         self.per_second().write_parquet(d / "per_second.parquet")
+        self.handovers.write_parquet(d / "handovers.parquet")
         summary = {
             "nodes": self.nodes,
             "stats": self.stats,

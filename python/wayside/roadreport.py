@@ -239,9 +239,15 @@ def _association_tables(rr: RoadRuns) -> str:
     if moves.is_empty():
         return out + "<p>No car changed AP in any run: there are no handovers.</p>"
     rows = [(html.escape(r["run"]), html.escape(r["car"]), f"{r['time_s']:.2f}", f"{r['x']:.0f}", html.escape(r["from"]),
-             html.escape(r["to"]), f"{r['gap_s']:.2f}") for r in moves.iter_rows(named=True)]
+             html.escape(r["to"]), html.escape(r["how"]), f"{r['gap_s']:.2f}", fmt(r["data_gap_s"], "{:.2f}"),
+             fmt(r["lost_mb"], "{:.3f}")) for r in moves.iter_rows(named=True)]
     shown, more = _more(rows)
-    return out + ("<h3>Handovers</h3>" + table(["run", "car", "time (s)", "x (m)", "from", "to", "gap (s)"], shown) + more)
+    return out + ("<h3>Handovers</h3><p>When and where each car left an AP (how: roamed after a background scan, "
+                  "or disassociated when beacons stopped); the gap from leaving to associating with the next AP; "
+                  "the data gap from the last MAC payload received from the old AP to the first from the new one; "
+                  "and the MB the old AP failed to deliver to the car after that.</p>"
+                  + table(["run", "car", "time (s)", "x (m)", "from", "to", "how", "gap (s)", "data gap (s)",
+                           "lost (MB)"], shown) + more)
 
 
 # ---------------------------------------------------------------- figures

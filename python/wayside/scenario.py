@@ -63,3 +63,31 @@ def load_scenario(
     """Validates a scenario with `overrides` applied and returns it as a dict."""
     resolved = engine.resolve(scenario_text(scenario), list(overrides))
     return tomllib.loads(resolved)
+
+
+# The channels a station scans when `management.scan_channels` is not given,
+# by standard (as the simulator lowers it: madwifi 0.9's station scan table).
+_DEFAULT_SCAN = {"802.11b": [1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10], "802.11g": [1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10],
+                 "802.11a": [36, 40, 44, 48], "802.11p": [178]}
+
+
+def warnings(resolved: Mapping[str, Any]) -> list[str]:
+    """What a resolved scenario allows but probably does not mean: an AP on
+    a channel that no station scans, which no station can ever join."""
+    nodes = resolved.get("node", [])
+    if not any(n.get("role") == "sta" for n in nodes):
+        return []
+    radio = resolved.get("radio", {})
+    scanned = resolved.get("management", {}).get("scan_channels")
+    given = scanned is not None
+    if scanned is None:
+        scanned = _DEFAULT_SCAN.get(str(radio.get("standard", "802.11g")), [])
+    out = []
+    for n in nodes:
+        channel = n.get("channel", radio.get("channel"))
+        if n.get("role") == "ap" and channel is not None and channel not in scanned:
+            where = (f"management.scan_channels = {list(scanned)}" if given
+                     else f"the default scan list for {radio.get('standard', '802.11g')}: {list(scanned)}")
+            out.append(f"node '{n.get('name')}' (an AP) is on channel {channel}, which no station scans "
+                       f"({where}); no station can join it")
+    return out

@@ -26,7 +26,7 @@ from wayside.traces import table
 
 SLOT_S = 0.1
 SHOWN_EVENTS = ("ap-selected", "auth-timeout", "assoc-timeout", "associated", "disassociated", "dhcp-bound",
-                "app-start", "established", "tcp-timeout", "tcp-gave-up")
+                "app-start", "established", "tcp-timeout", "tcp-gave-up", "background-scan", "roam")
 
 
 class ViewError(ValueError):
@@ -69,7 +69,7 @@ def data(result: RunResult) -> dict[str, Any]:
                  if n in index]
     ev = table(result, "events").filter(pl.col("event").is_in(SHOWN_EVENTS) & pl.col("node").is_in(breakdown.stations(result)))
     events = [[_r(t / 1e9, 3), str(n), str(p), str(e)] for t, n, p, e in ev.sort("time_ns").select("time_ns", "node", "peer", "event").iter_rows()]
-    events += [[_r(r["time_s"], 3), r["car"], r["to"], f"handover from {r['from']} (gap {r['gap_s']:.2f} s)"]
+    events += [[_r(r["time_s"], 3), r["car"], r["to"], f"handover from {r['from']} ({r['how']}, gap {r['gap_s']:.2f} s)"]
                for r in b.handovers.iter_rows(named=True)]
     events.sort(key=lambda e: e[0])
     return {"name": str(result.scenario.get("name", "run")), "duration": _r(result.duration_s, 3), "slot": SLOT_S,

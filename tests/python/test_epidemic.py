@@ -89,6 +89,27 @@ def test_bad_traces_are_clear_errors(tmp_path):
     (tmp_path / "bad.csv").write_text("a;b\n1;2\n")
     with pytest.raises(movement.TraceError, match="needs the columns timestep_time"):
         movement.load(tmp_path / "bad.csv")
+    pl.DataFrame({"time": [0.0, 1.0], "vehicle": ["a", "a"], "x": [1.0, None], "y": [2.0, 2.0]}).with_columns(
+        pl.col("vehicle").cast(pl.Categorical)).write_parquet(tmp_path / "hole.parquet")
+    with pytest.raises(movement.TraceError, match=r"hole.parquet: x has nulls; the columns must be time"):
+        movement.load(tmp_path / "hole.parquet")
+
+
+def test_a_single_run_does_not_import_polars(tmp_path):
+    """`wayside epidemic run` on our Parquet pays at start-up only for
+    pyarrow (which brings numpy): what it reads with, not polars."""
+    import subprocess
+    import sys
+
+    movement.save_parquet(movement.load(SMALL), tmp_path / "t.parquet")
+    code = ("import sys; from wayside.cli import main; sys.argv = ['wayside', 'epidemic', 'run', sys.argv[1], "
+            "'-p', '12.5', '-s', '4', '--timeline', sys.argv[2]]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e\n"
+            "print(sorted(m for m in ('polars', 'pyarrow') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.parquet"), str(tmp_path / "tl.csv")],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.strip().splitlines()[-1] == "['pyarrow']", r.stdout
+    assert pl.read_csv(tmp_path / "tl.csv").columns == ["time", "complete", "fraction"]
 
 
 def test_a_run_is_deterministic_and_its_timeline_ends_at_its_outcome(small):
@@ -301,10 +322,14 @@ def test_convert_writes_a_the_one_scenario_that_runs_here(small, cli, tmp_path):
     (tmp_path / "s.one").write_bytes(gzip.decompress(out.read_bytes()))
     sc = epidemic_one.load_settings(tmp_path / "s.settings.txt")
     assert (sc.settings.router, sc.settings.range_m, sc.settings.speed) == ("spray-and-wait", 150.0, 1e6)
-    assert [m[0] for m in sc.settings.messages] == seeds
+    # One file created at every seed: one message with a copy at each.
+    assert [(m[0], *m[4]) for m in sc.settings.messages] == [tuple(seeds)]
     trace, res = epidemic_one.run_settings(sc)
     assert trace.names() == hosts["vehicle"].to_list()
-    assert res.summary["created"] == 3 and res.summary["relayed"] > 0
+    assert res.summary["created"] == 1 and res.summary["relayed"] > 0
+    assert res.hosts.filter(pl.col("created") > 0)["number"].to_list() == sorted(seeds)
+    got = res.hosts.filter(pl.col("first_received").is_not_null())
+    assert got.height == res.summary["relayed"] and not set(got["number"]) & set(seeds)
     r = cli("epidemic", "one", tmp_path / "s.settings.txt", "--out", tmp_path / "o")
     assert r.returncode == 0 and "delivery_prob" in r.stdout, r.stderr
     assert (tmp_path / "o" / "MessageStatsReport.txt").is_file()

@@ -523,6 +523,34 @@ def test_targets_a_scenario_was_calibrated_on_are_apart_and_not_counted(cli, tmp
     assert "calibrated on 2 (not counted)" in " ".join(p.stdout.split()) and p.returncode == 1
 
 
+def test_in_sample_and_out_of_sample_errors_are_reported_apart(tmp_path):
+    # The scenario is fitted on udp-volume: udp-volume-wrong, on the same
+    # scenario, is what the fit predicts; "other" runs a scenario fitted on
+    # nothing. Each class has its own error.
+    scenario = {"calibrated_on": ["tiny/udp-volume"], **BSS}
+    (tmp_path / "other.toml").write_text(tomli_w.dumps(BSS), encoding="utf-8")
+    other = {**UDP_OK, "name": "other", "scenario": "other.toml", "expected": 0.25, "tolerance": {"relative": 0.5}}
+    path = write_validation(tmp_path, [UDP_OK, UDP_MISS, other], scenario=scenario)
+    rows = V.run_targets(V.load_file(path), jobs=1)
+    assert [(r.target, r.sample) for r in rows] == [
+        ("udp-volume", V.IN_SAMPLE), ("udp-volume-wrong", V.OUT_OF_SAMPLE), ("other", V.UNFITTED)]
+    # 0.2 MB measured: 0% off in sample, 1/3 off (0.3) out of it, 20% (0.25) unfitted.
+    assert V.sample_errors(rows) == ("median |error|: in sample 0.0% (1 rows), out of sample 33.3% (1 rows), "
+                                     "unfitted 20.0% (1 rows)")
+    text = [line for line, _ in V.render(rows)]
+    assert text[0] == "tiny" and text[1].split()[:3] == ["median", "|error|:", "in"]
+    assert max(map(len, text)) <= V.WIDTH
+    records = json.loads(V.write_outputs(rows, tmp_path / "out")[0].read_text())
+    assert [r["sample"] for r in records] == ["in", "out", "none"]
+
+
+def test_a_scenario_fits_at_most_one_row_of_a_table(tmp_path):
+    path = write_validation(tmp_path, [GRID], scenario={"calibrated_on": ["tiny/udp-interval"], **BSS})
+    rows = V.run_targets(V.load_file(path), jobs=1)
+    assert {r.status for r in rows} == {"ERROR"}
+    assert "fit at most one row of a table" in rows[0].detail
+
+
 @pytest.mark.parametrize("bad", [["udp-volume"], [3], "tiny/udp-volume", ["tiny/"]])
 def test_a_malformed_calibrated_on_is_an_error_naming_it(tmp_path, bad):
     path = write_validation(tmp_path, [UDP_OK], scenario={"calibrated_on": bad, **BSS})

@@ -16,6 +16,15 @@
 //! the step after it leaves the trace, and a comment line after the first
 //! sample tells this reader where the lot starts, so that reading the file
 //! back gives the trace that was written.
+//!
+//! A parked vehicle is also written at its spot the step before it enters
+//! the trace. The ONE moves a node along a path that starts at the last
+//! time the node was seen standing still (`ExternalMovement.addLocation`),
+//! at the speed that covers each sample's distance in one interval: a
+//! vehicle last seen in the lot at 0 s and next at its entry at 200 s
+//! would leave the lot at 0 s and run ahead of its samples (by as many
+//! intervals as The ONE has preloaded). Seen standing in the lot at 199 s,
+//! it leaves at 199 s and is at its first sample at 200 s.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -77,7 +86,9 @@ pub fn write(trace: &Trace, mut w: impl Write, park: bool) -> Result<(), TraceEr
     .map_err(io)?;
     let mut present = vec![false; n];
     let mut first_line = true;
-    for (i, s) in trace.iter().enumerate() {
+    let steps: Vec<_> = trace.iter().collect();
+    let mut next = vec![false; if park { n } else { 0 }];
+    for (i, s) in steps.iter().enumerate() {
         let mut now = vec![false; if park { n } else { 0 }];
         for k in 0..s.vehicle.len() {
             let v = s.vehicle[k] as usize;
@@ -93,9 +104,14 @@ pub fn write(trace: &Trace, mut w: impl Write, park: bool) -> Result<(), TraceEr
             }
         }
         if park {
+            next.iter_mut().for_each(|p| *p = false);
+            if let Some(after) = steps.get(i + 1) {
+                after.vehicle.iter().for_each(|&v| next[v as usize] = true);
+            }
             for v in 0..n {
-                // Into the lot at the first step (absent ones) and the step after leaving.
-                if !now[v] && (i == 0 || present[v]) {
+                // In the lot at the first step (absent ones), the step after
+                // leaving and the step before entering.
+                if !now[v] && (i == 0 || present[v] || next[v]) {
                     let (x, y) = spot(v);
                     writeln!(
                         w,
@@ -335,6 +351,14 @@ mod tests {
         assert_eq!(first, ["b", "c"]);
         // "b" goes back to its spot (index 1: 200 m east of the lot's start) at 3 s.
         assert!(lines.contains(&"3 b 1501 -6.5"), "{text}");
+        // "c", parked since 0 s, is seen standing in its spot at 2 s, the step
+        // before it enters, so that The ONE starts moving it at 2 s, not 0 s.
+        let c: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.split(' ').nth(1) == Some("c"))
+            .collect();
+        assert_eq!(c, ["0 c 1301 193.5", "2 c 1301 193.5", "3 c 0.1 0.2"]);
     }
 
     proptest::proptest! {

@@ -5,10 +5,15 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::ffi_stream::ArrowArrayStreamReader;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt32Type};
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow_schema::DataType;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyCapsule, PyDict};
 use wayside_contact::district::{self, Area};
 use wayside_contact::dtn::message::{Generator, Message};
 use wayside_contact::dtn::router::{ProphetParams, Router};
@@ -234,11 +239,8 @@ impl PyTraceStream {
 
     /// Adds a batch: time (f64), vehicle codes (u32) into `names` (given
     /// when the dictionary changes, else the previous batch's), x and y
-    /// (f64), as little-endian buffers. `names` may instead come as an
-    /// Arrow string array's buffers, `dictionary` = (offsets as i32,
-    /// UTF-8 data), which spares a Python string per name.
-    #[pyo3(signature = (time, vehicle, x, y, names=None, dictionary=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// (f64), as little-endian buffers.
+    #[pyo3(signature = (time, vehicle, x, y, names=None))]
     fn push(
         &mut self,
         py: Python<'_>,
@@ -247,26 +249,7 @@ impl PyTraceStream {
         x: &[u8],
         y: &[u8],
         names: Option<Vec<String>>,
-        dictionary: Option<(&[u8], &[u8])>,
     ) -> PyResult<()> {
-        let names = match dictionary {
-            None => names,
-            Some((offsets, data)) => {
-                let offsets = from_le("offsets", offsets, i32::from_le_bytes)?;
-                let text = std::str::from_utf8(data)
-                    .map_err(|e| PyValueError::new_err(format!("vehicle ids: {e}")))?;
-                let bad = || PyValueError::new_err("vehicle ids: offsets outside the data");
-                let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
-                for w in offsets.windows(2) {
-                    let (a, b) = (
-                        usize::try_from(w[0]).map_err(|_| bad())?,
-                        usize::try_from(w[1]).map_err(|_| bad())?,
-                    );
-                    out.push(text.get(a..b).ok_or_else(bad)?.to_string());
-                }
-                Some(out)
-            }
-        };
         let time = from_le("time", time, f64::from_le_bytes)?;
         let vehicle = from_le("vehicle", vehicle, u32::from_le_bytes)?;
         let x = from_le("x", x, f64::from_le_bytes)?;
@@ -304,6 +287,57 @@ impl PyTraceStream {
         Ok(())
     }
 
+    /// Adds every batch of an Arrow C stream (`stream` has
+    /// `__arrow_c_stream__`, e.g. a pyarrow `RecordBatchReader`) whose
+    /// columns are, in order, time (float64), vehicle (a dictionary of
+    /// strings with uint32 or int32 indices, no nulls), x and y (float32
+    /// or float64). The batches are read here, without the GIL (a
+    /// producer written in Python takes it back for each batch).
+    fn push_arrow(&mut self, py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<()> {
+        let capsule = stream.call_method0("__arrow_c_stream__")?;
+        let capsule = capsule.cast::<PyCapsule>()?;
+        let ptr = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
+        // Safety: a live capsule of that name holds an FFI_ArrowArrayStream;
+        // from_raw moves it out and leaves a released stream for the
+        // capsule's destructor.
+        let reader = unsafe { ArrowArrayStreamReader::from_raw(ptr.as_ptr().cast()) }
+            .map_err(|e| TraceError::new_err(format!("{}: {e}", self.label)))?;
+        let Some(b) = self.builder.as_mut() else {
+            return Err(PyValueError::new_err("the stream is finished"));
+        };
+        let (label, rows, index) = (&self.label, &mut self.rows, &mut self.index);
+        py.detach(|| {
+            let mut names: Option<StringArray> = None;
+            for batch in reader {
+                let batch = batch.map_err(|e| trace::TraceError(format!("{label}: {e}")))?;
+                let cols = ArrowColumns::of(&batch, label)?;
+                if names.as_ref() != Some(&cols.names) {
+                    *index = cols
+                        .names
+                        .iter()
+                        .map(|n| b.intern(n.unwrap_or("")))
+                        .collect();
+                    names = Some(cols.names.clone());
+                }
+                for i in 0..batch.num_rows() {
+                    let row = *rows + i;
+                    let code = cols.codes[i] as usize;
+                    let v = *index.get(code).ok_or_else(|| {
+                        trace::TraceError(format!(
+                            "{label}, row {row}: vehicle code {code} has no name"
+                        ))
+                    })?;
+                    b.push_index(cols.time[i], v, cols.x[i], cols.y[i], &|| {
+                        format!("{label}, row {row}")
+                    })?;
+                }
+                *rows += batch.num_rows();
+            }
+            Ok(())
+        })
+        .map_err(trace_err)
+    }
+
     /// The trace; the stream cannot be used afterwards.
     fn finish(&mut self) -> PyResult<PyTrace> {
         let b = self
@@ -311,6 +345,70 @@ impl PyTraceStream {
             .take()
             .ok_or_else(|| PyValueError::new_err("the stream is finished"))?;
         Ok(PyTrace(Arc::new(b.finish())))
+    }
+}
+
+/// One record batch of a trace as plain columns (see `push_arrow`).
+struct ArrowColumns {
+    time: Vec<f64>,
+    codes: Vec<u32>,
+    names: StringArray,
+    x: Vec<f64>,
+    y: Vec<f64>,
+}
+
+impl ArrowColumns {
+    fn of(batch: &RecordBatch, label: &str) -> Result<Self, trace::TraceError> {
+        let bad = |what: &str| {
+            trace::TraceError(format!(
+                "{label}: {what}; the columns must be time (float64), vehicle (dictionary of \
+                 strings, no nulls), x and y (float32 or float64)"
+            ))
+        };
+        if batch.num_columns() != 4 {
+            return Err(bad(&format!("{} columns", batch.num_columns())));
+        }
+        let floats = |c: &ArrayRef, name: &str| -> Result<Vec<f64>, trace::TraceError> {
+            if c.null_count() > 0 {
+                return Err(bad(&format!("{name} has nulls")));
+            }
+            if let Some(a) = c.as_primitive_opt::<Float64Type>() {
+                Ok(a.values().to_vec())
+            } else if let Some(a) = c.as_primitive_opt::<Float32Type>() {
+                Ok(a.values().iter().map(|&v| v as f64).collect())
+            } else {
+                Err(bad(&format!("{name} is {}", c.data_type())))
+            }
+        };
+        let v = batch.column(1);
+        if v.null_count() > 0 {
+            return Err(bad("vehicle has nulls"));
+        }
+        let (codes, values) = if let Some(d) = v.as_dictionary_opt::<UInt32Type>() {
+            (d.keys().values().to_vec(), d.values())
+        } else if let Some(d) = v.as_dictionary_opt::<Int32Type>() {
+            (
+                d.keys().values().iter().map(|&k| k as u32).collect(),
+                d.values(),
+            )
+        } else {
+            return Err(bad(&format!("vehicle is {}", v.data_type())));
+        };
+        let names = values
+            .as_string_opt::<i32>()
+            .ok_or_else(|| bad(&format!("vehicle's dictionary is {}", values.data_type())))?
+            .clone();
+        let time = batch.column(0);
+        if !matches!(time.data_type(), DataType::Float64) {
+            return Err(bad(&format!("time is {}", time.data_type())));
+        }
+        Ok(ArrowColumns {
+            time: floats(time, "time")?,
+            codes,
+            names,
+            x: floats(batch.column(2), "x")?,
+            y: floats(batch.column(3), "y")?,
+        })
     }
 }
 
@@ -401,7 +499,7 @@ type GeneratorArgs = (
 /// `dtn` module): `router` is epidemic, spray-and-wait, prophet,
 /// direct-delivery or first-contact; `prophet` = (P_init, beta, gamma,
 /// seconds in a time unit); `messages` adds given messages (from, to,
-/// size, created) to the generated ones. Returns a dict of the run's counts and summary,
+/// size, created, further hosts creating it) to the generated ones. Returns a dict of the run's counts and summary,
 /// and per-message and per-host columns as lists.
 #[pyfunction]
 #[pyo3(signature = (trace, router, generators, ttl_min=None, messages=vec![], copies=6, prophet=(0.75, 0.25, 0.98, 30.0), range_m=epidemic::RANGE_M, speed=250_000.0, buffer=5_000_000, queue="random", seed=1, run=0))]
@@ -412,7 +510,7 @@ fn dtn_run<'py>(
     router: &str,
     generators: Vec<GeneratorArgs>,
     ttl_min: Option<u32>,
-    messages: Vec<(u32, u32, u64, f64)>,
+    messages: Vec<(u32, u32, u64, f64, Vec<u32>)>,
     copies: u32,
     prophet: (f64, f64, f64, f64),
     range_m: f64,
@@ -449,12 +547,13 @@ fn dtn_run<'py>(
     let end = t.times().last().copied().unwrap_or(0.0) + 1.0;
     let mut messages: Vec<Message> = messages
         .into_iter()
-        .map(|(from, to, size, created)| Message {
+        .map(|(from, to, size, created, also_at)| Message {
             from,
             to,
             size,
             created,
             ttl_min,
+            also_at,
         })
         .collect();
     for (interval, size, hosts, to_hosts, time, prefix) in generators {
@@ -470,9 +569,9 @@ fn dtn_run<'py>(
         messages.extend(g.messages(end, ttl_min, seed, run));
     }
     messages.sort_by(|a, b| a.created.total_cmp(&b.created));
-    let created: Vec<(u32, u32, u64, f64)> = messages
+    let created: Vec<(u32, u32, u64, f64, Vec<u32>)> = messages
         .iter()
-        .map(|m| (m.from, m.to, m.size, m.created))
+        .map(|m| (m.from, m.to, m.size, m.created, m.also_at.clone()))
         .collect();
     let settings = Settings {
         router,
@@ -516,6 +615,10 @@ fn dtn_run<'py>(
     msgs.set_item("to", created.iter().map(|c| c.1).collect::<Vec<_>>())?;
     msgs.set_item("size", created.iter().map(|c| c.2).collect::<Vec<_>>())?;
     msgs.set_item("created", created.iter().map(|c| c.3).collect::<Vec<_>>())?;
+    msgs.set_item(
+        "also_at",
+        created.iter().map(|c| c.4.clone()).collect::<Vec<_>>(),
+    )?;
     let fates = &st.messages;
     msgs.set_item(
         "delivered_at",
@@ -539,6 +642,10 @@ fn dtn_run<'py>(
     )?;
     hosts.set_item("aborted", h.iter().map(|x| x.aborted).collect::<Vec<_>>())?;
     hosts.set_item("dropped", h.iter().map(|x| x.dropped).collect::<Vec<_>>())?;
+    hosts.set_item(
+        "first_received",
+        h.iter().map(|x| x.first_received).collect::<Vec<_>>(),
+    )?;
     d.set_item("hosts", hosts)?;
     Ok(d)
 }

@@ -3,6 +3,7 @@
 
 mod arrow;
 mod contact;
+mod emulate;
 mod stream;
 
 use pyo3::create_exception;
@@ -23,11 +24,11 @@ create_exception!(
     "A scenario that cannot be used; the message names the key, the value and what is allowed."
 );
 
-fn scenario_err(e: scenario::ScenarioError) -> PyErr {
+pub(crate) fn scenario_err(e: scenario::ScenarioError) -> PyErr {
     ScenarioError::new_err(e.0)
 }
 
-fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("resolved", &out.resolved)?;
     d.set_item("nodes", &out.node_names)?;
@@ -119,6 +120,7 @@ fn rate_thresholds(
     let std: Standard = standard.parse().map_err(PyValueError::new_err)?;
     let model = ErrorModelKind::ClosedForm(wayside_sim::phy::error::ClosedForm {
         implementation_loss: wayside_sim::units::Db(implementation_loss_db),
+        ..Default::default()
     });
     Ok(std
         .modes()
@@ -156,5 +158,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::Table>()?;
     m.add_class::<stream::StreamedRun>()?;
     contact::register(m)?;
+    emulate::register(m)?;
     Ok(())
 }

@@ -46,8 +46,8 @@ impl StreamedRun {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<(&'static str, Table)>> {
-        let batches = self.batches.lock().expect("batch channel");
-        match py.detach(|| batches.recv()) {
+        let batches = &self.batches;
+        match py.detach(|| batches.lock().expect("batch channel").recv()) {
             Ok((name, columns)) => Ok(Some((name, arrow::table(columns, &self.nodes)?))),
             Err(_) => Ok(None), // the run is over
         }

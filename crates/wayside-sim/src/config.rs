@@ -50,6 +50,9 @@ pub struct NodeConfig {
     pub role: Role,
     /// Operating channel (an AP's; a station's until it scans).
     pub channel: u32,
+    /// `[radio]`'s standard as the radio uses it on `channel`
+    /// ([`Standard::on_channel`]: an HT radio's band and width).
+    pub standard: Standard,
     pub tcp: TcpConfig,
     pub arp: crate::net::arp::ArpConfig,
     /// Its MAC: the `[mac]` section's, with its own queue limit and rate
@@ -75,6 +78,8 @@ pub struct NodeConfig {
     pub routing: crate::net::route::Routing,
     /// Ad hoc (IBSS) membership, for an independent node that joins one.
     pub adhoc: Option<crate::mac::adhoc::AdhocConfig>,
+    /// Its own roaming profile, instead of the management section's.
+    pub roaming: Option<crate::mac::mgmt::Roaming>,
 }
 
 /// Everything needed to build a world.

@@ -45,7 +45,9 @@ pub fn run_scenario_pcap(
     run: u64,
     pcap_dir: Option<&Path>,
 ) -> Result<RunOutput, ScenarioError> {
-    run_scenario_with(scenario, overrides, (seed, run), pcap_dir, None)
+    let (resolved, mut world) = prepare(scenario, overrides, seed, run, pcap_dir, |_| Ok(()))?;
+    world.run_events();
+    finish(resolved, world)
 }
 
 /// [`run_scenario_pcap`], sending the trace to `sink` in batches of `rows`
@@ -58,31 +60,42 @@ pub fn run_scenario_streaming(
     pcap_dir: Option<&Path>,
     (sink, rows): (Box<dyn TraceSink>, usize),
 ) -> Result<RunOutput, ScenarioError> {
-    run_scenario_with(scenario, overrides, (seed, run), pcap_dir, Some((sink, rows)))
+    let (resolved, mut world) = prepare(scenario, overrides, seed, run, pcap_dir, |_| Ok(()))?;
+    world.stream_to(sink, rows);
+    world.run_events();
+    finish(resolved, world)
 }
 
-fn run_scenario_with(
+/// Loads `scenario`, applies `overrides`, lets `edit` change the lowered
+/// configuration, runs the training passes and opens the capture: a
+/// world ready for its first event, with the scenario as resolved.
+pub fn prepare(
     scenario: &str,
     overrides: &[String],
-    (seed, run): (Option<u64>, u64),
+    seed: Option<u64>,
+    run: u64,
     pcap_dir: Option<&Path>,
-    stream: Option<(Box<dyn TraceSink>, usize)>,
-) -> Result<RunOutput, ScenarioError> {
-    let (resolved, cfg) = crate::scenario::load(scenario, overrides, seed, run)?;
+    edit: impl FnOnce(&mut SimConfig) -> Result<(), ScenarioError>,
+) -> Result<(String, World), ScenarioError> {
+    let (resolved, mut cfg) = crate::scenario::load(scenario, overrides, seed, run)?;
+    edit(&mut cfg)?;
     let learned = train(&cfg);
     let mut world = World::new(&cfg);
     world.set_priors(&learned);
-    if let Some((sink, rows)) = stream {
-        world.stream_to(sink, rows);
-    }
     if let Some(dir) = pcap_dir {
         world.capture = Some(
             Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg))
                 .map_err(|e| ScenarioError(e.0))?,
         );
     }
+    Ok((resolved, world))
+}
+
+/// Ends `world`'s run where it stands: its trace, counters and closed
+/// capture files.
+pub fn finish(resolved: String, world: World) -> Result<RunOutput, ScenarioError> {
     let node_names = world.node_names();
-    let (trace, stats, capture, broadside) = world.run();
+    let (trace, stats, capture, broadside) = world.finish();
     let pcaps = capture
         .map_or(Ok(Vec::new()), Capture::finish)
         .map_err(|e| ScenarioError(e.0))?;

@@ -62,6 +62,9 @@ FrameKind {
     AssocReq => "assoc-req",
     AssocResp => "assoc-resp",
     Disassoc => "disassoc",
+    ReassocReq => "reassoc-req",
+    ReassocResp => "reassoc-resp",
+    Deauth => "deauth",
 });
 category!(
 /// Connection events, with time and position: what a drive-by's setup
@@ -80,7 +83,8 @@ ConnEvent {
     AssocTimeout => "assoc-timeout",
     /// Both sides: association complete.
     Associated => "associated",
-    /// Both sides (station: beacons missed; AP: inactivity).
+    /// Both sides (station: beacons missed; AP: inactivity, value 1, or
+    /// the station's disassociation, value its reason code).
     Disassociated => "disassociated",
     ArpRequest => "arp-request",
     ArpResolved => "arp-resolved",
@@ -143,6 +147,16 @@ ConnEvent {
     /// (gratuitous ARP) as its first link came up, and sends nothing
     /// else for the value's seconds.
     ArpAnnounce => "arp-announce",
+    /// Station: a background scan started while associated (value: the
+    /// AP's averaged beacon signal, dBm).
+    BackgroundScan => "background-scan",
+    /// Station: leaving its AP for the peer after a background scan
+    /// (value: the peer's signal in the scan, dBm).
+    Roam => "roam",
+    /// Station: reassociation request sent to the peer (value: attempt).
+    ReassocRequest => "reassoc-request",
+    /// AP: the station sent a deauthentication (value: reason code).
+    Deauthenticated => "deauthenticated",
 });
 category!(
 /// Outcome of one MSDU at the MAC.

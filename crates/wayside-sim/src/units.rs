@@ -211,7 +211,7 @@ impl Quantity {
     /// The units accepted for this quantity, as shown in error messages.
     pub fn units(self) -> &'static str {
         match self {
-            Quantity::Time => "ns, us, ms, s, min, h",
+            Quantity::Time => "ns, us, ms, TU (1024 us), s, min, h",
             Quantity::Power => "dBm, mW, W",
             Quantity::Ratio => "dB, dBi",
             Quantity::Length => "mm, cm, m, km",
@@ -294,6 +294,8 @@ pub fn parse_quantity(text: &str, q: Quantity) -> Result<f64, String> {
                     "ns" => 1e-9,
                     "us" | "µs" => 1e-6,
                     "ms" => 1e-3,
+                    // 802.11's time unit, 1024 µs (beacon intervals).
+                    "TU" => 1.024e-3,
                     "s" => 1.0,
                     "min" => 60.0,
                     "h" => 3600.0,

@@ -96,6 +96,15 @@ top-level `calibrated_on` ("paper/target", globs allowed). Those rows are
 measured and shown apart, as "held" or "DRIFT", and never counted as
 reproduced: the summary counts independent targets only.
 
+In and out of sample: every row is one of three (`Row.sample`): in sample
+(its scenario was calibrated on it), out of sample (its scenario was
+calibrated on other targets: what the fit predicts), or unfitted (its
+scenario lists no calibration). Under each paper's title and in the
+summary, the median absolute relative error of each class is shown apart,
+so a fit that helps its own rows and hurts the others shows. A scenario
+fits at most one row of a table: calibrating on a grid target of several
+points is an error (give the fitted row a target of its own).
+
 Outcome, one line per target (per grid point, plus one for a monotone or
 ratio check), fitting 80 columns: PASS, MISS or ERROR, the target, the
 measured value, the paper's, and the deviation. `--details` adds under each
@@ -106,7 +115,19 @@ holds, 1 if any target misses or drifts, 2 on bad input (a malformed file,
 an unknown metric or target, any ERROR).
 """
 
-from wayside.validate.judging import MEASURED, Row, aggregate, exit_code, tally, tally_sets
+from wayside.validate.judging import (
+    IN_SAMPLE,
+    MEASURED,
+    OUT_OF_SAMPLE,
+    SAMPLES,
+    UNFITTED,
+    Row,
+    aggregate,
+    exit_code,
+    sample_errors,
+    tally,
+    tally_sets,
+)
 from wayside.validate.rendering import WIDTH, render, render_sets, write_outputs
 from wayside.validate.running import (
     Job,
@@ -132,6 +153,7 @@ from wayside.validate.targets import (
 )
 
 __all__ = [
+    "IN_SAMPLE", "OUT_OF_SAMPLE", "SAMPLES", "UNFITTED", "sample_errors",
     "MEASURED", "SHIPPED", "WIDTH", "Job", "Point", "Ratio", "Request", "Row", "Target", "Tolerance",
     "ValidationFileError", "aggregate", "calibrated_on", "execute", "exit_code", "find_files", "fmt",
     "load_file", "render", "render_sets", "resolve_scenario", "run_seed_sets", "run_targets", "seed_set",

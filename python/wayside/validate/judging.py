@@ -12,6 +12,13 @@ from typing import Iterable, Sequence
 from wayside import metrics as metrics_module
 from wayside.validate.targets import BEST, Point, Target, fmt
 
+# Where a row stands to what was fitted: its scenario was calibrated on it
+# (in sample); its scenario was calibrated on other targets, so the row is
+# what the fit predicts (out of sample); or its scenario lists no
+# calibration at all (unfitted: every parameter from a source).
+IN_SAMPLE, OUT_OF_SAMPLE, UNFITTED = "in", "out", "none"
+SAMPLES = {IN_SAMPLE: "in sample", OUT_OF_SAMPLE: "out of sample", UNFITTED: "unfitted"}
+
 # The status of a grid point that has no figure of its own: measured for its
 # target's ratio or trend, shown, never judged or counted.
 MEASURED = "MEASURED"
@@ -41,6 +48,7 @@ class Row:
     shown: str = ""
     calibrated: bool = False  # the scenario was calibrated on this target: shown, never counted as reproduced
     seed_set: int = 0  # which set of seeds measured it (`seed_sets`)
+    sample: str = ""  # IN_SAMPLE, OUT_OF_SAMPLE or UNFITTED (`SAMPLES`); set with `calibrated`
 
     @property
     def name(self) -> str:
@@ -159,6 +167,19 @@ def tally(rows: Iterable[Row]) -> str:
         held = sum(r.status == "PASS" for r in cal)
         text += f"; calibrated on {len(cal)} (not counted): {held} held, {len(cal) - held} not"
     return text
+
+
+def sample_errors(rows: Iterable[Row]) -> str:
+    """In-sample and out-of-sample error apart: per class of `SAMPLES`, the
+    judged rows with a paper's value and the median of their absolute
+    relative deviations (pooled over seed sets, if several)."""
+    rows = [r for r in rows if r.status in ("PASS", "MISS") and r.deviation is not None]
+    parts = []
+    for sample, label in SAMPLES.items():
+        devs = [abs(r.deviation) for r in rows if r.sample == sample]  # type: ignore[arg-type]
+        if devs:
+            parts.append(f"{label} {float(statistics.median(devs)):.1%} ({len(devs)} rows)")
+    return "median |error|: " + ", ".join(parts) if parts else ""
 
 
 def aligned(sets: Sequence[Sequence[Row]]) -> list[tuple[Row, ...]]:

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from wayside.validate.judging import MEASURED, Row, aligned, set_status
+from wayside.validate.judging import MEASURED, Row, aligned, sample_errors, set_status
 from wayside.validate.targets import fmt
 
 WIDTH = 80  # the outcome table fits an 80-column terminal
@@ -81,6 +81,14 @@ def _sections(items: Sequence[Any], first: Callable[[Any], Row]) -> Iterable[tup
                     yield "item", i
 
 
+def _paper_head(paper: str, rows: Iterable[Row]) -> list[tuple[str, str]]:
+    """A paper's title, and under it its in-sample and out-of-sample error
+    apart (`sample_errors`), wrapped at WIDTH."""
+    errors = sample_errors(r for r in rows if r.paper == paper)
+    lines = textwrap.wrap(errors, WIDTH, initial_indent="  ", subsequent_indent="    ") if errors else []
+    return [(paper[:WIDTH], "")] + [(line, "") for line in lines]
+
+
 def render(rows: Sequence[Row], details: bool = False) -> list[tuple[str, str]]:
     """The outcome as (line, status) pairs, every line at most WIDTH columns:
     per paper, one line per independent row (result, target, measured,
@@ -93,7 +101,7 @@ def render(rows: Sequence[Row], details: bool = False) -> list[tuple[str, str]]:
     shown_as = {"PASS": "held", "MISS": "DRIFT", "ERROR": "ERROR"}
     for kind, item in _sections(rows, lambda r: r):
         if kind == "paper":
-            out.append((item[:WIDTH], ""))
+            out.extend(_paper_head(item, rows))
         elif kind == "calibrated":
             out.append(("  calibrated on (not counted as reproduced):", ""))
         elif kind == "independent":
@@ -136,7 +144,7 @@ def render_sets(sets: Sequence[Sequence[Row]], details: bool = False) -> list[tu
     n = len(sets)
     for kind, item in _sections(aligned(sets), lambda g: g[0]):
         if kind == "paper":
-            out.append((item[:WIDTH], ""))
+            out.extend(_paper_head(item, [r for rows in sets for r in rows]))
         elif kind == "calibrated":
             out.append(("  calibrated on (not counted), held in:", ""))
         elif kind == "independent":

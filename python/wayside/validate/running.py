@@ -15,7 +15,17 @@ from wayside import engine
 from wayside import metrics as metrics_module
 from wayside.jobs import ProgressFn, run_jobs
 from wayside.scenario import builtin_scenarios, scenario_text
-from wayside.validate.judging import Row, aggregate, error_row, judge, monotone_row, ratio_row
+from wayside.validate.judging import (
+    IN_SAMPLE,
+    OUT_OF_SAMPLE,
+    UNFITTED,
+    Row,
+    aggregate,
+    error_row,
+    judge,
+    monotone_row,
+    ratio_row,
+)
 from wayside.validate.targets import Point, Target, ValidationFileError
 
 
@@ -122,6 +132,7 @@ class _Plan:
     work: list[Job] = field(default_factory=list)
     point_error: dict[tuple[int, int], str] = field(default_factory=dict)  # (target, point): why it cannot run
     calibrated: set[int] = field(default_factory=set)  # targets their scenario was calibrated on
+    fitted: set[int] = field(default_factory=set)  # targets whose scenario was calibrated on any target
 
 
 def _plan(targets: Sequence[Target], runs: int | None) -> _Plan:
@@ -137,7 +148,16 @@ def _plan(targets: Sequence[Target], runs: int | None) -> _Plan:
                 spec = resolve_scenario(t.scenario, t.file)
                 text = scenario_text(spec)
                 engine.resolve(text, list(overrides))
-                if _is_calibrated(t, calibrated_on(spec, text)):
+                patterns = calibrated_on(spec, text)
+                if patterns:
+                    plan.fitted.add(ti)
+                if _is_calibrated(t, patterns):
+                    if len(t.points) > 1:
+                        raise ValidationFileError(
+                            f"scenario {spec} is calibrated on {t.paper}/{t.name}, a table of {len(t.points)} "
+                            "rows: fit at most one row of a table and predict the rest (give the fitted row "
+                            "a target of its own)"
+                        )
                     plan.calibrated.add(ti)
             except ValueError as e:
                 plan.point_error[(ti, pi)] = str(e)
@@ -191,6 +211,7 @@ def _run(targets: Sequence[Target], runs: int | None, jobs: int | None, progress
             point_rows.append(ratio_row(t, point_rows))
         for row in point_rows:
             row.calibrated = ti in plan.calibrated
+            row.sample = IN_SAMPLE if row.calibrated else OUT_OF_SAMPLE if ti in plan.fitted else UNFITTED
         rows.extend(point_rows)
     return rows, len(plan.work)
 

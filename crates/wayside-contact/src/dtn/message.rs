@@ -2,7 +2,10 @@
 //! (`core/Message.java`, `input/MessageEventGenerator.java`).
 //!
 //! A message has an id, a source and a destination host, a size in bytes,
-//! a creation time and a time to live in minutes. As in The ONE
+//! a creation time and a time to live in minutes; it may be created at
+//! further hosts at the same time (The ONE accepts a creation event that
+//! repeats an id at another host: each holds a copy of its own, and no
+//! host takes a second copy of an id it holds). As in The ONE
 //! (`Message.getTtl`), the TTL left is counted in whole minutes, rounded
 //! toward zero, so a message counts as expired once less than a minute of
 //! it is left.
@@ -26,6 +29,8 @@ pub struct Message {
     pub created: f64,
     /// Minutes; `None` lives for ever.
     pub ttl_min: Option<u32>,
+    /// Further hosts creating the same message at `created`.
+    pub also_at: Vec<u32>,
 }
 
 impl Message {
@@ -123,6 +128,7 @@ impl Generator {
                 size,
                 created: t,
                 ttl_min,
+                also_at: Vec::new(),
             });
             t += interval(&mut rng);
         }
@@ -176,6 +182,7 @@ mod tests {
             size: 1,
             created: 10.0,
             ttl_min: Some(2),
+            also_at: Vec::new(),
         };
         assert!(!m.expired(10.0 + 60.0));
         assert!(m.expired(10.0 + 60.5), "less than a minute left");

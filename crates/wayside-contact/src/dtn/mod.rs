@@ -147,13 +147,15 @@ impl Dtn {
                 s.range_m, s.speed
             )));
         }
-        if let Some(m) = messages
-            .iter()
-            .find(|m| m.from as usize >= hosts || m.to as usize >= hosts)
-        {
+        if let Some(m) = messages.iter().find(|m| {
+            m.from as usize >= hosts
+                || m.to as usize >= hosts
+                || m.also_at.iter().any(|&h| h as usize >= hosts)
+        }) {
             return Err(DtnError(format!(
-                "a message from host {} to host {}: the trace has {hosts} hosts (0 to {})",
+                "a message from host {} (also at {:?}) to host {}: the trace has {hosts} hosts (0 to {})",
                 m.from,
+                m.also_at,
                 m.to,
                 hosts.saturating_sub(1)
             )));
@@ -199,22 +201,30 @@ impl Dtn {
             .get(self.next_msg)
             .filter(|m| m.created <= self.now)
         {
-            let (from, size) = (m.from, m.size);
+            let (size, to) = (m.size, m.to);
+            let at: Vec<u32> = std::iter::once(m.from)
+                .chain(m.also_at.iter().copied())
+                .collect();
             let id = self.next_msg as u32;
             self.next_msg += 1;
-            self.make_room(from, size);
-            self.for_dest[self.messages[id as usize].to as usize] += 1;
-            let h = &mut self.hosts[from as usize];
-            h.held.insert(id);
-            h.buffer.push(Held {
-                msg: id,
-                received: self.now,
-                copies: self.s.router.initial_copies(),
-                path: vec![from],
-            });
-            h.used += size;
             self.stats.created += 1;
-            self.stats.hosts[from as usize].created += 1;
+            for from in at {
+                if self.hosts[from as usize].holds(id) {
+                    continue;
+                }
+                self.make_room(from, size);
+                self.for_dest[to as usize] += 1;
+                let h = &mut self.hosts[from as usize];
+                h.held.insert(id);
+                h.buffer.push(Held {
+                    msg: id,
+                    received: self.now,
+                    copies: self.s.router.initial_copies(),
+                    path: vec![from],
+                });
+                h.used += size;
+                self.stats.hosts[from as usize].created += 1;
+            }
         }
         let n = self.order.len();
         for i in (1..n).rev() {
@@ -321,7 +331,9 @@ impl Dtn {
         self.stats.relayed += 1;
         self.stats.messages[msg as usize].relayed += 1;
         self.stats.hosts[from as usize].sent += 1;
-        self.stats.hosts[to as usize].received += 1;
+        let got = &mut self.stats.hosts[to as usize];
+        got.received += 1;
+        got.first_received.get_or_insert(self.now);
         let m = &self.messages[msg as usize];
         if m.to == to {
             if self.hosts[to as usize].delivered.insert(msg) {

@@ -19,6 +19,8 @@ pub struct HostStats {
     pub delivered_to: u64,
     pub aborted: u64,
     pub dropped: u64,
+    /// When the host first completed receiving a message, s.
+    pub first_received: Option<f64>,
 }
 
 /// One message's fate.

@@ -36,7 +36,26 @@ fn msg(from: u32, to: u32, size: u64, created: f64) -> Message {
         size,
         created,
         ttl_min: None,
+        also_at: Vec::new(),
     }
+}
+
+#[test]
+fn a_message_created_at_several_hosts_is_one_message_with_a_copy_at_each() {
+    // Hosts 0 and 2 create it for host 4; host 1 sits beside 0, host 3
+    // beside 2, host 4 far away. Spray-and-wait: each creator has its own
+    // copies and gives half to its neighbour; 0 and 2 never meet.
+    let t = trace(5, 30, |_, h| [0.0, 50.0, 1000.0, 1050.0, 5000.0][h]);
+    let m = Message {
+        also_at: vec![2],
+        ..msg(0, 4, 5_000, 1.0)
+    };
+    let s = run(&t, vec![m], settings(Router::SprayAndWait { copies: 4 })).unwrap();
+    assert_eq!((s.created, s.relayed, s.delivered), (1, 2, 0));
+    let created: Vec<u64> = s.hosts.iter().map(|h| h.created).collect();
+    assert_eq!(created, vec![1, 0, 1, 0, 0]);
+    let first: Vec<Option<f64>> = s.hosts.iter().map(|h| h.first_received).collect();
+    assert_eq!(first, vec![None, Some(6.0), None, Some(6.0), None]);
 }
 
 #[test]

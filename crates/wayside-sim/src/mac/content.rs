@@ -6,6 +6,7 @@
 //! acknowledgements and Broadside's own (Zahn et al. 2009, §5.2).
 
 use super::Payload;
+use crate::packet::real::{RealTransport, RealView};
 use crate::packet::{Body, Packet};
 use crate::trace::MsduContent;
 use broadside::counters::PacketKind;
@@ -31,7 +32,20 @@ fn packet_content(p: &Packet) -> MsduContent {
             .data
             .as_deref()
             .map_or(MsduContent::Other, broadside_content),
+        Body::Real(bytes) => real_content(bytes),
         Body::Arp { .. } | Body::Dhcp { .. } | Body::Beacon { .. } => MsduContent::Other,
+    }
+}
+
+/// A real host's packet by the same roles: its TCP segment's, or its UDP
+/// payload's if that is a Broadside datagram.
+fn real_content(bytes: &[u8]) -> MsduContent {
+    match RealView::parse(bytes).map(|v| v.transport) {
+        Some(RealTransport::Tcp(t)) if t.len > 0 => MsduContent::TcpData,
+        Some(RealTransport::Tcp(t)) if t.syn || t.fin || t.rst => MsduContent::TcpControl,
+        Some(RealTransport::Tcp(_)) => MsduContent::TcpAck,
+        Some(RealTransport::Udp { offset, len }) => broadside_content(&bytes[offset..offset + len]),
+        _ => MsduContent::Other,
     }
 }
 

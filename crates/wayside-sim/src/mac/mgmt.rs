@@ -62,10 +62,16 @@
 //! [`BEACON_HISTORY`]) so that applications can wait for the production
 //! phase: a run of good beacon delivery ([`crate::apps::ip::AppStart`]).
 //!
-//! A station does not scan while associated (no background scan): like the
-//! cards of Ott & Kutscher (2004, §IV-C) it stays with its AP until it misses
-//! `beacon_miss_limit` beacons, which is why a second AP on another channel
-//! 100 m away never sees a handover.
+//! With madwifi's roaming (the default) a station does not scan while
+//! associated: like the cards of Ott & Kutscher (2004, §IV-C) it stays with
+//! its AP until it misses `beacon_miss_limit` beacons, which is why a second
+//! AP on another channel 100 m away never sees a handover. A station may
+//! roam as later clients do instead ([`roam`]: wpa_supplicant's bgscan, or
+//! an explicit roam threshold), with reassociation.
+
+mod roam;
+use roam::RoamState;
+pub use roam::{wpa_need_to_roam, Roaming, REASON_INACTIVITY, REASON_LEAVING};
 
 use crate::ids::{Dst, NodeId};
 use crate::ratectl::SnrMap;
@@ -122,7 +128,19 @@ pub enum MgmtBody {
     },
     AssocReq,
     AssocResp,
-    Disassoc,
+    /// A roaming station's association request to a new AP, naming the
+    /// AP it leaves.
+    ReassocReq {
+        current: NodeId,
+    },
+    ReassocResp,
+    /// With an 802.11 reason code.
+    Disassoc {
+        reason: u16,
+    },
+    Deauth {
+        reason: u16,
+    },
     /// An ad hoc (IBSS) frame ([`crate::mac::adhoc`]).
     Adhoc(crate::mac::adhoc::AdhocFrame),
 }
@@ -136,7 +154,10 @@ impl MgmtBody {
             MgmtBody::Auth { .. } => FrameKind::Auth,
             MgmtBody::AssocReq => FrameKind::AssocReq,
             MgmtBody::AssocResp => FrameKind::AssocResp,
-            MgmtBody::Disassoc => FrameKind::Disassoc,
+            MgmtBody::ReassocReq { .. } => FrameKind::ReassocReq,
+            MgmtBody::ReassocResp => FrameKind::ReassocResp,
+            MgmtBody::Disassoc { .. } => FrameKind::Disassoc,
+            MgmtBody::Deauth { .. } => FrameKind::Deauth,
             MgmtBody::Adhoc(f) => f.kind.frame_kind(),
         }
     }
@@ -148,8 +169,10 @@ impl MgmtBody {
             MgmtBody::ProbeReq => 40,
             MgmtBody::Auth { .. } => 6,
             MgmtBody::AssocReq => 50,
-            MgmtBody::AssocResp => 30,
-            MgmtBody::Disassoc => 2,
+            MgmtBody::AssocResp | MgmtBody::ReassocResp => 30,
+            // An association request's body and the current AP's address.
+            MgmtBody::ReassocReq { .. } => 56,
+            MgmtBody::Disassoc { .. } | MgmtBody::Deauth { .. } => 2,
             MgmtBody::Adhoc(f) => f.kind.body_bytes(),
         }
     }
@@ -166,6 +189,8 @@ pub enum MgmtTimer {
     Response,
     /// STA: check for missed beacons; AP: check station inactivity.
     Watchdog,
+    /// STA: bgscan's next background scan.
+    Bgscan,
 }
 
 fn timer_slot(t: MgmtTimer) -> usize {
@@ -201,16 +226,25 @@ pub struct MgmtConfig {
     pub driver: DriverProfile,
     pub beacon_miss_limit: u32,
     pub inactivity_timeout: SimTime,
+    /// How a station roams while associated; a roaming station joins
+    /// with mac80211's timeouts ([`roam`]).
+    pub roaming: Roaming,
 }
 
 impl MgmtConfig {
     fn response_timeout(&self) -> SimTime {
+        if self.roaming != Roaming::None {
+            return roam::MAC80211_TIMEOUT;
+        }
         match self.driver {
             DriverProfile::Madwifi => SimTime::from_ms(5000),
             DriverProfile::Tuned => SimTime::from_ms(200),
         }
     }
     fn retransmissions(&self) -> u32 {
+        if self.roaming != Roaming::None {
+            return roam::MAC80211_RETRANSMISSIONS;
+        }
         match self.driver {
             DriverProfile::Madwifi => 1,
             DriverProfile::Tuned => 4,
@@ -241,6 +275,9 @@ struct ScanEntry {
     ap: NodeId,
     channel: u32,
     rssi: f64,
+    /// The last sample and when it was heard (a background scan's result).
+    level: f64,
+    heard: SimTime,
     /// Heard during the current pass over the channel list.
     seen: bool,
     /// Passes over the channel list that ended without hearing it.
@@ -271,6 +308,11 @@ enum StaState {
         ap: NodeId,
         last_beacon: SimTime,
     },
+    /// Sending a farewell (deauthentication or disassociation) to the AP
+    /// left, on its channel; then joining `next` (AP, channel) or scanning.
+    Leaving {
+        next: Option<(NodeId, u32)>,
+    },
 }
 
 /// Station management state.
@@ -281,6 +323,7 @@ struct Station {
     /// When beacons from the associated AP arrived since association, within
     /// the last [`BEACON_HISTORY`], oldest first.
     beacons: VecDeque<SimTime>,
+    roam: RoamState,
 }
 
 /// Access point management state.
@@ -338,7 +381,7 @@ pub struct Mgmt {
     /// First target beacon transmission time (an AP's phase), or when a
     /// station starts scanning.
     first_beacon: SimTime,
-    generation: [u32; 4],
+    generation: [u32; 5],
     transmits: VecDeque<MgmtFrame>,
     timers: VecDeque<(MgmtTimer, SimTime, u32)>,
     events: VecDeque<MgmtEvent>,
@@ -357,6 +400,7 @@ impl Mgmt {
                 state: StaState::Waiting,
                 entries: Vec::new(),
                 beacons: VecDeque::new(),
+                roam: RoamState::default(),
             }),
         };
         let first_beacon = match role {
@@ -372,7 +416,7 @@ impl Mgmt {
             bss,
             channel,
             first_beacon,
-            generation: [0; 4],
+            generation: [0; 5],
             transmits: VecDeque::new(),
             timers: VecDeque::new(),
             events: VecDeque::new(),
@@ -503,11 +547,13 @@ impl Mgmt {
                 match sta.state {
                     StaState::Waiting => self.scan_channel(now, 0),
                     StaState::Scanning { index, .. } => self.next_channel(now, index),
+                    StaState::Associated { .. } => self.bg_scan_step(now),
                     _ => {}
                 }
             }
             MgmtTimer::Response => self.response_timeout(now),
             MgmtTimer::Watchdog => self.watchdog(now),
+            MgmtTimer::Bgscan => self.bgscan_timeout(now),
         }
     }
 
@@ -533,16 +579,20 @@ impl Mgmt {
     ) {
         match &mut self.bss {
             Bss::Ap(ap) => {
+                let known = ap.stations.iter().any(|s| s.0 == from);
                 let reply = match body {
                     MgmtBody::ProbeReq => Some(MgmtBody::ProbeResp),
                     MgmtBody::Auth { seq: 1 } => Some(MgmtBody::Auth { seq: 2 }),
-                    MgmtBody::AssocReq => {
-                        if !ap.stations.iter().any(|s| s.0 == from) {
+                    MgmtBody::AssocReq | MgmtBody::ReassocReq { .. } => {
+                        if !known {
                             ap.stations.push((from, now));
                         }
-                        Some(MgmtBody::AssocResp)
+                        Some(match body {
+                            MgmtBody::AssocReq => MgmtBody::AssocResp,
+                            _ => MgmtBody::ReassocResp,
+                        })
                     }
-                    MgmtBody::Disassoc => {
+                    MgmtBody::Disassoc { .. } | MgmtBody::Deauth { .. } => {
                         ap.stations.retain(|s| s.0 != from);
                         None
                     }
@@ -551,9 +601,20 @@ impl Mgmt {
                 if let Some(r) = reply {
                     self.send(Dst::Node(from), r, false);
                 }
-                if body == MgmtBody::AssocReq {
-                    self.conn(from, ConnEvent::Associated, rssi.0);
-                    self.events.push_back(MgmtEvent::LinkUp(from));
+                match body {
+                    MgmtBody::AssocReq | MgmtBody::ReassocReq { .. } => {
+                        self.conn(from, ConnEvent::Associated, rssi.0);
+                        self.events.push_back(MgmtEvent::LinkUp(from));
+                    }
+                    MgmtBody::Disassoc { reason } | MgmtBody::Deauth { reason } if known => {
+                        let event = match body {
+                            MgmtBody::Deauth { .. } => ConnEvent::Deauthenticated,
+                            _ => ConnEvent::Disassociated,
+                        };
+                        self.conn(from, event, f64::from(reason));
+                        self.events.push_back(MgmtEvent::LinkDown(from));
+                    }
+                    _ => {}
                 }
             }
             Bss::Sta(sta) => {
@@ -567,12 +628,15 @@ impl Mgmt {
                                 (e.rssi * (filter - 1.0) + rssi.0) / filter
                             };
                             (e.seen, e.notseen, e.channel) = (true, 0, channel);
+                            (e.level, e.heard) = (rssi.0, now);
                         }
                         None => {
                             sta.entries.push(ScanEntry {
                                 ap: from,
                                 channel,
                                 rssi: rssi.0,
+                                level: rssi.0,
+                                heard: now,
                                 seen: true,
                                 notseen: 0,
                                 fails: 0,
@@ -608,6 +672,7 @@ impl Mgmt {
                             sta.beacons.pop_front();
                         }
                         self.events.push_back(MgmtEvent::Beacon { ap, map });
+                        self.roam_beacon(now, rssi.0);
                     }
                     (StaState::Authenticating { ap, .. }, MgmtBody::Auth { seq: 2 })
                         if ap == from =>
@@ -615,7 +680,10 @@ impl Mgmt {
                         self.conn(ap, ConnEvent::AuthOk, rssi.0);
                         self.associate(now, ap, 0);
                     }
-                    (StaState::Associating { ap, .. }, MgmtBody::AssocResp) if ap == from => {
+                    (
+                        StaState::Associating { ap, .. },
+                        MgmtBody::AssocResp | MgmtBody::ReassocResp,
+                    ) if ap == from => {
                         sta.state = StaState::Associated {
                             ap,
                             last_beacon: now,
@@ -625,6 +693,7 @@ impl Mgmt {
                         self.arm(now + self.cfg.beacon_interval, MgmtTimer::Watchdog);
                         self.cancel(MgmtTimer::Response);
                         self.events.push_back(MgmtEvent::LinkUp(ap));
+                        self.roam_start(now, channel, rssi.0);
                     }
                     _ => {}
                 }
@@ -714,10 +783,17 @@ impl Mgmt {
         self.arm(now + self.cfg.response_timeout(), MgmtTimer::Response);
     }
 
+    /// Associates with `ap`, or reassociates if the station left an AP
+    /// for it ([`roam`]).
     fn associate(&mut self, now: SimTime, ap: NodeId, attempt: u32) {
-        self.sta().state = StaState::Associating { ap, attempt };
-        self.conn(ap, ConnEvent::AssocRequest, f64::from(attempt));
-        self.send(Dst::Node(ap), MgmtBody::AssocReq, false);
+        let sta = self.sta();
+        sta.state = StaState::Associating { ap, attempt };
+        let (event, body) = match sta.roam.prev {
+            Some(current) => (ConnEvent::ReassocRequest, MgmtBody::ReassocReq { current }),
+            None => (ConnEvent::AssocRequest, MgmtBody::AssocReq),
+        };
+        self.conn(ap, event, f64::from(attempt));
+        self.send(Dst::Node(ap), body, false);
         self.arm(now + self.cfg.response_timeout(), MgmtTimer::Response);
     }
 
@@ -754,8 +830,7 @@ impl Mgmt {
                 let limit = interval * u64::from(self.cfg.beacon_miss_limit);
                 if now.saturating_sub(last_beacon) >= limit {
                     self.conn(ap, ConnEvent::Disassociated, 0.0);
-                    self.events.push_back(MgmtEvent::LinkDown(ap));
-                    self.scan_channel(now, 0);
+                    self.connection_lost(now, ap);
                 } else {
                     self.arm(now + interval, MgmtTimer::Watchdog);
                 }

@@ -10,6 +10,7 @@ use crate::apps::Arrival;
 use crate::event::Event;
 use crate::ids::{NodeId, TxId};
 use crate::mac::Frame;
+use crate::packet::Packet;
 use crate::phy::mode::Mode;
 use crate::trace::{ConnEvent, DropReason, MacEvent, MsduContent, PhyEvent, TxOutcome};
 use crate::transport::tcp::TcpEvent;
@@ -73,6 +74,9 @@ pub enum Effect {
         peer: NodeId,
         station: Option<NodeId>,
     },
+    /// A real host's packet reached this node, for the real host attached
+    /// to it ([`crate::world::Attachment`]).
+    ToHost(Packet),
     /// This station, addressed, heard a beacon from its AP `ap`: the script
     /// may start applications waiting for its production phase.
     Beacon { ap: NodeId },

@@ -108,6 +108,7 @@ impl Node {
                 self.pump_apps(fx, now);
                 self.pump_sockets(fx, now);
             }
+            Body::Real(_) => fx.push(Effect::ToHost(p)),
             Body::Arp { .. } | Body::Dhcp { .. } | Body::Beacon { .. } => {}
         }
     }

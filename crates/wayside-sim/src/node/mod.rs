@@ -32,7 +32,6 @@ use crate::net::dhcp::DhcpClient;
 use crate::net::route::{AddressPlan, Bss, Port};
 use crate::net::{Net, NetSetup};
 use crate::phy::mode::Mode;
-use crate::phy::mode::Timing;
 use crate::phy::state::{Phy, RxStart};
 use crate::ratectl::Stage;
 use crate::rng::Stream;
@@ -66,22 +65,16 @@ pub struct Node {
 impl Node {
     /// The stacks of every node of scenario `cfg`, in order.
     pub fn all(cfg: &SimConfig) -> Vec<Node> {
-        let timing = cfg.radio.standard.timing(cfg.radio.b_compatible);
         let plan = Arc::new(AddressPlan::new(
             cfg.nodes.iter().map(|n| n.radio).collect(),
             cfg.nodes.iter().map(|n| n.dhcp).collect(),
         ));
-        let node = |(i, n)| Node::new(NodeId(i as u32), n, cfg, &timing, &plan);
+        let node = |(i, n)| Node::new(NodeId(i as u32), n, cfg, &plan);
         cfg.nodes.iter().enumerate().map(node).collect()
     }
 
-    fn new(
-        id: NodeId,
-        n: &NodeConfig,
-        cfg: &SimConfig,
-        timing: &Timing,
-        plan: &Arc<AddressPlan>,
-    ) -> Node {
+    fn new(id: NodeId, n: &NodeConfig, cfg: &SimConfig, plan: &Arc<AddressPlan>) -> Node {
+        let timing = n.standard.timing(cfg.radio.b_compatible);
         let links = Links::new(
             n.mac.rate.clone(),
             n.mac.modes,
@@ -89,17 +82,17 @@ impl Node {
         );
         let mac = n.mac.clone();
         let air = dcf::Air {
-            standard: cfg.radio.standard,
+            standard: n.standard,
             preamble: cfg.radio.preamble,
             basic: cfg.radio.basic_rate,
         };
         let mac_rng = Stream::new("run", cfg.seed, cfg.run, &format!("mac/{}", n.name));
-        let dcf = Dcf::new(id, mac, *timing, air, links, mac_rng, n.tx_power);
+        let dcf = Dcf::new(id, mac, timing, air, links, mac_rng, n.tx_power);
         Node {
             id,
             cfg: n.clone(),
             phy: Phy::new(
-                cfg.channel.noise_floor.to_mw(),
+                noise_floor(n, cfg.channel.noise_floor).to_mw(),
                 cfg.radio.cca_threshold.to_mw(),
                 cfg.radio.capture_margin,
             )
@@ -108,7 +101,10 @@ impl Node {
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(
                 n.role,
-                cfg.mgmt.clone(),
+                crate::mac::mgmt::MgmtConfig {
+                    roaming: n.roaming.unwrap_or(cfg.mgmt.roaming),
+                    ..cfg.mgmt.clone()
+                },
                 n.channel,
                 Stream::new("run", cfg.seed, cfg.run, &format!("beacon/{}", n.name)),
             ),
@@ -298,7 +294,7 @@ impl Node {
         {
             let t = air.medium.tx(id);
             let power = t.power_at(self.id).expect("arrival");
-            let noise = air.medium.channel().noise_floor;
+            let noise = noise_floor(&self.cfg, air.medium.channel().noise_floor);
             self.dcf
                 .handle_rx_end(now, &t.frame, t.mode, end.ok, power.to_dbm(), noise);
             let (event, reason) = if end.ok {
@@ -359,6 +355,7 @@ impl Node {
     fn mac_event(&mut self, fx: &mut Effects, now: SimTime, ev: DcfEvent) {
         match ev {
             DcfEvent::QueueDrop { msdu } => {
+                self.mgmt_done(fx, now, &msdu.payload);
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
                     let event = if self.on {
                         MacEvent::QueueDrop
@@ -400,6 +397,7 @@ impl Node {
                         delay,
                     );
                 }
+                self.mgmt_done(fx, now, &msdu.payload);
                 self.apps.handle_mac_done(now, msdu.source);
                 self.pump_apps(fx, now);
                 if let (false, Dst::Node(hop), Payload::Packet(p)) =
@@ -626,6 +624,15 @@ impl Node {
         self.pump_mgmt(fx, now);
     }
 
+    /// The MAC is done with an MSDU: management hears of its farewells
+    /// (deauthentication, disassociation).
+    fn mgmt_done(&mut self, fx: &mut Effects, now: SimTime, payload: &Payload) {
+        if let Payload::Mgmt(MgmtBody::Deauth { .. } | MgmtBody::Disassoc { .. }) = payload {
+            self.mgmt.handle_farewell_done(now);
+            self.pump_mgmt(fx, now);
+        }
+    }
+
     /// A management frame from `from` arrived intact.
     fn mgmt_rx(&mut self, fx: &mut Effects, now: SimTime, from: NodeId, body: MgmtBody, rssi: Dbm) {
         if let MgmtBody::Adhoc(f) = body {
@@ -693,5 +700,16 @@ impl Node {
                 return;
             }
         }
+    }
+}
+
+/// The noise floor of node `n`'s receiver: the channel's `floor` (20 MHz),
+/// raised by 10·log10(width / 20) for a wider HT or VHT channel.
+fn noise_floor(n: &NodeConfig, floor: Dbm) -> Dbm {
+    let excess = n.standard.noise_excess_db();
+    if excess == 0.0 {
+        floor
+    } else {
+        Dbm(floor.0 + excess)
     }
 }

@@ -4,6 +4,7 @@
 //! frames and the wired links as they are. A neutral floor: it imports no
 //! layer, so the MAC can carry what transport sends without importing it.
 
+pub mod real;
 mod tcp;
 mod udp;
 
@@ -111,6 +112,9 @@ pub enum Body {
         sent: SimTime,
     },
     Tcp(Segment),
+    /// A real host's IPv4 packet, as its bytes ([`crate::emulate`]): the
+    /// simulated layers carry it, none reads it.
+    Real(Arc<[u8]>),
 }
 
 /// An IP (or ARP) packet. Carried by value in frames and events: packets
@@ -163,6 +167,7 @@ impl Packet {
             Body::Dhcp { .. } => DhcpOp::bytes(),
             Body::Udp { ref datagram, .. } => IP_HEADER + datagram.header_bytes() + datagram.len,
             Body::Tcp(ref seg) => IP_HEADER + seg.header_bytes() + seg.len,
+            Body::Real(ref bytes) => bytes.len() as u32,
         }
     }
 }

@@ -53,16 +53,25 @@ pub fn ip_of(n: u32) -> [u8; 4] {
     [10, b[1], b[2], b[3]]
 }
 
+/// The node whose address is `ip` ([`ip_of`]'s inverse), if any.
+pub fn node_of(ip: [u8; 4]) -> Option<u32> {
+    let n = u32::from_be_bytes([0, ip[1], ip[2], ip[3]]);
+    (ip[0] == 10 && n > 0).then(|| n - 1)
+}
+
 /// Frame control, first byte: subtype, type, version 0.
 fn frame_control(kind: FrameKind) -> u8 {
     let (ty, subtype) = match kind {
         FrameKind::AssocReq => (0, 0),
         FrameKind::AssocResp => (0, 1),
+        FrameKind::ReassocReq => (0, 2),
+        FrameKind::ReassocResp => (0, 3),
         FrameKind::ProbeReq => (0, 4),
         FrameKind::ProbeResp => (0, 5),
         FrameKind::Beacon => (0, 8),
         FrameKind::Disassoc => (0, 10),
         FrameKind::Auth => (0, 11),
+        FrameKind::Deauth => (0, 12),
         FrameKind::Rts => (1, 11),
         FrameKind::Cts => (1, 12),
         FrameKind::Ack => (1, 13),
@@ -186,7 +195,7 @@ impl Encoder {
                 out.extend_from_slice(&bssid);
                 out.extend_from_slice(&seq_ctl);
                 if let Payload::Mgmt(body) = &frame.payload {
-                    self.mgmt_body(body, src, dst, channel, tsft_us, out);
+                    self.mgmt_body(body, dst, channel, tsft_us, out);
                 }
             }
         }
@@ -250,6 +259,11 @@ impl Encoder {
             Body::Tcp(s) => {
                 out.extend_from_slice(&llc_snap(0x0800));
                 self.tcp(p, s, out);
+            }
+            Body::Real(bytes) => {
+                // A real host's packet: its own bytes, options and payload.
+                out.extend_from_slice(&llc_snap(0x0800));
+                out.extend_from_slice(bytes);
             }
             Body::Udp { datagram, .. } => {
                 out.extend_from_slice(&llc_snap(0x0800));
@@ -362,15 +376,7 @@ impl Encoder {
     }
 
     /// Fixed fields and elements of a management frame body.
-    fn mgmt_body(
-        &self,
-        body: &MgmtBody,
-        src: u32,
-        dst: u32,
-        channel: u32,
-        tsft_us: u64,
-        out: &mut Vec<u8>,
-    ) {
+    fn mgmt_body(&self, body: &MgmtBody, dst: u32, channel: u32, tsft_us: u64, out: &mut Vec<u8>) {
         let capability = CAP_ESS
             | if self.net.short_preamble {
                 CAP_SHORT_PREAMBLE
@@ -401,21 +407,22 @@ impl Encoder {
                 out.extend_from_slice(&u16::from(*seq).to_le_bytes());
                 out.extend_from_slice(&0u16.to_le_bytes()); // success
             }
-            MgmtBody::AssocReq => {
+            MgmtBody::AssocReq | MgmtBody::ReassocReq { .. } => {
                 out.extend_from_slice(&capability.to_le_bytes());
                 out.extend_from_slice(&10u16.to_le_bytes()); // listen interval, beacons
+                if let MgmtBody::ReassocReq { current } = body {
+                    out.extend_from_slice(&mac_of(current.0));
+                }
                 self.common_elements(out);
             }
-            MgmtBody::AssocResp => {
+            MgmtBody::AssocResp | MgmtBody::ReassocResp => {
                 out.extend_from_slice(&capability.to_le_bytes());
                 out.extend_from_slice(&0u16.to_le_bytes()); // success
                 let aid = 0xc000 | ((dst.wrapping_add(1)) & 0x3fff) as u16;
                 out.extend_from_slice(&aid.to_le_bytes());
                 self.rates_element(out);
             }
-            MgmtBody::Disassoc => {
-                // 4: inactivity (the AP's reason); 8: the station is leaving.
-                let reason: u16 = if self.role(src) == Role::Ap { 4 } else { 8 };
+            MgmtBody::Disassoc { reason } | MgmtBody::Deauth { reason } => {
                 out.extend_from_slice(&reason.to_le_bytes());
             }
         }

@@ -23,15 +23,33 @@
 //! BPSK Pb = Q(√(2γ)), QPSK Pb = Q(√γ), square M-QAM
 //! Pb ≈ (4/log2 M)(1 − 1/√M)·Q(√(3γ/(M−1))).
 //!
-//! Coded OFDM modes: K=7 (133,171) convolutional code, punctured for 2/3 and
-//! 3/4, hard-decision Viterbi decoding. With p the uncoded bit error rate,
+//! 256-QAM (802.11ac) uses the square M-QAM formula with M = 256.
+//!
+//! Coded OFDM modes: K=7 (133,171) convolutional code, punctured for 2/3,
+//! 3/4 and 5/6, hard-decision Viterbi decoding. With p the uncoded bit error rate,
 //! Pb ≤ (1/k) Σ_d c_d·P_d(p), where P_d is the probability that a wrong path
 //! at Hamming distance d wins:
 //! P_d = Σ_{i>d/2} C(d,i) p^i (1−p)^(d−i), plus ½·C(d,d/2) p^(d/2) (1−p)^(d/2)
 //! for even d. The first four terms (d: c_d) of the information-weight
 //! spectra used throughout the literature (e.g. ns-3's NIST model):
 //! R=1/2, k=1: 10:36, 12:211, 14:1404, 16:11633; R=2/3, k=2: 6:3, 7:70,
-//! 8:285, 9:1276; R=3/4, k=3: 5:42, 6:201, 7:1492, 8:10469.
+//! 8:285, 9:1276; R=3/4, k=3: 5:42, 6:201, 7:1492, 8:10469; R=5/6, k=5
+//! (Haccoun and Bégin, IEEE Trans. Commun. 37(11), 1989, table V): 4:92,
+//! 5:528, 6:8694, 7:79453.
+//!
+//! # HT and VHT: streams and antennas
+//!
+//! An HT/VHT mode is decoded per stream with the same formulas; every
+//! stream carries the same MCS (19.5, 21.5). Receive diversity: with more
+//! receive antennas N_rx than streams N_SS the SINR gains N_rx / N_SS
+//! (maximum-ratio combining in AWGN, the gain ns-3's interference helper
+//! applies). Spatial multiplexing needs a channel of rank N_SS: on a
+//! line-of-sight path, uniform arrays spaced d_t and d_r only reach full
+//! rank N when d_t·d_r ≥ λ·R / N (Bøhagen, Orten and Øien, IEEE Trans.
+//! Wireless Commun. 6(4), 2007), which for the usual half-wavelength
+//! spacing holds within λ/2 of the antenna: a line-of-sight channel has
+//! rank 1 and a frame of several streams is lost. A richly scattering
+//! channel has the full rank min(N_tx, N_rx) = N_rx ([`Mimo::rank`]).
 //!
 //! Every BER is clamped to [0, 0.5]; a chunk of n bits succeeds with
 //! probability (1 − Pb)^n = exp(n·ln_1p(−Pb)). A NaN SINR succeeds with
@@ -93,13 +111,66 @@ impl ErrorModel for ErrorModelKind {
 pub struct ClosedForm {
     /// Receiver implementation loss, subtracted from the SINR.
     pub implementation_loss: Db,
+    /// Antennas and channel rank, for HT and VHT modes.
+    pub mimo: Mimo,
+}
+
+/// The receiver's antennas and how many streams the channel separates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mimo {
+    /// Receive antennas N_rx (also the transmit antennas).
+    pub antennas: u8,
+    /// The channel's rank: 1 on a line-of-sight path, `antennas` in rich
+    /// scattering.
+    pub rank: u8,
+}
+
+impl Mimo {
+    /// One antenna: every legacy radio.
+    pub const SISO: Mimo = Mimo {
+        antennas: 1,
+        rank: 1,
+    };
+
+    /// SINR per stream of a frame of `streams` streams at `sinr`, or
+    /// `None` if the channel cannot separate that many.
+    fn per_stream(self, streams: u8, sinr: Db) -> Option<Db> {
+        if streams > self.rank.min(self.antennas) {
+            None
+        } else if self.antennas > streams {
+            Some(Db(sinr.0
+                + 10.0
+                    * (f64::from(self.antennas) / f64::from(streams))
+                        .log10()))
+        } else {
+            Some(sinr)
+        }
+    }
+}
+
+impl Default for Mimo {
+    fn default() -> Self {
+        Mimo::SISO
+    }
 }
 
 impl ClosedForm {
     /// Post-decoding bit error rate of `mode` at `sinr`, in [0, 0.5]
     /// (0.5 for a NaN SINR).
     pub fn bit_error_rate(&self, mode: &Mode, sinr: Db) -> f64 {
+        let Some(sinr) = self.stream_sinr(mode, sinr) else {
+            return 0.5;
+        };
         self.gamma(sinr).map_or(0.5, |gamma| ber(mode, gamma))
+    }
+
+    /// The SINR each stream of an HT/VHT frame sees ([`Mimo`]); `sinr`
+    /// itself for a legacy mode.
+    fn stream_sinr(&self, mode: &Mode, sinr: Db) -> Option<Db> {
+        match mode.ht {
+            Some(ht) => self.mimo.per_stream(ht.streams, sinr),
+            None => Some(sinr),
+        }
     }
 
     /// Linear SINR after the implementation loss; `None` if NaN.
@@ -111,6 +182,9 @@ impl ClosedForm {
 
 impl ErrorModel for ClosedForm {
     fn chunk_success(&self, mode: &Mode, sinr: Db, bits: u64) -> f64 {
+        let Some(sinr) = self.stream_sinr(mode, sinr) else {
+            return 0.0;
+        };
         match self.gamma(sinr) {
             Some(gamma) => match ber(mode, gamma) {
                 0.0 => 1.0, // exp(bits · ln(1 − 0)), exactly
@@ -135,6 +209,7 @@ fn ber(mode: &Mode, gamma: f64) -> f64 {
         Modulation::Qpsk => q(gamma.sqrt()),
         Modulation::Qam16 => qam(16.0, gamma),
         Modulation::Qam64 => qam(64.0, gamma),
+        Modulation::Qam256 => qam(256.0, gamma),
     };
     let coded = match mode.code_rate {
         CodeRate::None => uncoded,
@@ -154,6 +229,7 @@ fn viterbi_union_bound(rate: CodeRate, p: f64) -> f64 {
     let (k, spectrum): (f64, [(u32, f64); 4]) = match rate {
         CodeRate::TwoThirds => (2.0, [(6, 3.0), (7, 70.0), (8, 285.0), (9, 1276.0)]),
         CodeRate::ThreeQuarters => (3.0, [(5, 42.0), (6, 201.0), (7, 1492.0), (8, 10469.0)]),
+        CodeRate::FiveSixths => (5.0, [(4, 92.0), (5, 528.0), (6, 8694.0), (7, 79453.0)]),
         CodeRate::Half | CodeRate::None => {
             (1.0, [(10, 36.0), (12, 211.0), (14, 1404.0), (16, 11633.0)])
         }
@@ -296,6 +372,7 @@ mod tests {
 
     const MODEL: ClosedForm = ClosedForm {
         implementation_loss: Db(0.0),
+        mimo: Mimo::SISO,
     };
 
     fn threshold(mode: &Mode) -> f64 {
@@ -366,6 +443,7 @@ mod tests {
     fn implementation_loss_shifts_thresholds() {
         let lossy = ClosedForm {
             implementation_loss: Db(3.0),
+            ..MODEL
         };
         for mode in Standard::A.modes() {
             let shift = snr_threshold(&lossy, mode, 1500, 0.5).0 - threshold(mode);
@@ -392,6 +470,7 @@ mod tests {
         assert_eq!(MODEL.chunk_success(mode, Db(10.0), 0), 1.0);
         let nan_loss = ClosedForm {
             implementation_loss: Db(f64::NAN),
+            ..MODEL
         };
         assert_eq!(nan_loss.chunk_success(mode, Db(30.0), 100), 0.0);
         assert_eq!(snr_threshold(&MODEL, mode, 1500, f64::NAN), Db(60.0));
@@ -435,5 +514,55 @@ mod tests {
         assert!((18.0..26.0).contains(&at(Standard::A, 54.0)));
         assert_eq!(at(Standard::P, 3.0), at(Standard::A, 6.0));
         assert_eq!(at(Standard::G, 54.0), at(Standard::A, 54.0));
+    }
+
+    #[test]
+    fn ht_thresholds_climb_with_mcs_and_match_legacy_codes() {
+        use crate::phy::ht::mode;
+        let t: Vec<f64> = (0..10)
+            .map(|m| threshold(&mode(true, 80, m, 1, false).unwrap()))
+            .collect();
+        println!("VHT MCS 0-9, 1500 B, 50 %: {t:.2?} dB");
+        assert!(t.windows(2).all(|w| w[0] < w[1]), "{t:?}");
+        // MCS 0 is BPSK 1/2 like 6 Mbit/s; 5/6 needs more than 3/4.
+        assert!((t[0] - threshold(&Standard::A.modes()[0])).abs() < 0.05);
+        assert!(t[7] - t[6] > 0.5 && t[9] - t[8] > 0.5, "{t:?}");
+        assert!((25.0..35.0).contains(&t[9]), "{t:?}");
+    }
+
+    #[test]
+    fn streams_need_rank_and_antennas_give_diversity() {
+        use crate::phy::ht::mode;
+        let (one, two) = (
+            mode(false, 20, 4, 1, false).unwrap(),
+            mode(false, 20, 4, 2, false).unwrap(),
+        );
+        let los = ClosedForm {
+            mimo: Mimo {
+                antennas: 2,
+                rank: 1,
+            },
+            ..MODEL
+        };
+        let rich = ClosedForm {
+            mimo: Mimo {
+                antennas: 2,
+                rank: 2,
+            },
+            ..MODEL
+        };
+        // Line of sight: two streams never decode; one stream gains 3 dB.
+        assert_eq!(los.chunk_success(&two, Db(40.0), 8000), 0.0);
+        let gain = threshold(&one) - snr_threshold(&los, &one, 1500, 0.5).0;
+        assert!((gain - 3.0103).abs() < 1e-3, "{gain}");
+        // Rich scattering: two streams at the SISO threshold of the MCS.
+        let t2 = snr_threshold(&rich, &two, 1500, 0.5).0;
+        assert!((t2 - threshold(&one)).abs() < 0.2, "{t2}");
+        // A legacy mode ignores the antennas.
+        let six = Standard::A.modes()[0];
+        assert_eq!(
+            los.chunk_success(&six, Db(3.0), 800),
+            MODEL.chunk_success(&six, Db(3.0), 800)
+        );
     }
 }

@@ -4,5 +4,6 @@
 
 pub mod detection;
 pub mod error;
+pub mod ht;
 pub mod mode;
 pub mod state;

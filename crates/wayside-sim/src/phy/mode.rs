@@ -2,7 +2,8 @@
 //! frame airtime, control-response rates, minimum receiver sensitivities and
 //! channel centre frequencies.
 //!
-//! All numbers come from IEEE Std 802.11-2007; clause numbers are given as
+//! The HT and VHT modes of 802.11n and 802.11ac are in [`super::ht`]; this
+//! module dispatches to it. Legacy numbers come from IEEE Std 802.11-2007; clause numbers are given as
 //! "2007 (2012)": DSSS clause 15 (16), HR/DSSS clause 18 (17), OFDM clause 17
 //! (18) — whose half-clocked 10 MHz variant is 802.11p — and ERP clause 19
 //! (19). 802.11p's channel numbers are those of the US 5.9 GHz ITS band.
@@ -29,6 +30,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::ht::{HtMode, HtPhy};
 use crate::units::{Bitrate, Dbm, Hertz, SimTime};
 
 /// An 802.11 PHY amendment.
@@ -43,6 +45,9 @@ pub enum Standard {
     /// OFDM 3–27 Mbps in 10 MHz channels at 5.9 GHz (outside the context of a
     /// BSS).
     P,
+    /// 802.11n (HT-mixed format) or 802.11ac (VHT), with their legacy
+    /// OFDM (and at 2.4 GHz, ERP) basic rates.
+    Ht(HtPhy),
 }
 
 /// Modulation of the data part of a frame.
@@ -60,6 +65,8 @@ pub enum Modulation {
     Qpsk,
     Qam16,
     Qam64,
+    /// 802.11ac MCS 8 and 9.
+    Qam256,
 }
 
 /// Rate of the K=7 convolutional code; `None` for the uncoded DSSS modes.
@@ -69,6 +76,8 @@ pub enum CodeRate {
     Half,
     TwoThirds,
     ThreeQuarters,
+    /// HT/VHT MCS 7 and 9.
+    FiveSixths,
 }
 
 /// Modulation class; control responses stay within the class of the frame
@@ -90,8 +99,10 @@ pub struct Mode {
     pub class: ModClass,
     /// Channel width: 22 for DSSS, 20 for OFDM, 10 for 802.11p.
     pub bandwidth_mhz: u32,
-    /// OFDM data bits per symbol (N_DBPS); 0 for DSSS.
+    /// OFDM data bits per symbol (N_DBPS), over all streams; 0 for DSSS.
     pub data_bits_per_symbol: u32,
+    /// MCS, streams and guard interval of an HT or VHT mode.
+    pub ht: Option<HtMode>,
 }
 
 /// PLCP preamble of a DSSS frame. `Short` applies only to the 2, 5.5 and
@@ -128,6 +139,7 @@ const fn dsss(kbps: u64, modulation: Modulation) -> Mode {
         class: ModClass::Dsss,
         bandwidth_mhz: 22,
         data_bits_per_symbol: 0,
+        ht: None,
     }
 }
 
@@ -145,11 +157,12 @@ const fn ofdm(
         class: ModClass::Ofdm,
         bandwidth_mhz,
         data_bits_per_symbol,
+        ht: None,
     }
 }
 
 use CodeRate::{Half, ThreeQuarters, TwoThirds};
-use Modulation::{Bpsk, Cck11, Cck55, Dbpsk, Dqpsk, Qam16, Qam64, Qpsk};
+use Modulation::{Bpsk, Cck11, Cck55, Dbpsk, Dqpsk, Qam16, Qam256, Qam64, Qpsk};
 
 const DSSS1: Mode = dsss(1_000, Dbpsk);
 const DSSS2: Mode = dsss(2_000, Dqpsk);
@@ -191,13 +204,44 @@ static P_BASIC: [Mode; 3] = [P3, P6, P12];
 impl Standard {
     pub const ALL: [Standard; 4] = [Standard::B, Standard::G, Standard::A, Standard::P];
 
-    /// "802.11b", "802.11g", "802.11a" or "802.11p".
+    /// "802.11b", "802.11g", "802.11a", "802.11p", "802.11n" or "802.11ac".
     pub fn name(self) -> &'static str {
         match self {
             Standard::B => "802.11b",
             Standard::G => "802.11g",
             Standard::A => "802.11a",
             Standard::P => "802.11p",
+            Standard::Ht(p) => p.name(),
+        }
+    }
+
+    /// The legacy standard whose timing and basic rates an HT or VHT radio
+    /// uses: 802.11g at 2.4 GHz, 802.11a at 5 GHz; the standard itself
+    /// otherwise.
+    pub fn legacy(self) -> Standard {
+        match self {
+            Standard::Ht(p) if p.band5 => Standard::A,
+            Standard::Ht(_) => Standard::G,
+            s => s,
+        }
+    }
+
+    /// The standard as a radio tuned to `channel` uses it: an HT or VHT
+    /// radio takes its band and width from the channel number
+    /// ([`HtPhy::on_channel`]); the others are unchanged.
+    pub fn on_channel(self, channel: u32) -> Result<Standard, String> {
+        match self {
+            Standard::Ht(p) => p.on_channel(channel).map(Standard::Ht),
+            s => Ok(s),
+        }
+    }
+
+    /// How much more noise the channel collects than a 20 MHz one, dB
+    /// (0 for every legacy standard).
+    pub fn noise_excess_db(self) -> f64 {
+        match self {
+            Standard::Ht(p) => p.noise_excess_db(),
+            _ => 0.0,
         }
     }
 
@@ -208,6 +252,7 @@ impl Standard {
             Standard::G => &G_MODES,
             Standard::A => &A_MODES,
             Standard::P => &P_MODES,
+            Standard::Ht(p) => p.modes(),
         }
     }
 
@@ -219,11 +264,17 @@ impl Standard {
             Standard::G => &G_BASIC,
             Standard::A => &A_BASIC,
             Standard::P => &P_BASIC,
+            Standard::Ht(_) => self.legacy().basic_rates(),
         }
     }
 
+    /// The mode at `rate`; for HT and VHT, a basic rate if no MCS has it.
     pub fn mode(self, rate: Bitrate) -> Option<Mode> {
-        self.modes().iter().copied().find(|m| m.rate == rate)
+        let find = |modes: &[Mode]| modes.iter().copied().find(|m| m.rate == rate);
+        find(self.modes()).or_else(|| match self {
+            Standard::Ht(_) => find(self.basic_rates()),
+            _ => None,
+        })
     }
 
     /// The mode at `mbps` megabits per second (5.5 for 5.5 Mbps).
@@ -262,12 +313,16 @@ impl Standard {
     /// of an 802.11g BSS that admits 802.11b stations and is ignored by the
     /// other standards. See the module table for the resulting values.
     pub fn timing(self, b_compatible: bool) -> Timing {
+        if let Standard::Ht(_) = self {
+            return self.legacy().timing(b_compatible);
+        }
         let (slot_us, sifs_us, cw_min) = match self {
             Standard::B => (20, 10, 31),
             Standard::G if b_compatible => (20, 10, 31),
             Standard::G => (9, 10, 15),
             Standard::A => (9, 16, 15),
             Standard::P => (13, 32, 15),
+            Standard::Ht(_) => unreachable!("HT timing is its legacy standard's"),
         };
         let (slot, sifs) = (SimTime::from_us(slot_us), SimTime::from_us(sifs_us));
         let difs = sifs + slot * 2;
@@ -289,6 +344,10 @@ impl Standard {
     /// 802.11a channels 1–200 (no regulatory-domain check) and for the
     /// 802.11p 10 MHz channels 172, 174, …, 184.
     pub fn default_channel_frequency(self, channel: u32) -> Result<Hertz, String> {
+        if let Standard::Ht(p) = self {
+            let legacy = p.on_channel(channel).map(Standard::Ht)?.legacy();
+            return legacy.default_channel_frequency(channel);
+        }
         let mhz = match (self, channel) {
             (Standard::B | Standard::G, 1..=13) => 2407 + 5 * channel,
             (Standard::B, 14) => 2484,
@@ -303,6 +362,7 @@ impl Standard {
                     Standard::G => "1-13",
                     Standard::A => "1-200 (5000 + 5 x channel MHz)",
                     Standard::P => "the 10 MHz ITS channels 172, 174, ..., 184",
+                    Standard::Ht(_) => unreachable!("HT channels are checked above"),
                 };
                 return Err(format!(
                     "invalid {} channel {channel}; allowed: {allowed}",
@@ -324,13 +384,29 @@ impl FromStr for Standard {
     type Err = String;
 
     /// Parses a [`Standard::name`], ignoring case and surrounding spaces.
+    /// "802.11n" and "802.11ac" give a one-stream, long-GI radio at 20 MHz
+    /// (2.4 GHz for 802.11n, 5 GHz for 802.11ac) until tuned
+    /// ([`Standard::on_channel`]).
     fn from_str(s: &str) -> Result<Self, String> {
         let t = s.trim();
+        let ht = |vht| {
+            Standard::Ht(HtPhy {
+                vht,
+                band5: vht,
+                width_mhz: 20,
+                streams: 1,
+                short_gi: false,
+            })
+        };
         Standard::ALL
             .into_iter()
+            .chain([ht(false), ht(true)])
             .find(|std| std.name().eq_ignore_ascii_case(t))
             .ok_or_else(|| {
-                format!("unknown standard '{t}'; allowed: 802.11b, 802.11g, 802.11a, 802.11p")
+                format!(
+                    "unknown standard '{t}'; allowed: 802.11b, 802.11g, 802.11a, \
+                     802.11p, 802.11n, 802.11ac"
+                )
             })
     }
 }
@@ -355,6 +431,9 @@ impl Mode {
     /// DSSS: 144 + 48 µs long, 72 + 24 µs short; OFDM: 16 + 4 µs (20 MHz),
     /// 32 + 8 µs (10 MHz).
     pub fn header_airtime(self, preamble: Preamble) -> SimTime {
+        if let Some(ht) = self.ht {
+            return SimTime::from_us(ht.preamble_us());
+        }
         SimTime::from_us(match self.class {
             ModClass::Dsss if self.short_preamble(preamble) => 72 + 24,
             ModClass::Dsss => 144 + 48,
@@ -366,13 +445,28 @@ impl Mode {
     /// DSSS payload: ceil(8·L / rate) µs, the LENGTH-field rounding.
     /// OFDM payload: ceil((16 SERVICE + 8·L + 6 tail) / N_DBPS) symbols, plus
     /// the 6 µs signal extension of 802.11g ERP-OFDM.
+    /// HT and VHT: [`HtMode::preamble_us`] and [`HtMode::data_us`], plus
+    /// the signal extension at 2.4 GHz.
     pub fn airtime(self, psdu_bytes: u32, preamble: Preamble, standard: Standard) -> SimTime {
+        if let Some(ht) = self.ht {
+            let extension = if standard.legacy() == Standard::G {
+                6
+            } else {
+                0
+            };
+            let data = ht.data_us(psdu_bytes, self.data_bits_per_symbol);
+            return SimTime::from_us(ht.preamble_us() + data + extension);
+        }
         let bits = 8 * u64::from(psdu_bytes);
         let payload_us = match self.class {
             ModClass::Dsss => (bits * 1_000_000).div_ceil(self.rate.0.max(1)),
             ModClass::Ofdm => {
                 let symbols = (16 + bits + 6).div_ceil(u64::from(self.data_bits_per_symbol.max(1)));
-                let extension = if standard == Standard::G { 6 } else { 0 };
+                let extension = if standard.legacy() == Standard::G {
+                    6
+                } else {
+                    0
+                };
                 symbols * self.ofdm_symbol_us() + extension
             }
         };
@@ -391,7 +485,11 @@ impl Mode {
     ///
     /// ERP-OFDM (clause 19) uses the OFDM values. The 5.5 Mbps figure is the
     /// 11 Mbps requirement, the only one HR/DSSS states.
+    /// HT and VHT modes: [`HtMode::min_sensitivity`].
     pub fn min_sensitivity(self) -> Dbm {
+        if let Some(ht) = self.ht {
+            return ht.min_sensitivity(self.bandwidth_mhz);
+        }
         let dbm = match (self.modulation, self.code_rate) {
             (Dbpsk | Dqpsk, _) => -80.0,
             (Cck55 | Cck11, _) => -76.0,
@@ -403,6 +501,7 @@ impl Mode {
             (Qam16, _) => -74.0,
             (Qam64, ThreeQuarters) => -65.0,
             (Qam64, _) => -66.0,
+            (Qam256, _) => unreachable!("256-QAM is VHT-only"),
         };
         let narrow = if self.bandwidth_mhz == 10 { 3.0 } else { 0.0 };
         Dbm(dbm - narrow)
@@ -462,8 +561,12 @@ mod tests {
             assert_eq!(standard.to_string(), standard.name());
         }
         assert_eq!(" 802.11P ".parse::<Standard>(), Ok(Standard::P));
-        let e = "802.11n".parse::<Standard>().unwrap_err();
-        assert!(e.contains("802.11n") && e.contains("802.11p"), "{e}");
+        let e = "802.11ax".parse::<Standard>().unwrap_err();
+        assert!(e.contains("802.11ax") && e.contains("802.11ac"), "{e}");
+        assert_eq!(
+            "802.11N".parse::<Standard>().map(|s| s.name()),
+            Ok("802.11n")
+        );
     }
 
     #[test]

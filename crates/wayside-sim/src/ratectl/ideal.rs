@@ -137,6 +137,7 @@ mod tests {
         let lossy = IdealParams {
             error_model: ErrorModelKind::ClosedForm(ClosedForm {
                 implementation_loss: Db(5.0),
+                ..ClosedForm::default()
             }),
             ..IdealParams::default()
         };

@@ -12,6 +12,7 @@
 //! | `Amrr`       | 36 Mbps                           | `[r ×1, r−1 ×1, r−2 ×1, lowest ×1]`          |
 //! | `Rraa`       | 54 Mbps                           | RRAA's own per-attempt prediction, 7 tries   |
 //! | `Minstrel`   | lowest (1 Mbps) until first stats | `[max_tp, max_tp2, max_prob, lowest]`        |
+//! | `MinstrelHt` | MCS 0, one stream, until stats    | `[sample ×1,] max_tp, max_tp2, max_prob`     |
 //! | `Arf`        | 54 Mbps (the highest)             | ARF's fallback, two tries a rate, 7 tries    |
 //! | `Ideal`      | what the true mean SNR supports   | `[r ×4, r−1 ×2, lowest ×2]`                  |
 //! | `EnvAware`   | the map's rate at the client's position, else lowest | `[r ×4, r−1 ×2, lowest ×2]` |
@@ -26,6 +27,7 @@ mod envaware;
 mod fixed;
 mod ideal;
 mod minstrel;
+mod minstrel_ht;
 mod onoe;
 mod rraa;
 mod samplerate;
@@ -36,6 +38,7 @@ pub use envaware::{EnvAware, EnvAwareParams, SnrMap};
 pub use fixed::Fixed;
 pub use ideal::{Ideal, IdealParams};
 pub use minstrel::{Minstrel, MinstrelParams};
+pub use minstrel_ht::{MinstrelHt, MinstrelHtParams};
 pub use onoe::{Onoe, OnoeParams};
 pub use rraa::{Rraa, RraaParams, Thresholds as RraaThresholds};
 pub use samplerate::{InitialRssi, SamplePick, SampleRate, SampleRateParams};
@@ -184,6 +187,7 @@ pub enum RateControlKind {
     Amrr(Amrr),
     Rraa(Rraa),
     Minstrel(Minstrel),
+    MinstrelHt(MinstrelHt),
     Arf(Arf),
     Ideal(Ideal),
     EnvAware(EnvAware),
@@ -198,6 +202,7 @@ macro_rules! dispatch {
             RateControlKind::Amrr($rc) => $e,
             RateControlKind::Rraa($rc) => $e,
             RateControlKind::Minstrel($rc) => $e,
+            RateControlKind::MinstrelHt($rc) => $e,
             RateControlKind::Arf($rc) => $e,
             RateControlKind::Ideal($rc) => $e,
             RateControlKind::EnvAware($rc) => $e,
@@ -243,6 +248,7 @@ macro_rules! with_params {
             RateControlSpec::Amrr($p) => $e,
             RateControlSpec::Rraa($p) => $e,
             RateControlSpec::Minstrel($p) => $e,
+            RateControlSpec::MinstrelHt($p) => $e,
             RateControlSpec::Arf($p) => $e,
             RateControlSpec::Ideal($p) => $e,
             RateControlSpec::EnvAware($p) => $e,
@@ -266,6 +272,8 @@ pub enum RateControlSpec {
     Amrr(AmrrParams),
     Rraa(RraaParams),
     Minstrel(MinstrelParams),
+    /// 802.11n/ac only.
+    MinstrelHt(MinstrelHtParams),
     Arf(ArfParams),
     Ideal(IdealParams),
     EnvAware(EnvAwareParams),
@@ -281,6 +289,7 @@ impl RateControlSpec {
             RateControlSpec::Amrr(_) => "amrr",
             RateControlSpec::Rraa(_) => "rraa",
             RateControlSpec::Minstrel(_) => "minstrel",
+            RateControlSpec::MinstrelHt(_) => "minstrel-ht",
             RateControlSpec::Arf(_) => "arf",
             RateControlSpec::Ideal(_) => "ideal",
             RateControlSpec::EnvAware(_) => "environment-aware",
@@ -335,6 +344,9 @@ impl RateControlSpec {
             RateControlSpec::Rraa(p) => RateControlKind::Rraa(Rraa::new(modes, p.clone())),
             RateControlSpec::Minstrel(p) => {
                 RateControlKind::Minstrel(Minstrel::new(modes, p.clone(), rng))
+            }
+            RateControlSpec::MinstrelHt(p) => {
+                RateControlKind::MinstrelHt(MinstrelHt::new(modes, p.clone(), rng))
             }
             RateControlSpec::Arf(p) => RateControlKind::Arf(Arf::new(modes, p.clone())),
             RateControlSpec::Ideal(p) => RateControlKind::Ideal(Ideal::new(modes, p.clone())),

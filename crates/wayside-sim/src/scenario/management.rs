@@ -7,9 +7,11 @@
 //! beacon_interval = "100 ms"
 //! scan_channels = [1, 6, 11]
 //! beacon_miss_limit = 7
+//! roaming = "bgscan-simple"   # every station's; a node may set its own
 //! ```
 
 use super::common::{check_range, err, time_in, yes, PowerQ, ScenarioError, TimeQ, MAX_DURATION_S};
+use super::roaming::{roaming, RoamingSection};
 use crate::mac::mgmt::{DriverProfile, MgmtConfig};
 use crate::phy::mode::Standard;
 use crate::units::Dbm;
@@ -49,6 +51,10 @@ pub struct ManagementSection {
     pub beacon_miss_limit: u32,
     #[serde(default = "default_inactivity")]
     pub inactivity_timeout: TimeQ,
+    /// How stations roam while associated (`super::roaming`); default
+    /// madwifi's: not at all.
+    #[serde(default, deserialize_with = "roaming")]
+    pub roaming: RoamingSection,
 }
 
 fn default_beacon() -> TimeQ {
@@ -83,6 +89,7 @@ impl Default for ManagementSection {
             driver: default_driver(),
             beacon_miss_limit: default_bmiss(),
             inactivity_timeout: default_inactivity(),
+            roaming: RoamingSection::default(),
         }
     }
 }
@@ -169,12 +176,12 @@ impl ManagementSection {
                 }
                 chs.clone()
             }
-            None => match standard {
+            None => match standard.legacy() {
                 // madwifi 0.9's station scan table: 1, 6, 11, 7, then the
                 // rest of the FCC channels 1-11.
-                Standard::B | Standard::G => vec![1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10],
                 Standard::A => vec![36, 40, 44, 48],
                 Standard::P => vec![178],
+                _ => vec![1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10],
             },
         };
         Ok(MgmtConfig {
@@ -192,6 +199,7 @@ impl ManagementSection {
             },
             beacon_miss_limit: m.beacon_miss_limit,
             inactivity_timeout,
+            roaming: m.roaming.lower("management.roaming")?,
         })
     }
 }

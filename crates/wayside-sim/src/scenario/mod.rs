@@ -24,6 +24,7 @@ mod overrides;
 mod pcap;
 mod radio;
 mod rate_control;
+mod roaming;
 mod traffic;
 
 pub use builtins::{builtin, BUILTIN};
@@ -152,7 +153,7 @@ impl Scenario {
             MAX_DURATION_S,
             "more than 0 s, up to 24 h",
         )?;
-        let standard = self.radio.standard;
+        let standard = self.radio.standard()?;
         let channel_no = self.radio.channel_number();
         let frequency = self.radio.frequency(channel_no)?;
         let channel = self.environment.lower(frequency, &self.obstacles)?;
@@ -388,9 +389,12 @@ mod tests {
             } else {
                 format!(", {example}")
             };
-            let o = [format!(
+            let mut o = vec![format!(
                 "node.ap.rate_control={{algorithm=\"{name}\"{options}}}"
             )];
+            if *name == "minstrel-ht" {
+                o.push("radio.standard=\"802.11n\"".into());
+            }
             let (_, cfg) = load(builtin("hadaller-highway").unwrap(), &o, None, 0)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(cfg.nodes[0].mac.rate.name(), *name);

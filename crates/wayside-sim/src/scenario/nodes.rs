@@ -18,6 +18,7 @@ use super::common::{
 };
 use super::mobility::{check_mobility, highway, trajectory, MobilitySection};
 use super::rate_control::{check_rate_role, RateContext, RateControlSection};
+use super::roaming::{optional_roaming, RoamingSection};
 use crate::channel::ChannelConfig;
 use crate::config::{NodeConfig, Role};
 use crate::geometry::Vec2;
@@ -146,6 +147,10 @@ pub struct NodeSection {
     /// without it sends to any node at once.
     #[serde(default)]
     pub adhoc: Option<AdhocSection>,
+    /// A station's own roaming profile ([`super::roaming`]), instead of
+    /// `[management]`'s.
+    #[serde(default, deserialize_with = "optional_roaming")]
+    pub roaming: Option<RoamingSection>,
 }
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
@@ -447,6 +452,12 @@ pub(super) fn lower_nodes(
         .any(|(n, g)| n.radio && g.learns);
     let mut nodes = Vec::with_capacity(names.len());
     for (i, (n, group)) in sections.iter().zip(groups).enumerate() {
+        let channel = n.channel.unwrap_or(cx.channel_no);
+        let standard = cx
+            .rates
+            .standard
+            .on_channel(channel)
+            .map_err(|e| ScenarioError(format!("{}.channel: {e}", node_key(i, &n.name))))?;
         for m in members(n, &group, cx.duration, cx.seed) {
             nodes.push(NodeConfig {
                 name: m.name,
@@ -456,7 +467,8 @@ pub(super) fn lower_nodes(
                 antenna_height: n.antenna_height.0,
                 radio: n.radio,
                 role: n.role,
-                channel: n.channel.unwrap_or(cx.channel_no),
+                channel,
+                standard,
                 tcp: group.tcp.clone(),
                 mac: MacConfig {
                     queue_limit: n.queue_limit.map_or(cx.mac.queue_limit, |q| q as usize),
@@ -468,6 +480,7 @@ pub(super) fn lower_nodes(
                             .spec(&format!("{}.rate_control", node_key(i, &n.name)), rc)?,
                         None => cx.mac.rate.clone(),
                     },
+                    modes: standard.modes(),
                     ..cx.mac.clone()
                 },
                 forwarding: group.forwarding,
@@ -486,6 +499,11 @@ pub(super) fn lower_nodes(
                         let node = node_key(i, &n.name);
                         lower_adhoc(&node, a, n.role, cx.beacon_interval, &cx.timing)
                     })
+                    .transpose()?,
+                roaming: n
+                    .roaming
+                    .as_ref()
+                    .map(|r| r.lower(&format!("{}.roaming", node_key(i, &n.name))))
                     .transpose()?,
             });
         }

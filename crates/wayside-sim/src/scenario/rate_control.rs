@@ -13,8 +13,9 @@ use crate::config::Role;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{Mode, Standard};
 use crate::ratectl::{
-    AmrrParams, ArfParams, EnvAwareParams, IdealParams, InitialRssi, MinstrelParams, OnoeParams,
-    RateControlSpec, RetryChain, RraaParams, SampleRateParams, SnrMap, Stage,
+    AmrrParams, ArfParams, EnvAwareParams, IdealParams, InitialRssi, MinstrelHtParams,
+    MinstrelParams, OnoeParams, RateControlSpec, RetryChain, RraaParams, SampleRateParams, SnrMap,
+    Stage,
 };
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
@@ -123,6 +124,7 @@ rate_control_sections! {
     "amrr" => Amrr(NoOptions), example "";
     "rraa" => Rraa(NoOptions), example "";
     "minstrel" => Minstrel(NoOptions), example "";
+    "minstrel-ht" => MinstrelHt(NoOptions), example "";
     "arf" => Arf(NoOptions), example "";
     "ideal" => Ideal(IdealOptions), example "min_success = 0.9";
     "environment-aware" => EnvAware(EnvAwareOptions), example "training_passes = 3";
@@ -329,6 +331,16 @@ impl RateContext {
             RateControlSection::Rraa(NoOptions {}) => RateControlSpec::Rraa(RraaParams::default()),
             RateControlSection::Minstrel(NoOptions {}) => {
                 RateControlSpec::Minstrel(MinstrelParams::default())
+            }
+            RateControlSection::MinstrelHt(NoOptions {}) => {
+                if !matches!(self.standard, Standard::Ht(_)) {
+                    return err(format!(
+                        "{key}: minstrel-ht picks 802.11n/ac MCS; this radio is {}; \
+                         use minstrel for legacy rates",
+                        self.standard
+                    ));
+                }
+                RateControlSpec::MinstrelHt(MinstrelHtParams::default())
             }
             RateControlSection::Arf(NoOptions {}) => RateControlSpec::Arf(ArfParams::default()),
             RateControlSection::Ideal(o) => RateControlSpec::Ideal(self.ideal(key, o.min_success)?),

@@ -68,6 +68,7 @@ impl World {
                 Effect::Tcp { peer, sample } => self.tcp_row(now, node, peer, sample),
                 Effect::Transport(arrival) => self.transport_row(now, node, arrival),
                 Effect::Wire { link, frame } => self.wire_send(now, node, link, frame),
+                Effect::ToHost(p) => self.to_host(now, node, p),
                 Effect::Ready { peer, station } => {
                     for s in self.script.link_up(now, node, peer, station) {
                         self.schedule_start(s);
@@ -327,7 +328,7 @@ impl World {
     }
 
     /// Records a `transport` row at `node`.
-    fn transport_row(&mut self, now: SimTime, node: NodeId, a: Arrival) {
+    pub(super) fn transport_row(&mut self, now: SimTime, node: NodeId, a: Arrival) {
         let pos = self.air.position(node, now);
         self.trace.transport.push(TransportRow {
             time_ns: now.as_ns(),

@@ -18,9 +18,12 @@
 //! as `frames` rows. `radio.undetectable_rows` queues them as any
 //! other arrival and keeps the rows.
 
+mod attach;
 mod effects;
 mod stream;
 mod undetectable;
+
+pub use attach::{Attachment, Refused, REAL_APP};
 
 use crate::air::Air;
 use crate::apps::broadside::BroadsideEnd;
@@ -75,6 +78,8 @@ pub struct World {
     /// Undetectable arrivals are queued and their rows kept.
     undetectable_rows: bool,
     duration: SimTime,
+    /// The real hosts' packets and flows, when real hosts are attached.
+    attachment: Attachment,
 }
 
 impl World {
@@ -102,6 +107,7 @@ impl World {
             flushed_frames: 0,
             undetectable_rows: cfg.radio.undetectable_rows,
             duration: cfg.duration,
+            attachment: Attachment::default(),
         };
         w.waiting.resize_with(w.nodes.len(), Default::default);
         w.trace.undetectable.drops = vec![[0; 3]; w.nodes.len()];
@@ -145,8 +151,9 @@ impl World {
         self.nodes.iter().map(|n| n.cfg.name.clone()).collect()
     }
 
-    /// Runs to the configured duration and returns the trace (and the capture).
-    pub fn run(
+    /// Ends the run where it stands and returns the trace (and the
+    /// capture).
+    pub fn finish(
         mut self,
     ) -> (
         Trace,
@@ -154,8 +161,12 @@ impl World {
         Option<crate::pcap::Capture>,
         Vec<BroadsideEnd>,
     ) {
-        self.run_events();
+        let end = Key::after(self.duration);
+        for i in 0..self.nodes.len() {
+            self.run_undetectable(NodeId(i as u32), end);
+        }
         self.sockets_finish();
+        self.hosts_finish();
         self.stream_batches(true);
         let ends = self
             .nodes
@@ -172,23 +183,7 @@ impl World {
 
     /// Processes events up to the configured duration.
     pub(crate) fn run_events(&mut self) {
-        while let Some(t) = self.queue.peek_time() {
-            if t > self.duration {
-                break;
-            }
-            let (now, ev) = self.queue.pop().expect("peeked");
-            self.run_undetectable(ev.node(), self.queue.current());
-            let (node, tx) = self.dispatch(now, ev);
-            self.apply(node, now);
-            if let Some(tx) = tx {
-                self.air.medium.release(tx);
-            }
-            self.stream_batches(false);
-        }
-        let end = Key::after(self.duration);
-        for i in 0..self.nodes.len() {
-            self.run_undetectable(NodeId(i as u32), end);
-        }
+        while self.step().is_some() {}
     }
 
     /// Hands `ev` to the node it is for, which leaves what it wants done

@@ -18,6 +18,7 @@ fn cfg(driver: DriverProfile) -> MgmtConfig {
         driver,
         beacon_miss_limit: 7,
         inactivity_timeout: SimTime::from_secs_f64(300.0),
+        roaming: Roaming::None,
     }
 }
 
