@@ -54,8 +54,9 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests)
     )
     .unwrap();
     let now = Instant::ZERO;
+    let mut secrets = Vec::new();
     for p in 0..peers {
-        // Address validation: ask for a token, echo it.
+        // Address validation: challenge the node, echo its answer.
         let hello = Message::Token {
             echo: [0; 16],
             token: [1; 16],
@@ -68,12 +69,14 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests)
                 token = Some(t);
             }
         }
+        // The answer echoed is the secret this peer's Wants carry.
         let echo = Message::Token {
             echo: token.unwrap(),
-            token: [0; 16],
+            token: [1; 16],
         }
         .to_vec();
         ep.handle_datagram(now, p, &echo, &mut store);
+        secrets.push(token.unwrap());
     }
     while ep.poll_transmit(now, &mut store).is_some() {}
     let mut wants = Vec::new();
@@ -81,6 +84,7 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests)
         // One Want per segment of 4096 blocks (64 chunk bits in front).
         for w in 0..wants_per_peer {
             let want = Message::Want {
+                auth: secrets[usize::from(p)],
                 transfer: u32::from(p) * 100 + w,
                 instance: cert.instance_id(),
                 block_size: BLOCK as u16,
@@ -89,6 +93,13 @@ fn setup(peers: u16, wants_per_peer: u32) -> (Endpoint<u16>, MemStore, Requests)
             }
             .to_vec();
             ep.handle_datagram(now, p, &want, &mut store);
+            // An ack of the transfer lifts the 3x bound of a new peer.
+            let ack = Message::Ack {
+                transfer: u32::from(p) * 100 + w,
+                vector: BitVec::new(4096 + 64),
+            }
+            .to_vec();
+            ep.handle_datagram(now, p, &ack, &mut store);
             wants.push((p, want));
         }
     }

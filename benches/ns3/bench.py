@@ -73,10 +73,11 @@ def car_name(i: int) -> str:
     return f"car{i:02d}"
 
 
-def wayside_scenario(base: dict[str, Any], xs: Sequence[float]) -> dict[str, Any]:
+def wayside_scenario(base: dict[str, Any], xs: Sequence[float], ap_queue: str = "fifo") -> dict[str, Any]:
     """`base` (hadaller-highway-remote as a dict) with Minstrel on every
     radio, fast frames off (ns-3 has no 802.11g aggregation), TCP_PROFILE
-    on every node, and one car with its own bulk transfer per start x."""
+    on every node, the AP's queue `ap_queue`, and one car with its own bulk
+    transfer per start x."""
     s = {k: v for k, v in base.items() if k not in ("node", "app")}
     s["mac"] = dict(base["mac"], fast_frames=False, rate_control={"algorithm": "minstrel"})
     template = next(n for n in base["node"] if n.get("role") == "sta")
@@ -86,6 +87,8 @@ def wayside_scenario(base: dict[str, Any], xs: Sequence[float]) -> dict[str, Any
         if n.get("role") == "sta":
             continue
         n = dict(n, tcp=TCP_PROFILE)
+        if n.get("role") == "ap" and ap_queue != "fifo":
+            n["queue"] = ap_queue
         if "rate_control" in n:
             n["rate_control"] = {"algorithm": "minstrel"}
         nodes.append(n)
@@ -275,9 +278,10 @@ def _ratio(a: float, b: float) -> str:
     return "n/a" if b == 0 else f"{a / b:.2f}x"
 
 
-def report(case: str, xs: Sequence[float], ns3: Outcome, ws: Outcome) -> str:
+def report(case: str, xs: Sequence[float], ns3: Outcome, ws: Outcome, ap_queue: str = "fifo") -> str:
     """The case's table and summary, at most 80 columns wide."""
-    lines = [f"== {case}: {len(xs)} car(s) at {SPEED}, {BASE_SCENARIO} road ==", ""]
+    lines = [f"== {case}: {len(xs)} car(s) at {SPEED}, {BASE_SCENARIO} road ==",
+             f"wayside AP queue: {ap_queue}", ""]
     lines.append(f"{'':22}{'ns-3':>12}{'wayside':>12}{'ratio':>12}")
     lines.append(f"{'event loop wall s':22}{ns3.wall_s:12.2f}{ws.wall_s:12.2f}"
                  f"{_ratio(ns3.wall_s, ws.wall_s):>12}")
@@ -319,7 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="no class-3 deauthentication emulated at ns-3's AP (see driveby.cc)")
     ap.add_argument("--ns3-ap-fifo", action="store_true",
                     help="ns-3's AP queues as wayside's does: one drop-tail FIFO, no FqCoDel, no age limit")
+    ap.add_argument("--ap-queue", action="append", choices=["fifo", "fq_codel", "airtime"],
+                    help="wayside's AP queue; repeat to run several against one ns-3 run (default: fifo)")
     args = ap.parse_args(argv)
+    queues = args.ap_queue or ["fifo"]
     if not args.ns3.is_file():
         print(f"--ns3: {args.ns3} is not a file; build driveby.cc first (benches/ns3/run.sh does)",
               file=sys.stderr)
@@ -330,7 +337,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for case in (["one", "fifty"] if args.case == "all" else [args.case]):
         xs = car_starts(case)
         s = wayside_scenario(base, xs)
-        ws = run_wayside(s, len(xs))
         options = {"preamble_floor": args.ns3_preamble_floor, "class3_deauth": not args.ns3_as_shipped,
                    "ap_fifo": args.ns3_ap_fifo}
         try:
@@ -338,8 +344,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (RuntimeError, ValueError) as e:
             print(f"ns-3 run failed: {e}", file=sys.stderr)
             return 1
-        print(report(case, xs, ns3, ws), flush=True)
-        print()
+        for queue in queues:
+            ws = run_wayside(wayside_scenario(base, xs, queue), len(xs))
+            print(report(case, xs, ns3, ws, queue), flush=True)
+            print()
     return 0
 
 

@@ -16,6 +16,8 @@ __all__ = [
     "builtin_names",
     "builtin_text",
     "dtn_run",
+    "emulate",
+    "emulate_addresses",
     "epidemic_run",
     "rate_thresholds",
     "read_fcd",

@@ -9,18 +9,22 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence
 
 import typer
 from rich.markup import escape
 
 from wayside import engine
-from wayside.result import RunResult
 from wayside.scenario import load_scenario, scenario_text
 from wayside.terminal import console, errors, fail
+
+if TYPE_CHECKING:  # polars and pyarrow load with it: imported where used
+    from wayside.result import RunResult
 
 DEVICE = "wsim0"  # the TUN device in each host's namespace
 MTU = 1500        # Ethernet's: what the hosts' stacks size their segments for
@@ -135,11 +139,30 @@ def emulate(scenario: str | Path | Mapping[str, Any], hosts: Mapping[str, str], 
     root) or OSError (no namespace or device)."""
     if seed is not None and not (0 <= seed < 2**64):
         raise engine.ScenarioError(f"seed: {seed} is out of range; allowed: 0 to 2^64-1")
-    with _priority(realtime_priority) as raised:
+    with _priority(realtime_priority) as raised, _signals_to_engine():
         raw = engine.emulate(scenario_text(scenario), list(hosts.items()), list(overrides), seed, device,
                              tolerance_s, None if pcap is None else str(pcap))
     raw["stats"]["emulation"]["realtime_priority"] = raised
+    from wayside.result import RunResult
+
     return RunResult(raw)
+
+
+@contextlib.contextmanager
+def _signals_to_engine():
+    """While the engine emulates, SIGINT and SIGTERM are its alone (it ends
+    the run early and keeps the trace): Python's own handlers, which would
+    raise KeyboardInterrupt once the engine returns and lose the run, are
+    set aside (only the main thread can)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
 
 
 # The FIFO priority of the simulation's thread: above ordinary work, below

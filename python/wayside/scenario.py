@@ -81,7 +81,9 @@ def warnings(resolved: Mapping[str, Any]) -> list[str]:
     scanned = resolved.get("management", {}).get("scan_channels")
     given = scanned is not None
     if scanned is None:
-        scanned = _DEFAULT_SCAN.get(str(radio.get("standard", "802.11g")), [])
+        scanned = _DEFAULT_SCAN.get(str(radio.get("standard", "802.11g")))
+        if scanned is None:  # an HT/VHT radio's default list depends on its band: not checked here
+            return []
     out = []
     for n in nodes:
         channel = n.get("channel", radio.get("channel"))

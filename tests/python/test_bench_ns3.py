@@ -75,6 +75,16 @@ def test_scenario_has_one_minstrel_car_and_transfer_per_start(base):
     assert len(resolved["node"]) == 52
 
 
+@pytest.mark.parametrize("queue", ["fifo", "fq_codel", "airtime"])
+def test_scenario_gives_the_ap_the_queue_asked_for(base, queue):
+    s = bench.wayside_scenario(base, [-1500.0], queue)
+    ap = next(n for n in s["node"] if n.get("role") == "ap")
+    # fifo is the default and stays unset, so the scenario is as before.
+    assert ap.get("queue", "fifo") == queue and ("queue" in ap) == (queue != "fifo")
+    resolved = next(n for n in wayside.load_scenario(s)["node"] if n["name"] == "ap")
+    assert resolved.get("queue", "fifo") == queue
+
+
 def test_ns3_command_line_matches_the_scenario(base):
     s = bench.wayside_scenario(base, [-1500.0, -100.0])
     a = _args(bench.ns3_args(s))

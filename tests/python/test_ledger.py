@@ -75,7 +75,7 @@ def test_every_key_of_every_scenario_is_in_the_ledger(path):
 
 def test_every_calibration_has_a_fitted_row_with_its_out_of_sample_error():
     text = LEDGER.read_text(encoding="utf-8")
-    fitted = text.split("## Fitted parameters and their out-of-sample error", 1)[1]
+    fitted = text.split("## Fitted parameters and their out-of-sample error", 1)[1].split("\n## ", 1)[0]
     rows = [_cells(line) for line in fitted.splitlines() if line.startswith("|") and not line.startswith("|---")][1:]
     assert rows and all(len(r) == 4 and r[3] for r in rows), "every fitted row gives its out-of-sample error"
     for path in SCENARIOS:

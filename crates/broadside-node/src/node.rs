@@ -299,6 +299,16 @@ pub fn describe(e: &Event<SocketAddr>) -> String {
         Event::SourceSwitched { name, from, to } => {
             format!("receiving {name} from {to} instead of {from}")
         }
+        Event::ForkResolved {
+            peer,
+            name,
+            version,
+            kept,
+            dropped,
+        } => format!(
+            "{name} version {version} forked (two signed contents) with {peer}: \
+             keeping {kept} (the greater id), dropping {dropped}"
+        ),
         Event::SyncRetry { peer, after } => format!(
             "sync with {peer} left files unfinished; retrying in {:.1} s",
             after.as_secs_f64()
@@ -309,7 +319,9 @@ pub fn describe(e: &Event<SocketAddr>) -> String {
 
 fn log_event(e: &Event<SocketAddr>) {
     match e {
-        Event::Rejected { .. } | Event::TransferStalled { .. } => warn!("{}", describe(e)),
+        Event::Rejected { .. } | Event::TransferStalled { .. } | Event::ForkResolved { .. } => {
+            warn!("{}", describe(e))
+        }
         Event::FileUpdated { .. }
         | Event::TransferStarted { .. }
         | Event::SourceSwitched { .. }

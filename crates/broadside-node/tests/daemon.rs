@@ -342,6 +342,25 @@ fn consistent_at_rest(store: &Path) -> Result<Vec<(String, u16)>, String> {
     Ok(out)
 }
 
+/// Bytes of every file under `store` (the store's disk use; a file with
+/// several links counts once).
+fn disk_use(store: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut total = 0;
+    let mut dirs = vec![store.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => dirs.push(e.path()),
+                Ok(m) if seen.insert((m.dev(), m.ino())) => total += m.len(),
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
 /// Temporary files anywhere in the store.
 fn temporaries(store: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -385,6 +404,7 @@ fn kill_9_during_publish_never_shows_a_mismatch_and_recovery_leaves_no_temporari
     let store = s.d.join("store");
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(16);
     let mut last = 0u16;
+    let mut most = 0u64;
     for i in 0..cycles() {
         let src = s.d.join("scratch").join(format!("v{i}"));
         let mut data = vec![0u8; 6 << 20];
@@ -417,7 +437,21 @@ fn kill_9_during_publish_never_shows_a_mismatch_and_recovery_leaves_no_temporari
         );
         assert!(seen.iter().all(|(_, v)| *v <= now));
         last = now;
+        // After recovery: the current version and its metadata (a killed
+        // publish leaves nothing).
+        let used = disk_use(&store);
+        most = most.max(used);
+        assert!(
+            used <= (6 << 20) + (1 << 20),
+            "cycle {i}: the store uses {used} bytes"
+        );
     }
+    eprintln!(
+        "publish kills: {} cycles; store at most {:.1} MiB after recovery \
+         (file 6 MiB)",
+        cycles(),
+        most as f64 / f64::from(1 << 20)
+    );
 }
 
 #[test]
@@ -453,6 +487,7 @@ fn kill_9_during_serve_never_shows_a_partial_and_the_transfer_still_finishes() {
     // Each time B catches up, A gets a newer version (published while it
     // serves), so that every cycle kills B during some transfer.
     let (mut target, mut last) = (2u16, 1u16);
+    let mut most = 0u64;
     for i in 0..cycles() {
         let mut b = node(&sb, &pb, &pa);
         std::thread::sleep(Duration::from_micros(rng.random_range(50_000..400_000)));
@@ -467,6 +502,14 @@ fn kill_9_during_serve_never_shows_a_partial_and_the_transfer_still_finishes() {
             "cycle {i}: version went down from {last} to {now}"
         );
         last = now;
+        // B: its version, at most one partial being received, their
+        // metadata; A: its version (published ones replace it).
+        let used = disk_use(&sb).max(disk_use(&sa));
+        most = most.max(used);
+        assert!(
+            used <= 2 * size as u64 + (1 << 20),
+            "cycle {i}: a store uses {used} bytes"
+        );
         if now == target {
             target += 1;
             let src = scratch.join(format!("big.v{target}"));
@@ -518,10 +561,12 @@ fn kill_9_during_serve_never_shows_a_partial_and_the_transfer_still_finishes() {
     let needed = u64::from(target - 1) * size as u64;
     assert!(sent >= needed, "sent {sent} < needed {needed}");
     eprintln!(
-        "serve kills: {} in {} versions of {} MiB; re-sent {:.1}% of the file bytes",
+        "serve kills: {} in {} versions of {} MiB; re-sent {:.1}% of the file bytes; \
+         each store at most {:.1} MiB",
         cycles(),
         target - 1,
         size >> 20,
-        100.0 * (sent - needed) as f64 / needed as f64
+        100.0 * (sent - needed) as f64 / needed as f64,
+        most as f64 / f64::from(1 << 20)
     );
 }

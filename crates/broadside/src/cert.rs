@@ -439,6 +439,14 @@ impl Certificate {
     pub fn version(&self) -> u16 {
         self.version
     }
+    /// Whether this certificate replaces `other` (of the same file): a
+    /// higher version, or the same version with a greater instance id. Two
+    /// validly signed certificates of one version (a *fork*: the provider
+    /// signed twice, or two publishers share its key) would otherwise never
+    /// converge; every node picks the same one, whichever it saw first.
+    pub fn supersedes(&self, other: &Certificate) -> bool {
+        (self.version, self.instance) > (other.version, other.instance)
+    }
     /// File size in bytes.
     pub fn size(&self) -> u64 {
         self.size

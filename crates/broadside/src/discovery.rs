@@ -76,11 +76,16 @@ pub fn candidates<'a>(
 }
 
 /// Push (responder newer), pull (initiator newer) or nothing, per record.
+/// A record of the same version hit the match filter, so its instance
+/// differs (a fork) unless that was a false positive: the responder pushes,
+/// and the initiator, seeing both certificates, keeps the one that
+/// [supersedes](crate::Certificate::supersedes) the other (offering its own
+/// back if that is the one).
 pub fn decide(record: &FileRecord, local: Option<&LocalFile>) -> Action {
     match local {
-        Some(l) if l.version > record.version => Action::Push,
-        Some(l) if l.version < record.version => Action::Pull,
-        _ => Action::None,
+        Some(l) if l.version >= record.version => Action::Push,
+        Some(_) => Action::Pull,
+        None => Action::None,
     }
 }
 

@@ -3,13 +3,30 @@
 //! before the endpoint keeps any state for it or sends it more than a small
 //! reply.
 //!
-//! A token is `HMAC-SHA256(key, address ‖ time bucket)` truncated to
-//! [`TOKEN_LEN`] bytes. The endpoint sends it in a *Token* packet and keeps
-//! nothing; the peer echoes it; the echo verifies against the sender's
-//! address and the current or previous time bucket. A spoofed source never
-//! sees the token, so it never becomes a peer; and every reply to an address
-//! not yet validated is at most as large as the packet that caused it
-//! (so well under the 3× anti-amplification bound).
+//! A token is `HMAC-SHA256(key, address ‖ time bucket ‖ bound)` truncated
+//! to [`TOKEN_LEN`] bytes, where `bound` is the peer's token it answers
+//! (all zero for a challenge). The endpoint sends it in a *Token* packet
+//! and keeps nothing; the peer echoes it; the echo verifies against the
+//! sender's address, the current or previous time bucket and the bound. A
+//! spoofed source never sees the token, so it never becomes a peer; and
+//! every reply to an address not yet validated is at most as large as the
+//! packet that caused it (so well under the 3× anti-amplification bound).
+//!
+//! The exchange also sets up each pair's session secrets, in the same three
+//! packets and with no field added (`c` a challenge, `a` an answer bound
+//! to the challenge it answers):
+//!
+//! | packet | from | echo | token | the receiver then |
+//! |---|---|---|---|---|
+//! | 1 | B | – | c_B | answers |
+//! | 2 | A | c_B | a_A = T(c_B) | admits A: A's Wants carry c_B, B's carry a_A |
+//! | 3 | B | a_A | c_B | admits B likewise; replies nothing |
+//!
+//! The echo's bound tells its kind: an echo of a challenge (bound zero)
+//! asks for a reply, an echo of an answer (bound to the token field, which
+//! the echoing side echoed itself) completes the exchange. A node accepts
+//! the last few secrets its peer proved to know (echoed), since both sides
+//! may challenge at once or run the exchange again after a restart.
 //!
 //! [`PeerAddr`] is what the endpoint needs of an address: bytes to MAC and
 //! the network prefix (IPv4 /24, IPv6 /64) that per-prefix peer limits count.
@@ -102,30 +119,42 @@ impl Tokens {
         now.as_micros() / (self.period.as_micros() as u64).max(1)
     }
 
-    fn mac<A: PeerAddr>(&self, addr: &A, bucket: u64) -> Hmac<Sha256> {
+    fn mac<A: PeerAddr>(&self, addr: &A, bucket: u64, bound: &Token) -> Hmac<Sha256> {
         // HMAC accepts keys of any length.
         let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("any key length");
         m.update(&addr.addr_bytes());
         m.update(&bucket.to_be_bytes());
+        m.update(bound);
         m
     }
 
-    /// The token for `addr` at `now`.
-    pub fn issue<A: PeerAddr>(&self, addr: &A, now: Instant) -> Token {
-        let tag = self.mac(addr, self.bucket(now)).finalize().into_bytes();
+    /// The token for `addr` at `now`, answering the peer's token `bound`
+    /// (all zero: a challenge).
+    pub fn issue<A: PeerAddr>(&self, addr: &A, now: Instant, bound: &Token) -> Token {
+        let tag = self
+            .mac(addr, self.bucket(now), bound)
+            .finalize()
+            .into_bytes();
         let mut t = [0u8; TOKEN_LEN];
         t.copy_from_slice(&tag[..TOKEN_LEN]);
         t
     }
 
-    /// Whether `token` was issued for `addr` in this or the previous period
-    /// (compared in constant time).
-    pub fn check<A: PeerAddr>(&self, addr: &A, now: Instant, token: &Token) -> bool {
+    /// Whether `token` was issued for `addr` and `bound` in this or the
+    /// previous period (compared in constant time).
+    pub fn check<A: PeerAddr>(&self, addr: &A, now: Instant, token: &Token, bound: &Token) -> bool {
         let b = self.bucket(now);
-        [b, b.saturating_sub(1)]
-            .iter()
-            .any(|&x| self.mac(addr, x).verify_truncated_left(token).is_ok())
+        [b, b.saturating_sub(1)].iter().any(|&x| {
+            self.mac(addr, x, bound)
+                .verify_truncated_left(token)
+                .is_ok()
+        })
     }
+}
+
+/// Whether two secrets are equal, compared in constant time.
+pub fn same_secret(a: &Token, b: &Token) -> bool {
+    a.iter().zip(b).fold(0, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -141,17 +170,24 @@ mod tests {
         let t = Tokens::new([7; 32], Duration::from_secs(10));
         let a = sa("192.0.2.1:4000");
         let now = Instant::from_micros(25_000_000);
-        let tok = t.issue(&a, now);
-        assert!(t.check(&a, now, &tok));
-        assert!(t.check(&a, Instant::from_micros(39_000_000), &tok));
-        assert!(!t.check(&a, Instant::from_micros(40_000_000), &tok));
-        assert!(!t.check(&sa("192.0.2.1:4001"), now, &tok));
-        assert!(!t.check(&sa("192.0.2.2:4000"), now, &tok));
+        let z = [0; TOKEN_LEN];
+        let tok = t.issue(&a, now, &z);
+        assert!(t.check(&a, now, &tok, &z));
+        assert!(t.check(&a, Instant::from_micros(39_000_000), &tok, &z));
+        assert!(!t.check(&a, Instant::from_micros(40_000_000), &tok, &z));
+        assert!(!t.check(&sa("192.0.2.1:4001"), now, &tok, &z));
+        assert!(!t.check(&sa("192.0.2.2:4000"), now, &tok, &z));
         let other = Tokens::new([8; 32], Duration::from_secs(10));
-        assert!(!other.check(&a, now, &tok));
+        assert!(!other.check(&a, now, &tok, &z));
         let mut bad = tok;
         bad[0] ^= 1;
-        assert!(!t.check(&a, now, &bad));
+        assert!(!t.check(&a, now, &bad, &z));
+        // An answer is bound to the token it answers.
+        let answer = t.issue(&a, now, &[5; TOKEN_LEN]);
+        assert!(t.check(&a, now, &answer, &[5; TOKEN_LEN]));
+        assert!(!t.check(&a, now, &answer, &z));
+        assert!(!t.check(&a, now, &tok, &[5; TOKEN_LEN]));
+        assert!(same_secret(&tok, &tok) && !same_secret(&tok, &bad));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Packet formats, smoltcp-style: [`Packet`] is a checked view over raw bytes,
 //! [`Message`] the validated representation that can be emitted again.
 //!
-//! Every packet starts with `"BS"`, format version `1` and a kind byte. All
+//! Every packet starts with `"BS"`, format version `2` and a kind byte. All
 //! integers are big-endian. Parsing untrusted bytes never panics and never
 //! allocates more than the input's size.
 //!
@@ -13,12 +13,19 @@
 //! | Records | session u32, round u16, seq u16, total u16, n × (fileId \[20\], version u16) |
 //! | Plan | session u32, round u16, count u16, 2-bit action per record |
 //! | Offer | certificate |
-//! | Want | transfer u32, instanceId \[20\], block size u16, segment u32, receive vector |
+//! | Want | auth \[16\], transfer u32, instanceId \[20\], block size u16, segment u32, receive vector |
 //! | Data | transfer u32, block u16, bytes |
 //! | Ack | transfer u32, receive vector |
 //! | Close | instanceId \[20\], status u8 |
 //! | Token | echo \[16\], token \[16\] (either may be all zero: none) |
 //! | Interest | n × provider key \[32\] (n ≥ 1) |
+//!
+//! `auth` is the session secret the Want's receiver gave its sender when
+//! they validated each other (see [`validate`](crate::validate)): a Want
+//! starts an upload, so a source spoofing a validated address without it
+//! gets nothing. Acks need no secret: they steer an upload only under
+//! the random transfer id its authenticated Want chose, which an off-path
+//! source never sees.
 
 use crate::bitvec::BitVec;
 use crate::counters::PacketKind;
@@ -28,7 +35,7 @@ use crate::validate::{Token, TOKEN_LEN};
 /// First two bytes of every packet.
 pub const MAGIC: [u8; 2] = *b"BS";
 /// Wire format version.
-pub const FORMAT: u8 = 1;
+pub const FORMAT: u8 = 2;
 /// Bytes of the common header.
 pub const HEADER_LEN: usize = 4;
 /// Bytes of a Filters packet before the two filters (the paper's 2304-byte
@@ -45,7 +52,7 @@ pub const DATA_HEADER_LEN: usize = HEADER_LEN + 6;
 /// Bytes of an Ack packet before the vector bytes (incl. the vector's length).
 pub const ACK_HEADER_LEN: usize = HEADER_LEN + 4 + 4;
 /// Bytes of a Want packet before the vector bytes (incl. the vector's length).
-pub const WANT_HEADER_LEN: usize = HEADER_LEN + 4 + ID_LEN + 2 + 4 + 4;
+pub const WANT_HEADER_LEN: usize = HEADER_LEN + TOKEN_LEN + 4 + ID_LEN + 2 + 4 + 4;
 /// One file record: fileId and version (§4.1: 22 bytes).
 pub const RECORD_LEN: usize = ID_LEN + 2;
 /// Most blocks in one segment: block ids are 2 bytes, as in §4.2.
@@ -283,6 +290,8 @@ pub enum Message<'a> {
         cert: &'a [u8],
     },
     Want {
+        /// The session secret its receiver gave this node.
+        auth: Token,
         transfer: u32,
         instance: InstanceId,
         block_size: u16,
@@ -339,6 +348,11 @@ impl<'a> Reader<'a> {
     }
     fn u64(&mut self) -> Result<u64, WireError> {
         Ok((u64::from(self.u32()?) << 32) | u64::from(self.u32()?))
+    }
+    fn token(&mut self) -> Result<Token, WireError> {
+        let mut t = [0u8; TOKEN_LEN];
+        t.copy_from_slice(self.take(TOKEN_LEN)?);
+        Ok(t)
     }
     fn id(&mut self) -> Result<Id160, WireError> {
         Id160::from_slice(self.take(ID_LEN)?).ok_or(WireError::Truncated)
@@ -446,6 +460,7 @@ impl<'a> Message<'a> {
             }
             MsgType::Offer => Message::Offer { cert: r.rest() },
             MsgType::Want => {
+                let auth = r.token()?;
                 let (transfer, instance, block_size, segment) =
                     (r.u32()?, r.id()?, r.u16()?, r.u32()?);
                 if block_size == 0 {
@@ -453,6 +468,7 @@ impl<'a> Message<'a> {
                 }
                 let vector = BitVec::decode(r.rest(), MAX_SEGMENT_BLOCKS)?;
                 Message::Want {
+                    auth,
                     transfer,
                     instance,
                     block_size,
@@ -479,12 +495,7 @@ impl<'a> Message<'a> {
                 Message::Close { instance, status }
             }
             MsgType::Token => {
-                let mut tok = || -> Result<Token, WireError> {
-                    let mut t = [0u8; TOKEN_LEN];
-                    t.copy_from_slice(r.take(TOKEN_LEN)?);
-                    Ok(t)
-                };
-                let (echo, token) = (tok()?, tok()?);
+                let (echo, token) = (r.token()?, r.token()?);
                 r.end()?;
                 Message::Token { echo, token }
             }
@@ -600,12 +611,14 @@ impl<'a> Message<'a> {
             }
             Message::Offer { cert } => out.extend_from_slice(cert),
             Message::Want {
+                auth,
                 transfer,
                 instance,
                 block_size,
                 segment,
                 vector,
             } => {
+                out.extend_from_slice(auth);
                 out.extend_from_slice(&transfer.to_be_bytes());
                 out.extend_from_slice(&instance.0);
                 out.extend_from_slice(&block_size.to_be_bytes());
@@ -764,6 +777,7 @@ mod tests {
         });
         roundtrip(Message::Offer { cert: &f });
         roundtrip(Message::Want {
+            auth: [3; TOKEN_LEN],
             transfer: 9,
             instance: Id160([2; 20]),
             block_size: 2294,
@@ -789,7 +803,7 @@ mod tests {
         });
         roundtrip(Message::Interest { keys: &[9; 64] });
         assert_eq!(
-            Message::parse(b"BS\x01\x0c"),
+            Message::parse(b"BS\x02\x0c"),
             Err(WireError::InvalidField("interest length"))
         );
         assert_eq!(
@@ -813,10 +827,10 @@ mod tests {
     #[test]
     fn header_errors() {
         assert_eq!(Message::parse(b"BS"), Err(WireError::Truncated));
-        assert_eq!(Message::parse(b"XX\x01\x01"), Err(WireError::BadMagic));
-        assert_eq!(Message::parse(b"BS\x02\x01"), Err(WireError::BadFormat(2)));
+        assert_eq!(Message::parse(b"XX\x02\x01"), Err(WireError::BadMagic));
+        assert_eq!(Message::parse(b"BS\x01\x01"), Err(WireError::BadFormat(1)));
         assert_eq!(
-            Message::parse(b"BS\x01\x63"),
+            Message::parse(b"BS\x02\x63"),
             Err(WireError::UnknownKind(0x63))
         );
         let mut p = Message::Plan {

@@ -136,6 +136,7 @@ fn a_spoofed_source_gets_at_most_its_own_bytes_and_no_data() {
     // The 611-byte Want, a beacon, a discovery request and a token
     // request, from the victim's address, ten times a second for 5 s.
     let want = Message::Want {
+        auth: [5; 16],
         transfer: 1,
         instance: cert.instance_id(),
         block_size: 2294,

@@ -30,15 +30,16 @@ fn drain(
     (sent, rejected)
 }
 
-/// A node holding version 2 of "poi" from provider 1, plus its store.
-fn victim() -> (Endpoint<Addr>, MemStore, broadside::ProviderKey) {
+/// A node holding version 2 of "poi" from provider 1, plus its store,
+/// and the session secret of `ATTACKER` with it (a validated peer).
+fn victim() -> (Endpoint<Addr>, MemStore, broadside::ProviderKey, [u8; 16]) {
     let k = key(1);
     let mut s = MemStore::new();
     let (c, d) = file(&k, "poi", 2, 5000);
     s.insert(c, d);
     let mut ep = endpoint(config(11), &[&k], &s);
-    assert!(validate(&mut ep, &mut s, ATTACKER));
-    (ep, s, k)
+    let auth = session(&mut ep, &mut s, ATTACKER).expect("validated");
+    (ep, s, k, auth)
 }
 
 fn snapshot(ep: &Endpoint<Addr>, s: &MemStore) -> (Vec<Id160>, usize, usize) {
@@ -65,7 +66,7 @@ fn offer(
 
 #[test]
 fn certificate_from_untrusted_key_is_refused() {
-    let (mut ep, mut s, _) = victim();
+    let (mut ep, mut s, _, _) = victim();
     let before = snapshot(&ep, &s);
     let (c, _) = file(&key(66), "poi", 9, 5000);
     let (sent, why) = offer(&mut ep, &mut s, c.encoded());
@@ -80,11 +81,11 @@ fn certificate_from_untrusted_key_is_refused() {
 }
 
 #[test]
-fn replayed_older_or_equal_version_is_refused() {
-    let (mut ep, mut s, k) = victim();
+fn replayed_older_version_is_refused() {
+    let (mut ep, mut s, k, _) = victim();
     let before = snapshot(&ep, &s);
-    for v in [1, 2] {
-        let (c, _) = file(&k, "poi", v, 777); // same version 2 with other content is refused too
+    for v in [1] {
+        let (c, _) = file(&k, "poi", v, 777);
         let (sent, why) = offer(&mut ep, &mut s, c.encoded());
         assert_eq!(
             why,
@@ -103,6 +104,61 @@ fn replayed_older_or_equal_version_is_refused() {
         ));
     }
     assert_eq!(snapshot(&ep, &s), before);
+}
+
+/// The same version with other content, signed by the provider, is a fork,
+/// not a replay: it is logged, and the certificate with the greater
+/// instance id wins (fetched if offered, else offered back).
+#[test]
+fn same_version_with_other_content_is_a_logged_fork() {
+    let (_, _, k, _) = victim();
+    let (ours, _) = file(&k, "poi", 2, 5000);
+    for size in [777, 778, 779, 780] {
+        let (mut ep, mut s, _, _) = victim();
+        let (c, _) = file(&k, "poi", 2, size);
+        let offered = c.instance_id();
+        ep.handle_datagram(
+            Instant::ZERO,
+            ATTACKER,
+            &Message::Offer { cert: c.encoded() }.to_vec(),
+            &mut s,
+        );
+        let mut offers = Vec::new();
+        let mut wants = 0;
+        while let Some(t) = ep.poll_transmit(Instant::ZERO, &mut s) {
+            match Message::parse(&t.payload) {
+                Ok(Message::Offer { cert }) => offers.push(cert.to_vec()),
+                Ok(Message::Want { .. }) => wants += 1,
+                _ => {}
+            }
+        }
+        let forks: Vec<_> = std::iter::from_fn(|| ep.poll_event())
+            .filter_map(|e| match e {
+                Event::ForkResolved {
+                    kept,
+                    dropped,
+                    version: 2,
+                    ..
+                } => Some((kept, dropped)),
+                _ => None,
+            })
+            .collect();
+        let winner = offered.max(ours.instance_id());
+        assert_eq!(forks.len(), 1, "size {size}");
+        assert_eq!(forks[0].0, winner);
+        if winner == offered {
+            assert_eq!((wants, offers.len()), (1, 0), "the winner is fetched");
+        } else {
+            assert_eq!(wants, 0);
+            assert_eq!(
+                offers,
+                vec![ours.encoded().to_vec()],
+                "ours is offered back"
+            );
+        }
+        // Nothing changes before a fetched winner verifies.
+        assert_eq!(ep.files().next().unwrap().instance_id(), ours.instance_id());
+    }
 }
 
 /// Encodes and signs a certificate by hand, bypassing `Certificate::issue`'s checks.
@@ -124,7 +180,7 @@ fn forged(seed: [u8; 32], name: &str, version: u16) -> Vec<u8> {
 
 #[test]
 fn name_with_path_separator_or_dotdot_is_refused_even_if_signed() {
-    let (mut ep, mut s, _) = victim();
+    let (mut ep, mut s, _, _) = victim();
     let before = snapshot(&ep, &s);
     // The forger's encoding is right: a clean name decodes.
     assert!(broadside::Certificate::decode(&forged([1; 32], "poi", 3)).is_ok());
@@ -144,9 +200,10 @@ fn name_with_path_separator_or_dotdot_is_refused_even_if_signed() {
 
 #[test]
 fn bit_vector_claiming_a_billion_blocks_is_refused() {
-    let (mut ep, mut s, _) = victim();
+    let (mut ep, mut s, _, auth) = victim();
     let inst = ep.files().next().unwrap().instance_id();
     let mut pkt = Message::Want {
+        auth,
         transfer: 1,
         instance: inst,
         block_size: 2294,
@@ -172,6 +229,7 @@ fn bit_vector_claiming_a_billion_blocks_is_refused() {
     );
     // A well-formed vector that reaches past the end of the file is refused too.
     let big = Message::Want {
+        auth,
         transfer: 2,
         instance: inst,
         block_size: 2294,
@@ -215,7 +273,7 @@ fn tampered_file_is_detected_and_discarded() {
 
 #[test]
 fn beacon_and_discovery_floods_are_rate_limited() {
-    let (mut ep, mut s, _) = victim();
+    let (mut ep, mut s, _, _) = victim();
     let before = snapshot(&ep, &s);
     let beacon = Message::Beacon {
         node: 1,
@@ -270,4 +328,98 @@ fn assert_refused(sent: &[Message<'_>]) {
         ),
         "{sent:?}"
     );
+}
+
+/// The issue's attack: Wants whose source is a validated peer's address,
+/// without its session secret, then with it (as if it leaked) and no ack.
+/// Nothing the node sends that address exceeds three times what came from
+/// it until the address acknowledges data; then the transfer goes on.
+#[test]
+fn spoofed_want_from_a_validated_address_gets_at_most_3x() {
+    let k = key(1);
+    let mut s = MemStore::new();
+    let (c, d) = file(&k, "doc", 2, 1_000_000);
+    let inst = c.instance_id();
+    let blocks = 1_000_000u32.div_ceil(2294);
+    s.insert(c, d);
+    let cfg = broadside::Config {
+        send_rate: 0,
+        ..config(12)
+    };
+    let mut ep = endpoint(cfg, &[&k], &s);
+    let auth = session(&mut ep, &mut s, ATTACKER).expect("validated");
+    // The exchange: a challenge and the echo of the node's answer.
+    let mut received = 2 * broadside::wire::TOKEN_PACKET_LEN;
+    let want = |auth, transfer| {
+        Message::Want {
+            auth,
+            transfer,
+            instance: inst,
+            block_size: 2294,
+            segment: 0,
+            vector: BitVec::new(blocks),
+        }
+        .to_vec()
+    };
+    let sent_to = |ep: &mut Endpoint<Addr>, s: &mut MemStore, t: f64| {
+        let now = secs(t);
+        ep.handle_timeout(now, s);
+        let mut n = 0;
+        while let Some(x) = ep.poll_transmit(now, s) {
+            if x.destination == broadside::Destination::Peer(ATTACKER) {
+                n += x.payload.len();
+            }
+        }
+        n
+    };
+    let mut sent = 0;
+    for (i, guess) in [[0; 16], [5; 16], auth.map(|b| b ^ 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let w = want(guess, 10 + i as u32);
+        received += w.len();
+        ep.handle_datagram(secs(0.1 * i as f64), ATTACKER, &w, &mut s);
+        sent += sent_to(&mut ep, &mut s, 0.1 * i as f64);
+    }
+    // A challenge each (a Token packet), in case the peer lost its secret.
+    assert!(
+        sent <= 3 * broadside::wire::TOKEN_PACKET_LEN,
+        "{sent} bytes"
+    );
+    assert_eq!(ep.upload_count(), 0);
+    let why: Vec<_> = std::iter::from_fn(|| ep.poll_event())
+        .filter_map(|e| match e {
+            Event::Rejected { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert!(why.contains(&RejectReason::Unauthenticated), "{why:?}");
+    // With the secret but no ack (after a discovery request, so that the
+    // node has heard enough to send some data): at most 3x, however long
+    // the node runs.
+    let f = match_all_filters(3);
+    received += f.len();
+    ep.handle_datagram(secs(0.9), ATTACKER, &f, &mut s);
+    let w = want(auth, 20);
+    received += w.len();
+    ep.handle_datagram(secs(1.0), ATTACKER, &w, &mut s);
+    for i in 0..50 {
+        sent += sent_to(&mut ep, &mut s, 1.0 + 0.05 * f64::from(i));
+    }
+    println!("before an ack: sent {sent} bytes for {received} received");
+    assert!(sent > 2304, "the authenticated Want is served");
+    assert!(
+        sent <= 3 * received,
+        "sent {sent} bytes for {received} received"
+    );
+    // An ack of the transfer proves the address receives: the rest flows.
+    let ack = Message::Ack {
+        transfer: 20,
+        vector: BitVec::new(blocks),
+    }
+    .to_vec();
+    ep.handle_datagram(secs(4.0), ATTACKER, &ack, &mut s);
+    let after = sent_to(&mut ep, &mut s, 4.0);
+    assert!(after > 100 * 2304, "only {after} bytes after the ack");
 }

@@ -352,3 +352,67 @@ fn a_lost_hash_chunk_is_sent_again_without_its_blocks() {
     assert!(sent >= needed + 2);
     assert!(sent <= needed + 2 + 4, "{sent} data packets for {needed}");
 }
+
+/// Two stores each hold a different, validly signed version 1 of "doc"
+/// (and agree on another file). Whichever side starts the sync, both end
+/// with the certificate of the greater instance id, verified, and log the
+/// fork on each side.
+#[test]
+fn a_version_fork_resolves_to_the_greater_instance_on_both_sides() {
+    let k = key(7);
+    let (c1, d1) = file(&k, "doc", 1, 30_000);
+    // Same name and version, other content: another valid signature.
+    let (c2, d2) = {
+        let mut d = d1.clone();
+        d[0] ^= 1;
+        let mut h = broadside::ContentHasher::new();
+        h.update(&d);
+        let c = broadside::Certificate::issue(&k, "doc", 1, d.len() as u64, h.finish()).unwrap();
+        (c, d)
+    };
+    assert_ne!(c1.instance_id(), c2.instance_id());
+    let winner = c1.instance_id().max(c2.instance_id());
+    for (seed, swap) in [(41, false), (42, true), (43, false)] {
+        let (mut a, mut b) = (MemStore::new(), MemStore::new());
+        let ((ca, da), (cb, db)) = if swap {
+            ((c2.clone(), d2.clone()), (c1.clone(), d1.clone()))
+        } else {
+            ((c1.clone(), d1.clone()), (c2.clone(), d2.clone()))
+        };
+        a.insert(ca, da);
+        b.insert(cb, db);
+        let (c, d) = file(&k, "same", 1, 5_000);
+        a.insert(c.clone(), d.clone());
+        b.insert(c, d);
+        let mut p = pair(a, b, &[&k], seed);
+        let id = broadside::cert::file_id_of(&k.public(), "doc");
+        let held = |p: &Pair, i: usize| p.stores[i].get(&id).map(|(c, _)| c.instance_id());
+        assert!(
+            p.run_until(secs(30.0), |p| held(p, 0) == Some(winner)
+                && held(p, 1) == Some(winner)),
+            "did not converge (seed {seed}): {:?}",
+            p.events
+        );
+        assert_eq!(verified_version(&p, 0, &k, "doc"), Some(1));
+        assert_eq!(verified_version(&p, 1, &k, "doc"), Some(1));
+        let logged: Vec<_> = p
+            .events
+            .iter()
+            .filter_map(|(n, e)| match e {
+                Event::ForkResolved {
+                    kept,
+                    dropped,
+                    version: 1,
+                    ..
+                } => Some((*n, *kept, *dropped)),
+                _ => None,
+            })
+            .collect();
+        assert!(!logged.is_empty(), "the fork was not logged");
+        assert!(logged
+            .iter()
+            .all(|(_, kept, dropped)| *kept == winner && dropped != kept));
+        // Converged: the nodes advertise the same content and stop syncing.
+        assert_eq!(p.nodes[0].content_hash(), p.nodes[1].content_hash());
+    }
+}

@@ -129,7 +129,11 @@ pub fn emulate(
         .map(|(h, &id)| (h.node.clone(), h.netns.clone(), address(id)))
         .collect();
     let run = pacer::run(world, &devices, opts.tolerance, &stop)?;
-    let out = wayside_sim::run::finish(resolved, run.world).map_err(|e| Error::Scenario(e.0))?;
+    let mut out =
+        wayside_sim::run::finish(resolved, run.world).map_err(|e| Error::Scenario(e.0))?;
+    if let Some(t) = run.stopped_at {
+        out.stats.simulated = t; // what was run, not what was planned
+    }
     let report = Report {
         lateness: run.lateness,
         counters: run.counters,

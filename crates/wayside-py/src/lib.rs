@@ -10,6 +10,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use wayside_sim::mac::queue;
 use wayside_sim::phy::error::{snr_threshold, ErrorModelKind};
 use wayside_sim::phy::mode::Standard;
 use wayside_sim::scenario;
@@ -40,6 +41,7 @@ pub(crate) fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bou
     let u = &out.trace.undetectable;
     stats.set_item("undetectable_arrivals", u.arrivals)?;
     stats.set_item("undetectable_drops", u.drops.clone())?;
+    stats.set_item("queues", queues_to_py(py, &out)?)?;
     d.set_item("stats", stats)?;
     let tables = PyDict::new(py);
     let nodes = arrow::node_dictionary(&out.node_names);
@@ -49,6 +51,40 @@ pub(crate) fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bou
     d.set_item("tables", tables)?;
     let pcaps: Vec<String> = out.pcaps.iter().map(|p| p.display().to_string()).collect();
     d.set_item("pcaps", pcaps)?;
+    Ok(d)
+}
+
+/// Per node whose data queue saw traffic: its kind, counts, drops by
+/// cause, sojourn times (mean, max, histogram over `sojourn_edges_ms`)
+/// and airtime to and from each peer.
+fn queues_to_py<'py>(py: Python<'py>, out: &RunOutput) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let name = |i: u32| out.node_names.get(i as usize).cloned().unwrap_or_default();
+    for (i, q) in out.stats.queues.iter().enumerate() {
+        if q.enqueued == 0 && q.airtime.is_empty() {
+            continue;
+        }
+        let n = PyDict::new(py);
+        n.set_item("kind", q.kind.name())?;
+        n.set_item("enqueued", q.enqueued)?;
+        n.set_item("dequeued", q.dequeued)?;
+        n.set_item("drops_overflow", q.drops_overflow)?;
+        n.set_item("drops_codel", q.drops_codel)?;
+        let mean = q.sojourn_total.as_secs_f64() / q.dequeued.max(1) as f64;
+        n.set_item("sojourn_mean_s", mean)?;
+        n.set_item("sojourn_max_s", q.sojourn_max.as_secs_f64())?;
+        n.set_item("sojourn_edges_ms", queue::SOJOURN_EDGES_MS.to_vec())?;
+        n.set_item("sojourn_hist", q.sojourn_hist.to_vec())?;
+        let air = PyDict::new(py);
+        for (peer, a) in &q.airtime {
+            let p = PyDict::new(py);
+            p.set_item("tx_s", a.tx.as_secs_f64())?;
+            p.set_item("rx_s", a.rx.as_secs_f64())?;
+            air.set_item(name(peer.0), p)?;
+        }
+        n.set_item("airtime", air)?;
+        d.set_item(name(i as u32), n)?;
+    }
     Ok(d)
 }
 

@@ -53,6 +53,8 @@ pub struct NodeConfig {
     /// `[radio]`'s standard as the radio uses it on `channel`
     /// ([`Standard::on_channel`]: an HT radio's band and width).
     pub standard: Standard,
+    /// A station's own scan list, replacing `MgmtConfig::scan_channels`.
+    pub scan_channels: Option<Vec<u32>>,
     pub tcp: TcpConfig,
     pub arp: crate::net::arp::ArpConfig,
     /// Its MAC: the `[mac]` section's, with its own queue limit and rate

@@ -177,6 +177,8 @@ MacEvent {
     /// Dropped on arrival: an ad hoc node has no link to the receiver
     /// (the card reports media disconnected).
     NoLink => "no-link",
+    /// Dropped by CoDel at dequeue (an AP's `fq_codel` or `airtime` queue).
+    CodelDrop => "codel-drop",
 });
 
 category!(

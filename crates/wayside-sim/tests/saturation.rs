@@ -2,11 +2,10 @@
 //! against the closed-form single-station DCF figure:
 //! payload / (DIFS + CWmin/2 · slot + data airtime + SIFS + ACK airtime).
 
+mod common;
+
 use wayside_sim::mac::{ACK_BYTES, DATA_OVERHEAD};
 use wayside_sim::phy::mode::{Preamble, Standard};
-use wayside_sim::run_scenario;
-use wayside_sim::scenario::builtin;
-use wayside_sim::trace::MacEvent;
 
 const PAYLOAD: u32 = 1500;
 
@@ -35,17 +34,7 @@ fn simulated(standard: &str, b_compatible: bool, rate_mbps: f64) -> f64 {
         format!("mac.rate=\"{rate_mbps} Mbps\""),
         "duration=\"4 s\"".to_string(),
     ];
-    let out = run_scenario(builtin("saturation").unwrap(), &overrides, Some(1), 0).unwrap();
-    let mac = &out.trace.mac;
-    let delivered: u64 = (0..mac.len())
-        .filter(|&i| mac.event[i] == MacEvent::Delivered as u8)
-        .map(|i| mac.bytes[i] as u64)
-        .sum();
-    assert!(
-        !(0..mac.len()).any(|i| mac.event[i] == MacEvent::Failed as u8),
-        "no frame may fail at 5 m"
-    );
-    delivered as f64 * 8.0 / 4.0
+    common::saturation_bps(&overrides, 4.0)
 }
 
 #[test]

@@ -4,11 +4,10 @@
 //! with the data airtime computed here from IEEE 802.11-2016's TXTIME
 //! equations (19.4.3, 21.4.3) rather than by the simulator's own code.
 
+mod common;
+
 use wayside_sim::mac::{ACK_BYTES, DATA_OVERHEAD};
 use wayside_sim::phy::mode::{Preamble, Standard};
-use wayside_sim::run_scenario;
-use wayside_sim::scenario::builtin;
-use wayside_sim::trace::MacEvent;
 
 const PAYLOAD: u32 = 1500;
 
@@ -132,17 +131,7 @@ impl Case {
 }
 
 fn simulated(overrides: &[String]) -> f64 {
-    let out = run_scenario(builtin("saturation").unwrap(), overrides, Some(1), 0).unwrap();
-    let mac = &out.trace.mac;
-    let delivered: u64 = (0..mac.len())
-        .filter(|&i| mac.event[i] == MacEvent::Delivered as u8)
-        .map(|i| mac.bytes[i] as u64)
-        .sum();
-    assert!(
-        !(0..mac.len()).any(|i| mac.event[i] == MacEvent::Failed as u8),
-        "no frame may fail at 5 m: {overrides:?}"
-    );
-    delivered as f64 * 8.0 / 2.0
+    common::saturation_bps(overrides, 2.0)
 }
 
 /// Every MCS of `case` whose rate is not also a rate with fewer streams

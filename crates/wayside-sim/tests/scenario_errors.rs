@@ -118,9 +118,9 @@ fn unknown_rates_and_standards() {
         e.contains("mac.retry_chain[0].rate") && e.contains("13 Mbps") && e.contains("54"),
         "{e}"
     );
-    let e = with(&["radio.standard=\"802.11n\""]);
+    let e = with(&["radio.standard=\"802.11x\""]);
     assert!(
-        e.contains("radio.standard") && e.contains("802.11n") && e.contains("802.11p"),
+        e.contains("radio.standard") && e.contains("802.11x") && e.contains("802.11ac") && e.contains("802.11p"),
         "{e}"
     );
     let e = with(&["radio.standard=\"802.11b\""]); // the chain's 24 Mbps is not a b rate
@@ -194,6 +194,21 @@ fn scan_channels_take_the_other_band_only_on_a_dual_band_radio() {
     let e = error_of(a, &[]);
     assert!(
         e.contains("scan_channels[1]") && !e.contains("dual-band"),
+        "{e}"
+    );
+}
+
+#[test]
+fn diffraction_needs_buildings_and_a_known_model() {
+    // drive-by has no [[obstacle]]: nothing to diffract at.
+    let e = with(&["environment.diffraction=\"knife-edge\""]);
+    assert!(
+        e.starts_with("environment.diffraction") && e.contains("obstacle"),
+        "{e}"
+    );
+    let e = with(&["environment.diffraction=\"fresnel\""]);
+    assert!(
+        e.contains("diffraction") && e.contains("knife-edge") && e.contains("none"),
         "{e}"
     );
 }

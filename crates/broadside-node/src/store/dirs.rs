@@ -326,11 +326,7 @@ impl Dirs {
             let complete = read_cert(&dir.join("cert"))
                 .filter(|c| c.instance_id().to_hex() == id && dir.join("content").is_file());
             match complete {
-                Some(c)
-                    if self
-                        .current(c.name())
-                        .is_none_or(|h| h.version() < c.version()) =>
-                {
+                Some(c) if self.current(c.name()).is_none_or(|h| c.supersedes(&h)) => {
                     if let Some(old) = self.make_current(&c)? {
                         fs::remove_dir_all(&old)
                             .map_err(io(format!("remove {}", old.display())))?;
@@ -434,7 +430,7 @@ impl Dirs {
         }
         let _commit = self.commit_lock()?;
         if let Some(have) = self.current(cert.name()) {
-            if have.version() >= cert.version() {
+            if !cert.supersedes(&have) {
                 self.remove_partial(&inst)?;
                 return Err(StorageError(format!(
                     "{} version {} was superseded by version {} meanwhile",

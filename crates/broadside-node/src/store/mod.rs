@@ -352,10 +352,7 @@ impl DiskStore {
             .into_iter()
             .filter(|n| n.ends_with(".cert"))
             .filter_map(|n| read_cert(&self.dirs.partial_dir.join(n)))
-            .filter(|c| {
-                self.current(c.name())
-                    .is_none_or(|h| h.version() < c.version())
-            })
+            .filter(|c| self.current(c.name()).is_none_or(|h| c.supersedes(&h)))
             .map(|cert| {
                 let v = self.read_vector(&cert.instance_id());
                 PartialInfo {

@@ -22,10 +22,7 @@ impl DiskStore {
             };
             let cert = read_cert(&self.dirs.partial_dir.join(format!("{id}.cert")));
             let keep = matches!(ext, "cert" | "data" | "vec")
-                && cert.is_some_and(|c| {
-                    self.current(c.name())
-                        .is_none_or(|h| h.version() < c.version())
-                });
+                && cert.is_some_and(|c| self.current(c.name()).is_none_or(|h| c.supersedes(&h)));
             if !keep {
                 remove_if_exists(&p)?;
             }

@@ -11,7 +11,7 @@ impl<A: PeerAddr> Endpoint<A> {
         if wire::TOKEN_PACKET_LEN > received || !self.challenges.try_take(now, 1.0) {
             return;
         }
-        let token = self.tokens.issue(to, now);
+        let token = self.tokens.issue(to, now, &[0; TOKEN_LEN]);
         self.send_to(
             to,
             Message::Token {
@@ -21,42 +21,69 @@ impl<A: PeerAddr> Endpoint<A> {
         );
     }
 
-    /// A Token packet: an echo of ours validates the sender; a token of
-    /// theirs is echoed (with ours if we have not validated them yet).
+    /// A Token packet (see [`validate`](crate::validate) for the exchange).
+    /// A challenge is answered with its echo and a token bound to it. An
+    /// echo of this node's challenge, or of its answer to the token the
+    /// packet carries, proves the sender receives at its address: it is
+    /// admitted (or stays), the echoed token becomes a secret its Wants may
+    /// carry, and the token it sent the one this node's Wants carry. Only
+    /// an echo of a challenge is replied to (echoing the answer, which
+    /// completes the exchange on the other side).
     pub(super) fn on_token(&mut self, now: Instant, from: &A, echo: Token, token: Token) {
         let absent = [0u8; TOKEN_LEN];
-        if echo != absent && !self.peers.contains_key(from) {
-            if !self.tokens.check(from, now, &echo) {
-                self.counters.unvalidated += 1;
+        if echo == absent {
+            if token == absent || !self.challenges.try_take(now, 1.0) {
                 return;
             }
-            if !self.admit_peer(now, from) {
-                return;
+            let answer = self.tokens.issue(from, now, &token);
+            if let Some(p) = self.peers.get_mut(from) {
+                // A validated peer runs the exchange again (it restarted, or
+                // the last Token was lost): only the address's owner sees
+                // the answer, so its Wants may carry it at once.
+                p.rx += wire::TOKEN_PACKET_LEN as u64;
+                p.remember(answer);
             }
-            // Let the new peer see our content at once, not at the next beacon.
-            let beacon = self.beacon_message();
-            self.send_to(from, beacon);
+            return self.send_to(
+                from,
+                Message::Token {
+                    echo: token,
+                    token: answer,
+                },
+            );
         }
-        if token == absent {
+        let challenged = self.tokens.check(from, now, &echo, &absent);
+        let answered =
+            !challenged && token != absent && self.tokens.check(from, now, &echo, &token);
+        if !challenged && !answered {
+            self.counters.unvalidated += 1;
+            return;
+        }
+        let fresh = !self.peers.contains_key(from);
+        if fresh && !self.admit_peer(now, from) {
             return;
         }
         if let Some(p) = self.peers.get_mut(from) {
             p.last_seen = now;
-        } else if !self.challenges.try_take(now, 1.0) {
-            return;
+            p.rx += wire::TOKEN_PACKET_LEN as u64;
+            p.remember(echo);
+            if token != absent {
+                p.theirs = token;
+            }
         }
-        let mine = if self.peers.contains_key(from) {
-            absent
-        } else {
-            self.tokens.issue(from, now)
-        };
-        self.send_to(
-            from,
-            Message::Token {
-                echo: token,
-                token: mine,
-            },
-        );
+        if fresh {
+            // Let the new peer see our content at once, not at the next beacon.
+            let beacon = self.beacon_message();
+            self.send_to(from, beacon);
+        }
+        if challenged && token != absent {
+            self.send_to(
+                from,
+                Message::Token {
+                    echo: token,
+                    token: echo,
+                },
+            );
+        }
     }
 
     pub(super) fn beacon_message(&self) -> Message<'static> {
@@ -106,6 +133,12 @@ impl<A: PeerAddr> Endpoint<A> {
             from.clone(),
             PeerState {
                 last_seen: now,
+                secrets: Vec::with_capacity(SECRETS_KEPT),
+                theirs: [0; TOKEN_LEN],
+                rx: 0,
+                tx: 0,
+                proven: false,
+                acked: false,
                 node: None,
                 penalized_until: now,
                 backoff: c.retry_backoff,

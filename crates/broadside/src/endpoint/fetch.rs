@@ -65,7 +65,16 @@ impl<A: PeerAddr> Endpoint<A> {
                 self.close(from, instance, CloseCode::HaveNewer);
                 return self.resolve(now, from, &file, Outcome::Done);
             }
-            Some(have) if have.version() >= cert.version() => {
+            Some(have) if have.version() == cert.version() => {
+                let have = have.clone();
+                if !self.fork(from, &have, &cert) {
+                    // Ours is kept: the peer gets it, so that both converge.
+                    self.close(from, instance, CloseCode::HaveNewer);
+                    self.resolve(now, from, &file, Outcome::Done);
+                    return self.start_offer(now, from, have);
+                }
+            }
+            Some(have) if have.version() > cert.version() => {
                 let reason = RejectReason::StaleVersion {
                     name: cert.name().into(),
                     have: have.version(),
@@ -270,10 +279,30 @@ impl<A: PeerAddr> Endpoint<A> {
         }
     }
 
+    /// Logs the fork of `have` and `offered` (same file and version, other
+    /// instances) met at `peer`; returns whether the offered one wins.
+    fn fork(&mut self, peer: &A, have: &Certificate, offered: &Certificate) -> bool {
+        let wins = offered.supersedes(have);
+        let (kept, dropped) = if wins {
+            (offered, have)
+        } else {
+            (have, offered)
+        };
+        self.events.push_back(Event::ForkResolved {
+            peer: peer.clone(),
+            name: have.name().into(),
+            version: have.version(),
+            kept: kept.instance_id(),
+            dropped: dropped.instance_id(),
+        });
+        wins
+    }
+
     pub(super) fn want_message(&self, file: &FileId, peer: &A) -> Option<Message<'static>> {
         let f = self.fetches.get(file)?;
         let l = f.lane(peer)?;
         Some(Message::Want {
+            auth: self.peers.get(peer).map_or([0; TOKEN_LEN], |p| p.theirs),
             transfer: l.segment.transfer,
             instance: f.cert.instance_id(),
             block_size: f.layout.block_size() as u16,
@@ -290,6 +319,9 @@ impl<A: PeerAddr> Endpoint<A> {
             return;
         };
         l.segment.acked(now);
+        if let Some(p) = self.peers.get_mut(peer) {
+            p.acked = true;
+        }
         let msg = Message::Ack {
             transfer: l.segment.transfer,
             vector: l.segment.vector().clone(),
@@ -461,7 +493,7 @@ impl<A: PeerAddr> Endpoint<A> {
         let cert = f.cert.clone();
         let outcome = match verdict {
             Ok(true) => match self.files.get(&file) {
-                Some(have) if have.version() >= cert.version() => Err(RejectReason::StaleVersion {
+                Some(have) if !cert.supersedes(have) => Err(RejectReason::StaleVersion {
                     name: cert.name().into(),
                     have: have.version(),
                     offered: cert.version(),

@@ -60,8 +60,30 @@ pub use crate::wire::CloseCode as CloseStatus;
 pub use config::{Config, ConfigError};
 pub use types::{Batch, Destination, Event, FetchStatus, PeerStatus, RejectReason, Transmit};
 
+/// Session secrets of a peer kept at once: both sides may challenge at
+/// once, and a restarted peer runs the exchange again.
+const SECRETS_KEPT: usize = 4;
+
 struct PeerState {
     last_seen: Instant,
+    /// Secrets its Wants may carry: tokens of this node it proved to know
+    /// (echoed in a valid Token packet), newest last.
+    secrets: Vec<Token>,
+    /// The secret this node's Wants to it carry (all zero: not known yet).
+    theirs: Token,
+    /// Bytes received from its address (spoofed or not), and bytes sent
+    /// to it in data packets and discovery answers (Match, Records): the
+    /// replies that can outgrow a request. The rest this node starts on
+    /// its own timers (beacons, Filters, Plans, Offers) or sends one for one
+    /// (Tokens, Wants, Closes), each rate-limited per peer.
+    rx: u64,
+    tx: u64,
+    /// It acknowledged data (an Ack or a repeated Want under the transfer
+    /// id of an upload, which only its authenticated Want carried): the 3×
+    /// bound no longer applies.
+    proven: bool,
+    /// This node acknowledged data it sent.
+    acked: bool,
     /// Node id of its last beacon (a change means it restarted).
     node: Option<u64>,
     /// Ignored until then (it sent a block that failed verification).
@@ -74,6 +96,19 @@ struct PeerState {
     /// Whether the current rate-limit episode was logged, per bucket.
     limited_reported: [bool; 3],
     retry_after: Instant,
+}
+
+impl PeerState {
+    /// Keeps `secret` among those its Wants may carry (the newest
+    /// [`SECRETS_KEPT`]).
+    fn remember(&mut self, secret: Token) {
+        if !self.secrets.contains(&secret) {
+            if self.secrets.len() == SECRETS_KEPT {
+                self.secrets.remove(0);
+            }
+            self.secrets.push(secret);
+        }
+    }
 }
 
 enum OfferStage {
@@ -378,7 +413,7 @@ impl<A: PeerAddr> Endpoint<A> {
         cert.check_trusted(&self.trusted)
             .map_err(RejectReason::Certificate)?;
         if let Some(old) = self.files.get(&cert.file_id()) {
-            if old.version() >= cert.version() {
+            if !cert.supersedes(old) {
                 return Err(RejectReason::StaleVersion {
                     name: cert.name().into(),
                     have: old.version(),
@@ -504,9 +539,13 @@ impl<A: PeerAddr> Endpoint<A> {
     }
 
     fn send(&mut self, to: Destination<A>, payload: Vec<u8>) {
-        let kind = Message::parse(&payload)
-            .map(|m| m.msg_type().class())
-            .unwrap_or(PacketKind::Control);
+        let kind = Message::parse(&payload).map(|m| m.msg_type());
+        if let (Destination::Peer(a), Ok(MsgType::Match | MsgType::Records)) = (&to, &kind) {
+            if let Some(p) = self.peers.get_mut(a) {
+                p.tx += payload.len() as u64;
+            }
+        }
+        let kind = kind.map_or(PacketKind::Control, MsgType::class);
         self.queue.push_back(Transmit {
             destination: to,
             payload,
@@ -523,6 +562,17 @@ impl<A: PeerAddr> Endpoint<A> {
             peer: peer.clone(),
             reason,
         });
+    }
+
+    /// Whether `peer` may be sent `len` more bytes of data: until it has
+    /// acknowledged data, at most three times the bytes received from its
+    /// address in all (the anti-amplification bound of RFC 9000 §8.1,
+    /// applied again after validation, since a validated address can be
+    /// spoofed too).
+    fn may_send(&self, peer: &A, len: usize) -> bool {
+        self.peers
+            .get(peer)
+            .is_some_and(|p| p.proven || p.tx + len as u64 <= 3 * p.rx)
     }
 
     // ---------------------------------------------------------------- input
@@ -555,7 +605,12 @@ impl<A: PeerAddr> Endpoint<A> {
             return self.on_token(now, &from, echo, token);
         }
         match self.peers.get_mut(&from) {
-            Some(p) => p.last_seen = now,
+            Some(p) => {
+                p.last_seen = now;
+                p.rx += bytes.len() as u64;
+                // More credit may let a waiting upload send.
+                self.eligible_dirty |= !p.proven;
+            }
             None => {
                 let own = matches!(msg, Message::Beacon { node, .. } if node == self.node_id);
                 self.counters.unvalidated += 1;
@@ -573,6 +628,22 @@ impl<A: PeerAddr> Endpoint<A> {
         {
             self.counters.rate_limited += 1;
             return;
+        }
+        if let Message::Want { auth, .. } = &msg {
+            let known = self.peers.get(&from).is_some_and(|p| {
+                p.secrets
+                    .iter()
+                    .any(|s| crate::validate::same_secret(s, auth))
+            });
+            if !known {
+                self.counters.unvalidated += 1;
+                if self.take(now, &from, 1, None) {
+                    self.reject(&from, RejectReason::Unauthenticated);
+                }
+                // The peer may have lost the exchange's last Token: a new
+                // exchange gives it a secret (a Token, no larger than the Want).
+                return self.challenge(now, &from, bytes.len());
+            }
         }
         let limited = match kind {
             MsgType::Beacon => !self.take(now, &from, 0, Some(kind)),
@@ -644,6 +715,7 @@ impl<A: PeerAddr> Endpoint<A> {
             }
             Message::Offer { cert } => self.on_offer(now, &from, cert, store),
             Message::Want {
+                auth: _,
                 transfer,
                 instance,
                 block_size,
@@ -717,6 +789,7 @@ impl<A: PeerAddr> Endpoint<A> {
                 u.sender.in_pass()
                     && u.quiet_until(silence).is_none_or(|q| ready < q)
                     && self.window_open(&k.0)
+                    && self.may_send(&k.0, self.cfg.packet_size)
             };
             if self.uploads.iter().any(active) {
                 consider(ready);

@@ -203,7 +203,10 @@ impl<A: PeerAddr> Endpoint<A> {
             return;
         };
         lane.last_progress = now;
-        let due = lane.segment.mark(rel, now);
+        // The first data from a peer is acked at once: until then its
+        // sender keeps to three times what it heard from this node.
+        let first = self.peers.get(from).is_some_and(|p| !p.acked);
+        let due = lane.segment.mark(rel, now) || first;
         let complete = lane.segment.is_complete();
         if persist && !complete && !self.persist(file, now, store) {
             return;

@@ -243,7 +243,7 @@ impl<A: PeerAddr> Endpoint<A> {
 
     /// Offers `cert` to `peer`; an offer already open is sent again at once
     /// (the receiver may have restarted or lost it: no waiting for timeouts).
-    fn start_offer(&mut self, now: Instant, peer: &A, cert: Certificate) {
+    pub(super) fn start_offer(&mut self, now: Instant, peer: &A, cert: Certificate) {
         let key = (peer.clone(), cert.instance_id());
         self.send_to(
             peer,

@@ -87,6 +87,10 @@ pub enum RejectReason {
         /// This node's packet size.
         packet_size: usize,
     },
+    /// A Want without the session secret of its address: spoofed from a
+    /// validated address (or its sender lost the secret in a restart).
+    #[error("Want without the session secret of its address; ignored")]
+    Unauthenticated,
     /// Too many packets of this kind from this peer.
     #[error("rate limit exceeded for {0:?} packets")]
     RateLimited(MsgType),
@@ -185,6 +189,21 @@ pub enum Event<A> {
         from: A,
         /// New source.
         to: A,
+    },
+    /// Two validly signed certificates of one version of a file met: the
+    /// one with the greater instance id is kept on every node (see
+    /// [`Certificate::supersedes`]).
+    ForkResolved {
+        /// The peer holding the other one.
+        peer: A,
+        /// File name.
+        name: String,
+        /// The version both carry.
+        version: u16,
+        /// The instance kept (fetched if it was the peer's).
+        kept: InstanceId,
+        /// The instance dropped.
+        dropped: InstanceId,
     },
     /// A sync ended with files unfinished; it is tried again after `after`.
     SyncRetry {

@@ -77,6 +77,9 @@ impl<A: PeerAddr> Endpoint<A> {
             self.unanswered.remove(from);
         }
         if let Some(up) = self.uploads.get_mut(&(from.clone(), transfer)) {
+            if let Some(p) = self.peers.get_mut(from) {
+                p.proven = true;
+            }
             if !up.sender.on_request(&vector, now) {
                 self.reject(from, RejectReason::InvalidVector("vector length changed"));
             }
@@ -170,6 +173,11 @@ impl<A: PeerAddr> Endpoint<A> {
         };
         self.unanswered.remove(from);
         self.eligible_dirty = true;
+        if let Some(p) = self.peers.get_mut(from) {
+            // Its transfer id, which only the authenticated Want carried,
+            // answers the data sent (see `PeerState::proven`).
+            p.proven = true;
+        }
         if !up.sender.on_vector(vector, now) {
             return self.reject(
                 from,
@@ -272,6 +280,11 @@ impl<A: PeerAddr> Endpoint<A> {
                 self.eligible_dirty = true;
                 continue;
             }
+            if !self.may_send(&key.0, self.cfg.packet_size) {
+                // Left out of `eligible` once it is rebuilt.
+                self.eligible_dirty = true;
+                continue;
+            }
             if let Some(p) = &mut self.pacer {
                 if !p.try_take(now, self.cfg.packet_size as f64) {
                     return None;
@@ -321,6 +334,9 @@ impl<A: PeerAddr> Endpoint<A> {
                 len
             };
             self.counters.tx.add(PacketKind::Data, out.len() - start);
+            if let Some(p) = self.peers.get_mut(&key.0) {
+                p.tx += (out.len() - start) as u64;
+            }
             self.counters.file_bytes_sent += len as u64;
             let blind = self.unanswered.entry(key.0.clone()).or_insert(0);
             *blind += 1;
@@ -361,6 +377,14 @@ impl<A: PeerAddr> Endpoint<A> {
             // While a window is open, files whose pass waits for its vector
             // give way to the next ones; a closed window stops them all.
             let open = peer.first().is_some_and(|(k, _)| self.window_open(&k.0));
+            // A peer over its amplification bound gets nothing, not even probes.
+            if peer
+                .first()
+                .is_some_and(|(k, _)| !self.may_send(&k.0, self.cfg.packet_size))
+            {
+                peer.clear();
+                return;
+            }
             chosen.extend(
                 peer.iter()
                     .filter(|(_, u)| open && u.sender.in_pass())

@@ -117,36 +117,47 @@ pub fn rejections(p: &Pair, node: Addr) -> Vec<broadside::RejectReason> {
 }
 
 /// Runs the address-validation exchange between `ep` and a peer at `addr`
-/// (which echoes the token it is sent), as a real peer would; drains what
-/// `ep` sent; returns whether `ep` now keeps state for the peer.
+/// (which challenges `ep` and echoes its answer), as a real peer would;
+/// drains what `ep` sent; returns whether `ep` now keeps state for the peer.
 pub fn validate<A: broadside::validate::PeerAddr>(
     ep: &mut Endpoint<A>,
     store: &mut MemStore,
     addr: A,
 ) -> bool {
+    session(ep, store, addr).is_some()
+}
+
+/// Validates `addr` with `ep` as [`validate`] does, and returns the
+/// session secret its Wants must carry.
+pub fn session<A: broadside::validate::PeerAddr>(
+    ep: &mut Endpoint<A>,
+    store: &mut MemStore,
+    addr: A,
+) -> Option<[u8; 16]> {
     use broadside::wire::Message;
+    let challenge = [1; 16];
     let hello = Message::Token {
         echo: [0; 16],
-        token: [1; 16],
+        token: challenge,
     }
     .to_vec();
     ep.handle_datagram(Instant::ZERO, addr.clone(), &hello, store);
-    let mut echo = None;
+    let mut answer = None;
     while let Some(t) = ep.poll_transmit(Instant::ZERO, store) {
         if let Ok(Message::Token { token, .. }) = Message::parse(&t.payload) {
-            echo = Some(token);
+            answer = Some(token);
         }
     }
-    let token = echo.expect("a token for an unvalidated peer");
+    let token = answer.expect("an answer to a challenge");
     let reply = Message::Token {
         echo: token,
-        token: [0; 16],
+        token: challenge,
     }
     .to_vec();
     ep.handle_datagram(Instant::ZERO, addr.clone(), &reply, store);
     while ep.poll_transmit(Instant::ZERO, store).is_some() {}
     while ep.poll_event().is_some() {}
-    ep.peers().iter().any(|p| p.peer == addr)
+    ep.peers().iter().any(|p| p.peer == addr).then_some(token)
 }
 
 /// A Filters packet of session `session` whose file filter matches

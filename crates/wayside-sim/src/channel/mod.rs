@@ -17,6 +17,7 @@
 //! explain a received power.
 
 pub mod building_entry;
+pub mod diffraction;
 mod fading;
 mod field;
 pub mod obstacles;

@@ -4,9 +4,10 @@
 //! medium is busy (physical carrier sense from the PHY, virtual from the
 //! NAV), ACK with timeout, retries along the multi-rate retry chain that
 //! link adaptation fills ([`super::links`]), optional RTS/CTS, sequence
-//! numbers and duplicate filtering, a drop-tail data queue and a management
-//! queue served ahead of it (as madwifi and mac80211 send management frames
-//! on a higher-priority hardware queue).
+//! numbers and duplicate filtering, a data queue of the node's kind
+//! ([`super::queue`]) and a management queue served ahead of it (as madwifi
+//! and mac80211 send management frames on a higher-priority hardware
+//! queue).
 //!
 //! Inputs: [`Dcf::enqueue`], [`Dcf::handle_medium`] (carrier sense changed),
 //! [`Dcf::handle_timeout`], [`Dcf::handle_tx_end`], [`Dcf::handle_rx_end`],
@@ -17,6 +18,7 @@
 //! [`Dcf::poll_event`] (what the layers above and the trace need to know).
 
 use super::links::{Links, Whereabouts};
+use super::queue::{DropCause, Queued, TxQueue};
 use super::{
     Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
     RTS_BYTES,
@@ -78,8 +80,9 @@ pub enum DcfState {
 /// What the DCF tells the layers above and the trace.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DcfEvent {
-    /// An MSDU was given up at enqueue (queue full) or flushed (retune).
-    QueueDrop { msdu: Msdu },
+    /// An MSDU was given up by the queue: full, dropped by CoDel, or
+    /// flushed (retune).
+    QueueDrop { msdu: Msdu, cause: DropCause },
     /// An MSDU is done: acknowledged (broadcast: sent) or its chain exhausted.
     Done {
         msdu: Msdu,
@@ -114,20 +117,14 @@ struct Current {
     rts: bool,
 }
 
-/// A data MSDU waiting for the channel.
-#[derive(Clone, Debug)]
-struct Queued {
-    msdu: Msdu,
-    /// It arrived with at least [`FF_TXQ_MIN`] frames ahead of it, so
-    /// madwifi would have staged it to wait for a fast-frame partner
-    /// (`athff_can_aggregate`); an MSDU that found a shorter queue goes
-    /// out alone.
-    stageable: bool,
-}
-
-/// madwifi's `ATH_FF_TXQMIN` (`if_athvar.h`): the transmit queue depth from
-/// which a packet is held back to be joined with the next one.
-const FF_TXQ_MIN: usize = 2;
+/// madwifi's `ATH_FF_TXQMIN` (`net80211/if_athproto.h`, 3 "due to
+/// interaction with HW compression"; FreeBSD's driver uses 2): the
+/// transmit queue depth from which a packet is held back to be joined with
+/// the next one (`athff_can_aggregate`); an MSDU that found a shorter queue
+/// goes out alone. When a transmission completes and the queue is down to
+/// `FF_TXQ_MIN − 1` frames, a packet still waiting for a partner goes
+/// alone too (`ath_tx_processq` flushes the staging queue).
+const FF_TXQ_MIN: usize = 3;
 
 /// What madwifi's airtime estimate for a fast frame
 /// (`athff_approx_txtime`) adds to our two MSDUs: each packet counted as
@@ -153,7 +150,7 @@ pub struct Dcf {
     air: Air,
     me: NodeId,
     state: DcfState,
-    data: VecDeque<Queued>,
+    data: TxQueue,
     mgmt: VecDeque<Msdu>,
     current: Option<Current>,
     cw: u32,
@@ -192,13 +189,13 @@ impl Dcf {
         tx_power: Dbm,
     ) -> Dcf {
         Dcf {
+            data: TxQueue::new(cfg.queue, cfg.queue_limit),
             cw: timing.cw_min,
             cfg,
             timing,
             air,
             me,
             state: DcfState::Idle,
-            data: VecDeque::new(),
             mgmt: VecDeque::new(),
             current: None,
             backoff: None,
@@ -245,7 +242,19 @@ impl Dcf {
 
     /// How many more MSDUs the data queue takes before its limit.
     pub fn queue_room(&self) -> usize {
-        self.cfg.queue_limit.saturating_sub(self.data.len())
+        self.data.room()
+    }
+
+    /// The data queue's counters.
+    pub fn queue_stats(&self) -> &super::queue::QueueStats {
+        self.data.stats()
+    }
+
+    /// What the data queue dropped, as events.
+    fn queue_drops(&mut self) {
+        for (msdu, cause) in self.data.take_dropped() {
+            self.events.push_back(DcfEvent::QueueDrop { msdu, cause });
+        }
     }
 
     // ------------------------------------------------------------ outputs
@@ -284,17 +293,17 @@ impl Dcf {
     /// Hands a data MSDU to the MAC; a full queue drops it (a `QueueDrop`
     /// event) and returns false.
     pub fn enqueue(&mut self, now: SimTime, msdu: Msdu) -> bool {
-        if self.queue_room() == 0 {
-            self.events.push_back(DcfEvent::QueueDrop { msdu });
-            return false;
-        }
         let ahead = self.data.len() + usize::from(self.current.is_some());
-        self.data.push_back(Queued {
+        let queued = Queued {
             msdu,
             stageable: ahead >= FF_TXQ_MIN,
-        });
-        self.request_access(now);
-        true
+        };
+        let taken = self.data.push(now, queued);
+        self.queue_drops();
+        if taken {
+            self.request_access(now);
+        }
+        taken
     }
 
     /// Hands a management MSDU to the MAC (no queue limit); `front` puts it
@@ -312,10 +321,11 @@ impl Dcf {
     pub fn flush(&mut self) {
         self.events
             .push_back(DcfEvent::Response(TxOutcome::Unacked));
+        self.data.flush();
         let dropped: Vec<Msdu> = self
             .mgmt
             .drain(..)
-            .chain(self.data.drain(..).map(|q| q.msdu))
+            .chain(self.data.take_dropped().map(|(m, _)| m))
             .chain(self.current.take().map(|c| c.msdu))
             .collect();
         self.state = DcfState::Idle;
@@ -327,7 +337,8 @@ impl Dcf {
             self.cancel(t);
         }
         for msdu in dropped {
-            self.events.push_back(DcfEvent::QueueDrop { msdu });
+            let cause = DropCause::Flush;
+            self.events.push_back(DcfEvent::QueueDrop { msdu, cause });
         }
     }
 
@@ -367,14 +378,19 @@ impl Dcf {
     /// The peer a retry chain will be asked for if `timer` fires now: the
     /// receiver of the MSDU the timer takes next, if rate control chooses
     /// its rates (unicast, no fixed stage). The caller then gives
-    /// [`Dcf::handle_timeout`] this node's whereabouts.
-    pub fn chain_peer(&self, timer: MacTimer) -> Option<NodeId> {
+    /// [`Dcf::handle_timeout`] this node's whereabouts. (A flow queue
+    /// picks that MSDU here.)
+    pub fn chain_peer(&mut self, now: SimTime, timer: MacTimer) -> Option<NodeId> {
         let takes = matches!(timer, MacTimer::AccessGrant | MacTimer::TxopNext);
         if !takes || self.current.is_some() {
             return None;
         }
-        let next = (self.mgmt.front()).or_else(|| self.data.front().map(|q| &q.msdu))?;
-        match (next.fixed, next.dst) {
+        let next = match self.mgmt.front() {
+            Some(m) => Some((m.fixed, m.dst)),
+            None => self.data.peek(now).map(|q| (q.msdu.fixed, q.msdu.dst)),
+        };
+        self.queue_drops();
+        match next? {
             (None, Dst::Node(peer)) => Some(peer),
             _ => None,
         }
@@ -606,10 +622,14 @@ impl Dcf {
     fn next_msdu(&mut self, now: SimTime, known: Option<Whereabouts>) -> bool {
         let (msdu, stageable) = match self.mgmt.pop_front() {
             Some(m) => (m, false),
-            None => match self.data.pop_front() {
-                Some(q) => (q.msdu, q.stageable),
-                None => return false,
-            },
+            None => {
+                let next = self.data.pop(now);
+                self.queue_drops();
+                match next {
+                    Some(q) => (q.msdu, q.stageable),
+                    None => return false,
+                }
+            }
         };
         let chain_bytes = msdu.bytes + DATA_OVERHEAD;
         let chain = match (msdu.fixed, msdu.dst) {
@@ -631,7 +651,7 @@ impl Dcf {
             ),
         };
         let msdu = if stageable {
-            self.join_fast_frame(msdu, &chain)
+            self.join_fast_frame(now, msdu, &chain)
         } else {
             msdu
         };
@@ -658,7 +678,7 @@ impl Dcf {
     /// joined frame's airtime at the chain's first rate (long PLCP at the
     /// DSSS rates, as `ath_hal_computetxtime` is asked) stays within the
     /// limit (the best-effort TXOP); else `msdu` itself.
-    fn join_fast_frame(&mut self, msdu: Msdu, chain: &RetryChain) -> Msdu {
+    fn join_fast_frame(&mut self, now: SimTime, msdu: Msdu, chain: &RetryChain) -> Msdu {
         let (Some(limit), Payload::Packet(_), Dst::Node(_), None) =
             (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed)
         else {
@@ -674,7 +694,7 @@ impl Dcf {
                     ..
                 },
             ..
-        }) = self.data.front()
+        }) = self.data.fifo_front()
         else {
             return msdu;
         };
@@ -697,7 +717,7 @@ impl Dcf {
                     ..
                 },
             ..
-        }) = self.data.pop_front()
+        }) = self.data.pop(now)
         else {
             return msdu;
         };
@@ -808,6 +828,8 @@ impl Dcf {
             });
             return;
         };
+        let airtime = mode.airtime(frame.psdu_bytes, self.air.preamble, self.air.standard);
+        self.data.charge_rx(frame.src, airtime);
         let ack = self.control_frame(FrameKind::Ack, frame.src, ACK_BYTES, SimTime::ZERO);
         self.response = Some((
             ack,
@@ -830,6 +852,18 @@ impl Dcf {
             rssi,
             duplicate,
         });
+    }
+
+    /// Airtime of the first `attempts` tries of `cur`: its data frame at
+    /// each try's rate, as ath9k reports it to mac80211's airtime
+    /// accounting (`ts->duration`).
+    fn tries_airtime(&self, cur: &Current, attempts: u32) -> SimTime {
+        let psdu = cur.msdu.bytes + DATA_OVERHEAD;
+        let last = cur.chain.stages.len().saturating_sub(1);
+        (0..attempts)
+            .filter_map(|i| cur.chain.stages.get(cur.chain.stage_of(i).unwrap_or(last)))
+            .map(|s| s.mode.airtime(psdu, self.air.preamble, self.air.standard))
+            .fold(SimTime::ZERO, |a, b| a + b)
     }
 
     /// The current attempt got no response.
@@ -858,11 +892,16 @@ impl Dcf {
         self.state = DcfState::Idle;
         self.cancel(MacTimer::ResponseTimeout);
         let mut cur = self.current.take().expect("a finished frame");
+        self.data.flush_staged(FF_TXQ_MIN);
         let attempts = if delivered {
             cur.attempt + 1
         } else {
             cur.attempt
         };
+        if let Dst::Node(d) = cur.msdu.dst {
+            let airtime = self.tries_airtime(&cur, attempts);
+            self.data.charge_tx(d, airtime);
+        }
         if let (Dst::Node(d), None) = (cur.msdu.dst, cur.msdu.fixed) {
             let status = TxStatus {
                 now,

@@ -854,4 +854,6 @@ impl Mgmt {
 }
 
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod tests;

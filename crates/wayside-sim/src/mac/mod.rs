@@ -1,12 +1,14 @@
 //! The 802.11 MAC: frames and MSDUs as the layers above and the medium see
 //! them, the MAC's configuration, channel access ([`dcf`]), per-peer link
-//! adaptation ([`links`]) and management ([`mgmt`]; ad hoc: [`adhoc`]).
+//! adaptation ([`links`]), the data queue ([`queue`]) and management
+//! ([`mgmt`]; ad hoc: [`adhoc`]).
 
 pub mod adhoc;
 mod content;
 pub mod dcf;
 pub mod links;
 pub mod mgmt;
+pub mod queue;
 
 use crate::geometry::Vec2;
 use crate::ids::{Dst, NodeId};
@@ -102,6 +104,8 @@ pub struct Msdu {
 #[derive(Clone, Debug)]
 pub struct MacConfig {
     pub queue_limit: usize,
+    /// The data queue's kind ([`queue`]).
+    pub queue: queue::QueueKind,
     pub short_retry_limit: u8,
     pub long_retry_limit: u8,
     /// Frames (PSDU) longer than this use RTS/CTS and the long retry limit.

@@ -25,7 +25,8 @@ use crate::ids::{Dst, NodeId, TxId};
 use crate::mac::adhoc::Adhoc;
 use crate::mac::dcf::{self, Dcf, DcfEvent, MacTimer};
 use crate::mac::links::{Links, Whereabouts};
-use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
+use crate::mac::mgmt::{Mgmt, MgmtBody, MgmtConfig, MgmtEvent, MgmtFrame, MgmtTimer, MGMT_TRIES};
+use crate::mac::queue::DropCause;
 use crate::mac::{Frame, Msdu, Payload, SenderReport};
 use crate::mobility::Mobility;
 use crate::net::dhcp::DhcpClient;
@@ -101,8 +102,12 @@ impl Node {
             phy_rng: Stream::new("run", cfg.seed, cfg.run, &format!("phy/{}", n.name)),
             mgmt: Mgmt::new(
                 n.role,
-                crate::mac::mgmt::MgmtConfig {
+                MgmtConfig {
                     roaming: n.roaming.unwrap_or(cfg.mgmt.roaming),
+                    scan_channels: n
+                        .scan_channels
+                        .clone()
+                        .unwrap_or_else(|| cfg.mgmt.scan_channels.clone()),
                     ..cfg.mgmt.clone()
                 },
                 n.channel,
@@ -354,13 +359,13 @@ impl Node {
 
     fn mac_event(&mut self, fx: &mut Effects, now: SimTime, ev: DcfEvent) {
         match ev {
-            DcfEvent::QueueDrop { msdu } => {
+            DcfEvent::QueueDrop { msdu, cause } => {
                 self.mgmt_done(fx, now, &msdu.payload);
                 if !matches!(msdu.payload, Payload::Mgmt(_)) {
-                    let event = if self.on {
-                        MacEvent::QueueDrop
-                    } else {
-                        MacEvent::RadioOff
+                    let event = match (self.on, cause) {
+                        (false, _) => MacEvent::RadioOff,
+                        (true, DropCause::Codel) => MacEvent::CodelDrop,
+                        (true, DropCause::Overflow | DropCause::Flush) => MacEvent::QueueDrop,
                     };
                     Self::mac_trace(
                         fx,
@@ -509,7 +514,7 @@ impl Node {
             return;
         }
         let (receiving, busy) = (self.phy.receiving().is_some(), self.phy.busy());
-        let known = self.dcf.chain_peer(timer).map(|peer| {
+        let known = self.dcf.chain_peer(now, timer).map(|peer| {
             let oracle = self.dcf.links().needs_oracle();
             let tx_power = self.dcf.tx_power();
             Whereabouts {

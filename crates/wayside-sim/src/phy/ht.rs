@@ -35,8 +35,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use super::mode::{CodeRate, ModClass, Mode, Modulation};
-use crate::units::{Bitrate, Dbm};
+use super::rate::{CodeRate, HtMode, ModClass, Mode, Modulation};
+use crate::units::Bitrate;
 
 /// An HT or VHT radio: format, band, channel width, how many spatial
 /// streams it can send and whether it uses the short guard interval.
@@ -51,20 +51,6 @@ pub struct HtPhy {
     /// 1 to 4.
     pub streams: u8,
     pub short_gi: bool,
-}
-
-/// What an HT or VHT [`Mode`] adds to a legacy one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct HtMode {
-    pub vht: bool,
-    /// MCS index within a stream count: 0–7 (HT) or 0–9 (VHT).
-    pub mcs: u8,
-    pub streams: u8,
-    pub short_gi: bool,
-    /// The HT-/VHT-LTFs the preamble carries.
-    pub ltfs: u8,
-    /// BCC encoders N_ES.
-    pub encoders: u8,
 }
 
 /// Modulation, bits per subcarrier and code rate (as a fraction) of MCS
@@ -216,45 +202,10 @@ impl HtPhy {
     }
 }
 
-impl HtMode {
-    /// Airtime in µs of the preamble up to the data symbols.
-    pub fn preamble_us(self) -> u64 {
-        let ltf = 4 * u64::from(self.ltfs);
-        if self.vht {
-            16 + 4 + 8 + 4 + ltf + 4
-        } else {
-            16 + 4 + 8 + 4 + ltf
-        }
-    }
-
-    /// Airtime in µs of the data symbols carrying a PSDU of `psdu_bytes`
-    /// bytes (for VHT, the MPDU without its A-MPDU delimiter), at
-    /// `dbps` data bits per symbol.
-    pub fn data_us(self, psdu_bytes: u32, dbps: u32) -> u64 {
-        let delimiter = if self.vht { 4 } else { 0 };
-        let bits = 8 * u64::from(psdu_bytes + delimiter) + 16 + 6 * u64::from(self.encoders);
-        let symbols = bits.div_ceil(u64::from(dbps.max(1)));
-        if self.short_gi {
-            // ⌈3.6 µs · N_SYM / 4 µs⌉ whole 4 µs symbols.
-            4 * (9 * symbols).div_ceil(10)
-        } else {
-            4 * symbols
-        }
-    }
-
-    /// The standard's minimum input sensitivity at `width_mhz`.
-    pub fn min_sensitivity(self, width_mhz: u32) -> Dbm {
-        const TWENTY: [f64; 10] = [
-            -82.0, -79.0, -77.0, -74.0, -70.0, -66.0, -65.0, -64.0, -59.0, -57.0,
-        ];
-        let wider = 10.0 * (f64::from(width_mhz) / 20.0).log10();
-        Dbm(TWENTY[usize::from(self.mcs.min(9))] + wider.round())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::Dbm;
 
     fn mbps(vht: bool, width: u32, mcs: u8, n: u8, sgi: bool) -> f64 {
         mode(vht, width, mcs, n, sgi).map_or(0.0, |m| m.rate.0 as f64 / 1e6)

@@ -6,4 +6,5 @@ pub mod detection;
 pub mod error;
 pub mod ht;
 pub mod mode;
+pub mod rate;
 pub mod state;

@@ -30,7 +30,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::ht::{HtMode, HtPhy};
+use super::ht::HtPhy;
+pub use super::rate::{CodeRate, HtMode, ModClass, Mode, Modulation};
 use crate::units::{Bitrate, Dbm, Hertz, SimTime};
 
 /// An 802.11 PHY amendment.
@@ -48,61 +49,6 @@ pub enum Standard {
     /// 802.11n (HT-mixed format) or 802.11ac (VHT), with their legacy
     /// OFDM (and at 2.4 GHz, ERP) basic rates.
     Ht(HtPhy),
-}
-
-/// Modulation of the data part of a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Modulation {
-    /// Differential BPSK over an 11-chip Barker code (1 Mbps).
-    Dbpsk,
-    /// Differential QPSK over an 11-chip Barker code (2 Mbps).
-    Dqpsk,
-    /// Complementary code keying, 4 bits per 8-chip symbol (5.5 Mbps).
-    Cck55,
-    /// Complementary code keying, 8 bits per 8-chip symbol (11 Mbps).
-    Cck11,
-    Bpsk,
-    Qpsk,
-    Qam16,
-    Qam64,
-    /// 802.11ac MCS 8 and 9.
-    Qam256,
-}
-
-/// Rate of the K=7 convolutional code; `None` for the uncoded DSSS modes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CodeRate {
-    None,
-    Half,
-    TwoThirds,
-    ThreeQuarters,
-    /// HT/VHT MCS 7 and 9.
-    FiveSixths,
-}
-
-/// Modulation class; control responses stay within the class of the frame
-/// they answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ModClass {
-    /// DSSS and HR/DSSS (CCK).
-    Dsss,
-    /// OFDM, including ERP-OFDM and 10 MHz OFDM.
-    Ofdm,
-}
-
-/// One transmission mode (rate) of a standard.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Mode {
-    pub rate: Bitrate,
-    pub modulation: Modulation,
-    pub code_rate: CodeRate,
-    pub class: ModClass,
-    /// Channel width: 22 for DSSS, 20 for OFDM, 10 for 802.11p.
-    pub bandwidth_mhz: u32,
-    /// OFDM data bits per symbol (N_DBPS), over all streams; 0 for DSSS.
-    pub data_bits_per_symbol: u32,
-    /// MCS, streams and guard interval of an HT or VHT mode.
-    pub ht: Option<HtMode>,
 }
 
 /// PLCP preamble of a DSSS frame. `Short` applies only to the 2, 5.5 and

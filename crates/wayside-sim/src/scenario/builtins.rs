@@ -64,6 +64,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "zahn-motorway",
         include_str!("../../../../scenarios/zahn-motorway.toml"),
     ),
+    (
+        "feup-2019",
+        include_str!("../../../../scenarios/feup-2019.toml"),
+    ),
 ];
 
 /// The text of the built-in scenario `name`, if there is one.

@@ -81,6 +81,21 @@ pub struct Environment {
     /// frequency, or carried to the radio's by ITU-R P.2109.
     #[serde(default)]
     pub building_loss: BuildingLossName,
+    /// Whether the buildings' edges diffract (ITU-R P.526's knife edge,
+    /// [`crate::channel::diffraction`]); default none.
+    #[serde(default)]
+    pub diffraction: DiffractionName,
+}
+
+/// `environment.diffraction`.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DiffractionName {
+    /// Buildings attenuate the line of sight only (walls and metres).
+    #[default]
+    None,
+    /// And their corners diffract as single knife edges.
+    KnifeEdge,
 }
 
 /// `environment.building_loss` ([`crate::channel::building_entry::sommer_at`]).
@@ -125,6 +140,7 @@ impl Default for Environment {
             fading: default_fading(),
             rician_k: None,
             building_loss: BuildingLossName::default(),
+            diffraction: DiffractionName::default(),
         }
     }
 }
@@ -283,11 +299,18 @@ impl Environment {
             "0 dB to 60 dB",
         )?;
         // The chain, in order; what the section does not ask for is left out.
+        let wavelength = SPEED_OF_LIGHT / frequency.0;
         let mut chain: Vec<Arc<dyn Stage>> = vec![Arc::new(PathLossStage {
             model: path_loss,
-            wavelength: SPEED_OF_LIGHT / frequency.0,
+            wavelength,
         })];
-        let buildings = lower_obstacles(obstacles, self.building_loss, frequency)?;
+        let mut buildings = lower_obstacles(obstacles, self.building_loss, frequency)?;
+        if self.diffraction == DiffractionName::KnifeEdge {
+            if buildings.is_empty() {
+                return err("environment.diffraction: there are no [[obstacle]] buildings to diffract at");
+            }
+            buildings = buildings.with_diffraction(wavelength);
+        }
         if !buildings.is_empty() {
             chain.push(Arc::new(buildings));
         }

@@ -211,6 +211,7 @@ impl MacSection {
         };
         Ok(MacConfig {
             queue_limit: mac.queue_limit as usize,
+            queue: Default::default(),
             short_retry_limit: rates.short_retry_limit,
             long_retry_limit: rates.long_retry_limit,
             rts_threshold: rates.rts_threshold,

@@ -101,6 +101,10 @@ pub struct NodeSection {
     /// An AP's channel; default the radio's.
     #[serde(default)]
     pub channel: Option<u32>,
+    /// A station's own scan list, instead of `management.scan_channels`
+    /// (a client configured for one network's channel).
+    #[serde(default)]
+    pub scan_channels: Option<Vec<u32>>,
     /// TCP behaviour: linux-2.6, linux-modern or windows-xp.
     #[serde(default = "default_tcp", deserialize_with = "from_str")]
     pub tcp: TcpProfile,
@@ -115,6 +119,12 @@ pub struct NodeSection {
     /// This node's transmit queue, frames (default: mac.queue_limit).
     #[serde(default)]
     pub queue_limit: Option<u64>,
+    /// This node's data queue (an AP's, mostly): "fifo" (madwifi's
+    /// drop-tail queue, default),
+    /// "fq_codel" (Linux's qdisc) or "airtime" (mac80211's per-station
+    /// TXQs with airtime fairness). See docs/queues.md.
+    #[serde(default)]
+    pub queue: Option<crate::mac::queue::QueueKind>,
     /// An AP's forwarding engine for packets from its wired side (default:
     /// none, forwarding at once). See docs/models.md.
     #[serde(default)]
@@ -469,9 +479,11 @@ pub(super) fn lower_nodes(
                 role: n.role,
                 channel,
                 standard,
+                scan_channels: n.scan_channels.clone(),
                 tcp: group.tcp.clone(),
                 mac: MacConfig {
                     queue_limit: n.queue_limit.map_or(cx.mac.queue_limit, |q| q as usize),
+                    queue: n.queue.unwrap_or_default(),
                     // Each node its own (an environment-aware map is per
                     // node); the `[mac]` default is one for all that take it.
                     rate: match &n.rate_control {
@@ -647,6 +659,21 @@ fn node_group(i: usize, n: &NodeSection, cx: &NodeContext) -> Result<NodeGroup, 
             .standard
             .default_channel_frequency(c)
             .map_err(|e| ScenarioError(format!("{}: {e}", key("channel"))))?;
+    }
+    if let Some(chs) = &n.scan_channels {
+        only(&key("scan_channels"), Role::Sta, n.role, "scans")?;
+        if chs.is_empty() {
+            return err(format!(
+                "{}: give at least one channel",
+                key("scan_channels")
+            ));
+        }
+        for (j, &c) in chs.iter().enumerate() {
+            rates
+                .standard
+                .default_channel_frequency(c)
+                .map_err(|e| ScenarioError(format!("{}[{j}]: {e}", key("scan_channels"))))?;
+        }
     }
     let tcp = n.tcp_params.apply(&key("tcp_params"), n.tcp.config())?;
     let arp = {

@@ -42,11 +42,13 @@ use crate::wire::WiredLink;
 use std::sync::Arc;
 
 /// Counters a run reports besides its trace.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunStats {
     pub events: u64,
     pub transmissions: u64,
     pub simulated: SimTime,
+    /// Each node's data-queue counters, in node order.
+    pub queues: Vec<crate::mac::queue::QueueStats>,
 }
 
 pub struct World {
@@ -177,6 +179,7 @@ impl World {
             events: self.queue.processed(),
             transmissions: self.air.medium.transmissions(),
             simulated: self.duration,
+            queues: self.nodes.iter().map(|n| n.dcf.queue_stats().clone()).collect(),
         };
         (self.trace, stats, self.capture, ends)
     }

@@ -41,6 +41,7 @@ fn dcf_at(mode: Mode, tries: u8, queue_limit: usize, fast_frames: Option<SimTime
     };
     let cfg = MacConfig {
         queue_limit,
+        queue: Default::default(),
         short_retry_limit: tries,
         long_retry_limit: tries,
         rts_threshold: 2347,
@@ -143,19 +144,58 @@ fn msdus_taken(mbps: u64, bytes: u32, n: usize) -> Vec<u32> {
 
 #[test]
 fn fast_frames_pair_as_madwifi_gates_them() {
-    // Only a packet that found two frames ahead of it is held for a
-    // partner (ATH_FF_TXQMIN): the first two of four go alone.
+    // Only a packet that found three frames ahead of it is held for a
+    // partner (madwifi's ATH_FF_TXQMIN): the first three of five go alone.
     let pair = 2 * 1508 + FAST_FRAME_OVERHEAD;
-    assert_eq!(msdus_taken(18, 1508, 4), vec![1508, 1508, pair]);
-    assert_eq!(msdus_taken(18, 1508, 5), vec![1508, 1508, pair, 1508]);
+    assert_eq!(msdus_taken(18, 1508, 5), vec![1508, 1508, 1508, pair]);
+    assert_eq!(msdus_taken(18, 1508, 6), vec![1508, 1508, 1508, pair, 1508]);
+    assert_eq!(msdus_taken(18, 1508, 4), vec![1508; 4]);
     // Two 1500-byte packets at 12 Mbps: madwifi's estimate (3100 bytes)
     // takes 2.10 ms, over the best-effort TXOP; at 18 Mbps 1.41 ms.
-    assert_eq!(msdus_taken(12, 1508, 4), vec![1508; 4]);
+    assert_eq!(msdus_taken(12, 1508, 5), vec![1508; 5]);
     // Two TCP ACKs pair even at 1 Mbps: 1.63 ms with the long PLCP.
     assert_eq!(
-        msdus_taken(1, 48, 4),
-        vec![48, 48, 2 * 48 + FAST_FRAME_OVERHEAD]
+        msdus_taken(1, 48, 5),
+        vec![48, 48, 48, 2 * 48 + FAST_FRAME_OVERHEAD]
     );
+}
+
+#[test]
+fn a_held_packet_goes_alone_once_the_queue_ahead_drains() {
+    // Four TCP ACKs at 1 Mbps: the fourth, three frames behind the one on
+    // the air, is held for a partner. If a fifth comes before the first
+    // is done, the two pair; if the first completes first, only two
+    // frames remain ahead of the held one and madwifi flushes it: it goes
+    // alone, and so does the fifth.
+    let taken = |fifth_first: bool| {
+        let mut d = dcf_at(g(1), 7, 100, Some(us(2048)));
+        let ack = || {
+            let arp = Body::Arp { op: ArpOp::Request };
+            Msdu {
+                bytes: 48,
+                payload: Payload::Packet(Packet::new(ME, PEER, arp)),
+                ..msdu(Dst::Node(PEER), SimTime::ZERO)
+            }
+        };
+        for _ in 0..4 {
+            d.enqueue(SimTime::ZERO, ack());
+        }
+        assert!(d.next_msdu(SimTime::ZERO, KNOWN));
+        if fifth_first {
+            d.enqueue(us(10), ack());
+        }
+        d.finish(us(20), true);
+        if !fifth_first {
+            d.enqueue(us(30), ack());
+        }
+        let mut sizes = Vec::new();
+        while d.next_msdu(us(40), KNOWN) {
+            sizes.push(d.current.take().expect("a frame taken").msdu.bytes);
+        }
+        sizes
+    };
+    assert_eq!(taken(true), vec![48, 48, 2 * 48 + FAST_FRAME_OVERHEAD]);
+    assert_eq!(taken(false), vec![48; 4]);
 }
 
 #[test]
@@ -240,18 +280,18 @@ fn a_frame_that_would_overrun_the_txop_waits_for_the_channel() {
 #[test]
 fn test_contending_chain_peer_is_the_next_unicast_receiver() {
     let mut d = dcf(1, 10);
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), None, "nothing queued");
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None, "nothing queued");
     d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), Some(PEER));
-    assert_eq!(d.chain_peer(MacTimer::TxopNext), Some(PEER));
-    assert_eq!(d.chain_peer(MacTimer::ResponseTimeout), None);
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), Some(PEER));
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::TxopNext), Some(PEER));
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::ResponseTimeout), None);
 }
 
 #[test]
 fn test_contending_chain_peer_of_broadcast_or_fixed_stage_is_none() {
     let mut d = dcf(1, 10);
     d.enqueue(SimTime::ZERO, msdu(Dst::Broadcast, SimTime::ZERO));
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None);
     let mut d = dcf(1, 10);
     let fixed = Msdu {
         fixed: Some(Stage {
@@ -261,7 +301,7 @@ fn test_contending_chain_peer_of_broadcast_or_fixed_stage_is_none() {
         ..msdu(Dst::Node(PEER), SimTime::ZERO)
     };
     d.enqueue(SimTime::ZERO, fixed);
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None);
 }
 
 #[test]
@@ -269,7 +309,7 @@ fn test_awaiting_ack_chain_peer_is_none_while_a_frame_is_in_progress() {
     let mut d = dcf(3, 10);
     sent_one(&mut d);
     d.enqueue(SimTime::ZERO, msdu(Dst::Node(OTHER), SimTime::ZERO));
-    assert_eq!(d.chain_peer(MacTimer::AccessGrant), None);
+    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None);
 }
 
 #[test]

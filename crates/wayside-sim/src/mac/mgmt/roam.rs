@@ -309,14 +309,22 @@ impl Mgmt {
         self.bgscan_signal_change(now, above);
     }
 
+    /// bgscan simple's short and long scan intervals; `None` under the
+    /// other roaming profiles.
+    fn bgscan_intervals(&self) -> Option<(SimTime, SimTime)> {
+        match self.cfg.roaming {
+            Roaming::BgscanSimple {
+                short_interval,
+                long_interval,
+                ..
+            } => Some((short_interval, long_interval)),
+            _ => None,
+        }
+    }
+
     /// bgscan simple's `notify_signal_change`.
     fn bgscan_signal_change(&mut self, now: SimTime, above: bool) {
-        let Roaming::BgscanSimple {
-            short_interval,
-            long_interval,
-            ..
-        } = self.cfg.roaming
-        else {
+        let Some((short_interval, long_interval)) = self.bgscan_intervals() else {
             return;
         };
         if short_interval == long_interval {
@@ -349,12 +357,7 @@ impl Mgmt {
 
     /// bgscan simple's interval timer.
     pub(super) fn bgscan_timeout(&mut self, now: SimTime) {
-        let Roaming::BgscanSimple {
-            short_interval,
-            long_interval,
-            ..
-        } = self.cfg.roaming
-        else {
+        let Some((short_interval, long_interval)) = self.bgscan_intervals() else {
             return;
         };
         if self.associated_ap().is_none() {
@@ -521,9 +524,12 @@ impl Mgmt {
             return self.scan_channel(now, 0);
         }
         self.leave(ap);
-        if let Some(r) = self.roam_state() {
+        let home = self.roam_state().map(|r| {
             r.prev = None;
-        }
+            r.home
+        });
+        // Back from a background scan, if beacons stopped during one.
+        self.channel = home.unwrap_or(self.channel);
         let reason = REASON_INACTIVITY;
         self.farewell(ap, MgmtBody::Deauth { reason }, None);
     }

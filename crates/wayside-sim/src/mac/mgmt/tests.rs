@@ -1,25 +1,13 @@
 //! Tests of `mgmt` per (state, event).
 
+use super::fixtures::{config, ms, sent, timers};
 use super::*;
 
 const AP: NodeId = NodeId(0);
 const STA: NodeId = NodeId(1);
 
 fn cfg(driver: DriverProfile) -> MgmtConfig {
-    MgmtConfig {
-        beacon_interval: SimTime::from_ms(100),
-        scan_channels: vec![1, 6, 11],
-        listen_only: Vec::new(),
-        scan_dwell: SimTime::from_ms(100),
-        active_scan: true,
-        scan_phase: false,
-        selection_threshold: Some(Dbm(-87.0)),
-        rssi_filter: 10,
-        driver,
-        beacon_miss_limit: 7,
-        inactivity_timeout: SimTime::from_secs_f64(300.0),
-        roaming: Roaming::None,
-    }
+    config(driver, Some(Dbm(-87.0)), Roaming::None)
 }
 
 fn station(driver: DriverProfile) -> Mgmt {
@@ -31,22 +19,6 @@ fn station_with(cfg: MgmtConfig) -> Mgmt {
     let mut m = Mgmt::new(Role::Sta, cfg, 1, Stream::new("run", 1, 0, "t"));
     m.start(SimTime::ZERO);
     m
-}
-
-fn ms(n: u64) -> SimTime {
-    SimTime::from_ms(n)
-}
-
-fn sent(m: &mut Mgmt) -> Vec<(Dst, MgmtBody)> {
-    std::iter::from_fn(|| m.poll_transmit())
-        .map(|f| (f.dst, f.body))
-        .collect()
-}
-
-fn timers(m: &mut Mgmt) -> Vec<(MgmtTimer, SimTime)> {
-    std::iter::from_fn(|| m.poll_timer())
-        .map(|(t, at, _)| (t, at))
-        .collect()
 }
 
 fn events(m: &mut Mgmt) -> Vec<MgmtEvent> {

@@ -1,6 +1,7 @@
 //! Tests of roaming: wpa_supplicant's roam decision, bgscan's background
 //! scan and reassociation, farewells, and the AP's side.
 
+use super::super::fixtures::{config, ms, sent, timers};
 use super::super::*;
 use super::*;
 use crate::rng::Stream;
@@ -8,10 +9,6 @@ use crate::rng::Stream;
 const AP: NodeId = NodeId(0);
 const STA: NodeId = NodeId(1);
 const AP2: NodeId = NodeId(2);
-
-fn ms(n: u64) -> SimTime {
-    SimTime::from_ms(n)
-}
 
 fn bgscan() -> Roaming {
     Roaming::BgscanSimple {
@@ -22,32 +19,7 @@ fn bgscan() -> Roaming {
 }
 
 fn cfg(roaming: Roaming) -> MgmtConfig {
-    MgmtConfig {
-        beacon_interval: ms(100),
-        scan_channels: vec![1, 6, 11],
-        listen_only: Vec::new(),
-        scan_dwell: ms(100),
-        active_scan: true,
-        scan_phase: false,
-        selection_threshold: None,
-        rssi_filter: 10,
-        driver: DriverProfile::Madwifi,
-        beacon_miss_limit: 7,
-        inactivity_timeout: SimTime::from_secs_f64(300.0),
-        roaming,
-    }
-}
-
-fn sent(m: &mut Mgmt) -> Vec<(Dst, MgmtBody)> {
-    std::iter::from_fn(|| m.poll_transmit())
-        .map(|f| (f.dst, f.body))
-        .collect()
-}
-
-fn timers(m: &mut Mgmt) -> Vec<(MgmtTimer, SimTime)> {
-    std::iter::from_fn(|| m.poll_timer())
-        .map(|(t, at, _)| (t, at))
-        .collect()
+    config(DriverProfile::Madwifi, None, roaming)
 }
 
 fn conns(m: &mut Mgmt) -> Vec<(NodeId, ConnEvent)> {
