@@ -8,7 +8,8 @@
 //! delivered to its applications and where it first associated;
 //! `--undetectable` adds what the run counted of undetectable preambles
 //! and the digest without the `frames` rows of their drops (with
-//! `radio.undetectable_rows=true`, the same as a run that counts them).
+//! `radio.undetectable_rows=true`, the same as a run that counts them);
+//! `--columns` prints a digest per column, also without those rows.
 
 use sha2::{Digest, Sha256};
 use wayside_sim::run_scenario;
@@ -18,13 +19,38 @@ use wayside_sim::trace::{Column, ConnEvent, Trace};
 /// The digest of every column, leaving out the `frames` rows `without`.
 fn digest(trace: &Trace, without: &[u32]) -> String {
     let mut h = Sha256::new();
+    each_column(trace, without, |_, name, feed| {
+        h.update(name.as_bytes());
+        feed(&mut h)
+    });
+    hex(h)
+}
+
+/// Per column (`table.column`), the digest of its values, leaving out the
+/// `frames` rows `without`.
+fn per_column(trace: &Trace, without: &[u32]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    each_column(trace, without, |table, name, feed| {
+        let mut h = Sha256::new();
+        feed(&mut h);
+        out.push((format!("{table}.{name}"), hex(h)));
+    });
+    out
+}
+
+fn hex(h: Sha256) -> String {
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Calls `each` with every column's table, name and a function that feeds
+/// its values (but the `frames` rows `without`) to a hasher.
+fn each_column(trace: &Trace, without: &[u32], mut each: impl FnMut(&str, &str, &dyn Fn(&mut Sha256))) {
     let mut keep = vec![true; trace.frames.len()];
     without.iter().for_each(|&r| keep[r as usize] = false);
     for (table, cols) in trace.tables() {
         for (name, col) in cols {
             let kept = |i: &usize| table != "frames" || keep[*i];
-            h.update(name.as_bytes());
-            match col {
+            let feed = |h: &mut Sha256| match &col {
                 Column::U8(v) | Column::Category(v, _) => {
                     let v: Vec<u8> = (0..v.len()).filter(kept).map(|i| v[i]).collect();
                     h.update(v)
@@ -44,10 +70,10 @@ fn digest(trace: &Trace, without: &[u32]) -> String {
                 Column::F64(v) => (0..v.len())
                     .filter(kept)
                     .for_each(|i| h.update(v[i].to_le_bytes())),
-            }
+            };
+            each(table, name, &feed);
         }
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Per receiving node: MB delivered, and x at its first association.
@@ -84,7 +110,9 @@ fn main() {
     let show_summary = args.iter().any(|a| a == "--summary");
     let show_digest = !args.iter().any(|a| a == "--no-digest");
     let show_undetectable = args.iter().any(|a| a == "--undetectable");
-    args.retain(|a| a != "--summary" && a != "--no-digest" && a != "--undetectable");
+    let show_columns = args.iter().any(|a| a == "--columns");
+    let flags = ["--summary", "--no-digest", "--undetectable", "--columns"];
+    args.retain(|a| !flags.contains(&a.as_str()));
     let mut seed = None;
     if let Some(i) = args.iter().position(|a| a == "--seed") {
         let value = args.get(i + 1).and_then(|s| s.parse().ok());
@@ -124,6 +152,12 @@ fn main() {
                     u.rows.len(),
                     digest(&out.trace, &u.rows)
                 );
+            }
+            if show_columns {
+                // Without the rows of counted drops' kept rows, if any.
+                for (name, d) in per_column(&out.trace, &out.trace.undetectable.rows) {
+                    println!("{name:<28} {d}");
+                }
             }
             if show_summary {
                 summary(&out.trace);
