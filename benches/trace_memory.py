@@ -4,11 +4,14 @@ the run goes on against the trace kept whole, measured in one run.
 Each case runs twice, each time in a process of its own: `streamed` writes
 the run directory with `wayside.runner.run_to_directory` (Parquet row
 groups while the run goes on), `whole` with `wayside.run(...).save(...)`
-(the trace in memory until the run ends). Prints each one's peak resident
-memory, CPU seconds and `frames` rows, and the ratio.
+(the trace in memory until the run ends); `cli` (asked for with --mode)
+is `wayside run` (the trace streamed, then read back for the summaries
+and figures). Prints each one's peak resident memory, CPU seconds and
+`frames` rows, and the ratio.
 
     python benches/trace_memory.py [--case mukherjee-pedestrian]
-        [--case district] [--case highway-10000] [--only streamed]
+        [--case district] [--case highway-10000]
+        [--mode streamed] [--mode whole] [--mode cli]
 
 `district` is the 252-vehicle cut of the shipped small city trace (120 s,
 docs/epidemic.md); `highway-10000` is benches/many_nodes.py's highway with
@@ -36,6 +39,9 @@ from wayside.runner import run_to_directory
 mode, scenario, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 if mode == "streamed":
     run_to_directory(scenario, out)
+elif mode == "cli":
+    from wayside.cli import app
+    app(["run", scenario, "--out", str(out), "--quiet"], standalone_mode=False)
 else:
     wayside.run(scenario).save(out)
 print(pq.ParquetFile(out / "frames.parquet").metadata.num_rows)
@@ -74,9 +80,10 @@ def measure(mode: str, scenario: str, out: Path) -> tuple[float, float, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", action="append", choices=CASES)
-    ap.add_argument("--only", choices=["streamed", "whole"], help="run one of the two")
+    ap.add_argument("--mode", action="append", choices=["streamed", "whole", "cli"],
+                    help="run these (default: streamed and whole)")
     args = ap.parse_args()
-    modes = [args.only] if args.only else ["streamed", "whole"]
+    modes = args.mode or ["streamed", "whole"]
     print(f"{'case':<22} {'mode':<9} {'peak MB':>8} {'CPU s':>7} {'frames rows':>12}")
     for case in args.case or CASES:
         with tempfile.TemporaryDirectory() as tmp:
@@ -89,7 +96,7 @@ def main() -> int:
                 peak, cpu, rows = (float(x) for x in r.stdout.split())
                 peaks[mode] = peak
                 print(f"{case:<22} {mode:<9} {peak:>8.0f} {cpu:>7.1f} {int(rows):>12,}", flush=True)
-            if len(peaks) == 2:
+            if {"whole", "streamed"} <= set(peaks):
                 print(f"{case:<22} whole / streamed peak: {peaks['whole'] / peaks['streamed']:.1f}x", flush=True)
     return 0
 

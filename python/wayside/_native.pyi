@@ -8,6 +8,7 @@ from typing_extensions import CapsuleType
 
 __all__ = [
     "ScenarioError",
+    "StreamedRun",
     "Table",
     "Trace",
     "TraceError",
@@ -24,6 +25,7 @@ __all__ = [
     "read_one",
     "resolve",
     "run",
+    "run_streaming",
 ]
 
 _Path = str | PathLike[str]

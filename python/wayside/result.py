@@ -156,6 +156,13 @@ class RunResult:
         (d / "scenario.toml").write_text(self.resolved, encoding="utf-8")
         for name in TABLES:
             pq.write_table(getattr(self, name), d / f"{name}.parquet")
+        return self.save_summaries(d)
+
+    def save_summaries(self, directory: str | Path) -> Path:
+        """Writes the summaries of the run directory (`save` writes them
+        with the rest): per_second.parquet, handovers.parquet and
+        summary.json."""
+        d = Path(directory)
         self.per_second().write_parquet(d / "per_second.parquet")
         self.handovers.write_parquet(d / "handovers.parquet")
         summary = {

@@ -53,18 +53,20 @@ def run_to_directory(
     run: int = 0,
     overrides: Sequence[str] = (),
     rows: int = 262_144,
+    pcap: str | Path | None = None,
 ) -> Path:
     """Runs `scenario` once (as `run` takes it) and writes its trace to
     `directory` while it runs: each table as Parquet, a row group per batch
     of rows (most of `rows` rows), so that memory holds a batch or two, not
     the run. Also writes scenario.toml (as run) and summary.json (nodes and
     counters; no per-node summary, which would read the whole trace). Open
-    the tables lazily with `wayside.result.scan`. Raises
-    `wayside.ScenarioError` for an unusable scenario."""
+    the tables lazily with `wayside.result.scan`, or whole with
+    `RunResult.load`; `pcap` as for `run`. Raises `wayside.ScenarioError`
+    for an unusable scenario."""
     _check(seed, run)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    stream = engine.run_streaming(scenario_text(scenario), list(overrides), seed, run, None, rows)
+    stream = engine.run_streaming(scenario_text(scenario), list(overrides), seed, run, None if pcap is None else str(pcap), rows)
     writers: dict[str, pq.ParquetWriter] = {}
     try:
         for name, table in stream:
