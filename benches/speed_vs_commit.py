@@ -10,7 +10,10 @@ one run of each under callgrind (exact, unlike CPU time on a shared
 machine) and prints their ratio.
 
     python benches/speed_vs_commit.py --base 438b744 [--repeat 5]
-        [--callgrind] [--case NAME ...] [--base-exe PATH]
+        [--callgrind] [--case NAME ...] [--base-exe PATH] [--now-exe PATH]
+
+(--now-exe: compare against a binary built before, e.g. both in the
+test-release profile, instead of building the working tree.)
 
 Fewer events with the same results count towards the ratio: the current
 tree runs arrivals of undetectable preambles outside the event queue.
@@ -72,6 +75,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", help="the commit to compare against (built here)")
     ap.add_argument("--base-exe", type=Path, help="the base's `run` example, already built")
+    ap.add_argument("--now-exe", type=Path, help="the working tree's `run` example, already built")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="only these scenarios")
     ap.add_argument("--callgrind", action="store_true", help="also count instructions (slow)")
@@ -79,9 +83,10 @@ def main() -> int:
     if (args.base is None) == (args.base_exe is None):
         print("give one of --base COMMIT or --base-exe PATH", file=sys.stderr)
         return 2
-    if args.base_exe is not None and not args.base_exe.is_file():
-        print(f"--base-exe: {args.base_exe} is not a file", file=sys.stderr)
-        return 2
+    for flag, exe in (("--base-exe", args.base_exe), ("--now-exe", args.now_exe)):
+        if exe is not None and not exe.is_file():
+            print(f"{flag}: {exe} is not a file", file=sys.stderr)
+            return 2
     if args.callgrind and shutil.which("valgrind") is None:
         print("--callgrind needs valgrind on the PATH", file=sys.stderr)
         return 2
@@ -96,7 +101,7 @@ def main() -> int:
                 base = Path(shutil.copy(build(tree, target / "base"), Path(tmp) / "run-base"))
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=True)
-        current = build(ROOT, Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")))
+        current = args.now_exe or build(ROOT, Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")))
         head = f"{'scenario':<18} {'base s':>7} {'now s':>7} {'ratio':>6} {'events base':>12} {'events now':>11}"
         print(head + (f" {'instr ratio':>11}" if args.callgrind else ""))
         for name in args.case or list(CASES):
