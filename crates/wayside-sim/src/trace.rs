@@ -65,6 +65,8 @@ FrameKind {
     ReassocReq => "reassoc-req",
     ReassocResp => "reassoc-resp",
     Deauth => "deauth",
+    BlockAck => "block-ack",
+    BlockAckReq => "block-ack-req",
 });
 category!(
 /// Connection events, with time and position: what a drive-by's setup

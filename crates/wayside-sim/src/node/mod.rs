@@ -127,7 +127,8 @@ impl Node {
                 &cfg.sources,
                 (cfg.seed, cfg.run),
                 n.adhoc.is_some(),
-            ),
+            )
+            .aggregating(n.mac.ampdu.is_some()),
             channel: n.channel,
             on: n.appear == SimTime::ZERO,
         }
@@ -208,7 +209,10 @@ impl Node {
         // A unicast data, management or RTS frame's outcome is decided by
         // its response.
         let awaits = matches!(frame.dst, Dst::Node(_))
-            && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts);
+            && !matches!(
+                frame.kind,
+                FrameKind::Ack | FrameKind::Cts | FrameKind::BlockAck
+            );
         let tx_power = self.dcf.tx_power();
         fx.push(Effect::Transmit {
             frame,
@@ -293,15 +297,33 @@ impl Node {
 
     /// The last energy of transmission `id` leaves this radio.
     pub fn on_rx_end(&mut self, air: &Air, fx: &mut Effects, now: SimTime, id: TxId) {
-        if let Some(end) = self
-            .phy
-            .rx_end(now, id, &air.radio.error_model, &mut self.phy_rng)
-        {
-            let t = air.medium.tx(id);
+        let t = air.medium.tx(id);
+        let model = &air.radio.error_model;
+        let outcome = match &t.frame.payload {
+            Payload::Aggregate(mpdus) => {
+                let skip = crate::mac::ampdu::implicit_delimiter(t.mode);
+                let parts = crate::mac::ampdu::parts(mpdus, skip);
+                self.phy
+                    .rx_end_parts(now, id, model, &mut self.phy_rng, &parts)
+                    .map(|(end, oks)| (end, Some(oks)))
+            }
+            _ => self
+                .phy
+                .rx_end(now, id, model, &mut self.phy_rng)
+                .map(|end| (end, None)),
+        };
+        if let Some((end, oks)) = outcome {
             let power = t.power_at(self.id).expect("arrival");
             let noise = noise_floor(&self.cfg, air.medium.channel().noise_floor);
-            self.dcf
-                .handle_rx_end(now, &t.frame, t.mode, end.ok, power.to_dbm(), noise);
+            let (frame, mode, rssi) = (&t.frame, t.mode, power.to_dbm());
+            match oks {
+                Some(oks) => self
+                    .dcf
+                    .handle_rx_aggregate(now, frame, mode, &oks, rssi, noise),
+                None => self
+                    .dcf
+                    .handle_rx_end(now, frame, mode, end.ok, rssi, noise),
+            }
             let (event, reason) = if end.ok {
                 (PhyEvent::Rx, DropReason::None)
             } else {
@@ -472,7 +494,12 @@ impl Node {
                 self.pump_apps(fx, now);
                 self.pump_sockets(fx, now);
             }
-            Payload::Raw => {}
+            // The DCF hands up an A-MPDU's MPDUs one by one, and keeps
+            // Block Acks and BARs to itself.
+            Payload::Raw
+            | Payload::Aggregate(_)
+            | Payload::BlockAck { .. }
+            | Payload::BlockAckReq { .. } => {}
         }
     }
 

@@ -11,6 +11,7 @@
 
 use super::common::{check_range, err, rate_mode, time_in, RateQ, ScenarioError, SizeQ, TimeQ};
 use super::rate_control::{check_rate_role, RateContext, RateControlSection};
+use crate::mac::ampdu::AmpduConfig;
 use crate::mac::MacConfig;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{Mode, Standard};
@@ -53,6 +54,10 @@ pub struct MacSection {
     /// frames a SIFS apart for up to `txop_limit`.
     #[serde(default)]
     pub txop_bursting: bool,
+    /// A-MPDU aggregation with Block Ack on HT and VHT radios (as ath9k
+    /// runs it; [`crate::mac::ampdu`]); no effect on other radios.
+    #[serde(default = "default_ampdu")]
+    pub ampdu: bool,
     /// The best-effort TXOP limit that fast frames must fit and bursts last.
     #[serde(default = "default_txop_limit")]
     pub txop_limit: TimeQ,
@@ -65,6 +70,10 @@ pub struct MacSection {
 /// (the AR5212).
 fn default_txop_limit() -> TimeQ {
     TimeQ(2.048e-3)
+}
+
+fn default_ampdu() -> bool {
+    true
 }
 
 fn default_queue() -> u64 {
@@ -92,6 +101,7 @@ impl Default for MacSection {
             rate_control: None,
             fast_frames: false,
             txop_bursting: false,
+            ampdu: default_ampdu(),
             txop_limit: default_txop_limit(),
         }
     }
@@ -218,6 +228,8 @@ impl MacSection {
             rate,
             modes: rates.standard.modes(),
             fast_frames: mac.fast_frames.then_some(txop_limit),
+            ampdu: (mac.ampdu && matches!(rates.standard, Standard::Ht(_)))
+                .then_some(AmpduConfig::ATH9K),
             txop_bursting: mac.txop_bursting.then_some(txop_limit),
         })
     }

@@ -493,6 +493,10 @@ pub(super) fn lower_nodes(
                         None => cx.mac.rate.clone(),
                     },
                     modes: standard.modes(),
+                    ampdu: cx
+                        .mac
+                        .ampdu
+                        .filter(|_| matches!(standard, crate::phy::mode::Standard::Ht(_))),
                     ..cx.mac.clone()
                 },
                 forwarding: group.forwarding,

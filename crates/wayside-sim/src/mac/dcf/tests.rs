@@ -48,6 +48,7 @@ fn dcf_at(mode: Mode, tries: u8, queue_limit: usize, fast_frames: Option<SimTime
         rate: rate.clone(),
         modes: Standard::G.modes(),
         fast_frames,
+        ampdu: None,
         txop_bursting: None,
     };
     let air = Air {

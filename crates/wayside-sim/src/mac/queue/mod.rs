@@ -207,7 +207,11 @@ fn flow_hash(msdu: &Msdu) -> u64 {
         Payload::Packet(p) => packet(p, &mut mix),
         Payload::FastFrame(pair) => packet(&pair[0], &mut mix),
         Payload::Datagram { app, .. } => mix(u64::from(*app)),
-        Payload::Raw | Payload::Mgmt(_) => {}
+        Payload::Raw
+        | Payload::Mgmt(_)
+        | Payload::Aggregate(..)
+        | Payload::BlockAck { .. }
+        | Payload::BlockAckReq { .. } => {}
     }
     h
 }
