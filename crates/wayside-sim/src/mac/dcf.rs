@@ -368,6 +368,11 @@ impl Dcf {
 
     /// Physical carrier sense is now `phy_busy`: re-evaluates the medium
     /// (with the NAV), freezing or resuming backoff.
+    /// Whether [`Dcf::handle_medium`] would see the medium change.
+    pub fn medium_changes(&self, now: SimTime, phy_busy: bool) -> bool {
+        (phy_busy || self.nav_until > now) != self.medium_busy
+    }
+
     pub fn handle_medium(&mut self, now: SimTime, phy_busy: bool) {
         let busy = phy_busy || self.nav_until > now;
         if busy == self.medium_busy {

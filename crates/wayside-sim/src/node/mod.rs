@@ -234,7 +234,7 @@ impl Node {
         let s = air.signal(id, self.id, now);
         match self
             .phy
-            .rx_start(now, s, &air.radio.error_model, &mut self.phy_rng)
+            .rx_start_detecting(now, s, &air.detection, &mut self.phy_rng)
         {
             RxStart::Locked => self.phy.fade_reception(air.fades(id, self.id)),
             RxStart::Captured { lost } => {
@@ -253,6 +253,46 @@ impl Node {
             }),
         }
         self.medium_update(fx, now);
+    }
+
+    /// The first energy of transmission `id`, whose preamble this radio
+    /// cannot detect ([`crate::air::UNDETECTABLE`]), reaches it: as
+    /// [`Node::on_rx_start`], run outside the event queue and leaving no
+    /// effects. Returns why it was not received (`None`: the radio
+    /// retuned while it was in flight), and whether this differs from
+    /// what [`Node::on_rx_start`] would have done (its detection draw fell
+    /// under the detection probability, or the MAC would have seen the
+    /// medium change).
+    pub fn on_undetectable_start(
+        &mut self,
+        air: &Air,
+        now: SimTime,
+        id: TxId,
+    ) -> (Option<DropReason>, bool) {
+        if air.medium.tx(id).channel != self.channel {
+            return (None, false);
+        }
+        let s = air.signal(id, self.id, now);
+        let model = &air.radio.error_model;
+        let (reason, locks) = self
+            .phy
+            .rx_start_undetectable(now, s, model, &mut self.phy_rng);
+        (Some(reason), locks || self.medium_changes(now))
+    }
+
+    /// The last energy of transmission `id`, whose preamble this radio
+    /// cannot detect, leaves it: as [`Node::on_rx_end`], run outside the
+    /// event queue. Returns whether the MAC would have seen the medium
+    /// change.
+    pub fn on_undetectable_end(&mut self, air: &Air, now: SimTime, id: TxId) -> bool {
+        let model = &air.radio.error_model;
+        let end = self.phy.rx_end(now, id, model, &mut self.phy_rng);
+        assert!(end.is_none(), "an undetectable preamble is never locked on");
+        self.medium_changes(now)
+    }
+
+    fn medium_changes(&self, now: SimTime) -> bool {
+        self.dcf.medium_changes(now, self.phy.busy())
     }
 
     /// The last energy of transmission `id` leaves this radio.

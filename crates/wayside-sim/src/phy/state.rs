@@ -18,6 +18,7 @@
 
 use crate::channel::Fades;
 use crate::ids::TxId;
+use crate::phy::detection::Detection;
 use crate::phy::error::{ErrorModel, ErrorModelKind};
 use crate::phy::mode::{ModClass, Mode};
 use crate::rng::Stream;
@@ -89,7 +90,8 @@ pub struct Phy {
     /// Capture margin; `None` disables capture.
     capture: Option<Db>,
     transmitting_until: Option<SimTime>,
-    incoming: Vec<Signal>,
+    /// The signals arriving: their transmission and power.
+    incoming: Vec<(TxId, MilliWatt)>,
     total: f64,
     rx: Option<Reception>,
     /// OFDM payloads are equalised with the preamble's channel estimate.
@@ -174,10 +176,20 @@ impl Phy {
         }
     }
 
-    fn preamble_detected(&self, s: &Signal, model: &ErrorModelKind, rng: &mut Stream) -> bool {
+    /// The probability that the preamble and PLCP header of `s` are
+    /// detected, at its SINR against what else is on the air.
+    fn detection_probability(&self, s: &Signal, model: &ErrorModelKind) -> f64 {
+        model.chunk_success(&s.header_mode, Db::from_ratio(self.sinr(s)), s.header_bits)
+    }
+
+    /// The SINR of `s`, arriving, against what else is on the air (a ratio).
+    fn sinr(&self, s: &Signal) -> f64 {
         let interference = self.total - s.power.0;
-        let sinr = Db::from_ratio(s.power.0 / (self.noise.0 + interference.max(0.0)));
-        rng.uniform() < model.chunk_success(&s.header_mode, sinr, s.header_bits)
+        s.power.0 / (self.noise.0 + interference.max(0.0))
+    }
+
+    fn preamble_detected(&self, s: &Signal, model: &ErrorModelKind, rng: &mut Stream) -> bool {
+        rng.uniform() < self.detection_probability(s, model)
     }
 
     /// A signal begins to arrive.
@@ -188,14 +200,66 @@ impl Phy {
         model: &ErrorModelKind,
         rng: &mut Stream,
     ) -> RxStart {
-        self.incoming.push(s);
+        self.rx_start_with(now, s, &mut |phy, s| phy.preamble_detected(s, model, rng))
+    }
+
+    /// [`Phy::rx_start`], deciding the detection draws with `detection`
+    /// (the same decisions, most without evaluating the error model).
+    pub fn rx_start_detecting(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        detection: &Detection,
+        rng: &mut Stream,
+    ) -> RxStart {
+        self.rx_start_with(now, s, &mut |phy, s| {
+            let u = rng.uniform();
+            detection.detected(&s.header_mode, phy.sinr(s), s.header_bits, u)
+        })
+    }
+
+    /// A signal whose preamble cannot be detected begins to arrive
+    /// ([`crate::air::UNDETECTABLE`]): it adds its power, and the draw a
+    /// detection would take is taken, so that the stream's later draws are
+    /// those of [`Phy::rx_start`], but it is never locked on. Returns why
+    /// it was not received, and whether [`Phy::rx_start`] would have
+    /// locked on it (its draw fell under the detection probability).
+    pub fn rx_start_undetectable(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        model: &ErrorModelKind,
+        rng: &mut Stream,
+    ) -> (DropReason, bool) {
+        let mut locks = false;
+        let outcome = self.rx_start_with(now, s, &mut |phy, s| {
+            let u = rng.uniform();
+            // The exact probability only where the draw could fall under it.
+            locks = u < 1e-6 && u < phy.detection_probability(s, model);
+            false
+        });
+        match outcome {
+            RxStart::Ignored(reason) => (reason, locks),
+            _ => unreachable!("an undetectable preamble is never locked on"),
+        }
+    }
+
+    /// A signal begins to arrive; `detect` says whether its preamble is
+    /// detected (and takes the draw for it).
+    fn rx_start_with(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        detect: &mut dyn FnMut(&Phy, &Signal) -> bool,
+    ) -> RxStart {
+        self.incoming.push((s.tx, s.power));
         self.total += s.power.0;
         if self.transmitting_until.is_some() {
             return RxStart::Ignored(DropReason::Transmitting);
         }
         let outcome = match &self.rx {
             None => {
-                if self.preamble_detected(&s, model, rng) {
+                if detect(self, &s) {
                     RxStart::Locked
                 } else {
                     RxStart::Ignored(DropReason::PreambleMissed)
@@ -205,7 +269,7 @@ impl Phy {
                 let stronger = self
                     .capture
                     .is_some_and(|m| Db::from_ratio(s.power.0 / r.signal.power.0).0 >= m.0);
-                if stronger && self.preamble_detected(&s, model, rng) {
+                if stronger && detect(self, &s) {
                     RxStart::Captured { lost: r.signal.tx }
                 } else {
                     RxStart::Ignored(DropReason::Busy)
@@ -227,9 +291,9 @@ impl Phy {
 
     /// Removes signal `tx`; the reception, if it was the locked frame.
     fn end_signal(&mut self, now: SimTime, tx: TxId) -> Option<Reception> {
-        if let Some(i) = self.incoming.iter().position(|s| s.tx == tx) {
-            let s = self.incoming.swap_remove(i);
-            self.total -= s.power.0;
+        if let Some(i) = self.incoming.iter().position(|s| s.0 == tx) {
+            let (_, power) = self.incoming.swap_remove(i);
+            self.total -= power.0;
             if self.incoming.is_empty() {
                 self.total = 0.0; // no drift from repeated float sums
             }
@@ -252,12 +316,9 @@ impl Phy {
     ) -> Option<RxEnd> {
         let r = self.end_signal(now, tx)?;
         let (p, min_sinr) = self.success_probability(&r, model);
+        let snr = Db::from_ratio(r.signal.power.0 / self.noise.0);
         let ok = rng.uniform() < p;
-        Some(RxEnd {
-            ok,
-            snr: Db::from_ratio(r.signal.power.0 / self.noise.0),
-            min_sinr,
-        })
+        Some(RxEnd { ok, snr, min_sinr })
     }
 
     /// A signal carrying an A-MPDU stops arriving: if it was the locked

@@ -82,6 +82,10 @@ pub struct Radio {
     /// "rich-scattering" (as many as the antennas).
     #[serde(default)]
     pub mimo_channel: Option<MimoName>,
+    /// Write a `frames` row for every drop of a frame whose preamble the
+    /// radio could not detect, instead of counting them.
+    #[serde(default)]
+    pub undetectable_rows: bool,
 }
 
 /// `radio.guard_interval`.
@@ -275,6 +279,7 @@ impl Radio {
             }),
             basic_rate: self.basic_rate()?,
             ofdm_preamble_estimate: r.ofdm_channel_estimate == ChannelEstimateName::Preamble,
+            undetectable_rows: r.undetectable_rows,
         })
     }
 
