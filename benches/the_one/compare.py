@@ -22,6 +22,11 @@ engine, which reads the trace itself). The ONE's side: a device holds the
 file from its first `DE ... R` line in the event log. Each point
 (penetration, router) prints a curve per wayside engine; a table of all
 points ends the output ('/dtn': the DTN engine).
+
+The runs of a point can be shared among processes (`--first-run N` with
+`--runs M` makes runs N to M-1); `--from-runs` tabulates the runs that
+have finished, and `--from-runs --again` runs wayside's side of each
+again (after a change to wayside), keeping The ONE's.
 """
 
 from __future__ import annotations
@@ -101,6 +106,12 @@ def run_once(a: argparse.Namespace, cp: Path, trace_path: Path, trace: object, p
                                 router, 150.0, 20.0)
     cpu = {"the-one": cpu_of(["java", "-Xmx4G", "-cp", str(cp), "core.DTNSim", "-b", "1", str(paths["settings"])],
                              cwd=d)[0]}
+    run_wayside(trace_path, router, d, r, cpu)
+
+
+def run_wayside(trace_path: Path, router: str, d: Path, r: int, cpu: dict[str, float]) -> None:
+    """wayside's side of run r in d (its engines' CPU times into `cpu`,
+    saved with The ONE's)."""
     if router == "epidemic":
         cpu["wayside"] = cpu_of([*wayside_cmd(), "run", str(trace_path.resolve()), "--roles", str(d / "roles.csv"),
                                  "--rules", "the-one", "--seed", "1", "--run", str(r), "--timeline",
@@ -128,24 +139,23 @@ def curves_of(d: Path, router: str, times: np.ndarray) -> tuple[int, dict[str, n
 def run_point(a: argparse.Namespace, cp: Path | None, trace_path: Path, trace: object, percent: float,
               router: str) -> list[dict]:
     """`a.runs` runs of one point on both sides (with `a.from_runs`, the
-    finished runs found in the work directory, adding wayside's DTN engine
-    where a run lacks it); prints the curve tables and returns the point's
+    finished runs found in the work directory, running wayside's side again
+    with `a.again` or where a run lacks the DTN engine); prints the curve tables and returns the point's
     summary rows, one per wayside engine."""
     end = trace.stats()["end"]
     times = np.arange(0.0, end + 1.0, 1.0)
     cpu_sum: dict[str, float] = {}
     curves: dict[str, list[np.ndarray]] = {}
     devices_n = runs = 0
-    for r in range(a.runs):
+    for r in range(a.first_run, a.runs):
         d = a.work.resolve() / f"{trace_path.name}-{percent:g}-{a.seeds}-{router}" / f"run{r}"
         if a.from_runs and not (d / "cpu.json").is_file():
             continue
         if not a.from_runs:
             run_once(a, cp, trace_path, trace, percent, router, d, r)
         cpu = json.loads((d / "cpu.json").read_text(encoding="utf-8"))
-        if "wayside-dtn" not in cpu:
-            cpu["wayside-dtn"] = run_dtn(d)
-            (d / "cpu.json").write_text(json.dumps(cpu), encoding="utf-8")
+        if a.again or "wayside-dtn" not in cpu:
+            run_wayside(trace_path, router, d, r, cpu)
         devices_n, got = curves_of(d, router, times)
         for k, v in got.items():
             curves.setdefault(k, []).append(v)
@@ -193,11 +203,15 @@ def main() -> None:
     ap.add_argument("-p", "--penetration", type=float, action="append", help="percent (repeatable; default 12.5)")
     ap.add_argument("-s", "--seeds", type=int, default=12)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--first-run", type=int, default=0,
+                    help="start at this run (to share a point's runs among processes)")
     ap.add_argument("--router", choices=("epidemic", "spray-and-wait"), action="append",
                     help="repeatable; default both")
     ap.add_argument("--work", type=Path, default=Path("runs/the-one"))
     ap.add_argument("--from-runs", action="store_true",
                     help="run nothing: tabulate the finished runs found in --work")
+    ap.add_argument("--again", action="store_true",
+                    help="with --from-runs: run wayside's side of every finished run again (The ONE's is kept)")
     a = ap.parse_args()
     has_source = a.the_one is not None and (a.the_one / "src" / "core" / "DTNSim.java").is_file()
     if not (a.from_runs or has_source):

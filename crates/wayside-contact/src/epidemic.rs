@@ -20,12 +20,13 @@
 //!
 //! Under `Senders::OneAtATime`, idle holders (in an order shuffled at
 //! every step, as The ONE shuffles its hosts' update order) each start a
-//! transfer to the nearest idle device in range that lacks the file. The
-//! ONE takes the longest-standing link instead; we do not track links.
+//! transfer over their longest-standing link to an idle device that lacks
+//! the file, as The ONE's routers walk a host's connections (`links`).
 
 use wayside_sim::rng::Stream;
 
 use crate::grid::Grid;
+use crate::links::Links;
 pub use crate::roles::{Roles, RolesError};
 pub use crate::rules::{Completion, Progress, Rules, Senders};
 use crate::trace::{Step, Trace};
@@ -129,9 +130,8 @@ pub struct Epidemic {
     /// Under `OneAtATime`: the device a holder sends to, or the holder a
     /// device receives from (`NONE` when idle).
     peer: Vec<u32>,
-    /// Position at the current step, and the step it was seen at.
-    pos: Vec<(f32, f32)>,
-    seen: Vec<u32>,
+    /// Under `OneAtATime`: the links among equipped vehicles.
+    links: Option<Links>,
     completed: u32,
     grid: Grid,
     holders: Vec<(u32, (f32, f32))>,
@@ -201,8 +201,8 @@ impl Epidemic {
             progress: vec![0.0; vehicles],
             complete,
             peer: vec![NONE; vehicles],
-            pos: vec![(0.0, 0.0); vehicles],
-            seen: vec![NONE; vehicles],
+            links: (p.rules.senders == Senders::OneAtATime)
+                .then(|| Links::new(vehicles, p.range_m)),
             completed: 0,
             grid: Grid::new(p.range_m),
             holders: Vec::new(),
@@ -237,14 +237,6 @@ impl Epidemic {
         if s != NONE {
             self.peer[s as usize] = NONE;
         }
-    }
-
-    fn in_range(&self, a: usize, b: usize) -> bool {
-        let (p, q) = (self.pos[a], self.pos[b]);
-        let (dx, dy) = (p.0 as f64 - q.0 as f64, p.1 as f64 - q.1 as f64);
-        self.seen[a] == self.step_no
-            && self.seen[b] == self.step_no
-            && dx * dx + dy * dy <= self.range * self.range
     }
 
     /// Advances to the trace step `s` (times must increase).
@@ -284,8 +276,6 @@ impl Epidemic {
                 continue;
             }
             let p = (s.x[k], s.y[k]);
-            self.pos[v] = p;
-            self.seen[v] = self.step_no;
             if self.complete[v] {
                 self.holders.push((v as u32, p));
             } else {
@@ -312,18 +302,22 @@ impl Epidemic {
                 }
             }
             Senders::OneAtATime => {
+                let mut links = self.links.take().expect("made for one at a time");
+                let (ids, points): (Vec<u32>, Vec<(f32, f32)>) =
+                    self.holders.iter().chain(&self.candidates).copied().unzip();
+                links.update(&ids, &points);
                 for &v in &previous {
                     let v = v as usize;
                     if self.complete[v] {
                         continue;
                     }
-                    let s = self.peer[v] as usize;
-                    if self.in_range(v, s) {
+                    if links.linked(v as u32, self.peer[v]) {
                         self.receiving.push(v as u32);
                     } else {
                         self.break_off(v);
                     }
                 }
+                self.links = Some(links);
                 self.pair_idle();
             }
         }
@@ -344,22 +338,17 @@ impl Epidemic {
     }
 
     /// Idle holders, in an order shuffled for this step, each start a
-    /// transfer to the nearest idle device in range that lacks the file.
+    /// transfer over their longest-standing link to an idle device that
+    /// lacks the file.
     fn pair_idle(&mut self) {
         let peer = &self.peer;
-        let idle: Vec<(u32, (f32, f32))> = self
-            .candidates
-            .iter()
-            .copied()
-            .filter(|c| peer[c.0 as usize] == NONE)
-            .collect();
-        let mut senders: Vec<(u32, (f32, f32))> = self
+        let mut senders: Vec<u32> = self
             .holders
             .iter()
-            .copied()
-            .filter(|h| peer[h.0 as usize] == NONE)
+            .map(|h| h.0)
+            .filter(|&h| peer[h as usize] == NONE)
             .collect();
-        if idle.is_empty() || senders.is_empty() {
+        if senders.is_empty() || self.candidates.is_empty() {
             return;
         }
         let mut rng = Stream::new(
@@ -371,20 +360,10 @@ impl Epidemic {
         for i in (1..senders.len()).rev() {
             senders.swap(i, rng.integer_inclusive(i as u32) as usize);
         }
-        self.grid.rebuild(idle.iter().map(|c| c.1));
-        for (h, p) in senders {
-            let mut best: Option<(f64, u32)> = None;
-            self.grid.find_within(p, self.range, |j| {
-                let (v, q) = idle[j as usize];
-                if self.peer[v as usize] == NONE {
-                    let d = (p.0 as f64 - q.0 as f64).hypot(p.1 as f64 - q.1 as f64);
-                    if best.is_none_or(|b| (d, v) < b) {
-                        best = Some((d, v));
-                    }
-                }
-                false
-            });
-            if let Some((_, v)) = best {
+        let links = self.links.as_ref().expect("made for one at a time");
+        for h in senders {
+            let free = |&v: &u32| !self.complete[v as usize] && self.peer[v as usize] == NONE;
+            if let Some(v) = links.of(h).iter().copied().find(free) {
                 self.peer[v as usize] = h;
                 self.peer[h as usize] = v;
                 self.receiving.push(v);
@@ -410,8 +389,8 @@ impl Epidemic {
         self.role.capacity()
             + self.progress.capacity() * 8
             + self.complete.capacity()
-            + (self.peer.capacity() + self.seen.capacity()) * 4
-            + self.pos.capacity() * 8
+            + self.peer.capacity() * 4
+            + self.links.as_ref().map_or(0, Links::heap_bytes)
             + (self.roles.devices.capacity() + self.roles.seeds.capacity()) * 4
             + (self.holders.capacity() + self.candidates.capacity()) * 12
             + (self.receiving.capacity() + self.scratch.capacity()) * 4
@@ -583,23 +562,30 @@ mod tests {
     }
 
     #[test]
-    fn one_transfer_at_a_time_serves_devices_in_turn() {
-        // The seed with two devices in range: broadcast completes both at
-        // 20 s; one at a time, the nearest first, then the other from
-        // either holder.
+    fn one_transfer_at_a_time_serves_the_longest_standing_link_first() {
+        // The seed (0) fills device 1 by 20 s. Device 2, 140 m from 1,
+        // has been linked to it since 0 s and leaves at 45 s; device 3, 50 m
+        // from 1, since 5 s. Broadcast fills 2 and 3 at once by 40 s; one
+        // at a time, 1 serves its older link first (2, done at 40 s), then
+        // 3 (60 s). Serving the nearest first would lose 2 when it leaves.
         let run = |rules: Rules| {
-            let mut e = all_devices(3, rules);
-            for t in 0..=45u32 {
-                feed(&mut e, t as f64, &[(0.0, 0.0), (50.0, 0.0), (100.0, 0.0)]);
+            let mut e = all_devices(4, rules);
+            for t in 0..=70u32 {
+                let two = if t < 45 { (140.0, 0.0) } else { (5000.0, 0.0) };
+                let three = if t >= 5 { (0.0, 50.0) } else { (0.0, 5000.0) };
+                feed(&mut e, t as f64, &[(0.0, -140.0), (0.0, 0.0), two, three]);
             }
             e.finish()
         };
         let b = run(Rules::PAPER);
-        assert_eq!((b.complete_over_time[19], b.complete_over_time[20]), (0, 2));
+        assert_eq!((b.complete_over_time[39], b.complete_over_time[40]), (1, 3));
         let one = run(Rules::THE_ONE);
         let c = &one.complete_over_time;
-        assert_eq!((c[19], c[20], c[39], c[40]), (0, 1, 1, 2));
-        assert_eq!(one.receiving_steps, 40);
+        assert_eq!(
+            (c[19], c[20], c[39], c[40], c[59], c[60]),
+            (0, 1, 1, 2, 2, 3)
+        );
+        assert_eq!((one.complete, one.broken, one.receiving_steps), (3, 0, 60));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod epidemic;
 pub mod fcd;
 pub mod grid;
 mod input;
+pub mod links;
 pub mod one;
 pub mod roles;
 pub mod rules;

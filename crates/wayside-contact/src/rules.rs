@@ -35,8 +35,9 @@ pub enum Senders {
     /// at one rate however many holders are around it.
     Broadcast,
     /// Each host takes part in at most one transfer at a time (sending or
-    /// receiving); an idle holder starts a transfer to the nearest idle
-    /// device in range that lacks the file.
+    /// receiving); an idle holder starts a transfer over its
+    /// longest-standing link to an idle device that lacks the file (The
+    /// ONE's order, see `links`).
     OneAtATime,
 }
 

@@ -8,7 +8,8 @@
 //! - Every vehicle of the trace is a host, numbered in order of first
 //!   appearance (the numbering `one::write` gives The ONE). Two present
 //!   hosts within range have a link; links come up and go down at trace
-//!   steps, and each host keeps its links in the order they came up.
+//!   steps, and each host keeps its links in the order they came up
+//!   (`links`).
 //! - A host takes part in one transfer at a time, sending or receiving. A
 //!   transfer of `size` bytes takes `size / speed` seconds; when its time
 //!   is up it completes, whatever the link does at that step; a link that
@@ -37,7 +38,7 @@ use std::collections::HashSet;
 
 use wayside_sim::rng::Stream;
 
-use crate::grid::Grid;
+use crate::links::Links;
 use crate::trace::{Step, Trace};
 use message::Message;
 use router::{Predictabilities, Router};
@@ -97,7 +98,6 @@ struct Host {
     held: HashSet<u32>,
     used: u64,
     delivered: HashSet<u32>,
-    links: Vec<u32>,
     sending: Option<Transfer>,
     receiving_from: Option<u32>,
     last_ttl_check: f64,
@@ -126,10 +126,8 @@ pub struct Dtn {
     messages: Vec<Message>,
     next_msg: usize,
     hosts: Vec<Host>,
-    present: Vec<u32>,
     points: Vec<(f32, f32)>,
-    links: Vec<(u32, u32)>,
-    grid: Grid,
+    links: Links,
     order: Vec<u32>,
     /// Buffered copies, anywhere, per destination host.
     for_dest: Vec<u32>,
@@ -176,15 +174,13 @@ impl Dtn {
             ..Stats::default()
         };
         Ok(Dtn {
-            grid: Grid::new(s.range_m),
+            links: Links::new(hosts, s.range_m),
             rng: Stream::new("run", s.seed, s.run, "dtn/order"),
             s,
             messages,
             next_msg: 0,
             hosts: (0..hosts).map(|_| Host::default()).collect(),
-            present: Vec::new(),
             points: Vec::new(),
-            links: Vec::new(),
             order: (0..hosts as u32).collect(),
             for_dest: vec![0; hosts],
             now: 0.0,
@@ -238,65 +234,21 @@ impl Dtn {
     }
 
     fn update_links(&mut self, st: Step<'_>) {
-        self.present.clear();
         self.points.clear();
-        self.present.extend_from_slice(st.vehicle);
         self.points
             .extend(st.x.iter().copied().zip(st.y.iter().copied()));
-        self.grid.rebuild(self.points.iter().copied());
-        // Every pair in range once (from its lower grid index), by host.
-        let mut now: Vec<(u32, u32)> = Vec::with_capacity(self.links.len() + 16);
-        for (i, &p) in self.points.iter().enumerate() {
-            let a = self.present[i];
-            self.grid.find_within(p, self.s.range_m, |j| {
-                if j as usize > i {
-                    let b = self.present[j as usize];
-                    now.push((a.min(b), a.max(b)));
-                }
-                false
-            });
-        }
-        now.sort_unstable();
-        let old = std::mem::take(&mut self.links);
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < now.len() {
-            match (old.get(i), now.get(j)) {
-                (Some(&o), Some(&n)) if o == n => {
-                    i += 1;
-                    j += 1;
-                }
-                (Some(&o), n) if n.is_none_or(|&n| o < n) => {
-                    for (a, b) in [(o.0, o.1), (o.1, o.0)] {
-                        self.hosts[a as usize].links.retain(|&p| p != b);
-                    }
-                    i += 1;
-                }
-                (_, Some(&n)) => {
-                    self.link_up(n.0, n.1);
-                    j += 1;
-                }
-                _ => unreachable!("one side has an element"),
-            }
-        }
-        self.links = now;
-    }
-
-    fn link_up(&mut self, a: u32, b: u32) {
-        self.hosts[a as usize].links.push(b);
-        self.hosts[b as usize].links.push(a);
+        self.links.update(st.vehicle, &self.points);
         if let Router::Prophet(q) = &self.s.router {
-            for (x, y) in [(a, b), (b, a)] {
-                let mut theirs = std::mem::take(&mut self.hosts[y as usize].preds);
-                self.hosts[x as usize]
-                    .preds
-                    .encounter(x, y, &mut theirs, self.now, q);
-                self.hosts[y as usize].preds = theirs;
+            for &(a, b) in self.links.came_up() {
+                for (x, y) in [(a, b), (b, a)] {
+                    let mut theirs = std::mem::take(&mut self.hosts[y as usize].preds);
+                    self.hosts[x as usize]
+                        .preds
+                        .encounter(x, y, &mut theirs, self.now, q);
+                    self.hosts[y as usize].preds = theirs;
+                }
             }
         }
-    }
-
-    fn linked(&self, a: u32, b: u32) -> bool {
-        self.links.binary_search(&(a.min(b), a.max(b))).is_ok()
     }
 
     fn update_host(&mut self, h: u32) {
@@ -304,7 +256,7 @@ impl Dtn {
         if let Some(t) = self.hosts[hi].sending.take() {
             if self.now >= t.done_at - 1e-9 {
                 self.transfer_done(h, t);
-            } else if !self.linked(h, t.to) {
+            } else if !self.links.linked(h, t.to) {
                 self.hosts[t.to as usize].receiving_from = None;
                 self.stats.aborted += 1;
                 self.stats.hosts[t.to as usize].aborted += 1;
@@ -317,7 +269,7 @@ impl Dtn {
             self.drop_expired(h);
         }
         let host = &self.hosts[hi];
-        if host.busy() || host.buffer.is_empty() || host.links.is_empty() {
+        if host.busy() || host.buffer.is_empty() || self.links.of(h).is_empty() {
             return;
         }
         self.route(h);
@@ -481,7 +433,7 @@ impl Dtn {
 
     fn route(&mut self, h: u32) {
         let queue = self.queue(h);
-        let links = self.hosts[h as usize].links.clone();
+        let links = self.links.of(h).to_vec();
         // Messages for a neighbour first, ours then theirs.
         for &k in &queue {
             let to = self.messages[self.hosts[h as usize].buffer[k].msg as usize].to;
