@@ -109,10 +109,26 @@ def _node(s: dict[str, Any], role: str) -> dict[str, Any]:
 
 # wayside's default transmit queue, frames (scenario mac.queue_limit).
 WAYSIDE_QUEUE_LIMIT = 1000
+# A WifiMacQueue age limit longer than any run: none in effect.
+NO_MAX_DELAY = "1000s"
+
+
+def ns3_setting(setting: str) -> tuple[str, str]:
+    """NAME=VALUE, as `--ns3-set` takes it, split."""
+    name, eq, value = setting.partition("=")
+    if not (name and eq and value):
+        raise ValueError(f"--ns3-set: {setting!r} is not NAME=VALUE "
+                         "(e.g. nakagamiM=0 or ns3::WifiMacQueue::MaxSize=123p)")
+    return name, value
 
 
 def ns3_args(
-    s: dict[str, Any], preamble_floor: float | None = None, class3_deauth: bool = True, ap_fifo: bool = False
+    s: dict[str, Any],
+    preamble_floor: float | None = None,
+    class3_deauth: bool = True,
+    ap_fifo: bool = False,
+    no_max_delay: bool = False,
+    extra: Sequence[str] = (),
 ) -> list[str]:
     """driveby.cc's command line for scenario `s` (as `wayside_scenario`
     builds it): the same road, radios, channel and backhaul.
@@ -123,7 +139,15 @@ def ns3_args(
     `preamble_floor` None sets that floor to the noise floor, where the
     4 dB SNR rule alone decides, as close to wayside as ns-3 allows.
     `class3_deauth` False leaves ns-3's AP as shipped: a car whose ACK of
-    the association response was lost stays half-associated (driveby.cc)."""
+    the association response was lost stays half-associated (driveby.cc).
+    `ap_fifo` gives ns-3's AP wayside's FIFO (one drop-tail queue of
+    wayside's length, no queue disc, no age limit); `no_max_delay` keeps
+    ns-3's queue disc but lifts its WifiMacQueue's 500 ms age limit
+    (`MaxDelay`), which neither ath9k's driver queue nor mac80211 has.
+    `extra`: NAME=VALUE settings that go to driveby.cc as `--NAME=VALUE`
+    last, over the ones derived here (a driveby option such as
+    `nakagamiM=0`, or an ns-3 attribute such as
+    `ns3::WifiMacQueue::MaxSize=123p`)."""
     env, radio = s["environment"], s["radio"]
     if env["path_loss"] != "three-log-distance":
         raise ValueError(f"environment.path_loss: {env['path_loss']!r}; the ns-3 side models three-log-distance only")
@@ -180,7 +204,12 @@ def ns3_args(
     }
     if ap_fifo:
         limit = ap.get("queue_limit", s["mac"].get("queue_limit", WAYSIDE_QUEUE_LIMIT))
-        args.update({"apQdisc": 0, "ns3::WifiMacQueue::MaxSize": f"{limit}p", "ns3::WifiMacQueue::MaxDelay": "1000s"})
+        args.update({"apQdisc": 0, "ns3::WifiMacQueue::MaxSize": f"{limit}p"})
+    if ap_fifo or no_max_delay:
+        args["ns3::WifiMacQueue::MaxDelay"] = NO_MAX_DELAY
+    for name, value in map(ns3_setting, extra):
+        args.pop(name, None)  # moved to the end: it goes last
+        args[name] = value
     return [f"--{k}={v}" for k, v in args.items()]
 
 
@@ -195,15 +224,21 @@ class Outcome:
     assoc_x: list[float | None] = field(default_factory=list)
     # ns-3 only: where the AP first counted the car as associated.
     ap_assoc_x: list[float | None] = field(default_factory=list)
+    # Where the car got its first data (None: never).
+    data_x: list[float | None] = field(default_factory=list)
+    # ns-3 only: the AP's queue counters (driveby.cc's `apqueue` line).
+    queue: dict[str, float] = field(default_factory=dict)
 
 
 _FIELD = re.compile(r"(\w+)=(\S+)")
 
 
 def parse_ns3(text: str, cars: int) -> Outcome:
-    """Reads driveby.cc's output: one `car` line per car, one `loop` line."""
+    """Reads driveby.cc's output: one `car` line per car, one `loop` line
+    and, from a driveby.cc that counts them, one `apqueue` line."""
     rows: dict[int, dict[str, str]] = {}
     loop = None
+    queue: dict[str, float] = {}
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
         fields = dict(_FIELD.findall(rest))
@@ -211,15 +246,18 @@ def parse_ns3(text: str, cars: int) -> Outcome:
             rows[int(fields["index"])] = fields
         elif kind == "loop":
             loop = fields
+        elif kind == "apqueue":
+            queue = {k: float(v) for k, v in fields.items()}
     if loop is None or sorted(rows) != list(range(cars)):
         raise ValueError(f"ns-3 output: expected {cars} car lines and a loop line, got {len(rows)} car lines"
                          f"{'' if loop else ' and no loop line'}")
-    out = Outcome(float(loop["wall_s"]), float(loop["cpu_s"]))
+    out = Outcome(float(loop["wall_s"]), float(loop["cpu_s"]), queue=queue)
     for i in range(cars):
         r = rows[i]
         out.bytes.append(int(r["bytes"]))
         out.assoc_x.append(float(r["assoc_x"]) if r["associated"] == "1" else None)
         out.ap_assoc_x.append(float(r["ap_accepted_x"]) if r["ap_accepted"] == "1" else None)
+        out.data_x.append(float(r["data_x"]) if r.get("data") == "1" else None)
     return out
 
 
@@ -232,8 +270,8 @@ def run_ns3(binary: Path, s: dict[str, Any], cars: int, options: dict[str, Any])
 
 
 def wayside_outcome(result: Any, cars: int, wall_s: float, cpu_s: float) -> Outcome:
-    """Bytes delivered to each car's application and x at its first
-    association, from a wayside RunResult."""
+    """Bytes delivered to each car's application, and x at its first
+    association and at its first data, from a wayside RunResult."""
     import polars as pl
 
     names = [car_name(i) for i in range(cars)]
@@ -244,18 +282,17 @@ def wayside_outcome(result: Any, cars: int, wall_s: float, cpu_s: float) -> Outc
         .agg(pl.col("bytes").cast(pl.UInt64).sum())
     )
     delivered = dict(zip(got["node"].to_list(), got["bytes"].to_list()))
-    first = (
-        pl.DataFrame(result.events)
-        .with_columns(pl.col("node").cast(pl.Utf8), pl.col("event").cast(pl.Utf8))
-        .filter(pl.col("event") == "associated")
-        .sort("time_ns")
-        .group_by("node", maintain_order=True)
-        .first()
-    )
-    at = dict(zip(first["node"].to_list(), first["x"].to_list()))
+    events = pl.DataFrame(result.events).with_columns(pl.col("node").cast(pl.Utf8), pl.col("event").cast(pl.Utf8))
+
+    def first_x(event: str) -> dict[str, float]:
+        first = events.filter(pl.col("event") == event).sort("time_ns").group_by("node", maintain_order=True).first()
+        return dict(zip(first["node"].to_list(), first["x"].to_list()))
+
+    at, data = first_x("associated"), first_x("first-data")
     out = Outcome(wall_s, cpu_s)
     out.bytes = [int(delivered.get(n, 0)) for n in names]
     out.assoc_x = [float(at[n]) if n in at else None for n in names]
+    out.data_x = [float(data[n]) if n in data else None for n in names]
     return out
 
 
@@ -272,6 +309,15 @@ def run_wayside(s: dict[str, Any], cars: int) -> Outcome:
 
 def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f}"
+
+
+def _mean_x(xs: Sequence[float | None]) -> str:
+    known = [x for x in xs if x is not None]
+    return "-" if not known else f"{sum(known) / len(known):.0f}"
+
+
+def _at(xs: Sequence[float | None], i: int) -> float | None:
+    return xs[i] if i < len(xs) else None
 
 
 def _ratio(a: float, b: float) -> str:
@@ -297,19 +343,34 @@ def report(case: str, xs: Sequence[float], ns3: Outcome, ws: Outcome, ap_queue: 
     lines.append(f"{'cars associated':22}{as_n:12d}{as_w:12d}")
     ap_n = sum(x is not None for x in ns3.ap_assoc_x)
     lines.append(f"{'  ...AP agrees (ns-3)':22}{ap_n:12d}")
+    lines.append(f"{'mean x at association':22}{_mean_x(ns3.assoc_x):>12}{_mean_x(ws.assoc_x):>12}")
+    lines.append(f"{'mean x at first data':22}{_mean_x(ns3.data_x):>12}{_mean_x(ws.data_x):>12}")
+    q = ns3.queue
+    if q:
+        lines.append("")
+        lines.append(f"ns-3 AP: queue disc took {q['qdisc_enqueued']:.0f}, dropped {q['qdisc_overflow']:.0f} "
+                     f"full and {q['qdisc_codel']:.0f} by CoDel;")
+        lines.append(f"WifiMacQueue took {q['wmq_enqueued']:.0f}, expired {q['wmq_expired']:.0f} "
+                     f"(MaxDelay), refused {q['wmq_refused']:.0f} (full);")
+        lines.append(f"{q['wmq_removed']:.0f} left it after {q['wmq_mean_s']:.3f} s on average.")
+        if "tries_failed" in q:
+            lines.append(f"Unacknowledged AP tries: {q['tries_failed']:.0f}; MPDUs that used up "
+                         f"their tries: {q['mpdus_failed']:.0f}.")
     lines.append("")
     lines.append("speed ratio = ns-3 / wayside seconds (wayside is that many times")
     lines.append("faster); data ratio = wayside / ns-3 bytes.")
     lines.append("")
-    lines.append(f"{'car':>4}{'start x':>9}{'ns-3 MB':>9}{'assoc x':>9}{'AP x':>8}"
-                 f"{'wayside MB':>12}{'assoc x':>9}{'data':>8}")
+    lines.append(f"{'':12}{' ns-3 ':-^28} {' wayside ':-^20}")
+    lines.append(f"{'car':>4}{'start':>7}{'MB':>8}{'assoc':>7}{'AP x':>7}{'data':>7}"
+                 f"{'MB':>8}{'assoc':>7}{'data':>6}{'ratio':>8}")
     for i, x in enumerate(xs):
         bn, bw = ns3.bytes[i] / 1e6, ws.bytes[i] / 1e6
-        lines.append(f"{i:>4}{x:9.0f}{bn:9.2f}{_x(ns3.assoc_x[i]):>9}{_x(ns3.ap_assoc_x[i]):>8}"
-                     f"{bw:12.2f}{_x(ws.assoc_x[i]):>9}{_ratio(bw, bn):>8}")
+        lines.append(f"{i:>4}{x:7.0f}{bn:8.2f}{_x(ns3.assoc_x[i]):>7}{_x(ns3.ap_assoc_x[i]):>7}"
+                     f"{_x(_at(ns3.data_x, i)):>7}{bw:8.2f}{_x(ws.assoc_x[i]):>7}{_x(_at(ws.data_x, i)):>6}"
+                     f"{_ratio(bw, bn):>8}")
     lines.append("")
-    lines.append("assoc x: car's x at its first association (m from the AP);")
-    lines.append("AP x: where ns-3's AP first counted the car associated.")
+    lines.append("assoc, data: car's x (m from the AP) at its first association and")
+    lines.append("at its first data; AP x: where ns-3's AP first counted it associated.")
     return "\n".join(lines)
 
 
@@ -323,10 +384,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="no class-3 deauthentication emulated at ns-3's AP (see driveby.cc)")
     ap.add_argument("--ns3-ap-fifo", action="store_true",
                     help="ns-3's AP queues as wayside's does: one drop-tail FIFO, no FqCoDel, no age limit")
+    ap.add_argument("--ns3-no-max-delay", action="store_true",
+                    help="keep ns-3's FqCoDel but lift its WifiMacQueue's 500 ms age limit (MaxDelay)")
+    ap.add_argument("--ns3-set", action="append", default=[], metavar="NAME=VALUE",
+                    help="pass --NAME=VALUE to driveby.cc last (a driveby option or an ns-3 attribute); repeatable")
     ap.add_argument("--ap-queue", action="append", choices=["fifo", "fq_codel", "airtime"],
                     help="wayside's AP queue; repeat to run several against one ns-3 run (default: fifo)")
     args = ap.parse_args(argv)
     queues = args.ap_queue or ["fifo"]
+    try:
+        for setting in args.ns3_set:
+            ns3_setting(setting)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
     if not args.ns3.is_file():
         print(f"--ns3: {args.ns3} is not a file; build driveby.cc first (benches/ns3/run.sh does)",
               file=sys.stderr)
@@ -338,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         xs = car_starts(case)
         s = wayside_scenario(base, xs)
         options = {"preamble_floor": args.ns3_preamble_floor, "class3_deauth": not args.ns3_as_shipped,
-                   "ap_fifo": args.ns3_ap_fifo}
+                   "ap_fifo": args.ns3_ap_fifo, "no_max_delay": args.ns3_no_max_delay, "extra": args.ns3_set}
         try:
             ns3 = run_ns3(args.ns3, s, len(xs), options)
         except (RuntimeError, ValueError) as e:

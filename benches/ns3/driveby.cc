@@ -38,7 +38,25 @@ struct Car
     bool apAccepted = false;
     double apAcceptedX = 0.0;
     Ptr<PacketSink> sink;
+    bool gotData = false;
+    double firstRxT = 0.0;
+    double firstRxX = 0.0;
 };
+
+// The AP's queues: what its WifiMacQueue (under the queue disc) took,
+// expired (MaxDelay) and refused, and the time MPDUs spent in it.
+struct ApQueue
+{
+    uint64_t enqueued = 0;
+    uint64_t expired = 0;
+    uint64_t refused = 0;
+    uint64_t removed = 0;
+    double sojournS = 0.0;
+    uint64_t failedTries = 0;
+    uint64_t failedMpdus = 0;
+};
+
+ApQueue g_apQueue;
 
 std::vector<Car> g_cars;
 Ptr<Node> g_server;
@@ -97,6 +115,60 @@ OnAssoc(uint32_t i, Mac48Address)
     car.assocT = Simulator::Now().GetSeconds();
     car.assocX = car.node->GetObject<MobilityModel>()->GetPosition().x;
     Simulator::Schedule(Seconds(g_startDraw->GetValue(g_startDelay, g_startDelayMax)), &StartBulk, i);
+}
+
+// A car's PacketSink Rx trace: where its first data arrived.
+void
+OnRx(uint32_t i, Ptr<const Packet>, const Address&)
+{
+    Car& car = g_cars[i];
+    if (!car.gotData)
+    {
+        car.gotData = true;
+        car.firstRxT = Simulator::Now().GetSeconds();
+        car.firstRxX = car.node->GetObject<MobilityModel>()->GetPosition().x;
+    }
+}
+
+void
+OnWmqEnqueue(Ptr<const WifiMpdu>)
+{
+    ++g_apQueue.enqueued;
+}
+
+void
+OnWmqExpired(Ptr<const WifiMpdu>)
+{
+    ++g_apQueue.expired;
+}
+
+void
+OnWmqRefused(Ptr<const WifiMpdu>)
+{
+    ++g_apQueue.refused;
+}
+
+// Dequeue: the MPDU left the queue (acknowledged, or its tries were used
+// up); its time stamp is when it was queued.
+void
+OnWmqDequeue(Ptr<const WifiMpdu> mpdu)
+{
+    ++g_apQueue.removed;
+    g_apQueue.sojournS += (Simulator::Now() - mpdu->GetTimestamp()).GetSeconds();
+}
+
+// The AP's station manager: a unicast transmission went unacknowledged,
+// or an MPDU used up its tries.
+void
+OnApTryFailed(Mac48Address)
+{
+    ++g_apQueue.failedTries;
+}
+
+void
+OnApMpduFailed(Mac48Address)
+{
+    ++g_apQueue.failedMpdus;
 }
 
 // ApWifiMac's AssociatedSta trace: the AP counts the car as associated
@@ -349,10 +421,21 @@ main(int argc, char* argv[])
         car.mac = Mac48Address::ConvertFrom(dev->GetAddress());
         g_cars.push_back(car);
         dev->GetMac()->TraceConnectWithoutContext("Assoc", MakeBoundCallback(&OnAssoc, i));
+        car.sink->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnRx, i));
     }
 
     g_apMac = DynamicCast<ApWifiMac>(DynamicCast<WifiNetDevice>(apDev.Get(0))->GetMac());
     g_apMac->TraceConnectWithoutContext("AssociatedSta", MakeCallback(&OnApAssoc));
+    Ptr<WifiMacQueue> apWmq =
+        g_apMac->GetQosSupported() ? g_apMac->GetTxopQueue(AC_BE) : g_apMac->GetTxop()->GetWifiMacQueue();
+    apWmq->TraceConnectWithoutContext("Enqueue", MakeCallback(&OnWmqEnqueue));
+    apWmq->TraceConnectWithoutContext("Expired", MakeCallback(&OnWmqExpired));
+    apWmq->TraceConnectWithoutContext("DropBeforeEnqueue", MakeCallback(&OnWmqRefused));
+    apWmq->TraceConnectWithoutContext("Dequeue", MakeCallback(&OnWmqDequeue));
+    Ptr<WifiRemoteStationManager> apRates =
+        DynamicCast<WifiNetDevice>(apDev.Get(0))->GetRemoteStationManager();
+    apRates->TraceConnectWithoutContext("MacTxDataFailed", MakeCallback(&OnApTryFailed));
+    apRates->TraceConnectWithoutContext("MacTxFinalDataFailed", MakeCallback(&OnApMpduFailed));
 
     Simulator::Stop(Seconds(duration));
     auto wall0 = std::chrono::steady_clock::now();
@@ -365,15 +448,56 @@ main(int argc, char* argv[])
     {
         const Car& car = g_cars[i];
         std::printf("car index=%u bytes=%llu associated=%d assoc_x=%.2f assoc_t=%.4f "
-                    "ap_accepted=%d ap_accepted_x=%.2f\n",
+                    "ap_accepted=%d ap_accepted_x=%.2f data=%d data_x=%.2f data_t=%.4f\n",
                     i,
                     static_cast<unsigned long long>(car.sink->GetTotalRx()),
                     car.associated ? 1 : 0,
                     car.assocX,
                     car.assocT,
                     car.apAccepted ? 1 : 0,
-                    car.apAcceptedX);
+                    car.apAcceptedX,
+                    car.gotData ? 1 : 0,
+                    car.firstRxX,
+                    car.firstRxT);
     }
+    // The queue disc over the AP's radio: its drops, summed over its
+    // classes (mq has one FqCoDel per queue) or its own (a single one).
+    uint64_t qdEnq = 0;
+    uint64_t qdOverflow = 0;
+    uint64_t qdCodel = 0;
+    if (Ptr<QueueDisc> root =
+            ap.Get(0)->GetObject<TrafficControlLayer>()->GetRootQueueDiscOnDevice(apDev.Get(0)))
+    {
+        std::vector<Ptr<QueueDisc>> discs;
+        for (std::size_t c = 0; c < root->GetNQueueDiscClasses(); ++c)
+        {
+            discs.push_back(root->GetQueueDiscClass(c)->GetQueueDisc());
+        }
+        if (discs.empty())
+        {
+            discs.push_back(root);
+        }
+        for (const auto& qd : discs)
+        {
+            const QueueDisc::Stats& st = qd->GetStats();
+            qdEnq += st.nTotalEnqueuedPackets;
+            qdOverflow += st.nTotalDroppedPacketsBeforeEnqueue;
+            qdCodel += st.nTotalDroppedPacketsAfterDequeue;
+        }
+    }
+    std::printf("apqueue wmq_enqueued=%llu wmq_expired=%llu wmq_refused=%llu wmq_removed=%llu "
+                "wmq_mean_s=%.4f qdisc_enqueued=%llu qdisc_overflow=%llu qdisc_codel=%llu "
+                "tries_failed=%llu mpdus_failed=%llu\n",
+                static_cast<unsigned long long>(g_apQueue.enqueued),
+                static_cast<unsigned long long>(g_apQueue.expired),
+                static_cast<unsigned long long>(g_apQueue.refused),
+                static_cast<unsigned long long>(g_apQueue.removed),
+                g_apQueue.removed ? g_apQueue.sojournS / double(g_apQueue.removed) : 0.0,
+                static_cast<unsigned long long>(qdEnq),
+                static_cast<unsigned long long>(qdOverflow),
+                static_cast<unsigned long long>(qdCodel),
+                static_cast<unsigned long long>(g_apQueue.failedTries),
+                static_cast<unsigned long long>(g_apQueue.failedMpdus));
     std::printf("loop wall_s=%.4f cpu_s=%.4f events=%llu\n",
                 std::chrono::duration<double>(wall1 - wall0).count(),
                 double(cpu1 - cpu0) / CLOCKS_PER_SEC,

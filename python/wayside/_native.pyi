@@ -8,6 +8,7 @@ from typing_extensions import CapsuleType
 
 __all__ = [
     "ScenarioError",
+    "StreamedRun",
     "Table",
     "Trace",
     "TraceError",
@@ -24,7 +25,9 @@ __all__ = [
     "read_one",
     "read_parquet",
     "resolve",
+    "resolve_defaults",
     "run",
+    "run_streaming",
     "trace_columns",
 ]
 
@@ -52,6 +55,8 @@ class _RunStats(TypedDict):
     events: int
     transmissions: int
     simulated_s: float
+    undetectable_arrivals: int
+    undetectable_drops: list[list[int]]
 
 class _RunTables(TypedDict):
     frames: Table
@@ -78,8 +83,37 @@ def run(
     counters, the trace tables and the capture files written into the
     directory `pcap`, if given. Raises ScenarioError."""
 
+@final
+class StreamedRun:
+    """A run in progress whose trace comes out in batches while it goes on."""
+
+    def __iter__(self) -> StreamedRun: ...
+    def __next__(self) -> tuple[str, Table]:
+        """The next batch of rows: the table's name and the rows, in the
+        order each table's rows were made; every table sends a last batch
+        (maybe empty) at the end."""
+    def finish(self) -> _RunOutput:
+        """Waits for the end of the run: what `run` returns, with empty
+        tables. Raises ScenarioError."""
+
+def run_streaming(
+    scenario: str,
+    overrides: list[str] = ...,
+    seed: int | None = ...,
+    run: int = ...,
+    pcap: _Path | None = ...,
+    rows: int = ...,
+) -> StreamedRun:
+    """Starts a run of a scenario (TOML text) whose trace comes out in
+    batches of at most `rows` rows (most of them) while it goes on.
+    Raises ScenarioError."""
+
 def resolve(scenario: str, overrides: list[str] = ...) -> str:
     """Validates a scenario and returns it resolved (TOML), overrides applied."""
+
+def resolve_defaults(scenario: str, overrides: list[str] = ...) -> str:
+    """The scenario as it would run, overrides applied and every default
+    written out (TOML that reads back to the same scenario)."""
 
 def builtin_names() -> list[str]:
     """Names of the built-in scenarios."""

@@ -47,7 +47,8 @@ def run(
     """Run a scenario once: print a summary per node and per car and write
     a run directory (scenario as run, Parquet traces, per-second summary,
     figures) and, with --pcap or a [pcap] section, a capture per radio."""
-    from wayside.runner import run as run_scenario
+    from wayside.result import RunResult
+    from wayside.runner import run_to_directory
 
     try:
         resolved = load_scenario(scenario, set_)
@@ -56,17 +57,20 @@ def run(
         used_seed = seed if seed is not None else resolved.get("seed", 1)
         directory = out or Path("runs") / f"{name}-seed{used_seed}"
         pcap_dir = pcap or (directory / "pcap" if "pcap" in resolved else None)
+        # The trace goes to the run directory while the run goes on, so the
+        # simulator's memory is bounded by a batch of rows, not by the run.
         started = time.perf_counter()
-        result = run_scenario(scenario, seed, run=run_index, overrides=set_, pcap=pcap_dir)
-        wall = time.perf_counter() - started
+        try:
+            run_to_directory(scenario, directory, seed, run=run_index, overrides=set_, pcap=pcap_dir)
+            wall = time.perf_counter() - started
+            result = RunResult.load(directory)
+            result.save_summaries(directory)
+            figures = _figures(result, directory)
+        except OSError as e:
+            fail(f"run directory {directory}: cannot be written ({e.strerror or e}); give --out a directory that can be created")
+            return
     except _native.ScenarioError as e:
         fail(str(e))
-        return
-    try:
-        result.save(directory)
-        figures = _figures(result, directory)
-    except OSError as e:
-        fail(f"run directory {directory}: cannot be written ({e.strerror or e}); give --out a directory that can be created")
         return
     if quiet:
         print(directory)
@@ -194,12 +198,16 @@ def scenarios() -> None:
 def show(
     scenario: str = typer.Argument(..., help="Built-in scenario name or TOML file."),
     set_: List[str] = typer.Option([], "--set", help="Override a scenario key: KEY=VALUE (repeatable)."),
+    resolved_: bool = typer.Option(
+        False, "--resolved", help="Also write out every default (each node's rate control, timers, ...) as it would run."
+    ),
 ) -> None:
     """Validate a scenario and print it as it would run."""
     from wayside.scenario import scenario_text
 
+    resolve = _native.resolve_defaults if resolved_ else _native.resolve
     try:
-        resolved = _native.resolve(scenario_text(scenario), set_)
+        resolved = resolve(scenario_text(scenario), set_)
     except _native.ScenarioError as e:
         fail(str(e))
         return

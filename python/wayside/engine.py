@@ -3,7 +3,9 @@ the one module that imports the extension `wayside._native`; every other
 module goes through this one. Every export is typed in `_native.pyi`:
 
 - scenarios: `run` (one run; its trace tables are Arrow streams, `Table`),
-  `resolve`, `builtin_names`, `builtin_text`, `ScenarioError`;
+  `run_streaming` (its trace in batches while it goes on, `StreamedRun`),
+  `resolve`, `resolve_defaults`, `builtin_names`, `builtin_text`,
+  `ScenarioError`;
 - the PHY: `rate_thresholds`;
 - the Broadside node's command line: `broadside_cli`;
 - emulation (real hosts through a scenario in real time): `emulate`,

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import polars as pl
 
-from wayside import traces, vanet, zahn
+from wayside import feup, traces, vanet, zahn
 from wayside.result import RunResult
 from wayside.traces import check_node, delivered, metres, table
 
@@ -35,6 +35,11 @@ __all__ = [
     "cwnd_after_burst",
     "data_transferred_mb",
     "exit_loss",
+    "feup_bin_throughput_mbps",
+    "feup_data_share",
+    "feup_drop_distance_m",
+    "feup_rate_at_rssi_mbps",
+    "feup_rssi_at_distance_dbm",
     "goodput_cv",
     "last_data_position_m",
     "mac_frame_loss",
@@ -639,3 +644,40 @@ zahn_connect_distance_m = zahn.connect_distance_m
 zahn_acks_kb = zahn.acks_kb
 zahn_saturated_mb = zahn.saturated_mb
 METRICS.update((name, fn) for name, fn in list(globals().items()) if name.startswith("zahn_"))
+
+
+# ---------------------------------------------------------------- FEUP 2019 drive-by (wayside.feup)
+
+
+@_metric
+def feup_bin_throughput_mbps(result: RunResult, receiver: str, sender: str, lo_m: float, hi_m: float) -> float:
+    """Mean Mbit/s from `sender` (the AP) to `receiver` over the seconds at
+    `lo_m` <= distance < `hi_m` (wayside.feup)."""
+    return feup.bin_throughput(feup.per_second(result, receiver, sender), lo_m, hi_m)
+
+
+@_metric
+def feup_rate_at_rssi_mbps(result: RunResult, receiver: str, sender: str, lo_dbm: float, hi_dbm: float) -> float:
+    """Mean PHY rate of the data frames `receiver` got from `sender` over the
+    seconds whose mean RSSI is in [`lo_dbm`, `hi_dbm`) (wayside.feup)."""
+    return feup.rate_at_rssi(feup.per_second(result, receiver, sender), lo_dbm, hi_dbm)
+
+
+@_metric
+def feup_drop_distance_m(result: RunResult, receiver: str, sender: str) -> float:
+    """Where the pair's throughput first drops under 1 Mbit/s: the lower
+    edge of that 10 m distance bin (wayside.feup)."""
+    return feup.drop_distance(feup.per_second(result, receiver, sender))
+
+
+@_metric
+def feup_data_share(result: RunResult, receiver: str, sender: str) -> float:
+    """Share of the run's seconds in which `receiver` got data from `sender`."""
+    return feup.data_share(feup.per_second(result, receiver, sender))
+
+
+@_metric
+def feup_rssi_at_distance_dbm(result: RunResult, receiver: str, sender: str, lo_m: float, hi_m: float) -> float:
+    """Mean RSSI of the data frames `receiver` got from `sender` over the
+    seconds at `lo_m` <= distance < `hi_m` (wayside.feup)."""
+    return feup.rssi_at_distance(feup.per_second(result, receiver, sender), lo_m, hi_m)

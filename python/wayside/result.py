@@ -25,6 +25,14 @@ def from_stream(table: Any) -> pa.Table:
     return pa.RecordBatchReader.from_stream(table).read_all()
 
 
+def scan(directory: str | Path) -> dict[str, pl.LazyFrame]:
+    """The trace tables of a run directory as polars LazyFrames
+    (`polars.scan_parquet`): nothing is read until a query is collected,
+    and then only the columns and row groups it needs."""
+    d = Path(directory)
+    return {name: pl.scan_parquet(d / f"{name}.parquet") for name in TABLES}
+
+
 class RunResult:
     """Results of one run, as `pyarrow.Table`s with time, node and position:
     `frames` (every PHY transmission, reception and drop), `mac` (every MSDU
@@ -148,6 +156,13 @@ class RunResult:
         (d / "scenario.toml").write_text(self.resolved, encoding="utf-8")
         for name in TABLES:
             pq.write_table(getattr(self, name), d / f"{name}.parquet")
+        return self.save_summaries(d)
+
+    def save_summaries(self, directory: str | Path) -> Path:
+        """Writes the summaries of the run directory (`save` writes them
+        with the rest): per_second.parquet, handovers.parquet and
+        summary.json."""
+        d = Path(directory)
         self.per_second().write_parquet(d / "per_second.parquet")
         self.handovers.write_parquet(d / "handovers.parquet")
         summary = {

@@ -122,6 +122,25 @@ def test_ns3_command_line_options(base):
     assert (a["ns3::WifiMacQueue::MaxSize"], a["ns3::WifiMacQueue::MaxDelay"]) == ("1000p", "1000s")
     next(n for n in s["node"] if n.get("role") == "ap")["queue_limit"] = 30
     assert _args(bench.ns3_args(s, ap_fifo=True))["ns3::WifiMacQueue::MaxSize"] == "30p"
+    # Only the age limit goes: the queue disc and the queue's size stay.
+    a = _args(bench.ns3_args(s, no_max_delay=True))
+    assert a["ns3::WifiMacQueue::MaxDelay"] == "1000s"
+    assert "apQdisc" not in a and "ns3::WifiMacQueue::MaxSize" not in a
+    # --ns3-set goes last, over what the bench derived.
+    argv = bench.ns3_args(s, no_max_delay=True, extra=["ns3::WifiMacQueue::MaxSize=123p", "nakagamiM=0"])
+    a = _args(argv)
+    assert (a["ns3::WifiMacQueue::MaxSize"], a["nakagamiM"]) == ("123p", "0")
+    assert argv[-1] == "--nakagamiM=0" and sum(x.startswith("--nakagamiM=") for x in argv) == 1
+    with pytest.raises(ValueError, match="'nakagamiM' is not NAME=VALUE"):
+        bench.ns3_args(s, extra=["nakagamiM"])
+
+
+def test_main_refuses_a_malformed_ns3_setting(tmp_path, capsys):
+    fake = tmp_path / "driveby"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    assert bench.main(["--ns3", str(fake), "--case", "one", "--ns3-set", "=3"]) == 2
+    assert "'=3' is not NAME=VALUE" in capsys.readouterr().err
 
 
 def test_ns3_side_refuses_a_channel_it_does_not_model(base):
@@ -132,8 +151,12 @@ def test_ns3_side_refuses_a_channel_it_does_not_model(base):
 
 
 NS3_OUTPUT = """\
-car index=1 bytes=0 associated=0 assoc_x=0.00 assoc_t=0.0000 ap_accepted=0 ap_accepted_x=0.00
-car index=0 bytes=35947444 associated=1 assoc_x=-465.37 assoc_t=46.5584 ap_accepted=1 ap_accepted_x=-444.28
+car index=1 bytes=0 associated=0 assoc_x=0.00 assoc_t=0.0000 ap_accepted=0 ap_accepted_x=0.00 \
+data=0 data_x=0.00 data_t=0.0000
+car index=0 bytes=35947444 associated=1 assoc_x=-465.37 assoc_t=46.5584 ap_accepted=1 ap_accepted_x=-444.28 \
+data=1 data_x=-420.50 data_t=48.6000
+apqueue wmq_enqueued=34121 wmq_expired=2049 wmq_refused=0 wmq_removed=34121 wmq_mean_s=0.3719 \
+qdisc_enqueued=33937 qdisc_overflow=0 qdisc_codel=0 tries_failed=17000 mpdus_failed=900
 loop wall_s=6.2200 cpu_s=3.1200 events=123
 """
 
@@ -144,6 +167,17 @@ def test_parse_ns3_output():
     assert o.bytes == [35947444, 0]
     assert o.assoc_x == [-465.37, None]
     assert o.ap_assoc_x == [-444.28, None]
+    assert o.data_x == [-420.5, None]
+    assert (o.queue["wmq_expired"], o.queue["qdisc_codel"], o.queue["wmq_mean_s"]) == (2049, 0, 0.3719)
+
+
+def test_parse_ns3_output_of_an_older_driveby():
+    """Without the first-data fields and the `apqueue` line: no first
+    data known, no queue counters."""
+    old = "\n".join(" ".join(w for w in line.split() if not w.startswith("data"))
+                    for line in NS3_OUTPUT.splitlines() if not line.startswith("apqueue"))
+    o = bench.parse_ns3(old, 2)
+    assert o.bytes == [35947444, 0] and o.data_x == [None, None] and o.queue == {}
 
 
 def test_parse_ns3_output_missing_lines():
@@ -162,14 +196,20 @@ def test_wayside_outcome_from_a_short_run(base):
     assert o.assoc_x[0] is not None and -300 < o.assoc_x[0] < 300
     assert o.bytes[0] > 0
     assert (o.assoc_x[1], o.bytes[1]) == (None, 0)
+    # Data comes after association, on the road the car drives.
+    assert o.data_x[0] is not None and o.assoc_x[0] < o.data_x[0] < 300
+    assert o.data_x[1] is None
 
 
 def test_report_fits_80_columns():
     xs = bench.car_starts("fifty")
     n = bench.Outcome(100.5, 42.5, [1_550_000] * 50, [-417.0] * 50, [None] * 50)
     w = bench.Outcome(6.87, 3.2, [0] * 49 + [11_550_000], [None] * 49 + [-75.0])
+    n.queue = bench.parse_ns3(NS3_OUTPUT, 2).queue
     text = bench.report("fifty", xs, n, w)
     assert max(len(line) for line in text.splitlines()) <= 80
+    assert "expired 2049 (MaxDelay)" in text
+    assert "Unacknowledged AP tries: 17000; MPDUs that used up their tries: 900." in text
     assert "13.28x" in text  # CPU: 42.5 / 3.2
     assert "0.15x" in text  # data: 11.55 / 77.5
 

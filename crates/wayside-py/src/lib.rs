@@ -4,6 +4,7 @@
 mod arrow;
 mod contact;
 mod emulate;
+mod stream;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -36,6 +37,10 @@ pub(crate) fn output_to_py<'py>(py: Python<'py>, out: RunOutput) -> PyResult<Bou
     stats.set_item("events", out.stats.events)?;
     stats.set_item("transmissions", out.stats.transmissions)?;
     stats.set_item("simulated_s", out.stats.simulated.as_secs_f64())?;
+    // Drops of undetectable preambles, counted instead of written as rows.
+    let u = &out.trace.undetectable;
+    stats.set_item("undetectable_arrivals", u.arrivals)?;
+    stats.set_item("undetectable_drops", u.drops.clone())?;
     stats.set_item("queues", queues_to_py(py, &out)?)?;
     d.set_item("stats", stats)?;
     let tables = PyDict::new(py);
@@ -102,6 +107,22 @@ fn run<'py>(
     output_to_py(py, out)
 }
 
+/// Starts a run of a scenario (TOML text) whose trace comes out in batches
+/// of `rows` rows while it goes on: iterate the result for
+/// `(table, batch)`, then call its `finish()` for what `run` returns.
+#[pyfunction]
+#[pyo3(signature = (scenario, overrides=Vec::new(), seed=None, run=0, pcap=None, rows=262_144))]
+fn run_streaming(
+    scenario: String,
+    overrides: Vec<String>,
+    seed: Option<u64>,
+    run: u64,
+    pcap: Option<std::path::PathBuf>,
+    rows: usize,
+) -> PyResult<stream::StreamedRun> {
+    stream::start(scenario, overrides, (seed, run), pcap, rows)
+}
+
 /// Validates a scenario and returns it resolved (TOML), overrides applied.
 #[pyfunction]
 #[pyo3(signature = (scenario, overrides=Vec::new()))]
@@ -109,6 +130,14 @@ fn resolve(scenario: &str, overrides: Vec<String>) -> PyResult<String> {
     scenario::load(scenario, &overrides, None, 0)
         .map(|(r, _)| r)
         .map_err(scenario_err)
+}
+
+/// The scenario as it would run, overrides applied and every default
+/// written out (TOML that reads back to the same scenario).
+#[pyfunction]
+#[pyo3(signature = (scenario, overrides=Vec::new()))]
+fn resolve_defaults(scenario: &str, overrides: Vec<String>) -> PyResult<String> {
+    scenario::resolve_defaults(scenario, &overrides).map_err(scenario_err)
 }
 
 /// Names of the built-in scenarios.
@@ -164,12 +193,15 @@ fn broadside_cli(py: Python<'_>, args: Vec<String>) -> i32 {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(run_streaming, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_names, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(rate_thresholds, m)?)?;
     m.add_function(wrap_pyfunction!(broadside_cli, m)?)?;
     m.add_class::<arrow::Table>()?;
+    m.add_class::<stream::StreamedRun>()?;
     contact::register(m)?;
     emulate::register(m)?;
     Ok(())

@@ -1,31 +1,79 @@
 //! Runs a built-in scenario or a scenario file once, for profiling and for
 //! checking that a change leaves results byte-identical:
 //! `cargo run --release --example run -- drive-by [--seed N] [--summary]
-//! [--no-digest] [KEY=VALUE ...]` prints the event and transmission counts
-//! and a SHA-256 digest of every trace column (`--no-digest`: not, for
-//! timing against older commits, whose example had none); `--summary` adds,
-//! per node that received data, the megabytes delivered to its applications
-//! and where it first associated.
+//! [--no-digest] [--undetectable] [KEY=VALUE ...]` prints the event and
+//! transmission counts and a SHA-256 digest of every trace column
+//! (`--no-digest`: not, for timing against older commits, whose example
+//! had none); `--summary` adds, per node that received data, the megabytes
+//! delivered to its applications and where it first associated;
+//! `--undetectable` adds what the run counted of undetectable preambles
+//! and the digest without the `frames` rows of their drops (with
+//! `radio.undetectable_rows=true`, the same as a run that counts them);
+//! `--columns` prints a digest per column, also without those rows.
 
 use sha2::{Digest, Sha256};
 use wayside_sim::run_scenario;
 use wayside_sim::scenario::builtin;
 use wayside_sim::trace::{Column, ConnEvent, Trace};
 
-fn digest(trace: &Trace) -> String {
+/// The digest of every column, leaving out the `frames` rows `without`.
+fn digest(trace: &Trace, without: &[u32]) -> String {
     let mut h = Sha256::new();
-    for (name, col) in trace.tables().into_iter().flat_map(|(_, cols)| cols) {
+    each_column(trace, without, |_, name, feed| {
         h.update(name.as_bytes());
-        match col {
-            Column::U8(v) | Column::Category(v, _) => h.update(v),
-            Column::U16(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-            Column::U32(v) | Column::Node(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-            Column::U64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-            Column::F32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-            Column::F64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        feed(&mut h)
+    });
+    hex(h)
+}
+
+/// Per column (`table.column`), the digest of its values, leaving out the
+/// `frames` rows `without`.
+fn per_column(trace: &Trace, without: &[u32]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    each_column(trace, without, |table, name, feed| {
+        let mut h = Sha256::new();
+        feed(&mut h);
+        out.push((format!("{table}.{name}"), hex(h)));
+    });
+    out
+}
+
+fn hex(h: Sha256) -> String {
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Calls `each` with every column's table, name and a function that feeds
+/// its values (but the `frames` rows `without`) to a hasher.
+fn each_column(trace: &Trace, without: &[u32], mut each: impl FnMut(&str, &str, &dyn Fn(&mut Sha256))) {
+    let mut keep = vec![true; trace.frames.len()];
+    without.iter().for_each(|&r| keep[r as usize] = false);
+    for (table, cols) in trace.tables() {
+        for (name, col) in cols {
+            let kept = |i: &usize| table != "frames" || keep[*i];
+            let feed = |h: &mut Sha256| match &col {
+                Column::U8(v) | Column::Category(v, _) => {
+                    let v: Vec<u8> = (0..v.len()).filter(kept).map(|i| v[i]).collect();
+                    h.update(v)
+                }
+                Column::U16(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+                Column::U32(v) | Column::Node(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+                Column::U64(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+                Column::F32(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+                Column::F64(v) => (0..v.len())
+                    .filter(kept)
+                    .for_each(|i| h.update(v[i].to_le_bytes())),
+            };
+            each(table, name, &feed);
         }
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Per receiving node: MB delivered, and x at its first association.
@@ -61,7 +109,10 @@ fn main() {
     };
     let show_summary = args.iter().any(|a| a == "--summary");
     let show_digest = !args.iter().any(|a| a == "--no-digest");
-    args.retain(|a| a != "--summary" && a != "--no-digest");
+    let show_undetectable = args.iter().any(|a| a == "--undetectable");
+    let show_columns = args.iter().any(|a| a == "--columns");
+    let flags = ["--summary", "--no-digest", "--undetectable", "--columns"];
+    args.retain(|a| !flags.contains(&a.as_str()));
     let mut seed = None;
     if let Some(i) = args.iter().position(|a| a == "--seed") {
         let value = args.get(i + 1).and_then(|s| s.parse().ok());
@@ -86,9 +137,28 @@ fn main() {
                 out.stats.events, out.stats.transmissions
             );
             if show_digest {
-                print!(", digest {}", digest(&out.trace));
+                print!(", digest {}", digest(&out.trace, &[]));
             }
             println!();
+            if show_undetectable {
+                let u = &out.trace.undetectable;
+                let drops: u64 = u.drops.iter().flatten().sum();
+                println!(
+                    "undetectable: {} arrivals ({} divergent), {} drops counted, \
+                     {} rows; without them, digest {}",
+                    u.arrivals,
+                    u.divergent,
+                    drops,
+                    u.rows.len(),
+                    digest(&out.trace, &u.rows)
+                );
+            }
+            if show_columns {
+                // Without the rows of counted drops' kept rows, if any.
+                for (name, d) in per_column(&out.trace, &out.trace.undetectable.rows) {
+                    println!("{name:<28} {d}");
+                }
+            }
             if show_summary {
                 summary(&out.trace);
             }

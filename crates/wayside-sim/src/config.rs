@@ -32,6 +32,9 @@ pub struct RadioConfig {
     /// ([`crate::channel::Fades::aging`]); otherwise the channel is
     /// tracked perfectly.
     pub ofdm_preamble_estimate: bool,
+    /// Arrivals of undetectable preambles are queued as any other and
+    /// their drops written as `frames` rows ([`crate::world`]).
+    pub undetectable_rows: bool,
 }
 
 /// One node's fixed description.

@@ -9,8 +9,6 @@ use crate::mac::mgmt::MgmtTimer;
 use crate::net::NetTimer;
 use crate::units::SimTime;
 use crate::wire::WireFrame;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Everything that can happen in a simulation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,43 +104,53 @@ impl Event {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Key {
-    time: SimTime,
-    rank: u8,
-    source: u32,
-    seq: u64,
+/// Where an event falls in the order of a run: events run in ascending
+/// (time, rank, source, sequence), the last three packed into one word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Key {
+    pub(crate) time: SimTime,
+    /// Rank (3 bits), source (27), per-source sequence (34).
+    order: u64,
 }
 
-struct Entry {
-    key: Key,
-    event: Event,
-}
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
+const SOURCE_BITS: u32 = 27;
+const SEQ_BITS: u32 = 34;
+
+impl Key {
+    fn new(time: SimTime, rank: u8, source: u32, seq: u64) -> Key {
+        assert!(
+            source < 1 << SOURCE_BITS && seq < 1 << SEQ_BITS,
+            "event source {source} or its sequence {seq} out of range"
+        );
+        let order = (u64::from(rank) << (SOURCE_BITS + SEQ_BITS))
+            | (u64::from(source) << SEQ_BITS)
+            | seq;
+        Key { time, order }
     }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.key.cmp(&o.key)
+
+    /// A key after that of every event at `time`.
+    pub(crate) fn after(time: SimTime) -> Key {
+        Key {
+            time,
+            order: u64::MAX,
+        }
     }
 }
 
-/// A monotonic priority queue of events.
+/// Children per node of the queue's heap: a wider heap is shallower, and
+/// its children sit side by side in memory.
+const ARITY: usize = 4;
+
+/// A monotonic priority queue of events: a 4-ary min-heap of keyed events.
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<Entry>>,
+    heap: Vec<(Key, Event)>,
     now: SimTime,
     /// Per-source sequence counters; index = source id.
     seqs: Vec<u64>,
     popped: u64,
+    /// The key of the event popped last.
+    last: Key,
 }
 
 impl EventQueue {
@@ -163,6 +171,15 @@ impl EventQueue {
     /// traffic-source id offset past the nodes). Panics if `time` is in the past:
     /// that is a model bug, never an input error.
     pub fn schedule(&mut self, time: SimTime, source: u32, event: Event) {
+        let key = self.reserve(time, source, &event);
+        self.heap.push((key, event));
+        self.sift_up(self.heap.len() - 1);
+    }
+
+    /// The key `event` would have if scheduled at `time` by `source` now,
+    /// taken as if it were (later events of `source` order after it), for
+    /// an event that is run outside the queue.
+    pub(crate) fn reserve(&mut self, time: SimTime, source: u32, event: &Event) -> Key {
         assert!(
             time >= self.now,
             "event scheduled in the past: {time} < {}",
@@ -174,26 +191,74 @@ impl EventQueue {
         }
         let seq = self.seqs[s];
         self.seqs[s] += 1;
-        let key = Key {
-            time,
-            rank: event.rank(),
-            source,
-            seq,
-        };
-        self.heap.push(Reverse(Entry { key, event }));
+        Key::new(time, event.rank(), source, seq)
+    }
+
+    /// The key of the event popped last (the one being handled).
+    pub(crate) fn current(&self) -> Key {
+        self.last
     }
 
     /// Removes the earliest event, advancing the clock to its time.
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        let Reverse(e) = self.heap.pop()?;
-        assert!(e.key.time >= self.now, "time went backwards");
-        self.now = e.key.time;
+        let last = self.heap.pop()?;
+        let (key, event) = if self.heap.is_empty() {
+            last
+        } else {
+            let top = std::mem::replace(&mut self.heap[0], last);
+            self.sift_down(0);
+            top
+        };
+        assert!(key.time >= self.now, "time went backwards");
+        self.now = key.time;
+        self.last = key;
         self.popped += 1;
-        Some((e.key.time, e.event))
+        Some((key.time, event))
     }
 
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|Reverse(e)| e.key.time)
+        self.heap.first().map(|e| e.0.time)
+    }
+
+    /// Moves the entry at `i` up to its place.
+    fn sift_up(&mut self, mut i: usize) {
+        let h = &mut self.heap;
+        let key = h[i].0;
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if h[parent].0 <= key {
+                break;
+            }
+            h.swap(parent, i);
+            i = parent;
+        }
+    }
+
+    /// Moves the entry at `i` down to its place.
+    fn sift_down(&mut self, mut i: usize) {
+        let h = &mut self.heap;
+        let n = h.len();
+        let key = h[i].0;
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                return;
+            }
+            let last = (first + ARITY).min(n);
+            let mut least = first;
+            let mut least_key = h[first].0;
+            for (c, e) in h[first + 1..last].iter().enumerate() {
+                if e.0 < least_key {
+                    least = first + 1 + c;
+                    least_key = e.0;
+                }
+            }
+            if key <= least_key {
+                return;
+            }
+            h.swap(i, least);
+            i = least;
+        }
     }
 }
 

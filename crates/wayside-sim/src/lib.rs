@@ -28,4 +28,4 @@ pub mod units;
 pub mod wire;
 pub mod world;
 
-pub use run::{run_scenario, run_scenario_pcap, RunOutput};
+pub use run::{run_scenario, run_scenario_pcap, run_scenario_streaming, RunOutput};

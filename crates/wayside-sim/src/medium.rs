@@ -62,8 +62,9 @@ pub struct Transmission {
     pub mode: Mode,
     pub start: SimTime,
     pub end: SimTime,
-    /// Received power at each radio it reaches, in arrival order.
-    arrivals: Vec<(NodeId, MilliWatt)>,
+    /// Received power at each radio it reaches, in node order, and whether
+    /// its preamble is undetectable there.
+    arrivals: Vec<(NodeId, MilliWatt, bool)>,
     /// Events still to come that refer to it.
     pending: u32,
 }
@@ -71,7 +72,20 @@ pub struct Transmission {
 impl Transmission {
     /// The power this transmission arrives with at `rx`, if it reaches it.
     pub fn power_at(&self, rx: NodeId) -> Option<MilliWatt> {
-        self.arrivals.iter().find(|a| a.0 == rx).map(|a| a.1)
+        self.arrival(rx).map(|a| a.1)
+    }
+
+    /// Whether its preamble cannot be detected at `rx`
+    /// ([`crate::air::UNDETECTABLE`]).
+    pub fn undetectable_at(&self, rx: NodeId) -> bool {
+        self.arrival(rx).is_some_and(|a| a.2)
+    }
+
+    fn arrival(&self, rx: NodeId) -> Option<&(NodeId, MilliWatt, bool)> {
+        self.arrivals
+            .binary_search_by_key(&rx, |a| a.0)
+            .ok()
+            .map(|i| &self.arrivals[i])
     }
 }
 
@@ -263,22 +277,27 @@ impl Medium {
     }
 
     /// Puts `frame` on the air from `src` (at `tx`, sending at `tx_power`)
-    /// from `now` to `end`, to the radios in the grid cells around it whose
-    /// `antenna` is given (`None`: the radio is off). Returns the
-    /// transmission's id, and fills `reached` with each radio it reaches and
-    /// the propagation delay, in node order.
+    /// from `now` to `end`, to the radios in the grid cells around it that
+    /// are `tuned` (to a channel, at a position; `None`: the radio is off),
+    /// whose `antenna` (given that channel and position) is then asked for
+    /// only if the channel is the sender's and it is within reach. Returns the
+    /// transmission's id, and fills `reached` with each radio it reaches,
+    /// the propagation delay, and whether it arrives there below
+    /// `detectable` (its preamble cannot be detected), in node order.
     #[allow(clippy::too_many_arguments)]
     pub fn transmit(
         &mut self,
         now: SimTime,
         end: SimTime,
         src: NodeId,
-        tx: Antenna,
-        tx_power: Dbm,
-        frame: Frame,
-        mode: Mode,
-        antenna: impl Fn(NodeId) -> Option<Antenna>,
-        reached: &mut Vec<(NodeId, SimTime)>,
+        (tx, tx_power): (Antenna, Dbm),
+        (frame, mode): (Frame, Mode),
+        (tuned, antenna): (
+            impl Fn(NodeId) -> Option<(u32, Vec2)>,
+            impl Fn(NodeId, u32, Vec2) -> Antenna,
+        ),
+        detectable: MilliWatt,
+        reached: &mut Vec<(NodeId, SimTime, bool)>,
     ) -> TxId {
         let id = match self.free.pop() {
             Some(i) => TxId(i),
@@ -293,12 +312,13 @@ impl Medium {
         let mut near = std::mem::take(&mut self.near);
         self.neighbours(src, &mut near);
         for &rx in &near {
-            let Some(antenna) = antenna(rx) else { continue };
-            if antenna.channel != tx.channel
-                || tx.endpoint.position.dist(antenna.endpoint.position).0 > self.reach
-            {
+            let Some((channel, position)) = tuned(rx) else {
+                continue;
+            };
+            if channel != tx.channel || tx.endpoint.position.dist(position).0 > self.reach {
                 continue;
             }
+            let antenna = antenna(rx, channel, position);
             let span = path_loss(&self.channel, &tx.endpoint, &antenna.endpoint);
             let bound = tx_power + tx.endpoint.antenna_gain + antenna.endpoint.antenna_gain
                 - span.1
@@ -322,8 +342,10 @@ impl Medium {
             if budget.rx_power.0 >= noise.0 {
                 link.hold(channel);
             }
-            arrivals.push((rx, budget.rx_power.to_mw()));
-            reached.push((rx, propagation_delay(budget.distance)));
+            let power = budget.rx_power.to_mw();
+            let undetectable = power.0 < detectable.0;
+            arrivals.push((rx, power, undetectable));
+            reached.push((rx, propagation_delay(budget.distance), undetectable));
         }
         self.near = near;
         let pending = 1 + 2 * arrivals.len() as u32;
@@ -449,11 +471,13 @@ mod tests {
             now,
             now + SimTime::from_ms(1),
             NodeId(0),
-            antenna(xs[0]),
-            power,
-            frame,
-            mode,
-            |n| Some(antenna(xs[n.index()])),
+            (antenna(xs[0]), power),
+            (frame, mode),
+            (
+                |n: NodeId| Some((6, Vec2::new(xs[n.index()], 0.0))),
+                |n: NodeId, _, _| antenna(xs[n.index()]),
+            ),
+            MilliWatt(0.0),
             &mut reached,
         );
         for _ in 0..1 + 2 * reached.len() {

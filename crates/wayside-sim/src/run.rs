@@ -8,7 +8,7 @@ use crate::pcap::{Air, Capture, CapturedNode};
 use crate::ratectl::SnrMap;
 use crate::rng::Stream;
 use crate::scenario::ScenarioError;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceSink};
 use crate::world::{RunStats, World};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +50,22 @@ pub fn run_scenario_pcap(
     finish(resolved, world)
 }
 
+/// [`run_scenario_pcap`], sending the trace to `sink` in batches of `rows`
+/// rows while the run goes on ([`crate::world`]): the output's trace then
+/// holds no rows.
+pub fn run_scenario_streaming(
+    scenario: &str,
+    overrides: &[String],
+    (seed, run): (Option<u64>, u64),
+    pcap_dir: Option<&Path>,
+    (sink, rows): (Box<dyn TraceSink>, usize),
+) -> Result<RunOutput, ScenarioError> {
+    let (resolved, mut world) = prepare(scenario, overrides, seed, run, pcap_dir, |_| Ok(()))?;
+    world.stream_to(sink, rows);
+    world.run_events();
+    finish(resolved, world)
+}
+
 /// Loads `scenario`, applies `overrides`, lets `edit` change the lowered
 /// configuration, runs the training passes and opens the capture: a
 /// world ready for its first event, with the scenario as resolved.
@@ -68,8 +84,13 @@ pub fn prepare(
     world.set_priors(&learned);
     if let Some(dir) = pcap_dir {
         world.capture = Some(
-            Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg))
-                .map_err(|e| ScenarioError(e.0))?,
+            Capture::create(
+                dir,
+                &captured_nodes(&cfg),
+                capture_air(&cfg),
+                cfg.pcap.start,
+            )
+            .map_err(|e| ScenarioError(e.0))?,
         );
     }
     Ok((resolved, world))

@@ -65,6 +65,8 @@ FrameKind {
     ReassocReq => "reassoc-req",
     ReassocResp => "reassoc-resp",
     Deauth => "deauth",
+    BlockAck => "block-ack",
+    BlockAckReq => "block-ack-req",
 });
 category!(
 /// Connection events, with time and position: what a drive-by's setup
@@ -246,6 +248,13 @@ macro_rules! table {
             pub fn into_columns(self) -> Vec<(&'static str, Column<'static>)> {
                 vec![ $( (stringify!($field), ($make)(Cow::Owned(self.$field))) ),+ ]
             }
+            /// Takes out the first `n` rows, leaving the rest.
+            pub fn take_front(&mut self, n: usize) -> Self {
+                let mut front = Self::default();
+                $( let rest = self.$field.split_off(n);
+                   front.$field = std::mem::replace(&mut self.$field, rest); )+
+                front
+            }
         }
     };
 }
@@ -398,6 +407,14 @@ pub enum Column<'a> {
     Category(Cow<'a, [u8]>, &'static [&'static str]),
 }
 
+/// Where a run's trace goes while the run goes on, in batches of rows: a
+/// table's batches come in the order of its rows, and at the end of the run
+/// every table sends one more (possibly empty) batch.
+pub trait TraceSink: Send {
+    /// Rows of table `table`, as [`Trace::into_tables`] gives them.
+    fn write(&mut self, table: &'static str, columns: Vec<(&'static str, Column<'static>)>);
+}
+
 /// Everything a run recorded.
 #[derive(Default, Debug, Clone)]
 pub struct Trace {
@@ -406,6 +423,38 @@ pub struct Trace {
     pub events: EventTable,
     pub tcp: TcpTable,
     pub transport: TransportTable,
+    /// The frames whose preamble a radio could not detect.
+    pub undetectable: Undetectable,
+}
+
+/// Arrivals of frames whose preamble the radio could not detect
+/// ([`crate::air::UNDETECTABLE`]). Their drops, which the `frames` table
+/// would record (frames addressed to the radio or broadcast, everything
+/// at the sniffer), are counted here instead, unless the scenario keeps
+/// the rows (`radio.undetectable_rows`).
+#[derive(Default, Debug, Clone)]
+pub struct Undetectable {
+    /// Per node (by index), the drops counted instead of rows, by reason:
+    /// `preamble-missed`, `busy`, `transmitting` ([`Undetectable::REASONS`]).
+    pub drops: Vec<[u64; 3]>,
+    /// Arrivals run outside the event queue (each two events fewer).
+    pub arrivals: u64,
+    /// Of those, the ones where the PHY would have locked on the frame
+    /// (its detection draw, at most [`crate::air::UNDETECTABLE`], came
+    /// out) or the MAC seen the medium change: where the run may differ
+    /// from one that keeps the rows.
+    pub divergent: u64,
+    /// With the rows kept: the `frames` rows that record such drops.
+    pub rows: Vec<u32>,
+}
+
+impl Undetectable {
+    /// The drop reasons [`Undetectable::drops`] counts, in its order.
+    pub const REASONS: [DropReason; 3] = [
+        DropReason::PreambleMissed,
+        DropReason::Busy,
+        DropReason::Transmitting,
+    ];
 }
 
 /// Every table of a trace with its name, each as `$columns` gives its columns.

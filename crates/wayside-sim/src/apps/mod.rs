@@ -98,6 +98,8 @@ pub struct Apps {
     /// On an ad hoc node, the peers it has a link to (frames to others go
     /// nowhere); `None` elsewhere.
     links: Option<Vec<NodeId>>,
+    /// MSDUs a saturating source keeps at the MAC ([`saturate::BACKLOG`]).
+    backlog: usize,
     out: VecDeque<AppOutput>,
 }
 
@@ -135,8 +137,18 @@ impl Apps {
             ip,
             sources,
             links,
+            backlog: saturate::BACKLOG,
             out: VecDeque::new(),
         }
+    }
+
+    /// The same, its saturating sources keeping [`saturate::AGGREGATE_BACKLOG`]
+    /// MSDUs at a MAC that aggregates (`aggregates`).
+    pub fn aggregating(mut self, aggregates: bool) -> Apps {
+        if aggregates {
+            self.backlog = saturate::AGGREGATE_BACKLOG;
+        }
+        self
     }
 
     /// The next output, oldest first.

@@ -2,7 +2,8 @@
 //! 802.11 data frames of one set size to one peer, with always a frame
 //! waiting at the MAC — [`BACKLOG`] MSDUs handed to it at the start and one
 //! more each time it finishes one — so the sender contends for every
-//! transmission opportunity (line rate).
+//! transmission opportunity (line rate). A MAC that sends A-MPDUs is kept
+//! [`AGGREGATE_BACKLOG`] MSDUs, so that every aggregate can fill up.
 //!
 //! On an ad hoc node the source sends only while its node has a link to
 //! the destination, and picks up again when the link comes back: Zahn et
@@ -18,6 +19,10 @@ use crate::units::SimTime;
 
 /// MSDUs a saturating source keeps at its MAC.
 pub const BACKLOG: usize = 2;
+/// MSDUs a saturating source keeps at a MAC that aggregates: twice the
+/// block-ack window, a full aggregate's worth waiting behind the one on
+/// the air.
+pub const AGGREGATE_BACKLOG: usize = 128;
 
 impl Apps {
     /// Whether this node may send to `dst` now: always, except on an ad
@@ -29,7 +34,7 @@ impl Apps {
         }
     }
 
-    /// Tops saturating source `id` up to [`BACKLOG`] MSDUs at the MAC, if
+    /// Tops saturating source `id` up to its backlog at the MAC, if
     /// it is running and its destination is linked.
     pub(super) fn saturate_fill(&mut self, now: SimTime, id: u32) {
         let s = self.source(id);
@@ -37,7 +42,7 @@ impl Apps {
         if !running || !self.linked(to) {
             return;
         }
-        while self.source(id).queued < BACKLOG {
+        while self.source(id).queued < self.backlog {
             self.source(id).queued += 1;
             self.source_emit(now, id);
         }

@@ -5,8 +5,9 @@
 //! A corner at signed clearance `h` from the line of sight, `d1` and `d2`
 //! from its ends along it, has the Fresnel–Kirchhoff parameter
 //! v = h·√(2/λ·(1/d1 + 1/d2)) (P.526 eq. 26), positive when the corner
-//! stands in the way; the loss is J(v) = 6.9 + 20·log10(√((v − 0.1)² + 1)
-//! + v − 0.1) dB for v > −0.78 and 0 below (eq. 31): 6 dB at grazing
+//! stands in the way; the loss is
+//! J(v) = 6.9 + 20·log10(√((v − 0.1)² + 1) + v − 0.1) dB for v > −0.78
+//! and 0 below (eq. 31): 6 dB at grazing
 //! incidence, rising as the line of sight sinks behind the edge, and a
 //! little loss already while the edge is inside the first Fresnel zone on
 //! the clear side. Of a building, the corner that matters is the principal
@@ -96,7 +97,9 @@ mod tests {
         // Just above −0.78 the loss is small and positive, and J rises with v.
         assert!(knife_edge_loss(-0.7) > 0.0 && knife_edge_loss(-0.7) < 1.0);
         let vs: Vec<f64> = (0..50).map(|i| -0.7 + 0.1 * i as f64).collect();
-        assert!(vs.windows(2).all(|w| knife_edge_loss(w[1]) > knife_edge_loss(w[0])));
+        assert!(vs
+            .windows(2)
+            .all(|w| knife_edge_loss(w[1]) > knife_edge_loss(w[0])));
     }
 
     #[test]
@@ -105,7 +108,11 @@ mod tests {
         let (d1, d2, l): (f64, f64, f64) = (30.0, 70.0, 0.125);
         let r1 = (l * d1 * d2 / (d1 + d2)).sqrt();
         assert!(close(fresnel_v(r1, d1, d2, l), 2f64.sqrt(), 1e-12));
-        assert!(close(reach(100.0, l), 0.78 * (0.125f64 * 100.0 / 8.0).sqrt(), 1e-12));
+        assert!(close(
+            reach(100.0, l),
+            0.78 * (0.125f64 * 100.0 / 8.0).sqrt(),
+            1e-12
+        ));
     }
 
     fn square() -> Vec<Vec2> {
@@ -139,12 +146,19 @@ mod tests {
         let below = fresnel_v(2.0, 40.0, 60.0, l).max(fresnel_v(2.0, 50.0, 50.0, l));
         assert!(close(v, below, 1e-12) && v > 0.0);
         // Corners beyond an end do not count.
-        assert_eq!(principal_edge_v(&square(), Vec2::new(0.0, 4.0), Vec2::new(30.0, 4.0), l), None);
+        assert_eq!(
+            principal_edge_v(&square(), Vec2::new(0.0, 4.0), Vec2::new(30.0, 4.0), l),
+            None
+        );
     }
 
     #[test]
     fn powers_add() {
-        assert!(close(power_sum(10.0, 10.0), 10.0 - 10.0 * 2f64.log10(), 1e-12));
+        assert!(close(
+            power_sum(10.0, 10.0),
+            10.0 - 10.0 * 2f64.log10(),
+            1e-12
+        ));
         assert!(close(power_sum(0.0, 200.0), 0.0, 1e-12));
         assert!(power_sum(6.0, 30.0) < 6.0);
     }

@@ -135,8 +135,13 @@ impl FadingProcess {
 
     /// [`FadingProcess::power_gain`] with the draws `d`.
     fn gain_with(&self, d: &FadingDraws, u: f64, lambda: f64) -> f64 {
+        self.gain_of_scatter(d, u, lambda, self.scatter_with(d, u, lambda))
+    }
+
+    /// [`FadingProcess::gain_with`], given the scattered paths' sum there.
+    fn gain_of_scatter(&self, d: &FadingDraws, u: f64, lambda: f64, scatter: (f64, f64)) -> f64 {
         let beta = 2.0 * PI * u / lambda;
-        let (mut re, mut im) = self.scatter_with(d, u, lambda);
+        let (mut re, mut im) = scatter;
         if let Some((c, ph)) = d.los {
             let (s, co) = (beta * c + ph).sin_cos();
             re += self.los_amplitude * co;
@@ -232,7 +237,10 @@ impl FadingProcess {
         }
         let piece = travel.0 / chunks as f64;
         f.with_draws(|d| {
-            let first = f.gain_with(d, start.0, lambda).max(1e-12);
+            // The scattered sum at the start serves both the first gain
+            // and the estimate's reference.
+            let s0 = f.scatter_with(d, start.0, lambda);
+            let first = f.gain_of_scatter(d, start.0, lambda, s0).max(1e-12);
             let mut fades = Fades {
                 chunks: chunks as u8,
                 ..Fades::FLAT
@@ -242,7 +250,7 @@ impl FadingProcess {
                     (f.gain_with(d, start.0 + k as f64 * piece, lambda) / first) as f32;
             }
             if aging {
-                let (s0re, s0im) = f.scatter_with(d, start.0, lambda);
+                let (s0re, s0im) = s0;
                 for k in 0..chunks {
                     let (re, im) = f.scatter_with(d, start.0 + (k as f64 + 0.5) * piece, lambda);
                     fades.aging[k] = (((re - s0re).powi(2) + (im - s0im).powi(2)) / first) as f32;

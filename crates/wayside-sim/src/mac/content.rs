@@ -12,13 +12,20 @@ use crate::trace::MsduContent;
 use broadside::counters::PacketKind;
 
 impl Payload {
-    /// What this MSDU carries; a fast frame by its first packet.
+    /// What this MSDU carries; a fast frame by its first packet, an A-MPDU
+    /// by its first MPDU.
     pub fn content(&self) -> MsduContent {
         match self {
             Payload::Packet(p) => packet_content(p),
             Payload::FastFrame(pair) => packet_content(&pair[0]),
             Payload::Datagram { data, .. } => broadside_content(data),
-            Payload::Raw | Payload::Mgmt(_) => MsduContent::Other,
+            Payload::Aggregate(mpdus) => mpdus
+                .first()
+                .map_or(MsduContent::Other, |m| m.payload.content()),
+            Payload::Raw
+            | Payload::Mgmt(_)
+            | Payload::BlockAck { .. }
+            | Payload::BlockAckReq { .. } => MsduContent::Other,
         }
     }
 }

@@ -7,7 +7,8 @@
 //! numbers and duplicate filtering, a data queue of the node's kind
 //! ([`super::queue`]) and a management queue served ahead of it (as madwifi
 //! and mac80211 send management frames on a higher-priority hardware
-//! queue).
+//! queue). With aggregation on, data to a peer goes in A-MPDUs with Block
+//! Ack (`agg`).
 //!
 //! Inputs: [`Dcf::enqueue`], [`Dcf::handle_medium`] (carrier sense changed),
 //! [`Dcf::handle_timeout`], [`Dcf::handle_tx_end`], [`Dcf::handle_rx_end`],
@@ -17,12 +18,14 @@
 //! its earlier expiry stale, recognised by its generation) and
 //! [`Dcf::poll_event`] (what the layers above and the trace need to know).
 
+mod agg;
+mod fast_frames;
+
+use super::ampdu::{Originator, Pending, BAR_BYTES, BA_BYTES};
 use super::links::{Links, Whereabouts};
 use super::queue::{DropCause, Queued, TxQueue};
-use super::{
-    Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, FAST_FRAME_OVERHEAD,
-    RTS_BYTES,
-};
+use super::reorder::Reorder;
+use super::{Frame, MacConfig, Msdu, Payload, ACK_BYTES, CTS_BYTES, DATA_OVERHEAD, RTS_BYTES};
 use crate::ids::{Dst, NodeId};
 use crate::phy::mode::{Mode, Preamble, Standard, Timing};
 use crate::ratectl::{RetryChain, Stage, TxStatus};
@@ -45,15 +48,18 @@ pub enum MacTimer {
     /// SIFS after an acknowledged frame inside a TXOP: the next frame may
     /// follow without contending.
     TxopNext,
+    /// An MPDU in a reorder buffer has waited long enough behind a gap.
+    ReorderTimeout,
 }
 
 impl MacTimer {
-    const ALL: [MacTimer; 5] = [
+    const ALL: [MacTimer; 6] = [
         MacTimer::AccessGrant,
         MacTimer::ResponseTimeout,
         MacTimer::SifsResponse,
         MacTimer::NavEnd,
         MacTimer::TxopNext,
+        MacTimer::ReorderTimeout,
     ];
     fn slot(self) -> usize {
         self as usize
@@ -112,9 +118,15 @@ struct Current {
     /// outcome is reported at the same size, so that size-binned rate
     /// control updates the statistics it chose from.
     chain_bytes: u32,
+    /// The PSDU's length on the air.
+    psdu: u32,
     seq: u16,
     attempt: u32,
     rts: bool,
+    /// An aggregate's MSDUs (`msdu` then only sums them up), each
+    /// starting at `starts` in the PSDU; empty for a single frame.
+    mpdus: Vec<Pending>,
+    starts: Vec<u32>,
 }
 
 /// madwifi's `ATH_FF_TXQMIN` (`net80211/if_athproto.h`, 3 "due to
@@ -125,13 +137,6 @@ struct Current {
 /// `FF_TXQ_MIN − 1` frames, a packet still waiting for a partner goes
 /// alone too (`ath_tx_processq` flushes the staging queue).
 const FF_TXQ_MIN: usize = 3;
-
-/// What madwifi's airtime estimate for a fast frame
-/// (`athff_approx_txtime`) adds to our two MSDUs: each packet counted as
-/// an Ethernet frame (6 bytes more than IP with LLC/SNAP), plus 32 bytes of
-/// 802.11 header and FCS, 10 of fast-frame header and padding, 16 for two
-/// LLC tunnel headers and 14 for one 802.3 tunnel header.
-const FF_ESTIMATE_EXTRA: u32 = 2 * 6 + 32 + 10 + 16 + 14;
 
 /// The radio settings airtime computations need.
 #[derive(Clone, Copy, Debug)]
@@ -165,12 +170,18 @@ pub struct Dcf {
     response: Option<(Frame, Mode)>,
     next_seq: u16,
     last_seq: Vec<(NodeId, u16)>,
-    generation: [u32; 5],
+    generation: [u32; 6],
     /// The end of the TXOP this station holds, if it bursts and holds one.
     txop_until: Option<SimTime>,
     /// `TxopNext` is armed: contention waits for it.
     burst_pending: bool,
     links: Links,
+    /// Block-ack sessions as originator, if aggregation is on.
+    originator: Option<Originator>,
+    /// Reorder buffers as recipient, per originator.
+    recipients: Vec<(NodeId, Reorder)>,
+    /// Per subframe, whether the A-MPDU being handed in decoded.
+    rx_parts: Vec<bool>,
     rng: Stream,
     tx_power: Dbm,
     transmits: VecDeque<(Frame, Mode)>,
@@ -190,6 +201,9 @@ impl Dcf {
     ) -> Dcf {
         Dcf {
             data: TxQueue::new(cfg.queue, cfg.queue_limit),
+            originator: cfg.ampdu.map(Originator::new),
+            recipients: Vec::new(),
+            rx_parts: Vec::new(),
             cw: timing.cw_min,
             cfg,
             timing,
@@ -206,7 +220,7 @@ impl Dcf {
             response: None,
             next_seq: 0,
             last_seq: Vec::new(),
-            generation: [0; 5],
+            generation: [0; 6],
             txop_until: None,
             burst_pending: false,
             links,
@@ -322,11 +336,21 @@ impl Dcf {
         self.events
             .push_back(DcfEvent::Response(TxOutcome::Unacked));
         self.data.flush();
+        let current = self.current.take().map(|c| {
+            if c.mpdus.is_empty() {
+                vec![c.msdu]
+            } else {
+                c.mpdus.into_iter().map(|p| p.msdu).collect()
+            }
+        });
+        let retries = self.originator.as_mut().map(|o| o.flush());
         let dropped: Vec<Msdu> = self
             .mgmt
             .drain(..)
+            .filter(|m| !matches!(m.payload, Payload::BlockAckReq { .. }))
             .chain(self.data.take_dropped().map(|(m, _)| m))
-            .chain(self.current.take().map(|c| c.msdu))
+            .chain(current.into_iter().flatten())
+            .chain(retries.into_iter().flatten())
             .collect();
         self.state = DcfState::Idle;
         self.response = None;
@@ -344,6 +368,11 @@ impl Dcf {
 
     /// Physical carrier sense is now `phy_busy`: re-evaluates the medium
     /// (with the NAV), freezing or resuming backoff.
+    /// Whether [`Dcf::handle_medium`] would see the medium change.
+    pub fn medium_changes(&self, now: SimTime, phy_busy: bool) -> bool {
+        (phy_busy || self.nav_until > now) != self.medium_busy
+    }
+
     pub fn handle_medium(&mut self, now: SimTime, phy_busy: bool) {
         let busy = phy_busy || self.nav_until > now;
         if busy == self.medium_busy {
@@ -380,9 +409,11 @@ impl Dcf {
         if !takes || self.current.is_some() {
             return None;
         }
-        let next = match self.mgmt.front() {
-            Some(m) => Some((m.fixed, m.dst)),
-            None => self.data.peek(now).map(|q| (q.msdu.fixed, q.msdu.dst)),
+        let retry = self.originator.as_ref().and_then(|o| o.retry_peer());
+        let next = match (self.mgmt.front(), retry) {
+            (Some(m), _) => Some((m.fixed, m.dst)),
+            (None, Some(peer)) => Some((None, Dst::Node(peer))),
+            (None, None) => self.data.peek(now).map(|q| (q.msdu.fixed, q.msdu.dst)),
         };
         self.queue_drops();
         match next? {
@@ -420,12 +451,16 @@ impl Dcf {
             }
             MacTimer::NavEnd => self.handle_medium(now, phy_busy),
             MacTimer::TxopNext => self.txop_next(now, known),
+            MacTimer::ReorderTimeout => self.reorder_timeout(now),
         }
     }
 
     /// Our frame `frame` left the air.
     pub fn handle_tx_end(&mut self, now: SimTime, frame: &Frame) {
-        let control = matches!(frame.kind, FrameKind::Ack | FrameKind::Cts);
+        let control = matches!(
+            frame.kind,
+            FrameKind::Ack | FrameKind::Cts | FrameKind::BlockAck
+        );
         if !control && self.current.is_none() {
             // The radio changed channel while this frame was on the air and
             // the MAC dropped it: nothing to wait for.
@@ -433,7 +468,7 @@ impl Dcf {
         }
         let timeout = self.timing.ack_timeout;
         match (frame.kind, frame.dst) {
-            (FrameKind::Ack | FrameKind::Cts, _) => self.request_access(now),
+            (FrameKind::Ack | FrameKind::Cts | FrameKind::BlockAck, _) => self.request_access(now),
             (FrameKind::Rts, _) => self.arm(now + timeout, MacTimer::ResponseTimeout),
             (_, Dst::Node(_)) => {
                 self.state = DcfState::AwaitingAck { timed_out: false };
@@ -459,8 +494,10 @@ impl Dcf {
             && frame.dst.is_for(self.me)
             && matches!(
                 (frame.kind, self.state),
-                (FrameKind::Ack, DcfState::AwaitingAck { .. })
-                    | (FrameKind::Cts, DcfState::AwaitingCts { .. })
+                (
+                    FrameKind::Ack | FrameKind::BlockAck,
+                    DcfState::AwaitingAck { .. }
+                ) | (FrameKind::Cts, DcfState::AwaitingCts { .. })
             );
         // The response timeout fired while this frame was arriving: unless it
         // is the awaited response, the attempt has failed.
@@ -496,16 +533,23 @@ impl Dcf {
             }
             return;
         }
-        match frame.kind {
-            FrameKind::Ack if awaited => self.finish(now, true),
-            FrameKind::Cts if awaited => {
+        match (frame.kind, &frame.payload) {
+            (FrameKind::Ack, _) if awaited => self.finish(now, true),
+            (FrameKind::BlockAck, &Payload::BlockAck { ssn, bitmap }) if awaited => {
+                if self.current().mpdus.is_empty() {
+                    self.finish(now, true); // the answer to a BAR
+                } else {
+                    self.aggregate_done(now, Some((ssn, bitmap)));
+                }
+            }
+            (FrameKind::Cts, _) if awaited => {
                 self.state = DcfState::Idle;
                 self.cancel(MacTimer::ResponseTimeout);
                 let data = self.data_frame();
                 self.response = Some(data);
                 self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
             }
-            FrameKind::Rts => {
+            (FrameKind::Rts, _) => {
                 if self.nav_until <= now {
                     let cts_time = self.response_airtime(&mode, CTS_BYTES);
                     let duration = frame.duration.saturating_sub(self.timing.sifs + cts_time);
@@ -517,7 +561,14 @@ impl Dcf {
                     self.arm(now + self.timing.sifs, MacTimer::SifsResponse);
                 }
             }
-            FrameKind::Ack | FrameKind::Cts => {}
+            (FrameKind::BlockAckReq, &Payload::BlockAckReq { ssn }) => {
+                self.receive_bar(now, frame.src, ssn, mode)
+            }
+            (FrameKind::Data, Payload::Aggregate(_)) => {
+                let oks = std::mem::take(&mut self.rx_parts);
+                self.receive_aggregate(now, frame, mode, rssi, &oks);
+            }
+            (FrameKind::Ack | FrameKind::Cts | FrameKind::BlockAck, _) => {}
             _ => self.receive_msdu(now, frame, mode, rssi),
         }
     }
@@ -525,7 +576,13 @@ impl Dcf {
     // ------------------------------------------------------------ internals
 
     fn has_work(&self) -> bool {
-        self.current.is_some() || !self.mgmt.is_empty() || !self.data.is_empty()
+        self.current.is_some()
+            || !self.mgmt.is_empty()
+            || !self.data.is_empty()
+            || self
+                .originator
+                .as_ref()
+                .is_some_and(|o| o.retry_peer().is_some())
     }
 
     fn ifs(&self) -> SimTime {
@@ -584,11 +641,14 @@ impl Dcf {
     }
 
     /// Whether the frame in progress may be part of a burst: unicast data
-    /// from the data queue, without RTS/CTS.
+    /// from the data queue, without RTS/CTS, not an aggregate.
     fn bursts_current(&self) -> bool {
-        self.current
-            .as_ref()
-            .is_some_and(|c| !c.rts && c.msdu.fixed.is_none() && matches!(c.msdu.dst, Dst::Node(_)))
+        self.current.as_ref().is_some_and(|c| {
+            !c.rts
+                && c.mpdus.is_empty()
+                && c.msdu.fixed.is_none()
+                && matches!(c.msdu.dst, Dst::Node(_))
+        })
     }
 
     /// SIFS after an acknowledged frame in a TXOP: the next frame goes now
@@ -615,6 +675,11 @@ impl Dcf {
     /// Takes the next MSDU (management first) with its retry chain, joining
     /// two data packets into a fast frame where enabled; false if none.
     fn next_msdu(&mut self, now: SimTime, known: Option<Whereabouts>) -> bool {
+        if self.mgmt.is_empty() && self.originator.is_some() {
+            if let Some(peer) = self.aggregate_peer(now) {
+                return self.form_aggregate(now, peer, known);
+            }
+        }
         let (msdu, stageable) = match self.mgmt.pop_front() {
             Some(m) => (m, false),
             None => {
@@ -626,7 +691,11 @@ impl Dcf {
                 }
             }
         };
-        let chain_bytes = msdu.bytes + DATA_OVERHEAD;
+        let psdu_of = |m: &Msdu| match m.payload {
+            Payload::BlockAckReq { .. } => BAR_BYTES,
+            _ => m.bytes + DATA_OVERHEAD,
+        };
+        let chain_bytes = psdu_of(&msdu);
         let chain = match (msdu.fixed, msdu.dst) {
             (Some(stage), _) => RetryChain {
                 stages: vec![stage],
@@ -658,72 +727,17 @@ impl Dcf {
             && msdu.bytes + DATA_OVERHEAD > self.cfg.rts_threshold
             && self.cfg.fast_frames.is_none();
         self.current = Some(Current {
+            psdu: psdu_of(&msdu),
             msdu,
             chain,
             chain_bytes,
             seq,
             attempt: 0,
             rts,
+            mpdus: Vec::new(),
+            starts: Vec::new(),
         });
         true
-    }
-
-    /// `msdu` joined with the next queued packet to the same receiver into
-    /// an Atheros fast frame, if enabled and madwifi's estimate of the
-    /// joined frame's airtime at the chain's first rate (long PLCP at the
-    /// DSSS rates, as `ath_hal_computetxtime` is asked) stays within the
-    /// limit (the best-effort TXOP); else `msdu` itself.
-    fn join_fast_frame(&mut self, now: SimTime, msdu: Msdu, chain: &RetryChain) -> Msdu {
-        let (Some(limit), Payload::Packet(_), Dst::Node(_), None) =
-            (self.cfg.fast_frames, &msdu.payload, msdu.dst, msdu.fixed)
-        else {
-            return msdu;
-        };
-        let Some(Queued {
-            msdu:
-                Msdu {
-                    payload: Payload::Packet(_),
-                    dst,
-                    fixed: None,
-                    bytes,
-                    ..
-                },
-            ..
-        }) = self.data.fifo_front()
-        else {
-            return msdu;
-        };
-        if *dst != msdu.dst {
-            return msdu;
-        }
-        let estimate = chain.stages[0].mode.airtime(
-            msdu.bytes + bytes + FF_ESTIMATE_EXTRA,
-            Preamble::Long,
-            self.air.standard,
-        );
-        if estimate > limit {
-            return msdu;
-        }
-        let joined = msdu.bytes + bytes + FAST_FRAME_OVERHEAD;
-        let Some(Queued {
-            msdu:
-                Msdu {
-                    payload: Payload::Packet(b),
-                    ..
-                },
-            ..
-        }) = self.data.pop(now)
-        else {
-            return msdu;
-        };
-        let Payload::Packet(a) = msdu.payload else {
-            return msdu;
-        };
-        Msdu {
-            bytes: joined,
-            payload: Payload::FastFrame(Box::new([a, b])),
-            ..msdu
-        }
     }
 
     /// Airtime of a control response (ACK or CTS) to a frame sent at `mode`.
@@ -787,21 +801,25 @@ impl Dcf {
 
     fn data_frame(&self) -> (Frame, Mode) {
         let mode = self.current_mode();
-        let unicast = matches!(self.current().msdu.dst, Dst::Node(_));
+        let cur = self.current();
+        let unicast = matches!(cur.msdu.dst, Dst::Node(_));
+        let blockack =
+            !cur.mpdus.is_empty() || matches!(cur.msdu.payload, Payload::BlockAckReq { .. });
+        let response = if blockack { BA_BYTES } else { ACK_BYTES };
         let duration = if unicast {
-            self.timing.sifs + self.response_airtime(&mode, ACK_BYTES)
+            self.timing.sifs + self.response_airtime(&mode, response)
         } else {
             SimTime::ZERO
         };
-        (
-            self.current_frame(None, self.current().msdu.bytes + DATA_OVERHEAD, duration),
-            mode,
-        )
+        if !cur.mpdus.is_empty() {
+            return (self.aggregate_frame(duration), mode);
+        }
+        (self.current_frame(None, cur.psdu, duration), mode)
     }
 
     fn rts_frame(&self) -> (Frame, Mode) {
         let mode = self.current_mode();
-        let psdu = self.current().msdu.bytes + DATA_OVERHEAD;
+        let psdu = self.current().psdu;
         let data = mode.airtime(psdu, self.air.preamble, self.air.standard);
         let duration = self.timing.sifs * 3
             + self.response_airtime(&mode, CTS_BYTES)
@@ -853,7 +871,7 @@ impl Dcf {
     /// each try's rate, as ath9k reports it to mac80211's airtime
     /// accounting (`ts->duration`).
     fn tries_airtime(&self, cur: &Current, attempts: u32) -> SimTime {
-        let psdu = cur.msdu.bytes + DATA_OVERHEAD;
+        let psdu = cur.psdu;
         let last = cur.chain.stages.len().saturating_sub(1);
         (0..attempts)
             .filter_map(|i| cur.chain.stages.get(cur.chain.stage_of(i).unwrap_or(last)))
@@ -884,6 +902,9 @@ impl Dcf {
 
     /// The current MSDU is done: acknowledged (or broadcast), or given up.
     fn finish(&mut self, now: SimTime, delivered: bool) {
+        if self.current.as_ref().is_some_and(|c| !c.mpdus.is_empty()) {
+            return self.aggregate_done(now, None);
+        }
         self.state = DcfState::Idle;
         self.cancel(MacTimer::ResponseTimeout);
         let mut cur = self.current.take().expect("a finished frame");
@@ -904,18 +925,21 @@ impl Dcf {
                 chain: std::mem::take(&mut cur.chain),
                 attempts,
                 acked: delivered,
+                ampdu: None,
             };
             self.links.report(d, &status);
         }
         self.cw = self.timing.cw_min;
         let delay = now - cur.msdu.enqueued;
-        self.events.push_back(DcfEvent::Done {
-            msdu: cur.msdu,
-            seq: cur.seq,
-            delivered,
-            attempts,
-            delay,
-        });
+        if !matches!(cur.msdu.payload, Payload::BlockAckReq { .. }) {
+            self.events.push_back(DcfEvent::Done {
+                msdu: cur.msdu,
+                seq: cur.seq,
+                delivered,
+                attempts,
+                delay,
+            });
+        }
         let burst = self
             .txop_until
             .is_some_and(|until| delivered && now + self.timing.sifs < until);

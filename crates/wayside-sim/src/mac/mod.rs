@@ -1,14 +1,17 @@
 //! The 802.11 MAC: frames and MSDUs as the layers above and the medium see
 //! them, the MAC's configuration, channel access ([`dcf`]), per-peer link
-//! adaptation ([`links`]), the data queue ([`queue`]) and management
-//! ([`mgmt`]; ad hoc: [`adhoc`]).
+//! adaptation ([`links`]), the data queue ([`queue`]), A-MPDU aggregation
+//! with Block Ack ([`ampdu`], the recipient's reordering: [`reorder`]) and
+//! management ([`mgmt`]; ad hoc: [`adhoc`]).
 
 pub mod adhoc;
+pub mod ampdu;
 mod content;
 pub mod dcf;
 pub mod links;
 pub mod mgmt;
 pub mod queue;
+pub mod reorder;
 
 use crate::geometry::Vec2;
 use crate::ids::{Dst, NodeId};
@@ -45,13 +48,22 @@ pub enum Payload {
         data: Arc<[u8]>,
         sent: SimTime,
     },
+    /// An A-MPDU: its MPDUs in sequence order. (Boxed, as fast frames.)
+    Aggregate(Box<[ampdu::Mpdu]>),
+    /// A Block Ack from `ssn`: bit i acknowledges `ssn + i`.
+    BlockAck { ssn: u16, bitmap: u64 },
+    /// A Block Ack Request: the recipient's window is to start at `ssn`.
+    BlockAckReq { ssn: u16 },
 }
 
 impl Payload {
     fn kind(&self) -> FrameKind {
         match self {
             Payload::Mgmt(m) => m.kind(),
+            Payload::BlockAck { .. } => FrameKind::BlockAck,
+            Payload::BlockAckReq { .. } => FrameKind::BlockAckReq,
             Payload::Raw
+            | Payload::Aggregate(..)
             | Payload::Packet(_)
             | Payload::FastFrame(..)
             | Payload::Datagram { .. } => FrameKind::Data,
@@ -119,6 +131,9 @@ pub struct MacConfig {
     /// chosen rate stays within this limit (the best-effort TXOP); `None`
     /// disables aggregation.
     pub fast_frames: Option<SimTime>,
+    /// A-MPDU aggregation with Block Ack to peers (HT and VHT radios);
+    /// `None`: every data frame goes alone.
+    pub ampdu: Option<ampdu::AmpduConfig>,
     /// TXOP bursting: after winning the channel the station sends further
     /// unicast data frames a SIFS apart while each exchange ends within
     /// this time from the grant; `None`: one frame per channel access.

@@ -11,6 +11,7 @@ pub mod nasch;
 
 use crate::geometry::Vec2;
 use crate::units::{Meters, Mps, SimTime};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// What the rest of the simulator asks of a mobility model.
 pub trait Mobility {
@@ -45,6 +46,28 @@ pub struct Trajectory {
     legs: Vec<Leg>,
     /// Velocity kept after the last leg (non-zero only for unbounded lines).
     tail_velocity: Vec2,
+    /// The leg found last ([`LegHint`]).
+    hint: LegHint,
+}
+
+/// The index of the leg a trajectory found last: a run asks for times
+/// that mostly stay in one leg or move to the next, so that leg or its
+/// successor is tried before searching all legs. Only a shortcut: the leg
+/// found is the same either way, and it is no part of the trajectory's
+/// value (equal whatever it holds).
+#[derive(Debug, Default)]
+struct LegHint(AtomicUsize);
+
+impl Clone for LegHint {
+    fn clone(&self) -> Self {
+        LegHint(AtomicUsize::new(self.0.load(Relaxed)))
+    }
+}
+
+impl PartialEq for LegHint {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// One waypoint: travel to `position` at `speed`, then pause there.
@@ -61,6 +84,7 @@ impl Trajectory {
             start: at,
             legs: Vec::new(),
             tail_velocity: Vec2::default(),
+            hint: LegHint::default(),
         }
     }
 
@@ -78,6 +102,7 @@ impl Trajectory {
                 odo0: 0.0,
             }],
             tail_velocity: Vec2::new(speed.0 * h.cos(), speed.0 * h.sin()),
+            hint: LegHint::default(),
         }
     }
 
@@ -130,6 +155,7 @@ impl Trajectory {
             start,
             legs,
             tail_velocity: Vec2::default(),
+            hint: LegHint::default(),
         }
     }
 
@@ -155,12 +181,27 @@ impl Trajectory {
             start,
             legs,
             tail_velocity: Vec2::default(),
+            hint: LegHint::default(),
         }
     }
 
+    /// The leg at `t`: the first whose end is not before `t`, if it has
+    /// begun by then.
     fn leg_at(&self, t: f64) -> Option<&Leg> {
-        let i = self.legs.partition_point(|l| l.t1 < t);
-        self.legs.get(i).filter(|l| l.t0 <= t)
+        let legs = &self.legs;
+        // The first leg ending at `t` or later is `h` if `h` ends then and
+        // the one before it earlier.
+        let first = |h: usize| legs[h].t1 >= t && (h == 0 || legs[h - 1].t1 < t);
+        let h = self.hint.0.load(Relaxed);
+        let i = if h < legs.len() && first(h) {
+            h
+        } else if h + 1 < legs.len() && first(h + 1) {
+            h + 1
+        } else {
+            legs.partition_point(|l| l.t1 < t)
+        };
+        self.hint.0.store(i, Relaxed);
+        legs.get(i).filter(|l| l.t0 <= t)
     }
 
     fn last(&self) -> Option<&Leg> {
@@ -318,6 +359,28 @@ mod tests {
         assert_eq!(m.position(s(16.0)), Vec2::new(100.0, 20.0));
         assert_eq!(m.position(s(100.0)), Vec2::new(100.0, 40.0)); // stays at the end
         assert!((m.odometer(s(100.0)).0 - 140.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_leg_found_does_not_depend_on_the_times_asked_before() {
+        // Legs with pauses and samples at equal times: times asked forwards,
+        // backwards and jumping give what a trajectory asked for the first
+        // time gives (its hint at the first leg).
+        let wps: Vec<Waypoint> = (1..=6)
+            .map(|i| Waypoint {
+                position: Vec2::new(10.0 * f64::from(i), f64::from(i % 2)),
+                speed: Mps(5.0),
+                pause: s(f64::from(i % 3)),
+            })
+            .collect();
+        let m = Trajectory::waypoints(Vec2::new(0.0, 0.0), &wps, s(1.0));
+        let times = (0..200).map(|k| f64::from((k * 37) % 101) * 0.2);
+        for t in times.chain((0..101).map(|k| f64::from(k) * 0.2)) {
+            let fresh = Trajectory::waypoints(Vec2::new(0.0, 0.0), &wps, s(1.0));
+            assert_eq!(m.position(s(t)), fresh.position(s(t)), "t = {t}");
+            assert_eq!(m.odometer(s(t)), fresh.odometer(s(t)), "t = {t}");
+            assert_eq!(m.velocity(s(t)), fresh.velocity(s(t)), "t = {t}");
+        }
     }
 
     #[test]

@@ -127,7 +127,8 @@ impl Node {
                 &cfg.sources,
                 (cfg.seed, cfg.run),
                 n.adhoc.is_some(),
-            ),
+            )
+            .aggregating(n.mac.ampdu.is_some()),
             channel: n.channel,
             on: n.appear == SimTime::ZERO,
         }
@@ -208,7 +209,10 @@ impl Node {
         // A unicast data, management or RTS frame's outcome is decided by
         // its response.
         let awaits = matches!(frame.dst, Dst::Node(_))
-            && !matches!(frame.kind, FrameKind::Ack | FrameKind::Cts);
+            && !matches!(
+                frame.kind,
+                FrameKind::Ack | FrameKind::Cts | FrameKind::BlockAck
+            );
         let tx_power = self.dcf.tx_power();
         fx.push(Effect::Transmit {
             frame,
@@ -230,7 +234,7 @@ impl Node {
         let s = air.signal(id, self.id, now);
         match self
             .phy
-            .rx_start(now, s, &air.radio.error_model, &mut self.phy_rng)
+            .rx_start_detecting(now, s, &air.detection, &mut self.phy_rng)
         {
             RxStart::Locked => self.phy.fade_reception(air.fades(id, self.id)),
             RxStart::Captured { lost } => {
@@ -251,17 +255,75 @@ impl Node {
         self.medium_update(fx, now);
     }
 
+    /// The first energy of transmission `id`, whose preamble this radio
+    /// cannot detect ([`crate::air::UNDETECTABLE`]), reaches it: as
+    /// [`Node::on_rx_start`], run outside the event queue and leaving no
+    /// effects. Returns why it was not received (`None`: the radio
+    /// retuned while it was in flight), and whether this differs from
+    /// what [`Node::on_rx_start`] would have done (its detection draw fell
+    /// under the detection probability, or the MAC would have seen the
+    /// medium change).
+    pub fn on_undetectable_start(
+        &mut self,
+        air: &Air,
+        now: SimTime,
+        id: TxId,
+    ) -> (Option<DropReason>, bool) {
+        if air.medium.tx(id).channel != self.channel {
+            return (None, false);
+        }
+        let s = air.signal(id, self.id, now);
+        let model = &air.radio.error_model;
+        let (reason, locks) = self
+            .phy
+            .rx_start_undetectable(now, s, model, &mut self.phy_rng);
+        (Some(reason), locks || self.medium_changes(now))
+    }
+
+    /// The last energy of transmission `id`, whose preamble this radio
+    /// cannot detect, leaves it: as [`Node::on_rx_end`], run outside the
+    /// event queue. Returns whether the MAC would have seen the medium
+    /// change.
+    pub fn on_undetectable_end(&mut self, air: &Air, now: SimTime, id: TxId) -> bool {
+        let model = &air.radio.error_model;
+        let end = self.phy.rx_end(now, id, model, &mut self.phy_rng);
+        assert!(end.is_none(), "an undetectable preamble is never locked on");
+        self.medium_changes(now)
+    }
+
+    fn medium_changes(&self, now: SimTime) -> bool {
+        self.dcf.medium_changes(now, self.phy.busy())
+    }
+
     /// The last energy of transmission `id` leaves this radio.
     pub fn on_rx_end(&mut self, air: &Air, fx: &mut Effects, now: SimTime, id: TxId) {
-        if let Some(end) = self
-            .phy
-            .rx_end(now, id, &air.radio.error_model, &mut self.phy_rng)
-        {
-            let t = air.medium.tx(id);
+        let t = air.medium.tx(id);
+        let model = &air.radio.error_model;
+        let outcome = match &t.frame.payload {
+            Payload::Aggregate(mpdus) => {
+                let skip = crate::mac::ampdu::implicit_delimiter(t.mode);
+                let parts = crate::mac::ampdu::parts(mpdus, skip);
+                self.phy
+                    .rx_end_parts(now, id, model, &mut self.phy_rng, &parts)
+                    .map(|(end, oks)| (end, Some(oks)))
+            }
+            _ => self
+                .phy
+                .rx_end(now, id, model, &mut self.phy_rng)
+                .map(|end| (end, None)),
+        };
+        if let Some((end, oks)) = outcome {
             let power = t.power_at(self.id).expect("arrival");
             let noise = noise_floor(&self.cfg, air.medium.channel().noise_floor);
-            self.dcf
-                .handle_rx_end(now, &t.frame, t.mode, end.ok, power.to_dbm(), noise);
+            let (frame, mode, rssi) = (&t.frame, t.mode, power.to_dbm());
+            match oks {
+                Some(oks) => self
+                    .dcf
+                    .handle_rx_aggregate(now, frame, mode, &oks, rssi, noise),
+                None => self
+                    .dcf
+                    .handle_rx_end(now, frame, mode, end.ok, rssi, noise),
+            }
             let (event, reason) = if end.ok {
                 (PhyEvent::Rx, DropReason::None)
             } else {
@@ -432,7 +494,12 @@ impl Node {
                 self.pump_apps(fx, now);
                 self.pump_sockets(fx, now);
             }
-            Payload::Raw => {}
+            // The DCF hands up an A-MPDU's MPDUs one by one, and keeps
+            // Block Acks and BARs to itself.
+            Payload::Raw
+            | Payload::Aggregate(_)
+            | Payload::BlockAck { .. }
+            | Payload::BlockAckReq { .. } => {}
         }
     }
 

@@ -75,6 +75,8 @@ fn frame_control(kind: FrameKind) -> u8 {
         FrameKind::Rts => (1, 11),
         FrameKind::Cts => (1, 12),
         FrameKind::Ack => (1, 13),
+        FrameKind::BlockAckReq => (1, 8),
+        FrameKind::BlockAck => (1, 9),
         FrameKind::Data => (2, 0),
     };
     (subtype << 4) | (ty << 2)
@@ -174,6 +176,23 @@ impl Encoder {
             FrameKind::Rts => {
                 header(out, 0);
                 out.extend_from_slice(&mac_of(src));
+            }
+            FrameKind::BlockAck | FrameKind::BlockAckReq => {
+                header(out, 0);
+                out.extend_from_slice(&mac_of(src));
+                // BA control: compressed bitmap, TID 0; then the starting
+                // sequence control and, in a Block Ack, the bitmap.
+                out.extend_from_slice(&0x0004u16.to_le_bytes());
+                match frame.payload {
+                    Payload::BlockAck { ssn, bitmap } => {
+                        out.extend_from_slice(&(ssn << 4).to_le_bytes());
+                        out.extend_from_slice(&bitmap.to_le_bytes());
+                    }
+                    Payload::BlockAckReq { ssn } => {
+                        out.extend_from_slice(&(ssn << 4).to_le_bytes());
+                    }
+                    _ => {}
+                }
             }
             FrameKind::Data => {
                 let (flags, addr3) = self.data_addressing(frame, src, dst);
@@ -461,14 +480,21 @@ impl Encoder {
     }
 }
 
-/// The packets a frame carries.
-fn packets(payload: &Payload) -> impl Iterator<Item = &Packet> {
+/// The packets a frame carries (an A-MPDU: its MPDUs').
+fn packets(payload: &Payload) -> Box<dyn Iterator<Item = &Packet> + '_> {
     let (a, b) = match payload {
         Payload::Packet(p) => (Some(p), None),
         Payload::FastFrame(pair) => (Some(&pair[0]), Some(&pair[1])),
-        Payload::Raw | Payload::Mgmt(_) | Payload::Datagram { .. } => (None, None),
+        Payload::Aggregate(mpdus) => {
+            return Box::new(mpdus.iter().flat_map(|m| packets(&m.payload)));
+        }
+        Payload::Raw
+        | Payload::Mgmt(_)
+        | Payload::Datagram { .. }
+        | Payload::BlockAck { .. }
+        | Payload::BlockAckReq { .. } => (None, None),
     };
-    a.into_iter().chain(b)
+    Box::new(a.into_iter().chain(b))
 }
 
 /// Where a packet is finally going, at layer 2.

@@ -18,6 +18,7 @@
 
 use crate::channel::Fades;
 use crate::ids::TxId;
+use crate::phy::detection::Detection;
 use crate::phy::error::{ErrorModel, ErrorModelKind};
 use crate::phy::mode::{ModClass, Mode};
 use crate::rng::Stream;
@@ -89,7 +90,8 @@ pub struct Phy {
     /// Capture margin; `None` disables capture.
     capture: Option<Db>,
     transmitting_until: Option<SimTime>,
-    incoming: Vec<Signal>,
+    /// The signals arriving: their transmission and power.
+    incoming: Vec<(TxId, MilliWatt)>,
     total: f64,
     rx: Option<Reception>,
     /// OFDM payloads are equalised with the preamble's channel estimate.
@@ -174,10 +176,20 @@ impl Phy {
         }
     }
 
-    fn preamble_detected(&self, s: &Signal, model: &ErrorModelKind, rng: &mut Stream) -> bool {
+    /// The probability that the preamble and PLCP header of `s` are
+    /// detected, at its SINR against what else is on the air.
+    fn detection_probability(&self, s: &Signal, model: &ErrorModelKind) -> f64 {
+        model.chunk_success(&s.header_mode, Db::from_ratio(self.sinr(s)), s.header_bits)
+    }
+
+    /// The SINR of `s`, arriving, against what else is on the air (a ratio).
+    fn sinr(&self, s: &Signal) -> f64 {
         let interference = self.total - s.power.0;
-        let sinr = Db::from_ratio(s.power.0 / (self.noise.0 + interference.max(0.0)));
-        rng.uniform() < model.chunk_success(&s.header_mode, sinr, s.header_bits)
+        s.power.0 / (self.noise.0 + interference.max(0.0))
+    }
+
+    fn preamble_detected(&self, s: &Signal, model: &ErrorModelKind, rng: &mut Stream) -> bool {
+        rng.uniform() < self.detection_probability(s, model)
     }
 
     /// A signal begins to arrive.
@@ -188,14 +200,66 @@ impl Phy {
         model: &ErrorModelKind,
         rng: &mut Stream,
     ) -> RxStart {
-        self.incoming.push(s);
+        self.rx_start_with(now, s, &mut |phy, s| phy.preamble_detected(s, model, rng))
+    }
+
+    /// [`Phy::rx_start`], deciding the detection draws with `detection`
+    /// (the same decisions, most without evaluating the error model).
+    pub fn rx_start_detecting(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        detection: &Detection,
+        rng: &mut Stream,
+    ) -> RxStart {
+        self.rx_start_with(now, s, &mut |phy, s| {
+            let u = rng.uniform();
+            detection.detected(&s.header_mode, phy.sinr(s), s.header_bits, u)
+        })
+    }
+
+    /// A signal whose preamble cannot be detected begins to arrive
+    /// ([`crate::air::UNDETECTABLE`]): it adds its power, and the draw a
+    /// detection would take is taken, so that the stream's later draws are
+    /// those of [`Phy::rx_start`], but it is never locked on. Returns why
+    /// it was not received, and whether [`Phy::rx_start`] would have
+    /// locked on it (its draw fell under the detection probability).
+    pub fn rx_start_undetectable(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        model: &ErrorModelKind,
+        rng: &mut Stream,
+    ) -> (DropReason, bool) {
+        let mut locks = false;
+        let outcome = self.rx_start_with(now, s, &mut |phy, s| {
+            let u = rng.uniform();
+            // The exact probability only where the draw could fall under it.
+            locks = u < 1e-6 && u < phy.detection_probability(s, model);
+            false
+        });
+        match outcome {
+            RxStart::Ignored(reason) => (reason, locks),
+            _ => unreachable!("an undetectable preamble is never locked on"),
+        }
+    }
+
+    /// A signal begins to arrive; `detect` says whether its preamble is
+    /// detected (and takes the draw for it).
+    fn rx_start_with(
+        &mut self,
+        now: SimTime,
+        s: Signal,
+        detect: &mut dyn FnMut(&Phy, &Signal) -> bool,
+    ) -> RxStart {
+        self.incoming.push((s.tx, s.power));
         self.total += s.power.0;
         if self.transmitting_until.is_some() {
             return RxStart::Ignored(DropReason::Transmitting);
         }
         let outcome = match &self.rx {
             None => {
-                if self.preamble_detected(&s, model, rng) {
+                if detect(self, &s) {
                     RxStart::Locked
                 } else {
                     RxStart::Ignored(DropReason::PreambleMissed)
@@ -205,7 +269,7 @@ impl Phy {
                 let stronger = self
                     .capture
                     .is_some_and(|m| Db::from_ratio(s.power.0 / r.signal.power.0).0 >= m.0);
-                if stronger && self.preamble_detected(&s, model, rng) {
+                if stronger && detect(self, &s) {
                     RxStart::Captured { lost: r.signal.tx }
                 } else {
                     RxStart::Ignored(DropReason::Busy)
@@ -225,17 +289,11 @@ impl Phy {
         outcome
     }
 
-    /// A signal stops arriving. Returns the outcome if it was the locked frame.
-    pub fn rx_end(
-        &mut self,
-        now: SimTime,
-        tx: TxId,
-        model: &ErrorModelKind,
-        rng: &mut Stream,
-    ) -> Option<RxEnd> {
-        if let Some(i) = self.incoming.iter().position(|s| s.tx == tx) {
-            let s = self.incoming.swap_remove(i);
-            self.total -= s.power.0;
+    /// Removes signal `tx`; the reception, if it was the locked frame.
+    fn end_signal(&mut self, now: SimTime, tx: TxId) -> Option<Reception> {
+        if let Some(i) = self.incoming.iter().position(|s| s.0 == tx) {
+            let (_, power) = self.incoming.swap_remove(i);
+            self.total -= power.0;
             if self.incoming.is_empty() {
                 self.total = 0.0; // no drift from repeated float sums
             }
@@ -245,23 +303,56 @@ impl Phy {
             self.note_interference_change(now);
             return None;
         }
-        let r = self.rx.take().expect("locked reception");
-        let (p, min_sinr) = self.success_probability(&r, model);
-        let ok = rng.uniform() < p;
-        Some(RxEnd {
-            ok,
-            snr: Db::from_ratio(r.signal.power.0 / self.noise.0),
-            min_sinr,
-        })
+        self.rx.take()
     }
 
-    /// Probability that the whole frame decodes, and its lowest SINR.
-    fn success_probability(&self, r: &Reception, model: &ErrorModelKind) -> (f64, Db) {
+    /// A signal stops arriving. Returns the outcome if it was the locked frame.
+    pub fn rx_end(
+        &mut self,
+        now: SimTime,
+        tx: TxId,
+        model: &ErrorModelKind,
+        rng: &mut Stream,
+    ) -> Option<RxEnd> {
+        let r = self.end_signal(now, tx)?;
+        let (p, min_sinr) = self.success_probability(&r, model);
+        let snr = Db::from_ratio(r.signal.power.0 / self.noise.0);
+        let ok = rng.uniform() < p;
+        Some(RxEnd { ok, snr, min_sinr })
+    }
+
+    /// A signal carrying an A-MPDU stops arriving: if it was the locked
+    /// frame, the outcome and whether each subframe decoded. `parts` are
+    /// the subframes' (start, length) in the PSDU, bytes; each decodes if
+    /// the PLCP header does and its own bits do, at the SINR of the
+    /// stretches of the frame it spans (its fading and interference).
+    pub fn rx_end_parts(
+        &mut self,
+        now: SimTime,
+        tx: TxId,
+        model: &ErrorModelKind,
+        rng: &mut Stream,
+        parts: &[(u32, u32)],
+    ) -> Option<(RxEnd, Vec<bool>)> {
+        let r = self.end_signal(now, tx)?;
+        let (header, each, min_sinr) = self.parts_success(&r, model, parts);
+        let header_ok = rng.uniform() < header;
+        let oks: Vec<bool> = each
+            .iter()
+            .map(|&p| rng.uniform() < p && header_ok)
+            .collect();
+        let end = RxEnd {
+            ok: oks.iter().any(|&ok| ok),
+            snr: Db::from_ratio(r.signal.power.0 / self.noise.0),
+            min_sinr,
+        };
+        Some((end, oks))
+    }
+
+    /// Calls `f(t0, t1, sinr, payload_sinr)` for each stretch of the frame
+    /// over which interference and the frame's fading stay the same.
+    fn stretches(&self, r: &Reception, mut f: impl FnMut(SimTime, SimTime, Db, Db)) {
         let s = &r.signal;
-        let mut p = 1.0;
-        let mut min_sinr = f64::INFINITY;
-        let header_len = (s.header_end - s.start).as_ns().max(1) as f64;
-        let payload_len = (s.end - s.header_end).as_ns().max(1) as f64;
         let pieces = s.fades.chunks();
         let piece_len = (s.end - s.start).as_ns() / pieces as u64;
         let piece_start = |j: usize| {
@@ -297,24 +388,77 @@ impl Phy {
                 } else {
                     sinr
                 };
-                min_sinr = min_sinr.min(payload_sinr.0);
-                let overlap = |a: SimTime, b: SimTime| {
-                    (t1.min(b).as_ns() as f64 - t0.max(a).as_ns() as f64).max(0.0)
-                };
-                let hb = (s.header_bits as f64 * overlap(s.start, s.header_end) / header_len)
-                    .round() as u64;
-                let pb = (s.payload_bits as f64 * overlap(s.header_end, s.end) / payload_len)
-                    .round() as u64;
-                if hb > 0 {
-                    p *= model.chunk_success(&s.header_mode, sinr, hb);
-                }
-                if pb > 0 {
-                    p *= model.chunk_success(&s.mode, payload_sinr, pb);
-                }
+                f(t0, t1, sinr, payload_sinr);
             }
         }
+    }
+
+    /// Probability that the whole frame decodes, and its lowest SINR.
+    fn success_probability(&self, r: &Reception, model: &ErrorModelKind) -> (f64, Db) {
+        let s = &r.signal;
+        let mut p = 1.0;
+        let mut min_sinr = f64::INFINITY;
+        let header_len = (s.header_end - s.start).as_ns().max(1) as f64;
+        let payload_len = (s.end - s.header_end).as_ns().max(1) as f64;
+        self.stretches(r, |t0, t1, sinr, payload_sinr| {
+            min_sinr = min_sinr.min(payload_sinr.0);
+            let hb = (s.header_bits as f64 * overlap(t0, t1, s.start, s.header_end) / header_len)
+                .round() as u64;
+            let pb = (s.payload_bits as f64 * overlap(t0, t1, s.header_end, s.end) / payload_len)
+                .round() as u64;
+            if hb > 0 {
+                p *= model.chunk_success(&s.header_mode, sinr, hb);
+            }
+            if pb > 0 {
+                p *= model.chunk_success(&s.mode, payload_sinr, pb);
+            }
+        });
         (p, Db(min_sinr))
     }
+
+    /// The PLCP header's success probability, each part's, and the lowest
+    /// SINR. A part's bits are spread evenly over its share of the payload
+    /// time (the PSDU's bytes in order).
+    fn parts_success(
+        &self,
+        r: &Reception,
+        model: &ErrorModelKind,
+        parts: &[(u32, u32)],
+    ) -> (f64, Vec<f64>, Db) {
+        let s = &r.signal;
+        let mut header = 1.0;
+        let mut each = vec![1.0; parts.len()];
+        let mut min_sinr = f64::INFINITY;
+        let header_len = (s.header_end - s.start).as_ns().max(1) as f64;
+        let psdu = (s.payload_bits / 8).max(1) as f64;
+        let payload_ns = (s.end - s.header_end).as_ns() as f64;
+        let at = |byte: u32| s.header_end + SimTime((payload_ns * f64::from(byte) / psdu) as u64);
+        let spans: Vec<(SimTime, SimTime, u64)> = parts
+            .iter()
+            .map(|&(start, len)| (at(start), at(start + len), 8 * u64::from(len)))
+            .collect();
+        self.stretches(r, |t0, t1, sinr, payload_sinr| {
+            min_sinr = min_sinr.min(payload_sinr.0);
+            let hb = (s.header_bits as f64 * overlap(t0, t1, s.start, s.header_end) / header_len)
+                .round() as u64;
+            if hb > 0 {
+                header *= model.chunk_success(&s.header_mode, sinr, hb);
+            }
+            for (p, &(a, b, bits)) in each.iter_mut().zip(&spans) {
+                let span = (b - a).as_ns().max(1) as f64;
+                let n = (bits as f64 * overlap(t0, t1, a, b) / span).round() as u64;
+                if n > 0 {
+                    *p *= model.chunk_success(&s.mode, payload_sinr, n);
+                }
+            }
+        });
+        (header, each, Db(min_sinr))
+    }
+}
+
+/// How long [t0, t1) and [a, b) overlap, ns.
+fn overlap(t0: SimTime, t1: SimTime, a: SimTime, b: SimTime) -> f64 {
+    (t1.min(b).as_ns() as f64 - t0.max(a).as_ns() as f64).max(0.0)
 }
 
 #[cfg(test)]
@@ -409,6 +553,40 @@ mod tests {
             "min sinr {}",
             min_sinr.0
         );
+    }
+
+    #[test]
+    fn test_rx_each_subframe_sees_its_own_fade() {
+        // The frame above as four subframes of 382 bytes. The third of
+        // four fading pieces (125–187.5 µs) fades 25 dB: it covers the
+        // end of the second subframe (77.5–135 µs of the payload's
+        // 20–250) and most of the third; the first and last decode.
+        let mut faded = signal(1, -75.0, 0, 6);
+        let mut gains = [1.0f32; crate::channel::MAX_FADE_CHUNKS];
+        gains[2] = 10f32.powf(-2.5);
+        faded.fades = Fades::from_gains(&gains[..4]);
+        let r = Reception {
+            signal: faded,
+            interference: vec![(faded.start, 0.0)],
+        };
+        let parts: Vec<(u32, u32)> = (0..4).map(|k| (382 * k, 382)).collect();
+        let (header, each, min_sinr) = phy().parts_success(&r, &model(), &parts);
+        assert!(header > 0.999, "header {header}");
+        assert!(each[0] > 0.999 && each[3] > 0.999, "{each:?}");
+        assert!(each[1] < 1e-3 && each[2] < 1e-6, "{each:?}");
+        assert!((min_sinr.0 + 5.0).abs() < 1e-3);
+        // Drawn: the same outcome.
+        let (mut p, mut rng) = (phy(), Stream::new("run", 1, 0, "t"));
+        assert_eq!(
+            p.rx_start(faded.start, faded, &model(), &mut rng),
+            RxStart::Locked
+        );
+        p.fade_reception(faded.fades);
+        let (end, oks) = p
+            .rx_end_parts(faded.end, TxId(1), &model(), &mut rng, &parts)
+            .unwrap();
+        assert_eq!(oks, vec![true, false, false, true]);
+        assert!(end.ok);
     }
 
     #[test]

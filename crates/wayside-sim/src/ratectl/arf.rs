@@ -205,6 +205,7 @@ mod tests {
             chain,
             attempts: 7,
             acked: false,
+            ampdu: None,
         });
         assert_eq!(a.current().rate.mbps(), 1.0);
     }

@@ -248,6 +248,7 @@ pub(crate) mod testing {
                 chain: chain.clone(),
                 attempts,
                 acked,
+                ampdu: None,
             };
             rc.report(&status);
             self.now += self.gap;

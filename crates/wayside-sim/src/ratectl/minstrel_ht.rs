@@ -58,7 +58,14 @@
 //! this period at under 20 % success, it drops to the same rate of the
 //! next lower group with no more streams.
 //!
-//! Without aggregation every frame counts as an A-MPDU of one.
+//! # A-MPDUs
+//!
+//! A status for an A-MPDU counts each try of a rate as one attempt per
+//! MPDU, and the MPDUs the Block Ack acknowledged as successes of the last
+//! rate (`ampdu_len`, `ampdu_ack_len`); a frame sent alone is an A-MPDU of
+//! one. The mean A-MPDU length (an EWMA at each update, from 1) divides
+//! the overhead in the throughput, multiplies the data time in the retry
+//! counts and spaces the samples.
 
 use super::common::{fill_chain, index_of, stages_used};
 use super::{RateControl, RetryChain, TxRequest, TxStatus, MAX_STAGES};
@@ -147,6 +154,10 @@ pub struct MinstrelHt {
     sample_count: u32,
     sample_slow: u32,
     next_update: Option<SimTime>,
+    /// `avg_ampdu_len`, and the MPDUs and statuses since the last update.
+    avg_ampdu_len: f64,
+    ampdu_len: u32,
+    ampdu_packets: u32,
 }
 
 impl MinstrelHt {
@@ -230,6 +241,9 @@ impl MinstrelHt {
             sample_count: 16,
             sample_slow: 0,
             next_update: None,
+            avg_ampdu_len: 1.0,
+            ampdu_len: 0,
+            ampdu_packets: 0,
         };
         mi.update_stats();
         mi
@@ -254,13 +268,19 @@ impl MinstrelHt {
         s.tp = if s.probability < 0.1 {
             0.0
         } else {
-            // One frame per A-MPDU without aggregation.
-            s.probability.min(0.9) / (OVERHEAD_US + self.duration[index])
+            let ampdu = self.avg_ampdu_len.trunc().max(1.0);
+            s.probability.min(0.9) / (OVERHEAD_US / ampdu + self.duration[index])
         };
     }
 
     /// `minstrel_ht_update_stats`.
     fn update_stats(&mut self) {
+        if self.ampdu_packets > 0 {
+            let mean = f64::from(self.ampdu_len) / f64::from(self.ampdu_packets);
+            let level = self.params.ewma_level;
+            self.avg_ampdu_len = self.avg_ampdu_len * level + mean * (1.0 - level);
+            (self.ampdu_len, self.ampdu_packets) = (0, 0);
+        }
         self.sample_slow = 0;
         self.sample_count = 0;
         let level = self.params.ewma_level;
@@ -364,7 +384,7 @@ impl MinstrelHt {
         let (count, rtscts) = if s.probability < 0.1 {
             (1, 1)
         } else {
-            let data = self.duration[index];
+            let data = self.duration[index] * self.avg_ampdu_len.trunc().max(1.0);
             let mut cw = CW_MIN;
             let mut ctime = 0.0;
             for _ in 0..2 {
@@ -510,17 +530,23 @@ impl RateControl for MinstrelHt {
 
     fn report(&mut self, status: &TxStatus) {
         if self.sample_wait == 0 && self.sample_tries == 0 && self.sample_count > 0 {
-            self.sample_wait = 16 + 2;
+            self.sample_wait = 16 + 2 * self.avg_ampdu_len.trunc().max(1.0) as u32;
             self.sample_tries = 1;
             self.sample_count -= 1;
         }
+        let (len, acked) = match status.ampdu {
+            Some(a) => (a.len, a.acked),
+            None => (1, u32::from(status.acked)),
+        };
+        self.ampdu_packets += 1;
+        self.ampdu_len += len;
         let used: Vec<_> = stages_used(&status.chain, status.attempts).collect();
         let last = used.len().saturating_sub(1);
         for (k, &(_, mode, n)) in used.iter().enumerate() {
             if let Some(i) = self.index_of_mode(mode) {
-                self.stats[i].attempts += n;
+                self.stats[i].attempts += n * len;
                 if k == last && status.acked {
-                    self.stats[i].success += 1;
+                    self.stats[i].success += acked;
                 }
             }
         }

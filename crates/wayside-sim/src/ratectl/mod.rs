@@ -127,6 +127,17 @@ pub struct TxStatus {
     /// Attempts made, in chain order (the last one succeeded if `acked`).
     pub attempts: u32,
     pub acked: bool,
+    /// For an A-MPDU: its MPDUs and how many the Block Ack acknowledged
+    /// (mac80211's `ampdu_len`, `ampdu_ack_len`); `acked`: a Block Ack
+    /// came.
+    pub ampdu: Option<AmpduStatus>,
+}
+
+/// What a Block Ack said of an A-MPDU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AmpduStatus {
+    pub len: u32,
+    pub acked: u32,
 }
 
 /// A rate-selection algorithm for one (sender, receiver) link.

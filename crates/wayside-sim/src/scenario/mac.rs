@@ -10,21 +10,22 @@
 //! ```
 
 use super::common::{check_range, err, rate_mode, time_in, RateQ, ScenarioError, SizeQ, TimeQ};
-use super::rate_control::{check_rate_role, RateContext, RateControlSection};
+use super::rate_control::{check_rate_role, driver_default, RateContext, RateControlSection};
+use crate::mac::ampdu::AmpduConfig;
 use crate::mac::MacConfig;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{Mode, Standard};
 use crate::ratectl::{Stage, MAX_STAGES};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct ChainStage {
     pub rate: RateQ,
     pub tries: u32,
 }
 
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct MacSection {
     #[serde(default = "default_queue")]
@@ -35,7 +36,9 @@ pub struct MacSection {
     pub long_retry_limit: u32,
     #[serde(default = "default_rts")]
     pub rts_threshold: SizeQ,
-    /// Fixed data rate; default the standard's highest.
+    /// Fixed data rate. When none of `rate`, `retry_chain` and
+    /// `rate_control` is given, each node runs its driver's rate control
+    /// ([`super::rate_control::driver_default`]).
     #[serde(default)]
     pub rate: Option<RateQ>,
     /// A static multi-rate retry chain (instead of `rate`).
@@ -53,6 +56,10 @@ pub struct MacSection {
     /// frames a SIFS apart for up to `txop_limit`.
     #[serde(default)]
     pub txop_bursting: bool,
+    /// A-MPDU aggregation with Block Ack on HT and VHT radios (as ath9k
+    /// runs it; [`crate::mac::ampdu`]); no effect on other radios.
+    #[serde(default = "default_ampdu")]
+    pub ampdu: bool,
     /// The best-effort TXOP limit that fast frames must fit and bursts last.
     #[serde(default = "default_txop_limit")]
     pub txop_limit: TimeQ,
@@ -65,6 +72,10 @@ pub struct MacSection {
 /// (the AR5212).
 fn default_txop_limit() -> TimeQ {
     TimeQ(2.048e-3)
+}
+
+fn default_ampdu() -> bool {
+    true
 }
 
 fn default_queue() -> u64 {
@@ -92,12 +103,18 @@ impl Default for MacSection {
             rate_control: None,
             fast_frames: false,
             txop_bursting: false,
+            ampdu: default_ampdu(),
             txop_limit: default_txop_limit(),
         }
     }
 }
 
 impl MacSection {
+    /// Whether this section names every node's rate selection.
+    pub(super) fn names_rate(&self) -> bool {
+        self.rate.is_some() || self.retry_chain.is_some() || self.rate_control.is_some()
+    }
+
     /// What this section fixes for every node's rate control, on
     /// `standard` with lowest basic rate `basic` and `error_model`.
     pub(super) fn rate_context(
@@ -201,13 +218,18 @@ impl MacSection {
         )?;
         // At most one of them is given (see `rate_context`).
         let rate = match (mac.rate, &mac.rate_control) {
-            (Some(r), _) => rates.fixed(Some(rate_mode(rates.standard, "mac.rate", r)?)),
+            (Some(r), _) => rates.fixed(rate_mode(rates.standard, "mac.rate", r)?),
             (None, Some(rc)) => {
                 let spec = rates.spec("mac.rate_control", rc)?;
                 check_rate_role("mac.rate_control", &spec, None)?;
                 spec
             }
-            (None, None) => rates.fixed(None),
+            // A node that names none takes its driver's (a roaming
+            // station its own, see `super::nodes`).
+            (None, None) => match rates.chain() {
+                Some(chain) => chain,
+                None => rates.spec("mac", &driver_default(rates.standard, false))?,
+            },
         };
         Ok(MacConfig {
             queue_limit: mac.queue_limit as usize,
@@ -218,6 +240,8 @@ impl MacSection {
             rate,
             modes: rates.standard.modes(),
             fast_frames: mac.fast_frames.then_some(txop_limit),
+            ampdu: (mac.ampdu && matches!(rates.standard, Standard::Ht(_)))
+                .then_some(AmpduConfig::ATH9K),
             txop_bursting: mac.txop_bursting.then_some(txop_limit),
         })
     }

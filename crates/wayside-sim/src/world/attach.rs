@@ -94,11 +94,13 @@ impl World {
     pub fn step(&mut self) -> Option<SimTime> {
         self.next_time()?;
         let (now, ev) = self.queue.pop().expect("peeked");
+        self.run_undetectable(ev.node(), self.queue.current());
         let (node, tx) = self.dispatch(now, ev);
         self.apply(node, now);
         if let Some(tx) = tx {
             self.air.medium.release(tx);
         }
+        self.stream_batches(false);
         Some(now)
     }
 

@@ -131,7 +131,11 @@ impl World {
             radio,
             &mut reached,
         );
-        for &(rx, delay) in &reached {
+        for &(rx, delay, undetectable) in &reached {
+            if undetectable && !self.undetectable_rows {
+                self.wait_undetectable(rx, id, (now + delay, end + delay));
+                continue;
+            }
             self.queue
                 .schedule(now + delay, rx.0, Event::RxStart { node: rx, tx: id });
             self.queue
@@ -145,6 +149,7 @@ impl World {
     /// Fills in the outcome of `node`'s frame awaiting a response.
     fn outcome(&mut self, node: NodeId, outcome: TxOutcome) {
         if let Some(row) = self.awaiting[node.index()].take() {
+            let row = row - self.flushed_frames;
             self.trace.frames.set_outcome(row, outcome);
         }
     }
@@ -175,7 +180,7 @@ impl World {
 
     /// Whether `node` should record what happens to frame `id` (addressed to
     /// it, or broadcast); overheard unicast is not traced, except by the sniffer.
-    fn traced_at(&self, node: NodeId, id: TxId) -> bool {
+    pub(super) fn traced_at(&self, node: NodeId, id: TxId) -> bool {
         self.air.medium.tx(id).frame.dst.is_for(node) || self.sniffer == Some(node)
     }
 
@@ -210,12 +215,17 @@ impl World {
             let power = t.power_at(node);
             let noise = self.air.medium.channel().noise_floor;
             let extra = power.map(|p| (p.to_dbm(), p.to_dbm() - noise, Db(f64::NAN)));
-            self.trace_frame(now, at, &frame, &mode, PhyEvent::Drop, reason, extra);
+            let undetectable = t.undetectable_at(node);
+            let row = self.trace_frame(now, at, &frame, &mode, PhyEvent::Drop, reason, extra);
+            if undetectable {
+                self.trace.undetectable.rows.push(row as u32);
+            }
         }
     }
 
     /// Records a `frames` row at `node`, tuned to a channel (and the frame
-    /// in the capture, if there is one); returns the row.
+    /// in the capture, if there is one); returns the row (numbered from the
+    /// run's first).
     #[allow(clippy::too_many_arguments)]
     fn trace_frame(
         &mut self,
@@ -265,7 +275,7 @@ impl World {
             let rssi = signal.map(|s| s.0);
             c.record(now, node, frame, mode, channel, event, reason, rssi);
         }
-        self.trace.frames.len() - 1
+        self.flushed_frames + self.trace.frames.len() - 1
     }
 
     /// Records a `mac` row at `node`.

@@ -3,16 +3,32 @@
 //! links, the experiment's script and the trace), and the event loop that
 //! hands each event to the node it is for ([`crate::node`]) and applies
 //! what the node wants done ([`effects`]).
+//!
+//! **Undetectable arrivals.** A frame whose preamble a radio cannot detect
+//! ([`crate::air::UNDETECTABLE`]) only adds to what the radio hears, and
+//! takes the draw a detection would: it changes nothing the radio does
+//! until its next event. So its start and end at that radio are not put in
+//! the queue: each takes the key it would have had there
+//! ([`EventQueue::reserve`]) and waits in the radio's own queue of such
+//! arrivals, and the radio runs them in key order just before its next
+//! event, before the end of the run, or when many are waiting. What they
+//! add to the interference a receiver decodes against, and the draws they
+//! take, are then exactly those of a run that queues them, and their
+//! drops are counted ([`crate::trace::Undetectable`]) instead of written
+//! as `frames` rows. `radio.undetectable_rows` queues them as any
+//! other arrival and keeps the rows.
 
 mod attach;
 mod effects;
+mod stream;
+mod undetectable;
 
 pub use attach::{Attachment, Refused, REAL_APP};
 
 use crate::air::Air;
 use crate::apps::broadside::BroadsideEnd;
 use crate::config::SimConfig;
-use crate::event::{Event, EventQueue};
+use crate::event::{Event, EventQueue, Key};
 use crate::ids::{NodeId, TxId};
 use crate::node::effects::Effects;
 use crate::node::Node;
@@ -47,12 +63,22 @@ pub struct World {
     /// The node that records every frame it hears, if any.
     sniffer: Option<NodeId>,
     /// Each node's `frames` row of the transmission now awaiting its ACK or
-    /// CTS, to fill in its outcome.
+    /// CTS, to fill in its outcome (numbered from the run's first row).
     awaiting: Vec<Option<usize>>,
+    /// Where the trace streams to, if anywhere ([`stream`]).
+    stream: Option<stream::Stream>,
+    /// `frames` rows already streamed.
+    flushed_frames: usize,
     /// What the node handling the current event wants done (reused).
     effects: Effects,
-    /// Scratch: the radios a transmission reaches, with their delays.
-    reached: Vec<(NodeId, SimTime)>,
+    /// Scratch: the radios a transmission reaches, with their delays and
+    /// whether the preamble is undetectable there.
+    reached: Vec<(NodeId, SimTime, bool)>,
+    /// Per node, the arrivals of undetectable preambles still to run
+    /// (empty when the rows are kept).
+    waiting: Vec<undetectable::Waiting>,
+    /// Undetectable arrivals are queued and their rows kept.
+    undetectable_rows: bool,
     duration: SimTime,
     /// The real hosts' packets and flows, when real hosts are attached.
     attachment: Attachment,
@@ -78,9 +104,15 @@ impl World {
             sniffer: cfg.pcap.sniffer,
             effects: Effects::default(),
             reached: Vec::new(),
+            waiting: Vec::new(),
+            stream: None,
+            flushed_frames: 0,
+            undetectable_rows: cfg.radio.undetectable_rows,
             duration: cfg.duration,
             attachment: Attachment::default(),
         };
+        w.waiting.resize_with(w.nodes.len(), Default::default);
+        w.trace.undetectable.drops = vec![[0; 3]; w.nodes.len()];
         for i in 0..w.nodes.len() {
             let n = &mut w.nodes[i];
             n.apps.listen(&mut n.sockets);
@@ -131,8 +163,13 @@ impl World {
         Option<crate::pcap::Capture>,
         Vec<BroadsideEnd>,
     ) {
+        let end = Key::after(self.duration);
+        for i in 0..self.nodes.len() {
+            self.run_undetectable(NodeId(i as u32), end);
+        }
         self.sockets_finish();
         self.hosts_finish();
+        self.stream_batches(true);
         let ends = self
             .nodes
             .iter_mut()

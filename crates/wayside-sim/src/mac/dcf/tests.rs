@@ -3,6 +3,7 @@
 use super::*;
 use crate::geometry::Vec2;
 use crate::mac::mgmt::MgmtBody;
+use crate::mac::FAST_FRAME_OVERHEAD;
 use crate::packet::{ArpOp, Body, Packet};
 use crate::ratectl::RateControlSpec;
 use crate::units::{Bitrate, Db};
@@ -48,6 +49,7 @@ fn dcf_at(mode: Mode, tries: u8, queue_limit: usize, fast_frames: Option<SimTime
         rate: rate.clone(),
         modes: Standard::G.modes(),
         fast_frames,
+        ampdu: None,
         txop_bursting: None,
     };
     let air = Air {
@@ -280,9 +282,16 @@ fn a_frame_that_would_overrun_the_txop_waits_for_the_channel() {
 #[test]
 fn test_contending_chain_peer_is_the_next_unicast_receiver() {
     let mut d = dcf(1, 10);
-    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), None, "nothing queued");
+    assert_eq!(
+        d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant),
+        None,
+        "nothing queued"
+    );
     d.enqueue(SimTime::ZERO, msdu(Dst::Node(PEER), SimTime::ZERO));
-    assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant), Some(PEER));
+    assert_eq!(
+        d.chain_peer(SimTime::ZERO, MacTimer::AccessGrant),
+        Some(PEER)
+    );
     assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::TxopNext), Some(PEER));
     assert_eq!(d.chain_peer(SimTime::ZERO, MacTimer::ResponseTimeout), None);
 }

@@ -27,12 +27,12 @@ use crate::packet::{Body, Packet};
 use crate::units::SimTime;
 use codel::CodelParams;
 use fq::{Fq, FqParams, Item, Overflow};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use txqs::Txqs;
 
 /// Which queue a node runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueKind {
     #[default]
@@ -207,7 +207,11 @@ fn flow_hash(msdu: &Msdu) -> u64 {
         Payload::Packet(p) => packet(p, &mut mix),
         Payload::FastFrame(pair) => packet(&pair[0], &mut mix),
         Payload::Datagram { app, .. } => mix(u64::from(*app)),
-        Payload::Raw | Payload::Mgmt(_) => {}
+        Payload::Raw
+        | Payload::Mgmt(_)
+        | Payload::Aggregate(..)
+        | Payload::BlockAck { .. }
+        | Payload::BlockAckReq { .. } => {}
     }
     h
 }

@@ -23,11 +23,13 @@
 mod assembler;
 mod congestion;
 mod profile;
+mod recovery;
 mod rtt;
 mod scoreboard;
 mod seq;
 #[cfg(test)]
 mod tests;
+mod timers;
 
 pub use profile::{Congestion, LossRecovery, TcpConfig, TcpProfile, UnknownProfile};
 
@@ -724,180 +726,6 @@ impl Tcp {
         }
     }
 
-    fn congestion_on_ack(
-        &mut self,
-        now: SimTime,
-        ack: SeqNum,
-        acked: &Acked,
-        newly_sacked: u32,
-        is_dup: bool,
-        prior_pipe: u32,
-    ) {
-        let advanced = acked.bytes > 0 || acked.segs > 0;
-        let sender_sack = self.sender_sack();
-        if !sender_sack && self.cfg.recovery != LossRecovery::NewReno {
-            if advanced {
-                self.reno_sacked = self
-                    .reno_sacked
-                    .saturating_sub(acked.segs.saturating_sub(1));
-            } else if is_dup {
-                self.reno_sacked = (self.reno_sacked + 1).min(self.board.len().saturating_sub(1));
-            }
-        }
-        match self.ca {
-            CaState::Open => {
-                if advanced {
-                    self.dupacks = 0;
-                    self.grow(now, acked.segs, prior_pipe);
-                } else if is_dup {
-                    self.dupacks += 1;
-                }
-                if sender_sack && newly_sacked > 0 {
-                    self.board.mark_lost_by_sack(self.cfg.dupthresh);
-                }
-                let sack_says = sender_sack && self.board.sacked_above_head() >= self.cfg.dupthresh;
-                if !self.board.is_empty() && (self.dupacks >= self.cfg.dupthresh || sack_says) {
-                    self.enter_recovery(acked.segs + newly_sacked.max(is_dup as u32));
-                }
-            }
-            CaState::Recovery { recover } => {
-                if ack >= recover {
-                    self.exit_recovery();
-                    return;
-                }
-                if is_dup {
-                    self.dupacks += 1;
-                }
-                if advanced {
-                    // Partial ACK: the new head is the next hole (RFC 6582).
-                    self.board.mark_head_lost();
-                    self.force_rtx |= self.cfg.recovery == LossRecovery::NewReno;
-                }
-                if sender_sack {
-                    self.board.mark_lost_by_sack(self.cfg.dupthresh);
-                }
-                let delivered = if sender_sack {
-                    acked.segs.saturating_sub(acked.sacked_segs) + newly_sacked
-                } else {
-                    acked.segs.max(is_dup as u32)
-                };
-                match self.cfg.recovery {
-                    LossRecovery::NewReno => {
-                        if advanced {
-                            // Deflate by the amount acknowledged, add one back.
-                            self.cwnd = self.cwnd.saturating_sub(acked.segs) + 1;
-                        } else if is_dup {
-                            self.cwnd += 1;
-                        }
-                    }
-                    LossRecovery::RateHalving { .. } => self.cwnd_down(),
-                    LossRecovery::Prr => self.prr_on_ack(delivered),
-                }
-            }
-            CaState::Loss { recover } => {
-                if advanced {
-                    self.grow(now, acked.segs, prior_pipe);
-                }
-                if ack >= recover {
-                    self.ca = CaState::Open;
-                    self.dupacks = 0;
-                }
-            }
-        }
-        self.cwnd = self.cwnd.clamp(1, CWND_CLAMP);
-    }
-
-    /// Window growth if the sender was cwnd-limited before this ACK (Linux
-    /// `tcp_is_cwnd_limited`).
-    fn grow(&mut self, now: SimTime, acked_segs: u32, prior_pipe: u32) {
-        if prior_pipe >= self.cwnd {
-            let min_rtt = self.rtt.min_rtt();
-            self.cc
-                .on_ack(&mut self.cwnd, self.ssthresh, acked_segs, now, min_rtt);
-        }
-    }
-
-    fn enter_recovery(&mut self, delivered: u32) {
-        let flight = self.board.len();
-        self.ssthresh = self.cc.ssthresh(self.cwnd, flight);
-        self.ca = CaState::Recovery {
-            recover: self.snd_nxt,
-        };
-        self.board.mark_head_lost();
-        self.force_rtx = true;
-        self.events.push_back(TcpEvent::FastRetransmit);
-        match self.cfg.recovery {
-            LossRecovery::NewReno => self.cwnd = self.ssthresh + self.cfg.dupthresh,
-            LossRecovery::RateHalving { .. } => {
-                self.halving_cnt = 0;
-                self.cwnd_down();
-            }
-            LossRecovery::Prr => {
-                self.prr = Prr {
-                    delivered: 0,
-                    out: 0,
-                    recover_fs: flight.max(1),
-                };
-                self.prr_on_ack(delivered);
-            }
-        }
-    }
-
-    /// Linux 2.6 `tcp_cwnd_down`: one segment less every second ACK down to
-    /// ssthresh/2, and never more than one segment above what is in flight.
-    fn cwnd_down(&mut self) {
-        self.halving_cnt += 1;
-        if self.halving_cnt >= 2 {
-            self.halving_cnt = 0;
-            if self.cwnd > (self.ssthresh / 2).max(1) {
-                self.cwnd -= 1;
-            }
-        }
-        self.cwnd = self.cwnd.min(self.pipe() + 1);
-    }
-
-    /// RFC 6937 §3 with the slow-start reduction bound.
-    fn prr_on_ack(&mut self, delivered: u32) {
-        self.prr.delivered = self.prr.delivered.saturating_add(delivered);
-        let pipe = self.pipe();
-        let ssthresh = self.ssthresh;
-        let sndcnt = if pipe > ssthresh {
-            let target =
-                (self.prr.delivered as u64 * ssthresh as u64).div_ceil(self.prr.recover_fs as u64);
-            target.saturating_sub(self.prr.out as u64) as u32
-        } else {
-            let limit = self
-                .prr
-                .delivered
-                .saturating_sub(self.prr.out)
-                .max(delivered)
-                + 1;
-            (ssthresh - pipe).min(limit)
-        };
-        // Linux: the fast retransmit itself always goes out.
-        let sndcnt = sndcnt.max((self.prr.out == 0) as u32);
-        self.cwnd = pipe + sndcnt;
-    }
-
-    fn exit_recovery(&mut self) {
-        match self.cfg.recovery {
-            LossRecovery::NewReno => {
-                // RFC 6582 §3.2 step 3, option (1).
-                self.cwnd = self.ssthresh.min(self.board.len().max(1) + 1);
-            }
-            LossRecovery::RateHalving { moderation_burst } => {
-                // tcp_complete_cwr, then tcp_moderate_cwnd.
-                self.cwnd = self.cwnd.min(self.ssthresh);
-                self.cwnd = self.cwnd.min(self.pipe() + moderation_burst);
-            }
-            LossRecovery::Prr => self.cwnd = self.ssthresh,
-        }
-        self.cwnd = self.cwnd.clamp(1, CWND_CLAMP);
-        self.ca = CaState::Open;
-        self.dupacks = 0;
-        self.reno_sacked = 0;
-    }
-
     /// Receive-side processing of an acceptable segment's payload and FIN.
     fn on_data(&mut self, now: SimTime, seg: &Segment) {
         let seq = SeqNum(seg.seq);
@@ -969,90 +797,6 @@ impl Tcp {
         };
         let unread = self.unread().min(u64::from(u32::MAX)) as u32;
         self.cfg.rcv_wnd.saturating_sub(unread).min(cap)
-    }
-
-    // ----------------------------------------------------------------------
-    // Input: timers.
-
-    pub fn handle_timeout(&mut self, now: SimTime) {
-        let due = |t: Option<SimTime>| t.is_some_and(|t| t <= now);
-        if due(self.timewait_at) {
-            self.enter_closed();
-            self.events.push_back(TcpEvent::Closed);
-            return;
-        }
-        if due(self.delack_at) {
-            self.delack_at = None;
-            self.ack_now = true;
-        }
-        if due(self.persist_at) {
-            self.persist_at = None;
-            self.persist_backoff += 1;
-            self.probe_pending = true;
-        }
-        if due(self.rtx_at) {
-            self.rtx_at = None;
-            match self.state {
-                State::SynSent | State::SynReceived => self.on_syn_timeout(),
-                _ if !self.board.is_empty() => self.on_rto(now),
-                _ => {}
-            }
-        }
-    }
-
-    fn on_syn_timeout(&mut self) {
-        let limit = if self.state == State::SynSent {
-            self.cfg.syn_retries
-        } else {
-            self.cfg.synack_retries
-        };
-        if self.retries >= limit {
-            self.events.push_back(TcpEvent::GaveUp);
-            if self.passive {
-                let events = std::mem::take(&mut self.events);
-                *self = Tcp::listen(self.cfg.clone(), self.local_port, self.iss.0);
-                self.events = events;
-            } else {
-                self.enter_closed();
-            }
-            return;
-        }
-        self.retries += 1;
-        self.backoff += 1;
-        self.syn_pending = true;
-        self.syn_retransmitted = true;
-        self.events.push_back(TcpEvent::SynRetransmit {
-            attempt: self.retries,
-        });
-    }
-
-    fn on_rto(&mut self, now: SimTime) {
-        if self.retries >= self.cfg.data_retries {
-            self.events.push_back(TcpEvent::GaveUp);
-            self.enter_closed();
-            return;
-        }
-        if self.ca == CaState::Open {
-            // Only the first timeout of an episode reduces ssthresh (Linux
-            // tcp_enter_loss).
-            self.ssthresh = self.cc.ssthresh(self.cwnd, self.board.len());
-        }
-        self.cc.on_rto();
-        self.cwnd = 1;
-        self.ca = CaState::Loss {
-            recover: self.snd_nxt,
-        };
-        self.dupacks = 0;
-        self.reno_sacked = 0;
-        self.board.mark_all_lost();
-        self.retries += 1;
-        self.backoff += 1;
-        let rto = self.rto();
-        self.events.push_back(TcpEvent::Timeout {
-            rto,
-            backoff: self.backoff,
-        });
-        self.rtx_at = Some(now + rto);
     }
 
     // ----------------------------------------------------------------------
@@ -1175,19 +919,5 @@ impl Tcp {
             self.prr.out += 1;
         }
         self.segment(seq, len, false, fin, true)
-    }
-
-    /// Arms the persist timer when the peer's zero window blocks new data.
-    fn arm_persist(&mut self, now: SimTime) {
-        let blocked = self.board.is_empty()
-            && self.snd_wnd == 0
-            && self.app_total > self.sent_total
-            && matches!(
-                self.state,
-                State::Established | State::CloseWait | State::FinWait1 | State::LastAck
-            );
-        if blocked && self.persist_at.is_none() {
-            self.persist_at = Some(now + self.rtt.backed_off(self.persist_backoff));
-        }
     }
 }
