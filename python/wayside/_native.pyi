@@ -23,10 +23,12 @@ __all__ = [
     "rate_thresholds",
     "read_fcd",
     "read_one",
+    "read_parquet",
     "resolve",
     "resolve_defaults",
     "run",
     "run_streaming",
+    "trace_columns",
 ]
 
 _Path = str | PathLike[str]
@@ -190,10 +192,19 @@ def read_one(
     """Reads The ONE's external movement format (plain or gzip); with
     `as_the_one`, host `i` is The ONE's host `i`. Raises TraceError."""
 
+def read_parquet(path: _Path, window: tuple[float, float] | None = ...) -> Trace:
+    """Reads a Parquet trace (ours: time, vehicle, x, y; or SUMO's
+    timestep_time, vehicle_id, vehicle_x, vehicle_y) row group by row
+    group. Raises TraceError."""
+
+def trace_columns(label: str, names: list[str]) -> tuple[str, str, str, str]:
+    """The time, vehicle, x and y columns among a table's column names
+    (SUMO's or ours). Raises TraceError naming both sets."""
+
 @final
 class TraceStream:
-    """A trace built from column batches in time order (e.g. a Parquet
-    file's row groups), holding at most one batch outside the trace."""
+    """A trace built from column batches in time order, holding at most
+    one batch outside the trace."""
 
     def __init__(
         self, label: str, window: tuple[float, float] | None = ..., samples: int = ...
@@ -210,11 +221,6 @@ class TraceStream:
         """Adds a batch as little-endian buffers: time f64, vehicle u32
         (codes into `names`, or the previous batch's when None), x and y
         f64. Raises TraceError or ValueError."""
-    def push_arrow(self, stream: object) -> None:
-        """Adds every batch of an Arrow C stream (an object with
-        `__arrow_c_stream__`): time float64, vehicle a dictionary of
-        strings (uint32 or int32 indices, no nulls), x and y float32 or
-        float64. Raises TraceError."""
     def finish(self) -> Trace:
         """The trace; the stream cannot be used afterwards."""
 

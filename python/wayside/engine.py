@@ -11,7 +11,8 @@ module goes through this one. Every export is typed in `_native.pyi`:
 - emulation (real hosts through a scenario in real time): `emulate`,
   `emulate_addresses`;
 - vehicle traces and the contact-level epidemic: `Trace`, `TraceError`,
-  `read_fcd`, `read_one`, `TraceStream`, `epidemic_run`, `dtn_run`.
+  `read_fcd`, `read_one`, `read_parquet`, `trace_columns`, `TraceStream`,
+  `epidemic_run`, `dtn_run`.
 
 `LIBRARY` is the extension's file, for caches that must not outlive a
 rebuild of the engine.

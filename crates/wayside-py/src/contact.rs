@@ -5,15 +5,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::ffi_stream::ArrowArrayStreamReader;
-use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt32Type};
-use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
-use arrow_schema::DataType;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule, PyDict};
+use pyo3::types::{PyBytes, PyDict};
 use wayside_contact::district::{self, Area};
 use wayside_contact::dtn::message::{Generator, Message};
 use wayside_contact::dtn::router::{ProphetParams, Router};
@@ -21,7 +16,7 @@ use wayside_contact::dtn::{self, Queue, Settings};
 use wayside_contact::epidemic::{self, Params, Roles, Rules};
 use wayside_contact::rules::RulesError;
 use wayside_contact::trace::{self, Trace, TraceBuilder};
-use wayside_contact::{fcd, one};
+use wayside_contact::{fcd, one, parquet_trace};
 
 // Named and placed as Python sees them, so that pickle finds the class.
 create_exception!(
@@ -184,6 +179,26 @@ fn read_fcd(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResu
     Ok(PyTrace(Arc::new(t)))
 }
 
+/// Reads a Parquet trace (ours, or SUMO's tabular FCD) row group by row
+/// group, keeping `window` = (from, to) if given.
+#[pyfunction]
+#[pyo3(signature = (path, window=None))]
+fn read_parquet(py: Python<'_>, path: PathBuf, window: Option<(f64, f64)>) -> PyResult<PyTrace> {
+    let t = py
+        .detach(move || parquet_trace::read(&path, builder(window)))
+        .map_err(trace_err)?;
+    Ok(PyTrace(Arc::new(t)))
+}
+
+/// The time, vehicle, x and y columns among a table's column `names`
+/// (SUMO's or ours); `label` names the table in the error.
+#[pyfunction]
+fn trace_columns(label: &str, names: Vec<String>) -> PyResult<(&str, &str, &str, &str)> {
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let [t, v, x, y] = parquet_trace::columns(label, &names).map_err(trace_err)?;
+    Ok((t, v, x, y))
+}
+
 /// Reads The ONE's external movement format (plain or gzip); with
 /// `as_the_one`, as The ONE sees it (hosts are the ids of the first time
 /// instance, in file order, and stay where last placed).
@@ -209,9 +224,8 @@ fn read_one(
     Ok(PyTrace(Arc::new(t)))
 }
 
-/// A trace built from column batches in time order (e.g. the row groups
-/// of a Parquet file), so that no more than one batch is held outside
-/// the trace's own compact columns.
+/// A trace built from column batches in time order, so that no more than
+/// one batch is held outside the trace's own compact columns.
 #[pyclass(name = "TraceStream", module = "wayside._native")]
 pub struct PyTraceStream {
     builder: Option<TraceBuilder>,
@@ -287,57 +301,6 @@ impl PyTraceStream {
         Ok(())
     }
 
-    /// Adds every batch of an Arrow C stream (`stream` has
-    /// `__arrow_c_stream__`, e.g. a pyarrow `RecordBatchReader`) whose
-    /// columns are, in order, time (float64), vehicle (a dictionary of
-    /// strings with uint32 or int32 indices, no nulls), x and y (float32
-    /// or float64). The batches are read here, without the GIL (a
-    /// producer written in Python takes it back for each batch).
-    fn push_arrow(&mut self, py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<()> {
-        let capsule = stream.call_method0("__arrow_c_stream__")?;
-        let capsule = capsule.cast::<PyCapsule>()?;
-        let ptr = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
-        // Safety: a live capsule of that name holds an FFI_ArrowArrayStream;
-        // from_raw moves it out and leaves a released stream for the
-        // capsule's destructor.
-        let reader = unsafe { ArrowArrayStreamReader::from_raw(ptr.as_ptr().cast()) }
-            .map_err(|e| TraceError::new_err(format!("{}: {e}", self.label)))?;
-        let Some(b) = self.builder.as_mut() else {
-            return Err(PyValueError::new_err("the stream is finished"));
-        };
-        let (label, rows, index) = (&self.label, &mut self.rows, &mut self.index);
-        py.detach(|| {
-            let mut names: Option<StringArray> = None;
-            for batch in reader {
-                let batch = batch.map_err(|e| trace::TraceError(format!("{label}: {e}")))?;
-                let cols = ArrowColumns::of(&batch, label)?;
-                if names.as_ref() != Some(&cols.names) {
-                    *index = cols
-                        .names
-                        .iter()
-                        .map(|n| b.intern(n.unwrap_or("")))
-                        .collect();
-                    names = Some(cols.names.clone());
-                }
-                for i in 0..batch.num_rows() {
-                    let row = *rows + i;
-                    let code = cols.codes[i] as usize;
-                    let v = *index.get(code).ok_or_else(|| {
-                        trace::TraceError(format!(
-                            "{label}, row {row}: vehicle code {code} has no name"
-                        ))
-                    })?;
-                    b.push_index(cols.time[i], v, cols.x[i], cols.y[i], &|| {
-                        format!("{label}, row {row}")
-                    })?;
-                }
-                *rows += batch.num_rows();
-            }
-            Ok(())
-        })
-        .map_err(trace_err)
-    }
-
     /// The trace; the stream cannot be used afterwards.
     fn finish(&mut self) -> PyResult<PyTrace> {
         let b = self
@@ -345,70 +308,6 @@ impl PyTraceStream {
             .take()
             .ok_or_else(|| PyValueError::new_err("the stream is finished"))?;
         Ok(PyTrace(Arc::new(b.finish())))
-    }
-}
-
-/// One record batch of a trace as plain columns (see `push_arrow`).
-struct ArrowColumns {
-    time: Vec<f64>,
-    codes: Vec<u32>,
-    names: StringArray,
-    x: Vec<f64>,
-    y: Vec<f64>,
-}
-
-impl ArrowColumns {
-    fn of(batch: &RecordBatch, label: &str) -> Result<Self, trace::TraceError> {
-        let bad = |what: &str| {
-            trace::TraceError(format!(
-                "{label}: {what}; the columns must be time (float64), vehicle (dictionary of \
-                 strings, no nulls), x and y (float32 or float64)"
-            ))
-        };
-        if batch.num_columns() != 4 {
-            return Err(bad(&format!("{} columns", batch.num_columns())));
-        }
-        let floats = |c: &ArrayRef, name: &str| -> Result<Vec<f64>, trace::TraceError> {
-            if c.null_count() > 0 {
-                return Err(bad(&format!("{name} has nulls")));
-            }
-            if let Some(a) = c.as_primitive_opt::<Float64Type>() {
-                Ok(a.values().to_vec())
-            } else if let Some(a) = c.as_primitive_opt::<Float32Type>() {
-                Ok(a.values().iter().map(|&v| v as f64).collect())
-            } else {
-                Err(bad(&format!("{name} is {}", c.data_type())))
-            }
-        };
-        let v = batch.column(1);
-        if v.null_count() > 0 {
-            return Err(bad("vehicle has nulls"));
-        }
-        let (codes, values) = if let Some(d) = v.as_dictionary_opt::<UInt32Type>() {
-            (d.keys().values().to_vec(), d.values())
-        } else if let Some(d) = v.as_dictionary_opt::<Int32Type>() {
-            (
-                d.keys().values().iter().map(|&k| k as u32).collect(),
-                d.values(),
-            )
-        } else {
-            return Err(bad(&format!("vehicle is {}", v.data_type())));
-        };
-        let names = values
-            .as_string_opt::<i32>()
-            .ok_or_else(|| bad(&format!("vehicle's dictionary is {}", values.data_type())))?
-            .clone();
-        let time = batch.column(0);
-        if !matches!(time.data_type(), DataType::Float64) {
-            return Err(bad(&format!("time is {}", time.data_type())));
-        }
-        Ok(ArrowColumns {
-            time: floats(time, "time")?,
-            codes,
-            names,
-            x: floats(batch.column(2), "x")?,
-            y: floats(batch.column(3), "y")?,
-        })
     }
 }
 
@@ -656,6 +555,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTraceStream>()?;
     m.add_function(wrap_pyfunction!(read_fcd, m)?)?;
     m.add_function(wrap_pyfunction!(read_one, m)?)?;
+    m.add_function(wrap_pyfunction!(read_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_columns, m)?)?;
     m.add_function(wrap_pyfunction!(epidemic_run, m)?)?;
     m.add_function(wrap_pyfunction!(dtn_run, m)?)?;
     Ok(())
