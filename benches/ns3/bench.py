@@ -113,12 +113,22 @@ WAYSIDE_QUEUE_LIMIT = 1000
 NO_MAX_DELAY = "1000s"
 
 
+def ns3_setting(setting: str) -> tuple[str, str]:
+    """NAME=VALUE, as `--ns3-set` takes it, split."""
+    name, eq, value = setting.partition("=")
+    if not (name and eq and value):
+        raise ValueError(f"--ns3-set: {setting!r} is not NAME=VALUE "
+                         "(e.g. nakagamiM=0 or ns3::WifiMacQueue::MaxSize=123p)")
+    return name, value
+
+
 def ns3_args(
     s: dict[str, Any],
     preamble_floor: float | None = None,
     class3_deauth: bool = True,
     ap_fifo: bool = False,
     no_max_delay: bool = False,
+    extra: Sequence[str] = (),
 ) -> list[str]:
     """driveby.cc's command line for scenario `s` (as `wayside_scenario`
     builds it): the same road, radios, channel and backhaul.
@@ -133,7 +143,11 @@ def ns3_args(
     `ap_fifo` gives ns-3's AP wayside's FIFO (one drop-tail queue of
     wayside's length, no queue disc, no age limit); `no_max_delay` keeps
     ns-3's queue disc but lifts its WifiMacQueue's 500 ms age limit
-    (`MaxDelay`), which neither ath9k's driver queue nor mac80211 has."""
+    (`MaxDelay`), which neither ath9k's driver queue nor mac80211 has.
+    `extra`: NAME=VALUE settings that go to driveby.cc as `--NAME=VALUE`
+    last, over the ones derived here (a driveby option such as
+    `nakagamiM=0`, or an ns-3 attribute such as
+    `ns3::WifiMacQueue::MaxSize=123p`)."""
     env, radio = s["environment"], s["radio"]
     if env["path_loss"] != "three-log-distance":
         raise ValueError(f"environment.path_loss: {env['path_loss']!r}; the ns-3 side models three-log-distance only")
@@ -193,6 +207,9 @@ def ns3_args(
         args.update({"apQdisc": 0, "ns3::WifiMacQueue::MaxSize": f"{limit}p"})
     if ap_fifo or no_max_delay:
         args["ns3::WifiMacQueue::MaxDelay"] = NO_MAX_DELAY
+    for name, value in map(ns3_setting, extra):
+        args.pop(name, None)  # moved to the end: it goes last
+        args[name] = value
     return [f"--{k}={v}" for k, v in args.items()]
 
 
@@ -369,10 +386,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="ns-3's AP queues as wayside's does: one drop-tail FIFO, no FqCoDel, no age limit")
     ap.add_argument("--ns3-no-max-delay", action="store_true",
                     help="keep ns-3's FqCoDel but lift its WifiMacQueue's 500 ms age limit (MaxDelay)")
+    ap.add_argument("--ns3-set", action="append", default=[], metavar="NAME=VALUE",
+                    help="pass --NAME=VALUE to driveby.cc last (a driveby option or an ns-3 attribute); repeatable")
     ap.add_argument("--ap-queue", action="append", choices=["fifo", "fq_codel", "airtime"],
                     help="wayside's AP queue; repeat to run several against one ns-3 run (default: fifo)")
     args = ap.parse_args(argv)
     queues = args.ap_queue or ["fifo"]
+    try:
+        for setting in args.ns3_set:
+            ns3_setting(setting)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
     if not args.ns3.is_file():
         print(f"--ns3: {args.ns3} is not a file; build driveby.cc first (benches/ns3/run.sh does)",
               file=sys.stderr)
@@ -384,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         xs = car_starts(case)
         s = wayside_scenario(base, xs)
         options = {"preamble_floor": args.ns3_preamble_floor, "class3_deauth": not args.ns3_as_shipped,
-                   "ap_fifo": args.ns3_ap_fifo, "no_max_delay": args.ns3_no_max_delay}
+                   "ap_fifo": args.ns3_ap_fifo, "no_max_delay": args.ns3_no_max_delay, "extra": args.ns3_set}
         try:
             ns3 = run_ns3(args.ns3, s, len(xs), options)
         except (RuntimeError, ValueError) as e:

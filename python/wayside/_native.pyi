@@ -24,6 +24,7 @@ __all__ = [
     "read_fcd",
     "read_one",
     "resolve",
+    "resolve_defaults",
     "run",
     "run_streaming",
 ]
@@ -107,6 +108,10 @@ def run_streaming(
 
 def resolve(scenario: str, overrides: list[str] = ...) -> str:
     """Validates a scenario and returns it resolved (TOML), overrides applied."""
+
+def resolve_defaults(scenario: str, overrides: list[str] = ...) -> str:
+    """The scenario as it would run, overrides applied and every default
+    written out (TOML that reads back to the same scenario)."""
 
 def builtin_names() -> list[str]:
     """Names of the built-in scenarios."""

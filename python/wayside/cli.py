@@ -198,12 +198,16 @@ def scenarios() -> None:
 def show(
     scenario: str = typer.Argument(..., help="Built-in scenario name or TOML file."),
     set_: List[str] = typer.Option([], "--set", help="Override a scenario key: KEY=VALUE (repeatable)."),
+    resolved_: bool = typer.Option(
+        False, "--resolved", help="Also write out every default (each node's rate control, timers, ...) as it would run."
+    ),
 ) -> None:
     """Validate a scenario and print it as it would run."""
     from wayside.scenario import scenario_text
 
+    resolve = _native.resolve_defaults if resolved_ else _native.resolve
     try:
-        resolved = _native.resolve(scenario_text(scenario), set_)
+        resolved = resolve(scenario_text(scenario), set_)
     except _native.ScenarioError as e:
         fail(str(e))
         return

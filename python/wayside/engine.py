@@ -4,7 +4,8 @@ module goes through this one. Every export is typed in `_native.pyi`:
 
 - scenarios: `run` (one run; its trace tables are Arrow streams, `Table`),
   `run_streaming` (its trace in batches while it goes on, `StreamedRun`),
-  `resolve`, `builtin_names`, `builtin_text`, `ScenarioError`;
+  `resolve`, `resolve_defaults`, `builtin_names`, `builtin_text`,
+  `ScenarioError`;
 - the PHY: `rate_thresholds`;
 - the Broadside node's command line: `broadside_cli`;
 - emulation (real hosts through a scenario in real time): `emulate`,

@@ -7,7 +7,8 @@ Positions are the ones the run recorded (every trace row carries its
 node's x, y), interpolated at the fix times; a moving node gets fixes only
 over the span its rows cover (from its first to its last record), a node
 that never moved over the whole run. The simulated plane is laid on the
-earth at `ORIGIN` (x east, y north), run time 0 at `START`.
+earth at `ORIGIN` (x east, y north), run time 0 at the scenario's `start`
+(`run_start`), where the run's captures put it too.
 
 Errors (all seeded, so the same run, errors and seed give the same log):
 - measurement delay: a fix stamped at T reports where the receiver was at
@@ -30,21 +31,22 @@ import datetime as dt
 import hashlib
 import json
 import math
+import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from wayside import engine
 from wayside.gpslog import LOG_SCHEMA, LocalPlane, write_log
 from wayside.gpscorrect import interpolate
 from wayside.result import TABLES, RunResult
 from wayside.traces import table
 
 # An arbitrary place for the simulated plane: the University of Waterloo,
-# where Hadaller et al. worked; the date of their runs (August 2006, §3.1).
+# where Hadaller et al. worked.
 ORIGIN = (43.4723, -80.5449)
-START = dt.datetime(2006, 8, 15, 12, 0, 0, tzinfo=dt.timezone.utc)
 TRUTH_FILE = "gps.json"
 
 
@@ -101,15 +103,23 @@ def radio_nodes(result: RunResult) -> list[str]:
     return [n for n in result.nodes if n in seen]
 
 
+def run_start(result: RunResult) -> dt.datetime:
+    """The wall-clock time of the run's time zero: its scenario's `start`
+    (RFC 3339; default the Unix epoch), which its captures count from."""
+    resolved = tomllib.loads(engine.resolve_defaults(result.resolved))
+    return dt.datetime.fromisoformat(resolved["start"])
+
+
 def node_log(result: RunResult, node: str, errors: GpsErrors = NO_ERRORS, origin: tuple[float, float] = ORIGIN,
-             start: dt.datetime = START) -> pl.DataFrame:
-    """`node`'s GPS log at 1 Hz on its host's clock (see the module doc)."""
+             start: dt.datetime | None = None) -> pl.DataFrame:
+    """`node`'s GPS log at 1 Hz on its host's clock (see the module doc),
+    run time 0 at `start` (default `run_start`)."""
     pos = recorded_positions(result, node)
     ts, xs, ys = pos["time_s"].to_numpy(), pos["x"].to_numpy(), pos["y"].to_numpy()
     still = bool(np.ptp(xs) == 0 and np.ptp(ys) == 0)
     lo, hi = (0.0, result.duration_s) if still else (ts[0] + errors.delay_s, ts[-1] + errors.delay_s)
     offset = clock_offset(node, errors)
-    epoch0 = start.timestamp()
+    epoch0 = (start or run_start(result)).timestamp()
     # Fixes on whole seconds of the host's clock, as a 1 Hz polling loop logs them.
     host = np.arange(math.ceil(epoch0 + offset + lo), math.floor(epoch0 + offset + hi) + 1, dtype=float)
     t = host - epoch0 - offset
@@ -122,11 +132,13 @@ def node_log(result: RunResult, node: str, errors: GpsErrors = NO_ERRORS, origin
 
 
 def write_gps(result: RunResult, directory: str | Path, fmt: str = "nmea", errors: GpsErrors = NO_ERRORS,
-              origin: tuple[float, float] = ORIGIN, start: dt.datetime = START) -> list[Path]:
+              origin: tuple[float, float] = ORIGIN, start: dt.datetime | None = None) -> list[Path]:
     """Writes DIR/NODE.{nmea,gpx,csv} for every radio node, and DIR/gps.json
     with what was injected (errors, each host's clock offset, origin and
-    start) so that corrections can be checked against it."""
+    start, default `run_start`) so that corrections can be checked against
+    it."""
     d = Path(directory)
+    start = start or run_start(result)
     suffix = {"nmea": ".nmea", "gpx": ".gpx", "csv": ".csv"}[fmt]
     paths = [write_log(node_log(result, n, errors, origin, start), d / f"{n}{suffix}", fmt) for n in radio_nodes(result)]
     truth = {"errors": asdict(errors), "origin": list(origin), "start": start.isoformat(),

@@ -64,11 +64,12 @@ class Truth:
     positions: pl.DataFrame  # the vehicle's simulated positions: time_s, x, y
     ap_xy: tuple[float, float]
     ap_clock_s: float  # the AP's (reference) clock offset from the true time
+    start_s: float  # run time 0 on the wall clock, Unix seconds (the scenario's start)
 
 
 def truth(result: RunResult, name: str, errors: gpsout.GpsErrors, ap: str = "ap", vehicle: str = "car") -> Truth:
     return Truth(name, gpsout.recorded_positions(result, vehicle), tuple(gpsout.recorded_positions(result, ap).row(0)[1:]),
-                 gpsout.clock_offset(ap, errors))
+                 gpsout.clock_offset(ap, errors), gpsout.run_start(result).timestamp())
 
 
 @dataclass
@@ -87,7 +88,7 @@ def measure(result: RunResult, name: str, errors: gpsout.GpsErrors, directory: s
     the hosts' clock offsets from the frames both caught, and reads the logs
     back onto the AP's clock."""
     d = Path(directory)
-    epoch = gpsout.START.timestamp()
+    epoch = gpsout.run_start(result).timestamp()
     gpsout.write_gps(result, d, fmt, errors)
     injected = {h: gpsout.clock_offset(h, errors) for h in (ap, vehicle)}
     records = pl.concat([sniffer_view(result, h, injected[h], epoch) for h in (ap, vehicle)])
@@ -110,7 +111,7 @@ def position_errors(corrections: gpscorrect.Corrections, truths: list[Truth]) ->
     out = []
     for m in truths:
         run = corrections.runs[m.name]
-        t = m.positions["time_s"].to_numpy() + gpsout.START.timestamp() + m.ap_clock_s
+        t = m.positions["time_s"].to_numpy() + m.start_s + m.ap_clock_s
         inside = (t >= run.fix_s[0]) & (t <= run.fix_s[-1])
         x, y = run.position(t[inside])
         true_x = m.positions["x"].to_numpy()[inside] - m.ap_xy[0]

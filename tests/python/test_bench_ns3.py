@@ -126,6 +126,21 @@ def test_ns3_command_line_options(base):
     a = _args(bench.ns3_args(s, no_max_delay=True))
     assert a["ns3::WifiMacQueue::MaxDelay"] == "1000s"
     assert "apQdisc" not in a and "ns3::WifiMacQueue::MaxSize" not in a
+    # --ns3-set goes last, over what the bench derived.
+    argv = bench.ns3_args(s, no_max_delay=True, extra=["ns3::WifiMacQueue::MaxSize=123p", "nakagamiM=0"])
+    a = _args(argv)
+    assert (a["ns3::WifiMacQueue::MaxSize"], a["nakagamiM"]) == ("123p", "0")
+    assert argv[-1] == "--nakagamiM=0" and sum(x.startswith("--nakagamiM=") for x in argv) == 1
+    with pytest.raises(ValueError, match="'nakagamiM' is not NAME=VALUE"):
+        bench.ns3_args(s, extra=["nakagamiM"])
+
+
+def test_main_refuses_a_malformed_ns3_setting(tmp_path, capsys):
+    fake = tmp_path / "driveby"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    assert bench.main(["--ns3", str(fake), "--case", "one", "--ns3-set", "=3"]) == 2
+    assert "'=3' is not NAME=VALUE" in capsys.readouterr().err
 
 
 def test_ns3_side_refuses_a_channel_it_does_not_model(base):

@@ -77,6 +77,30 @@ def test_show_prints_resolved_toml(cli):
     assert shown["mac"]["rate"] == "11 Mbps"
 
 
+def test_show_resolved_writes_every_default_and_runs_the_same(cli, tmp_path):
+    corridor = Path(__file__).parent / "data" / "corridor.toml"
+    roam = 'management.roaming="bgscan-simple"'
+    p = cli("show", str(corridor), "--resolved", "--set", roam)
+    assert p.returncode == 0, p.stderr
+    shown = tomllib.loads(p.stdout)
+    # The APs take [mac]'s, madwifi's SampleRate; the cars roam with bgscan,
+    # as mac80211 clients, and run its Minstrel.
+    assert shown["mac"]["rate_control"] == {"algorithm": "samplerate"}
+    cars = [n for n in shown["node"] if n["name"].startswith("car")]
+    assert len(cars) == 8 and all(n["rate_control"] == {"algorithm": "minstrel"} for n in cars)
+    assert shown["start"] == "1970-01-01T00:00:00Z"
+    assert shown["management"]["beacon_interval"] == "0.1 s"
+    assert cars[0]["mobility"]["speed"] == "50 km/h"  # as the user wrote it
+    assert _native.resolve_defaults(p.stdout) == p.stdout
+    (tmp_path / "resolved.toml").write_text(p.stdout, encoding="utf-8")
+    short = ['duration="8 s"']
+    a = wayside.run(str(corridor), seed=1, overrides=[*short, roam])
+    b = wayside.run(str(tmp_path / "resolved.toml"), seed=1, overrides=short)
+    from wayside.traces import table
+
+    assert a.frames.num_rows > 1000 and table(a, "frames").equals(table(b, "frames"))
+
+
 def test_show_output_is_verbatim_toml(cli):
     # Long values and text that looks like console markup or emoji codes must
     # come out unchanged, so `wayside show X > file.toml` can be run again.

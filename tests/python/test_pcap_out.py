@@ -234,6 +234,28 @@ def test_wayside_analyze_reads_the_captures_back(tmp_path):
         assert np.abs([a.pos(x + t0) - b.pos(x) for x in t]).max() < 1.0
 
 
+def test_captures_and_gps_logs_move_together_with_the_scenario_start(tmp_path):
+    import datetime as dt
+
+    import dpkt
+
+    from wayside import gpslog
+
+    first = {}
+    for tag, over in (("epoch", []), ("dated", ['start="2026-05-01T09:00:00Z"'])):
+        d = tmp_path / tag
+        r = wayside.run("drive-by", seed=1, overrides=['duration="20 s"', *over], pcap=d)
+        gpsout.write_gps(r, d, "csv")
+        with open(d / "car.pcap", "rb") as f:
+            stamps = [ts for ts, _ in dpkt.pcap.Reader(f)]
+        first[tag] = (stamps[0], gpslog.read_log(d / "car.csv")["time_s"][0])
+    # By default run time zero is the Unix epoch: records carry run times.
+    assert 0 <= first["epoch"][0] < 20 and 0 <= first["epoch"][1] < 21
+    shift = dt.datetime(2026, 5, 1, 9, tzinfo=dt.timezone.utc).timestamp()
+    for moved, plain in zip(first["dated"], first["epoch"]):
+        assert moved - plain == pytest.approx(shift, abs=1e-6)
+
+
 def test_cli_run_writes_pcaps(cli, tmp_path):
     done = cli("run", "drive-by", "--set", 'duration="5 s"', "--out", tmp_path / "run", "--pcap", tmp_path / "pcap", "-q")
     assert done.returncode == 0, done.stderr

@@ -67,6 +67,20 @@ def test_bgscan_serves_every_car_by_each_ap_it_passes_and_doubles_the_data(madwi
     assert b.data_mb >= 2 * base.data_mb, f"bgscan {b.data_mb:.1f} MB, madwifi {base.data_mb:.1f} MB"
 
 
+def test_with_the_driver_defaults_bgscan_gets_over_twice_the_issues_39_mb():
+    # The corridor as the issue's user wrote it, without a rate: SampleRate
+    # at the APs (madwifi 0.9's), Minstrel at bgscan's cars (mac80211's).
+    runs = {}
+    for roaming in ("madwifi", "bgscan-simple"):
+        s = corridor(roaming)
+        del s["mac"]
+        runs[roaming] = breakdown.breakdown(wayside.run(s, seed=1))
+    b, base = runs["bgscan-simple"], runs["madwifi"]
+    assert "roamed" in set(b.handovers["how"])
+    assert b.data_mb >= 2 * 39.0, f"bgscan {b.data_mb:.1f} MB"
+    assert b.data_mb > base.data_mb, f"bgscan {b.data_mb:.1f} MB, madwifi {base.data_mb:.1f} MB"
+
+
 def test_handovers_table_gives_when_where_and_the_gaps(bgscan):
     r, _ = bgscan
     h = r.handovers

@@ -132,6 +132,14 @@ fn resolve(scenario: &str, overrides: Vec<String>) -> PyResult<String> {
         .map_err(scenario_err)
 }
 
+/// The scenario as it would run, overrides applied and every default
+/// written out (TOML that reads back to the same scenario).
+#[pyfunction]
+#[pyo3(signature = (scenario, overrides=Vec::new()))]
+fn resolve_defaults(scenario: &str, overrides: Vec<String>) -> PyResult<String> {
+    scenario::resolve_defaults(scenario, &overrides).map_err(scenario_err)
+}
+
 /// Names of the built-in scenarios.
 #[pyfunction]
 fn builtin_names() -> Vec<&'static str> {
@@ -187,6 +195,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_streaming, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_names, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(rate_thresholds, m)?)?;

@@ -84,8 +84,13 @@ pub fn prepare(
     world.set_priors(&learned);
     if let Some(dir) = pcap_dir {
         world.capture = Some(
-            Capture::create(dir, &captured_nodes(&cfg), capture_air(&cfg))
-                .map_err(|e| ScenarioError(e.0))?,
+            Capture::create(
+                dir,
+                &captured_nodes(&cfg),
+                capture_air(&cfg),
+                cfg.pcap.start,
+            )
+            .map_err(|e| ScenarioError(e.0))?,
         );
     }
     Ok((resolved, world))

@@ -8,7 +8,6 @@ use pcap_file::pcap::PcapReader;
 use pcap_file::DataLink;
 use std::fs::File;
 use std::path::PathBuf;
-use wayside_sim::pcap::EPOCH_S;
 use wayside_sim::trace::{DropReason, PhyEvent};
 use wayside_sim::{run_scenario, run_scenario_pcap, RunOutput};
 
@@ -64,7 +63,8 @@ fn run_pcap(text: &str, tag: &str) -> (RunOutput, PathBuf) {
     (out, d)
 }
 
-/// (time ns, radiotap header, MPDU with FCS) of every record.
+/// (time ns since the Unix epoch, radiotap header, MPDU with FCS) of every
+/// record.
 fn records(path: &PathBuf) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
     let mut r = PcapReader::new(File::open(path).unwrap()).unwrap();
     assert_eq!(r.header().datalink, DataLink::IEEE802_11_RADIOTAP);
@@ -73,10 +73,44 @@ fn records(path: &PathBuf) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
         let p = p.unwrap();
         let d = p.data.to_vec();
         let len = u16::from_le_bytes([d[2], d[3]]) as usize;
-        let ts = p.timestamp.as_nanos() as u64 - EPOCH_S * 1_000_000_000;
+        let ts = p.timestamp.as_nanos() as u64;
         v.push((ts, d[..len].to_vec(), d[len..].to_vec()));
     }
     v
+}
+
+#[test]
+fn test_timestamps_count_from_the_scenario_start() {
+    // By default run time zero is the Unix epoch: a record's timestamp is
+    // its row's time; `start` moves every record by the same amount.
+    let (_, d) = run_pcap(PASS, "start-default");
+    let plain = records(&d.join("ap.pcap"));
+    assert!(!plain.is_empty() && plain.iter().all(|r| r.0 <= 40_000_000_000));
+    let dated = format!("start = \"2006-08-15T12:00:00.5Z\"\n{PASS}");
+    let (_, d) = run_pcap(&dated, "start-2006");
+    let moved = records(&d.join("ap.pcap"));
+    assert_eq!(moved.len(), plain.len());
+    let start_ns = 1_155_643_200_500_000_000;
+    assert!(moved
+        .iter()
+        .zip(&plain)
+        .all(|(m, p)| m.0 == p.0 + start_ns && m.2 == p.2));
+    let late = format!("start = \"2106-02-07T06:28:00Z\"\n{PASS}");
+    let e = wayside_sim::scenario::load(&late, &[], None, 0)
+        .unwrap_err()
+        .0;
+    assert!(
+        e.starts_with("start: 2106-02-07T06:28:00Z: the run must lie between"),
+        "{e}"
+    );
+    let bad = format!("start = \"15 Aug 2006\"\n{PASS}");
+    let e = wayside_sim::scenario::load(&bad, &[], None, 0)
+        .unwrap_err()
+        .0;
+    assert!(
+        e.starts_with("start: \"15 Aug 2006\" is not an RFC 3339 time"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -78,14 +78,14 @@ use crate::ratectl::SnrMap;
 use crate::rng::Stream;
 use crate::trace::{ConnEvent, FrameKind};
 use crate::units::{Dbm, SimTime};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A node's part in a BSS: the one type the scenario file, the
 /// configuration and management share (management keeps its state per role in
 /// its private `Bss`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// No association: frames go straight to any node (ad hoc / OCB).

@@ -22,7 +22,7 @@ use crate::trace::ConnEvent;
 use crate::units::SimTime;
 
 /// Which router a node runs (`routing = "…"` in a scenario's node).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Routing {
     /// [`Infrastructure`].

@@ -8,10 +8,11 @@
 //! it decodes, not only those addressed to it.
 //!
 //! Link type 802.11 with radiotap ([`radiotap`]); the frame bytes are
-//! built by [`frame`]. Timestamps are the rows' times in nanoseconds from
-//! 2006-08-15 12:00 UTC, the origin of the GPS logs `wayside gps` writes,
-//! so a run's captures and logs share one clock. Nothing here draws a
-//! random number: the same run gives the same bytes.
+//! built by [`frame`]. A record's timestamp is its row's time after the
+//! wall-clock time of run time zero (the scenario's `start`, which the GPS
+//! logs `wayside gps` writes share, so that a run's captures and logs keep
+//! one clock). Nothing here draws a random number: the same run gives the
+//! same bytes.
 
 pub mod frame;
 pub mod radiotap;
@@ -31,10 +32,6 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Run time zero on the capture clock, seconds since the Unix epoch
-/// (2006-08-15 12:00:00 UTC).
-pub const EPOCH_S: u64 = 1_155_643_200;
-
 /// Which radios a run captures (the scenario's `[pcap]` section, lowered).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PcapConfig {
@@ -42,6 +39,8 @@ pub struct PcapConfig {
     pub nodes: Vec<NodeId>,
     /// A passive node whose trace and capture hold every frame it decodes.
     pub sniffer: Option<NodeId>,
+    /// The wall-clock time of run time zero, since the Unix epoch.
+    pub start: Duration,
 }
 
 /// One radio as a capture sees it.
@@ -72,6 +71,8 @@ pub struct Capture {
     encoder: Encoder,
     air: Air,
     buf: Vec<u8>,
+    /// The wall-clock time of run time zero ([`PcapConfig::start`]).
+    start: Duration,
     /// The first write error; reported by [`Capture::finish`].
     error: Option<CaptureError>,
 }
@@ -90,8 +91,14 @@ fn header() -> PcapHeader {
 }
 
 impl Capture {
-    /// Creates `dir` and a `NAME.pcap` in it for each captured node.
-    pub fn create(dir: &Path, nodes: &[CapturedNode], air: Air) -> Result<Capture, CaptureError> {
+    /// Creates `dir` and a `NAME.pcap` in it for each captured node, run
+    /// time zero at `start` after the Unix epoch.
+    pub fn create(
+        dir: &Path,
+        nodes: &[CapturedNode],
+        air: Air,
+        start: Duration,
+    ) -> Result<Capture, CaptureError> {
         let err = |p: &Path, e: &dyn std::fmt::Display| {
             CaptureError(format!(
                 "pcap: cannot write {}: {e}; give a directory that can be created",
@@ -126,6 +133,7 @@ impl Capture {
             encoder: Encoder::new(network),
             air,
             buf: Vec::new(),
+            start,
             error: None,
         })
     }
@@ -184,7 +192,7 @@ impl Capture {
         info.write(&mut self.buf);
         self.encoder
             .write(frame, channel, tsft_us, bad_fcs, &mut self.buf);
-        let ts = Duration::from_secs(EPOCH_S) + Duration::from_nanos(now.as_ns());
+        let ts = self.start + Duration::from_nanos(now.as_ns());
         let packet = PcapPacket::new(ts, self.buf.len() as u32, &self.buf);
         if let Err(e) = writer.write_packet(&packet) {
             self.error.get_or_insert_with(|| {

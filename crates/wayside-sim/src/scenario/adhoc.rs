@@ -12,9 +12,9 @@ use crate::mac::adhoc::AdhocConfig;
 use crate::mac::mgmt::Role;
 use crate::phy::mode::Timing;
 use crate::units::SimTime;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct AdhocSection {
     /// The static BSSID, six hex octets; a locally administered unicast

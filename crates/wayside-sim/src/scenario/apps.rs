@@ -24,9 +24,9 @@ use crate::ids::NodeId;
 use crate::mac::mgmt::BEACON_HISTORY;
 use crate::units::{parse_quantity, Quantity, SimTime};
 use serde::de::{self, Deserializer};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum AppKindName {
     TcpBulk,
@@ -36,7 +36,7 @@ pub enum AppKindName {
 }
 
 /// What a Broadside application runs over.
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum BroadsideTransport {
     Udp,
@@ -46,7 +46,7 @@ pub enum BroadsideTransport {
 }
 
 /// An application over IP.
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct AppSection {
     pub kind: AppKindName,
@@ -140,6 +140,16 @@ pub enum AppStartSection {
     At(TimeQ),
     OnAssociation,
     OnProduction,
+}
+
+impl Serialize for AppStartSection {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AppStartSection::At(t) => t.serialize(s),
+            AppStartSection::OnAssociation => s.serialize_str("on-association"),
+            AppStartSection::OnProduction => s.serialize_str("on-production"),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for AppStartSection {

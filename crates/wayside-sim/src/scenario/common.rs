@@ -9,7 +9,7 @@ use crate::ids::NodeId;
 use crate::phy::mode::{Mode, Standard};
 use crate::units::{parse_quantity, Bitrate, Db, Dbm, Meters, Mps, Quantity, SimTime};
 use serde::de::{self, Deserializer};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
@@ -28,10 +28,17 @@ pub const MAX_DURATION_S: f64 = 86_400.0;
 pub struct ScenarioError(pub String);
 
 macro_rules! quantity {
-    ($(#[$m:meta])* $name:ident($inner:ty), $q:expr, $what:literal, $conv:expr, $bare:expr) => {
+    ($(#[$m:meta])* $name:ident($inner:ty), $q:expr, $what:literal, $conv:expr, $bare:expr, $si:literal, $value:expr) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq)]
         pub struct $name(pub $inner);
+        /// Written back in the SI unit [`parse_quantity`] reads it into, so
+        /// that it reads back to the same value.
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&format!("{} {}", $value(self.0), $si))
+            }
+        }
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct V;
@@ -66,31 +73,37 @@ macro_rules! quantity {
 
 quantity!(
     /// A duration, e.g. `"100 ms"`.
-    TimeQ(f64), Quantity::Time, "duration", |v| v, false);
+    TimeQ(f64), Quantity::Time, "duration", |v| v, false, "s", |v| v);
 quantity!(
     /// A power level, e.g. `"19 dBm"`.
-    PowerQ(Dbm), Quantity::Power, "power", Dbm, false);
+    PowerQ(Dbm), Quantity::Power, "power", Dbm, false, "dBm", |v: Dbm| v.0);
 quantity!(
     /// A gain or ratio, e.g. `"7 dBi"`.
-    RatioQ(Db), Quantity::Ratio, "ratio", Db, false);
+    RatioQ(Db), Quantity::Ratio, "ratio", Db, false, "dB", |v: Db| v.0);
 quantity!(
     /// A length, e.g. `"20 m"`; a bare number is metres.
-    LengthQ(Meters), Quantity::Length, "length", Meters, true);
+    LengthQ(Meters), Quantity::Length, "length", Meters, true, "m", |v: Meters| v.0);
 quantity!(
     /// A speed, e.g. `"80 km/h"`.
-    SpeedQ(Mps), Quantity::Speed, "speed", Mps, false);
+    SpeedQ(Mps), Quantity::Speed, "speed", Mps, false, "m/s", |v: Mps| v.0);
 quantity!(
     /// A bit rate, e.g. `"54 Mbps"`.
-    RateQ(f64), Quantity::Rate, "rate", |v| v, false);
+    RateQ(f64), Quantity::Rate, "rate", |v| v, false, "bps", |v| v);
 quantity!(
     /// A size, e.g. `"1500 B"`.
-    SizeQ(f64), Quantity::Size, "size", |v| v, false);
+    SizeQ(f64), Quantity::Size, "size", |v| v, false, "B", |v| v);
 
 /// Deserializes a string with the type's `FromStr`, whose error says what is allowed.
 pub(super) fn from_str<'de, D: Deserializer<'de>, T: FromStr<Err: fmt::Display>>(
     d: D,
 ) -> Result<T, D::Error> {
     String::deserialize(d)?.parse().map_err(de::Error::custom)
+}
+
+/// Serializes a value read with [`from_str`] as its `Display`, which
+/// `FromStr` reads back.
+pub(super) fn display<S: Serializer, T: fmt::Display>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 /// The serde defaults several sections share.
@@ -131,6 +144,12 @@ impl<'de> Deserialize<'de> for Point {
                 v.len()
             ))),
         }
+    }
+}
+
+impl Serialize for Point {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        [self.0.x, self.0.y].serialize(s)
     }
 }
 

@@ -22,10 +22,10 @@ use crate::channel::{
 };
 use crate::geometry::Vec2;
 use crate::units::{Db, Dbm, Hertz, Meters};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum PathLossName {
     FreeSpace,
@@ -34,7 +34,7 @@ pub enum PathLossName {
     ThreeLogDistance,
 }
 
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum FadingName {
     None,
@@ -42,7 +42,7 @@ pub enum FadingName {
     Rician,
 }
 
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct Environment {
     /// Seed of the environment (shadowing map): the same road on every pass.
@@ -88,7 +88,7 @@ pub struct Environment {
 }
 
 /// `environment.diffraction`.
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum DiffractionName {
     /// Buildings attenuate the line of sight only (walls and metres).
@@ -99,7 +99,7 @@ pub enum DiffractionName {
 }
 
 /// `environment.building_loss` ([`crate::channel::building_entry::sommer_at`]).
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum BuildingLossName {
     /// 9 dB per wall and 0.4 dB/m whatever the frequency.
@@ -147,7 +147,7 @@ impl Default for Environment {
 
 /// A building: its outline, and its losses (defaults: Sommer et al. 2011,
 /// as Veins ships them; [`crate::channel::obstacles`]).
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ObstacleSection {
     #[serde(default)]

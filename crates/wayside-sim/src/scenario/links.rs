@@ -11,10 +11,10 @@
 
 use super::common::{check_range, err, node_id, time_in, zero_time, RateQ, ScenarioError, TimeQ};
 use crate::wire::WiredLink;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// A wired point-to-point link (an AP's backhaul to a server).
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSection {
     pub a: String,

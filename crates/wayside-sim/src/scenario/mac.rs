@@ -10,22 +10,22 @@
 //! ```
 
 use super::common::{check_range, err, rate_mode, time_in, RateQ, ScenarioError, SizeQ, TimeQ};
-use super::rate_control::{check_rate_role, RateContext, RateControlSection};
+use super::rate_control::{check_rate_role, driver_default, RateContext, RateControlSection};
 use crate::mac::ampdu::AmpduConfig;
 use crate::mac::MacConfig;
 use crate::phy::error::ErrorModelKind;
 use crate::phy::mode::{Mode, Standard};
 use crate::ratectl::{Stage, MAX_STAGES};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct ChainStage {
     pub rate: RateQ,
     pub tries: u32,
 }
 
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct MacSection {
     #[serde(default = "default_queue")]
@@ -36,7 +36,9 @@ pub struct MacSection {
     pub long_retry_limit: u32,
     #[serde(default = "default_rts")]
     pub rts_threshold: SizeQ,
-    /// Fixed data rate; default the standard's highest.
+    /// Fixed data rate. When none of `rate`, `retry_chain` and
+    /// `rate_control` is given, each node runs its driver's rate control
+    /// ([`super::rate_control::driver_default`]).
     #[serde(default)]
     pub rate: Option<RateQ>,
     /// A static multi-rate retry chain (instead of `rate`).
@@ -110,6 +112,11 @@ impl Default for MacSection {
 impl MacSection {
     /// What this section fixes for every node's rate control, on
     /// `standard` with lowest basic rate `basic` and `error_model`.
+    /// Whether this section names every node's rate selection.
+    pub(super) fn names_rate(&self) -> bool {
+        self.rate.is_some() || self.retry_chain.is_some() || self.rate_control.is_some()
+    }
+
     pub(super) fn rate_context(
         &self,
         standard: Standard,
@@ -211,13 +218,18 @@ impl MacSection {
         )?;
         // At most one of them is given (see `rate_context`).
         let rate = match (mac.rate, &mac.rate_control) {
-            (Some(r), _) => rates.fixed(Some(rate_mode(rates.standard, "mac.rate", r)?)),
+            (Some(r), _) => rates.fixed(rate_mode(rates.standard, "mac.rate", r)?),
             (None, Some(rc)) => {
                 let spec = rates.spec("mac.rate_control", rc)?;
                 check_rate_role("mac.rate_control", &spec, None)?;
                 spec
             }
-            (None, None) => rates.fixed(None),
+            // A node that names none takes its driver's (a roaming
+            // station its own, see `super::nodes`).
+            (None, None) => match rates.chain() {
+                Some(chain) => chain,
+                None => rates.spec("mac", &driver_default(rates.standard, false))?,
+            },
         };
         Ok(MacConfig {
             queue_limit: mac.queue_limit as usize,

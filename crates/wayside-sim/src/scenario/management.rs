@@ -15,9 +15,9 @@ use super::roaming::{roaming, RoamingSection};
 use crate::mac::mgmt::{DriverProfile, MgmtConfig};
 use crate::phy::mode::Standard;
 use crate::units::Dbm;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum DriverName {
     Madwifi,
@@ -25,7 +25,7 @@ pub enum DriverName {
 }
 
 /// Infrastructure-mode management, shared by every AP and station.
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ManagementSection {
     #[serde(default = "default_beacon")]
@@ -91,6 +91,16 @@ impl Default for ManagementSection {
             inactivity_timeout: default_inactivity(),
             roaming: RoamingSection::default(),
         }
+    }
+}
+
+/// The channels a station scans unless told: madwifi 0.9's station scan
+/// table (b/g: 1, 6, 11, 7, then the rest of the FCC channels 1-11).
+pub(super) fn default_scan_channels(standard: Standard) -> Vec<u32> {
+    match standard.legacy() {
+        Standard::A => vec![36, 40, 44, 48],
+        Standard::P => vec![178],
+        _ => vec![1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10],
     }
 }
 
@@ -176,13 +186,7 @@ impl ManagementSection {
                 }
                 chs.clone()
             }
-            None => match standard.legacy() {
-                // madwifi 0.9's station scan table: 1, 6, 11, 7, then the
-                // rest of the FCC channels 1-11.
-                Standard::A => vec![36, 40, 44, 48],
-                Standard::P => vec![178],
-                _ => vec![1, 6, 11, 7, 2, 3, 4, 5, 8, 9, 10],
-            },
+            None => default_scan_channels(standard),
         };
         Ok(MgmtConfig {
             beacon_interval,

@@ -13,9 +13,9 @@ use super::common::{
 use crate::geometry::Vec2;
 use crate::mobility::nasch::Highway;
 use crate::mobility::{Trajectory, Waypoint};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct WaypointSection {
     pub position: Point,
@@ -24,7 +24,7 @@ pub struct WaypointSection {
     pub pause: TimeQ,
 }
 
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(tag = "model", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum MobilitySection {
     /// Stays at the node's `position`.

@@ -24,12 +24,14 @@ mod overrides;
 mod pcap;
 mod radio;
 mod rate_control;
+mod resolved;
 mod roaming;
 mod traffic;
 
 pub use builtins::{builtin, BUILTIN};
 pub use common::{ScenarioError, MAX_DURATION_S, MAX_NODES};
 pub use overrides::apply_overrides;
+pub use resolved::resolve_defaults;
 
 use apps::{expand_source_apps, lower_apps, AppSection};
 use common::{err, one, time_in, TimeQ};
@@ -38,15 +40,16 @@ use links::{lower_links, LinkSection};
 use mac::MacSection;
 use management::ManagementSection;
 use nodes::{lower_nodes, node_key, NodeContext, NodeSection};
-use pcap::{lower_pcap, PcapSection};
+use pcap::{default_start, lower_pcap, lower_start, PcapSection};
 use radio::Radio;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use traffic::{lower_traffic, TrafficSection};
 
 use crate::config::SimConfig;
+use crate::pcap::PcapConfig;
 
 /// A scenario file, parsed.
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     #[serde(default)]
@@ -59,6 +62,10 @@ pub struct Scenario {
     #[serde(default)]
     pub calibrated_on: Vec<String>,
     pub duration: TimeQ,
+    /// The wall-clock time of run time zero (RFC 3339), which the pcap
+    /// timestamps and the GPS logs count from; default the Unix epoch.
+    #[serde(default = "default_start")]
+    pub start: String,
     /// Run seed used when none is given on the command line.
     #[serde(default = "one")]
     pub seed: u64,
@@ -167,6 +174,8 @@ impl Scenario {
             &NodeContext {
                 rates: &rates,
                 mac: &mac,
+                mac_names_rate: self.mac.names_rate(),
+                roaming: &self.management.roaming,
                 channel: &channel,
                 channel_no,
                 timing: standard.timing(self.radio.b_compatible),
@@ -186,7 +195,10 @@ impl Scenario {
             &names,
         )?;
         let apps = expand_source_apps(apps, &self.apps, &self.nodes, &nodes);
-        let pcap = lower_pcap(self.pcap.as_ref(), &self.nodes, &nodes, &self.named_nodes())?;
+        let pcap = PcapConfig {
+            start: lower_start(&self.start, duration)?,
+            ..lower_pcap(self.pcap.as_ref(), &self.nodes, &nodes, &self.named_nodes())?
+        };
         Ok(SimConfig {
             mgmt,
             wires,

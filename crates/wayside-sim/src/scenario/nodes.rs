@@ -13,11 +13,11 @@
 
 use super::adhoc::{lower_adhoc, AdhocSection};
 use super::common::{
-    check_point, check_range, err, from_str, one, only, time_in, yes, zero_db, LengthQ, Point,
-    PowerQ, RatioQ, ScenarioError, SizeQ, TimeQ, MAX_DURATION_S, MAX_NODES,
+    check_point, check_range, display, err, from_str, one, only, time_in, yes, zero_db, LengthQ,
+    Point, PowerQ, RatioQ, ScenarioError, SizeQ, TimeQ, MAX_DURATION_S, MAX_NODES,
 };
 use super::mobility::{check_mobility, highway, trajectory, MobilitySection};
-use super::rate_control::{check_rate_role, RateContext, RateControlSection};
+use super::rate_control::{check_rate_role, driver_default, RateContext, RateControlSection};
 use super::roaming::{optional_roaming, RoamingSection};
 use crate::channel::ChannelConfig;
 use crate::config::{NodeConfig, Role};
@@ -28,11 +28,11 @@ use crate::mobility::{MobilityModel, Trajectory};
 use crate::net::arp::{ArpConfig, ArpProfile};
 use crate::net::forwarding::ForwardingConfig;
 use crate::phy::error::ErrorModel;
-use crate::phy::mode::Timing;
+use crate::phy::mode::{Standard, Timing};
 use crate::rng::Stream;
 use crate::transport::tcp::{TcpConfig, TcpProfile};
 use crate::units::{Db, Dbm, Meters, SimTime};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// What the other sections fix for every node.
 pub(super) struct NodeContext<'a> {
@@ -41,6 +41,11 @@ pub(super) struct NodeContext<'a> {
     /// `[mac]` lowered: every node's MAC but for its own queue limit and
     /// rate control.
     pub(super) mac: &'a MacConfig,
+    /// Whether `[mac]` names every node's rate selection; if not, a node
+    /// that names none runs its driver's.
+    pub(super) mac_names_rate: bool,
+    /// `management.roaming`: a station's unless it names its own.
+    pub(super) roaming: &'a RoamingSection,
     /// The channel model (a node's `range` is defined over it).
     pub(super) channel: &'a ChannelConfig,
     /// The channel radios use unless they name one.
@@ -69,7 +74,7 @@ pub(super) fn node_key(i: usize, name: &str) -> String {
     }
 }
 
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSection {
     pub name: String,
@@ -106,7 +111,11 @@ pub struct NodeSection {
     #[serde(default)]
     pub scan_channels: Option<Vec<u32>>,
     /// TCP behaviour: linux-2.6, linux-modern or windows-xp.
-    #[serde(default = "default_tcp", deserialize_with = "from_str")]
+    #[serde(
+        default = "default_tcp",
+        deserialize_with = "from_str",
+        serialize_with = "display"
+    )]
     pub tcp: TcpProfile,
     /// Overrides of the TCP profile's timers (Hadaller et al. 2007 §7.3 (e), (f)).
     #[serde(default)]
@@ -165,7 +174,7 @@ pub struct NodeSection {
 
 /// `tcp_params = { initial_rto = "1 s", backoff_limit = 0 }`: each key
 /// replaces one value of the node's TCP profile.
-#[derive(Deserialize, Debug, Default, Clone)]
+#[derive(Deserialize, Serialize, Debug, Default, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct TcpParams {
     /// RTO before the first RTT sample; also the SYN retransmission timeout.
@@ -193,7 +202,7 @@ pub struct TcpParams {
     pub mss: Option<SizeQ>,
 }
 
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum ArpName {
     Linux,
@@ -201,7 +210,7 @@ pub enum ArpName {
 }
 
 /// `[[node]] forwarding`: an AP's forwarding engine from its wired side.
-#[derive(Deserialize, Debug, Clone, Copy)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy)]
 #[serde(deny_unknown_fields)]
 pub struct ForwardingSection {
     /// Processing time per packet.
@@ -486,10 +495,10 @@ pub(super) fn lower_nodes(
                     queue: n.queue.unwrap_or_default(),
                     // Each node its own (an environment-aware map is per
                     // node); the `[mac]` default is one for all that take it.
-                    rate: match &n.rate_control {
+                    rate: match cx.own_rate_control(n) {
                         Some(rc) => cx
                             .rates
-                            .spec(&format!("{}.rate_control", node_key(i, &n.name)), rc)?,
+                            .spec(&format!("{}.rate_control", node_key(i, &n.name)), &rc)?,
                         None => cx.mac.rate.clone(),
                     },
                     modes: standard.modes(),
@@ -536,6 +545,36 @@ pub(super) fn lower_nodes(
         }
     }
     Ok(nodes)
+}
+
+impl NodeSection {
+    /// The rate control this node runs if not `[mac]`'s: the one it names,
+    /// else, where `[mac]` names none, a station's that roams as a mac80211
+    /// client does (its driver's, [`driver_default`]).
+    pub(super) fn own_rate_control(
+        &self,
+        mac_names_rate: bool,
+        roaming: &RoamingSection,
+        standard: Standard,
+    ) -> Option<RateControlSection> {
+        if self.rate_control.is_some() || mac_names_rate {
+            return self.rate_control.clone();
+        }
+        let roaming = self.roaming.as_ref().unwrap_or(roaming);
+        (self.role == Role::Sta && *roaming != RoamingSection::Madwifi)
+            .then(|| driver_default(standard, true))
+    }
+
+    /// The transmit power it runs with unless it gives one or a `range`.
+    pub(super) fn default_tx_power(&self) -> Option<PowerQ> {
+        (self.tx_power.is_none() && self.range.is_none()).then_some(PowerQ(DEFAULT_TX_POWER))
+    }
+}
+
+impl NodeContext<'_> {
+    fn own_rate_control(&self, n: &NodeSection) -> Option<RateControlSection> {
+        n.own_rate_control(self.mac_names_rate, self.roaming, self.rates.standard)
+    }
 }
 
 /// Checks a `[[node]]` section and lowers what its nodes share.
@@ -695,7 +734,7 @@ fn node_group(i: usize, n: &NodeSection, cx: &NodeContext) -> Result<NodeGroup, 
             ..cfg
         }
     };
-    let learns = match &n.rate_control {
+    let learns = match &cx.own_rate_control(n) {
         Some(rc) => {
             let spec = rates.spec(&key("rate_control"), rc)?;
             check_rate_role(&key("rate_control"), &spec, Some(n.role))?;

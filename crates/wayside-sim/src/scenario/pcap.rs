@@ -13,11 +13,13 @@ use super::nodes::NodeSection;
 use crate::config::{NodeConfig, Role};
 use crate::ids::NodeId;
 use crate::pcap::PcapConfig;
-use serde::Deserialize;
+use crate::units::SimTime;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// `[pcap]`: the radios a run writes a capture for, and an optional
 /// sniffer, a passive node that records every frame it decodes.
-#[derive(Deserialize, Debug, Default)]
+#[derive(Deserialize, Serialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PcapSection {
     /// Node names; default every radio.
@@ -71,7 +73,7 @@ pub(super) fn lower_pcap(
     let Some(sniffer) = &p.sniffer else {
         return Ok(PcapConfig {
             nodes,
-            sniffer: None,
+            ..PcapConfig::default()
         });
     };
     let Some(node) = node_sections
@@ -100,5 +102,36 @@ pub(super) fn lower_pcap(
     Ok(PcapConfig {
         nodes,
         sniffer: Some(sniffer),
+        ..PcapConfig::default()
     })
+}
+
+/// The run's start on the wall clock when the scenario gives none: the Unix
+/// epoch, so that a capture's timestamps are the run's own times (as
+/// simulators' captures commonly are).
+pub(super) fn default_start() -> String {
+    "1970-01-01T00:00:00Z".into()
+}
+
+/// The wall-clock time of run time zero, since the Unix epoch: `start`
+/// (RFC 3339). A capture keeps whole seconds in 32 bits, so the run must
+/// lie between 1970 and early 2106.
+pub(super) fn lower_start(start: &str, duration: SimTime) -> Result<Duration, ScenarioError> {
+    let t = chrono::DateTime::parse_from_rfc3339(start).map_err(|e| {
+        ScenarioError(format!(
+            "start: \"{start}\" is not an RFC 3339 time ({e}); \
+             for example \"2006-08-15T12:00:00Z\""
+        ))
+    })?;
+    let end = t.timestamp() + duration.as_secs_f64().ceil() as i64;
+    if t.timestamp() < 0 || end > i64::from(u32::MAX) {
+        return err(format!(
+            "start: {start}: the run must lie between 1970-01-01T00:00:00Z and \
+             2106-02-07T06:28:15Z (a capture's 32-bit seconds)"
+        ));
+    }
+    Ok(Duration::new(
+        t.timestamp() as u64,
+        t.timestamp_subsec_nanos(),
+    ))
 }

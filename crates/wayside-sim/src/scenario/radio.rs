@@ -22,7 +22,8 @@
 //! ```
 
 use super::common::{
-    check_range, err, from_str, rate_mode, yes, zero_db, PowerQ, RateQ, RatioQ, ScenarioError,
+    check_range, display, err, from_str, rate_mode, yes, zero_db, PowerQ, RateQ, RatioQ,
+    ScenarioError,
 };
 use crate::config::RadioConfig;
 use crate::phy::error::{ClosedForm, ErrorModelKind, Mimo};
@@ -30,19 +31,19 @@ use crate::phy::ht::HtPhy;
 use crate::phy::mode::{Mode, Preamble, Standard};
 use crate::units::{parse_quantity, Db, Dbm, Hertz, Quantity};
 use serde::de::{self, Deserializer};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum PreambleName {
     Long,
     Short,
 }
 
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct Radio {
-    #[serde(deserialize_with = "from_str")]
+    #[serde(deserialize_with = "from_str", serialize_with = "display")]
     pub standard: Standard,
     #[serde(default)]
     pub channel: Option<u32>,
@@ -88,7 +89,7 @@ pub struct Radio {
 }
 
 /// `radio.guard_interval`.
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum GuardName {
     Long,
@@ -96,7 +97,7 @@ pub enum GuardName {
 }
 
 /// `radio.mimo_channel`.
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum MimoName {
     LineOfSight,
@@ -104,7 +105,7 @@ pub enum MimoName {
 }
 
 /// `radio.ofdm_channel_estimate` ([`crate::channel::Fades::aging`]).
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum ChannelEstimateName {
     /// The channel is known at every instant of the frame.
@@ -128,6 +129,15 @@ fn default_capture() -> CaptureMargin {
 /// A capture margin in dB, or `"off"`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CaptureMargin(pub Option<Db>);
+
+impl Serialize for CaptureMargin {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            None => s.serialize_str("off"),
+            Some(db) => RatioQ(db).serialize(s),
+        }
+    }
+}
 
 impl<'de> Deserialize<'de> for CaptureMargin {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -18,10 +18,11 @@ use crate::ratectl::{
     Stage,
 };
 use serde::de::{self, Deserializer};
-use serde::Deserialize;
+use serde::ser::{self, Serializer};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum PresetName {
     Default,
@@ -29,14 +30,14 @@ pub enum PresetName {
 }
 
 /// `algorithm = "fixed"`: one rate, tried up to the MAC's retry limits.
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct FixedOptions {
     pub rate: RateQ,
 }
 
 /// `algorithm = "samplerate"`.
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct SampleRateOptions {
     /// Hadaller et al. Table 1's "default" (madwifi) or "tuned".
@@ -50,7 +51,7 @@ pub struct SampleRateOptions {
 }
 
 /// `initial_rssi`: how SampleRate's initial rate reads the RSSI.
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum InitialRssiName {
     Driver,
@@ -58,12 +59,12 @@ pub enum InitialRssiName {
 }
 
 /// An algorithm a scenario runs with its built-in parameters.
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct NoOptions {}
 
 /// `algorithm = "ideal"`.
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct IdealOptions {
     /// Least frame success probability at the mean SNR (default 0.9).
@@ -72,7 +73,7 @@ pub struct IdealOptions {
 }
 
 /// `algorithm = "environment-aware"`.
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct EnvAwareOptions {
     /// Earlier passes simulated to fill the map (AP).
@@ -108,6 +109,13 @@ macro_rules! rate_control_sections {
         ];
 
         impl RateControlSection {
+            /// The algorithm's name and its options as a table.
+            fn options(&self) -> (&'static str, Result<toml::Table, toml::ser::Error>) {
+                match self {
+                    $(Self::$variant(o) => ($name, toml::Table::try_from(o)),)*
+                }
+            }
+
             fn from_options(algorithm: &str, options: toml::Table) -> Result<Self, String> {
                 match algorithm {
                     $($name => options_of($name, options).map(Self::$variant),)*
@@ -158,6 +166,17 @@ fn options_of<T: de::DeserializeOwned>(algorithm: &str, options: toml::Table) ->
             format!(".{path}: {msg}")
         }
     })
+}
+
+/// `{ algorithm = "…", … }`, as [`RateControlSection`] reads it.
+impl Serialize for RateControlSection {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (algorithm, options) = self.options();
+        let mut table = toml::Table::new();
+        table.insert("algorithm".into(), algorithm.into());
+        table.extend(options.map_err(ser::Error::custom)?);
+        table.serialize(s)
+    }
 }
 
 impl<'de> Deserialize<'de> for RateControlSection {
@@ -254,29 +273,25 @@ pub(super) struct RateContext {
 }
 
 impl RateContext {
-    /// A fixed chain: `rate` tried up to the retry limits, else the
-    /// `[mac]` chain, else the standard's highest rate.
-    pub(super) fn fixed(&self, rate: Option<Mode>) -> RateControlSpec {
-        let chain = |tries: u8| match (&self.chain, rate) {
-            (_, Some(mode)) => RetryChain {
-                stages: vec![Stage { mode, tries }],
-            },
-            (Some(stages), None) => RetryChain {
-                stages: stages.clone(),
-            },
-            (None, None) => RetryChain {
-                stages: self
-                    .standard
-                    .modes()
-                    .last()
-                    .map(|&mode| Stage { mode, tries })
-                    .into_iter()
-                    .collect(),
-            },
-        };
+    /// One fixed `rate`, tried up to the retry limits.
+    pub(super) fn fixed(&self, mode: Mode) -> RateControlSpec {
+        self.fixed_chain(|tries| vec![Stage { mode, tries }])
+    }
+
+    /// `mac.retry_chain`, if given.
+    pub(super) fn chain(&self) -> Option<RateControlSpec> {
+        let stages = self.chain.clone()?;
+        Some(self.fixed_chain(|_| stages.clone()))
+    }
+
+    fn fixed_chain(&self, stages: impl Fn(u8) -> Vec<Stage>) -> RateControlSpec {
         RateControlSpec::Fixed {
-            short: chain(self.short_retry_limit),
-            long: chain(self.long_retry_limit),
+            short: RetryChain {
+                stages: stages(self.short_retry_limit),
+            },
+            long: RetryChain {
+                stages: stages(self.long_retry_limit),
+            },
             rts_threshold: self.rts_threshold,
         }
     }
@@ -307,11 +322,9 @@ impl RateContext {
         rc: &RateControlSection,
     ) -> Result<RateControlSpec, ScenarioError> {
         Ok(match rc {
-            RateControlSection::Fixed(o) => self.fixed(Some(rate_mode(
-                self.standard,
-                &format!("{key}.rate"),
-                o.rate,
-            )?)),
+            RateControlSection::Fixed(o) => {
+                self.fixed(rate_mode(self.standard, &format!("{key}.rate"), o.rate)?)
+            }
             RateControlSection::SampleRate(o) => {
                 let preset = match o.preset {
                     Some(PresetName::Tuned) => SampleRateParams::tuned_preset(),
@@ -388,6 +401,25 @@ impl RateContext {
                 })
             }
         })
+    }
+}
+
+/// The rate control of a node when neither it nor `[mac]` names one: its
+/// driver's. madwifi 0.9 (the `madwifi` and `tuned` driver profiles, an AP,
+/// and a station that does not roam) builds SampleRate unless told
+/// otherwise (its Makefile.inc sets `ATH_RATE=ath_rate/sample` when
+/// `ATH_RATE` is empty). A station that roams as a mac80211 client does
+/// (`mac80211` true: bgscan, a roam threshold) runs mac80211's Minstrel.
+/// madwifi had no 802.11n, so an 802.11n/ac radio runs minstrel_ht,
+/// mac80211's default since Linux 2.6.32.
+pub(super) fn driver_default(standard: Standard, mac80211: bool) -> RateControlSection {
+    match standard {
+        Standard::Ht(_) => RateControlSection::MinstrelHt(NoOptions {}),
+        _ if mac80211 => RateControlSection::Minstrel(NoOptions {}),
+        _ => RateControlSection::SampleRate(SampleRateOptions {
+            preset: None,
+            initial_rssi: None,
+        }),
     }
 }
 

@@ -13,11 +13,11 @@ use super::common::{check_range, time_in, PowerQ, RatioQ, ScenarioError, TimeQ};
 use crate::mac::mgmt::Roaming;
 use crate::units::{Db, Dbm};
 use serde::de::{self, Deserializer};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A roaming profile and its options.
-#[derive(Deserialize, Debug, Clone, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, PartialEq)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum RoamingSection {
     /// madwifi 0.9: no roaming (the default).

@@ -18,9 +18,9 @@ use crate::apps::{SourceConfig, SourceKind};
 use crate::ids::Dst;
 use crate::phy::mode::Standard;
 use crate::units::SimTime;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub enum TrafficKind {
     Saturate,
@@ -28,7 +28,7 @@ pub enum TrafficKind {
     Sounder,
 }
 
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TrafficSection {
     pub kind: TrafficKind,

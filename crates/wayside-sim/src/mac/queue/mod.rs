@@ -27,12 +27,12 @@ use crate::packet::{Body, Packet};
 use crate::units::SimTime;
 use codel::CodelParams;
 use fq::{Fq, FqParams, Item, Overflow};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use txqs::Txqs;
 
 /// Which queue a node runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueKind {
     #[default]
