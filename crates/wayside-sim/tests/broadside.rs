@@ -144,3 +144,32 @@ fn files_and_common_are_only_for_broadside() {
         .to_string();
     assert!(e.contains("app[0].files") && e.contains("broadside"), "{e}");
 }
+
+#[test]
+fn congestion_control_syncs_the_file_and_is_refused_over_tcp() {
+    // With the node's controller the sender paces itself below line rate
+    // and still commits the file; without it (the default) the MAC queue
+    // alone paces it, as in Zahn et al.'s implementation.
+    let paced = run(&["app[0].congestion=true"], 3);
+    let updated = events(&paced, "fetcher", ConnEvent::FileUpdated);
+    assert_eq!(updated.len(), 1, "{updated:?}");
+    let line_rate = run(&[], 3);
+    assert_ne!(
+        paced.trace.transport.len(),
+        line_rate.trace.transport.len(),
+        "the controller changes what is sent"
+    );
+    let e = wayside_sim::run_scenario(
+        PAIR,
+        &[
+            "app[0].transport=\"tcp\"".to_string(),
+            "app[0].congestion=true".to_string(),
+        ],
+        Some(1),
+        0,
+    )
+    .err()
+    .expect("an error")
+    .to_string();
+    assert!(e.contains("app[0].congestion") && e.contains("tcp"), "{e}");
+}

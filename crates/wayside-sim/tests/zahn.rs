@@ -41,7 +41,7 @@ fn each_location_is_two_ad_hoc_cars_in_the_base_configuration() {
             "{name}"
         );
         let app = &cfg.apps[0];
-        let wayside_sim::apps::ip::AppKind::Broadside { files, link } = app.kind else {
+        let wayside_sim::apps::ip::AppKind::Broadside { files, link, .. } = app.kind else {
             panic!("{name}: not broadside")
         };
         assert!(

@@ -41,6 +41,8 @@ pub enum AppKind {
     Broadside {
         files: super::broadside::Files,
         link: super::broadside::Link,
+        /// The node's congestion control on (UDP and raw only).
+        congestion: bool,
     },
 }
 
@@ -112,12 +114,16 @@ impl App {
     /// Application `id`'s end at `me`; `seed`: the run's (seed, run).
     pub(super) fn new(me: NodeId, id: u32, cfg: AppConfig, seed: (u64, u64)) -> App {
         let broadside = match cfg.kind {
-            AppKind::Broadside { files, link } => Some(Host::new(
+            AppKind::Broadside {
+                files,
+                link,
+                congestion,
+            } => Some(Host::new(
                 me,
                 me == cfg.from,
                 id,
                 (cfg.port, link),
-                files,
+                (files, congestion),
                 seed,
             )),
             _ => None,

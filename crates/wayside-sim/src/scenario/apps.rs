@@ -122,6 +122,12 @@ pub struct AppSection {
     /// holds the newer version of every file).
     #[serde(default)]
     pub both_ways: Option<bool>,
+    /// broadside over UDP or raw frames: run the node's congestion control
+    /// (`broadside::congestion`). Default false: the sender fills the MAC
+    /// queue at line rate, as Zahn et al. 2009 §5's implementation did;
+    /// over TCP (Broadside-IP) TCP's own control paces it.
+    #[serde(default)]
+    pub congestion: Option<bool>,
     /// false: defined but not run (scenarios with several experiment variants).
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -225,6 +231,7 @@ pub(super) fn lower_apps(
             ("files", a.files.is_some()),
             ("common", a.common.is_some()),
             ("both_ways", a.both_ways.is_some()),
+            ("congestion", a.congestion.is_some()),
         ] {
             if given && a.kind != AppKindName::Broadside {
                 return err(format!("{}: only used with kind = \"broadside\"", key(k)));
@@ -352,7 +359,15 @@ pub(super) fn lower_apps(
                     Some(BroadsideTransport::Raw) => Link::Raw,
                     Some(BroadsideTransport::Tcp) => Link::Tcp,
                 };
-                AppKind::Broadside { files, link }
+                let congestion = a.congestion.unwrap_or(false);
+                if congestion && link == Link::Tcp {
+                    return err(format!("{}: congestion = true is for transport = \"udp\" or \"raw\"; over \"tcp\" TCP paces Broadside-IP itself", key("congestion")));
+                }
+                AppKind::Broadside {
+                    files,
+                    link,
+                    congestion,
+                }
             }
             AppKindName::UdpCbr => {
                 let (Some(p), Some(iv)) = (a.payload, a.interval) else {
