@@ -52,10 +52,14 @@ impl Scenario {
 }
 
 /// Adds to `doc` every key of `full` it lacks, table by table and, in an
-/// array of tables, entry by entry; a value `doc` gives stays as given.
+/// array of tables, entry by entry (empty lists left out); a value `doc`
+/// gives stays as given.
 fn add_missing(doc: &mut toml::Table, full: toml::Table) {
     for (key, value) in full {
         match (doc.get_mut(&key), value) {
+            // An empty list the file leaves out is its default: not
+            // written, so no `app = []` lines.
+            (None, toml::Value::Array(all)) if all.is_empty() => {}
             (None, value) => {
                 doc.insert(key, value);
             }
@@ -137,6 +141,8 @@ mobility = { model = "line", speed = "80 km/h" }
         // The user's spelling stays; a node with a range gets no power.
         assert_eq!(nodes[2]["mobility"]["speed"].as_str(), Some("80 km/h"));
         assert!(nodes[2].get("tx_power").is_none());
+        // Lists the file leaves empty are not written ("app = []").
+        assert!(doc.get("app").is_none() && doc.get("obstacle").is_none());
         assert_eq!(config(&resolved), config(ROAMING));
     }
 }
