@@ -201,17 +201,17 @@ pub(super) struct Host {
 impl Host {
     /// The end of application `app` at `me`; the sending end holds the
     /// newest versions. `link`: the port (UDP and TCP), and what it runs over;
-    /// `files`: what the ends hold, and whether congestion control runs.
+    /// `congestion`: whether the node's congestion control runs.
     pub(super) fn new(
         me: NodeId,
         sender: bool,
         app: u32,
         link: (u16, Link),
-        files: (Files, bool),
+        files: Files,
+        congestion: bool,
         seed: (u64, u64),
     ) -> Host {
         let (port, link) = link;
-        let (files, congestion) = files;
         let packet_size = link.datagram();
         let (key, store) = file_set(seed, app, sender, files, packet_size);
         let mut s = Stream::new("run", seed.0, seed.1, &format!("broadside/{app}/{}", me.0));
